@@ -1,0 +1,61 @@
+"""memwrap: long-term memory for LLM applications.
+
+    import memwrap
+    client = memwrap.wrap_openai(OpenAI(), bank_id="alice")
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memwrap.api import AsyncMemory, Memory
+from memwrap.errors import (
+    BankNotFoundError,
+    EmbeddingModelMismatchError,
+    InvalidBankIdError,
+    InvalidBudgetError,
+    InvalidContentError,
+    InvalidInputError,
+    MemoryNotFoundError,
+    MemwrapError,
+    SecretBlockedError,
+    StoreError,
+)
+from memwrap.models import BankInfo, MemoryRecord, Recall, RecalledMemory, RetainItem
+
+__version__ = "0.1.0"
+
+# The wrappers pull in the OpenAI/Anthropic SDKs; import them only when asked for.
+_WRAPPER_NAMES = ("wrap_openai", "wrap_anthropic", "scope")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WRAPPER_NAMES:
+        from memwrap import wrappers
+
+        return getattr(wrappers, name)
+    raise AttributeError(f"module 'memwrap' has no attribute {name!r}")
+
+
+__all__ = [
+    "AsyncMemory",
+    "BankInfo",
+    "BankNotFoundError",
+    "EmbeddingModelMismatchError",
+    "InvalidBankIdError",
+    "InvalidBudgetError",
+    "InvalidContentError",
+    "InvalidInputError",
+    "Memory",
+    "MemoryNotFoundError",
+    "MemoryRecord",
+    "MemwrapError",
+    "Recall",
+    "RecalledMemory",
+    "RetainItem",
+    "SecretBlockedError",
+    "StoreError",
+    "scope",
+    "wrap_anthropic",
+    "wrap_openai",
+]

@@ -1,0 +1,234 @@
+"""The `memwrap` command: demo, retain, recall, banks, list, reembed (and what later issues add)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from memwrap.api import Memory
+from memwrap.errors import MemwrapError
+from memwrap.models import RetainItem
+
+console = Console()
+
+Command = Callable[[argparse.Namespace], int]
+_EXTRA_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
+
+
+def register_command(name: str, configure: Callable[[argparse.ArgumentParser], None], run: Command, help: str) -> None:
+    """Let other packages (server, worker, bench) add subcommands without the CLI importing them up front."""
+    _EXTRA_COMMANDS[name] = (configure, run, help)
+
+
+def _memory(args: argparse.Namespace) -> Memory:
+    return Memory(home=args.home, database_url=args.database_url)
+
+
+def _when(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    value = datetime.fromisoformat(text)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+DEMO_BANK = "demo-alice"
+DEMO_SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
+    (
+        "2026-04-12T18:30:00+00:00",
+        [
+            ("user", "Hi! I'm Alice. I just moved to Lisbon for a new job at Google."),
+            ("assistant", "Welcome to Lisbon, Alice! How is the new job at Google going?"),
+            ("user", "Great so far. I'm on the Cloud team. My sister Maya is visiting in May."),
+            ("user", "Also, I'm vegetarian and I'm allergic to peanuts, so restaurant tips need to fit that."),
+            ("assistant", "Noted: vegetarian, peanut allergy. Time Out Market has good vegetarian stalls."),
+        ],
+    ),
+    (
+        "2026-11-23T09:00:00+00:00",
+        [
+            ("user", "I started learning the cello last month. Practising every morning before work."),
+            ("assistant", "That's a lovely routine. Are you taking lessons?"),
+            ("user", "Yes, with a teacher called João on Saturdays. Maya thinks I'm crazy."),
+        ],
+    ),
+]
+DEMO_QUESTIONS = [
+    "Can you suggest a restaurant for dinner tonight?",
+    "What did I do last spring?",
+    "Who is my cello teacher?",
+]
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    with _memory(args) as mem:
+        mem.delete_bank(DEMO_BANK)
+        items = [
+            RetainItem(
+                content=f"{'Alice' if role == 'user' else 'Assistant'}: {text}",
+                timestamp=datetime.fromisoformat(when),
+                document_id=f"session-{s}:turn-{t}",
+                context="demo conversation",
+            )
+            for s, (when, turns) in enumerate(DEMO_SESSIONS, start=1)
+            for t, (role, text) in enumerate(turns, start=1)
+        ]
+        ids = mem.retain_many(DEMO_BANK, items)
+        results = []
+        if not args.json:
+            console.print(f"[bold]Retained[/] {len(items)} turns from 2 sessions into bank [cyan]{DEMO_BANK}[/] "
+                          f"({len(ids)} memories, embedded home: {mem.settings.home}).\n")
+        for question in DEMO_QUESTIONS:
+            recall = mem.recall(DEMO_BANK, question, max_tokens=args.max_tokens, now=now)
+            results.append(recall.model_dump(mode="json", include={"query", "context", "tokens", "max_tokens"}))
+            if not args.json:
+                console.print(Panel(recall.context.rstrip() or "(nothing recalled)",
+                                    title=f"[bold]{question}[/]  →  injected ({recall.tokens}/{recall.max_tokens} tokens)",
+                                    expand=False))
+        if args.json:
+            _print_json(results)
+    return 0
+
+
+def cmd_retain(args: argparse.Namespace) -> int:
+    content = args.content if args.content != "-" else sys.stdin.read()
+    with _memory(args) as mem:
+        ids = mem.retain(args.bank, content, timestamp=_when(args.timestamp), document_id=args.document_id,
+                         context=args.context, tags=args.tag or None)
+    if args.json:
+        _print_json([str(i) for i in ids])
+    else:
+        console.print(f"Retained {len(ids)} memor{'y' if len(ids) == 1 else 'ies'} in [cyan]{args.bank}[/].")
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        recall = mem.recall(args.bank, args.query, max_tokens=args.max_tokens, now=_when(args.now))
+    if args.json:
+        _print_json(recall.model_dump(mode="json"))
+        return 0
+    table = Table(title=f"Recall for {args.query!r} in {args.bank} ({recall.tokens}/{recall.max_tokens} tokens)")
+    for column in ("#", "memory", "when", "arms", "score"):
+        table.add_column(column)
+    for rank, m in enumerate(recall.memories, start=1):
+        arms = ", ".join(f"{a}#{r}" for a, r in m.arms.items()) or ("neighbour" if m.neighbour_of else "")
+        when = f"{m.mentioned_at:%Y-%m-%d}" if m.mentioned_at else ""
+        table.add_row(str(rank), m.text, when, arms, f"{m.score:.4f}")
+    console.print(table)
+    return 0
+
+
+def cmd_banks(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        banks = mem.banks()
+    if args.json:
+        _print_json([b.model_dump(mode="json") for b in banks])
+        return 0
+    table = Table(title="Banks")
+    for column in ("bank", "memories", "created", "last retain"):
+        table.add_column(column)
+    for b in banks:
+        table.add_row(b.bank_id, str(b.memories), f"{b.created_at:%Y-%m-%d %H:%M}" if b.created_at else "",
+                      f"{b.last_retain_at:%Y-%m-%d %H:%M}" if b.last_retain_at else "")
+    console.print(table)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        records = mem.list(args.bank, limit=args.limit, offset=args.offset)
+    if args.json:
+        _print_json([r.model_dump(mode="json") for r in records])
+        return 0
+    table = Table(title=f"Memories in {args.bank}")
+    for column in ("id", "type", "text", "said"):
+        table.add_column(column)
+    for r in records:
+        table.add_row(str(r.id), r.type, r.text, f"{r.mentioned_at:%Y-%m-%d}" if r.mentioned_at else "")
+    console.print(table)
+    return 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    with _memory(args) as mem:
+        count = mem.reembed()
+    if args.json:
+        _print_json({"reembedded": count, "model": mem.settings.embedding_model})
+    else:
+        console.print(f"Re-embedded {count} memories with {mem.settings.embedding_model}.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", help="data directory of the embedded database (MEMWRAP_HOME, default ~/.memwrap)")
+    common.add_argument("--database-url", help="external PostgreSQL with pgvector (MEMWRAP_DATABASE_URL)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    parser = argparse.ArgumentParser(prog="memwrap", description="Long-term memory for LLM applications.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", parents=[common], help="retain a scripted two-session conversation and show what gets injected")
+    demo.add_argument("--max-tokens", type=int, default=300)
+    demo.set_defaults(run=cmd_demo)
+
+    retain = sub.add_parser("retain", parents=[common], help="remember a piece of text ('-' reads stdin)")
+    retain.add_argument("bank")
+    retain.add_argument("content")
+    retain.add_argument("--timestamp", help="ISO time it was said")
+    retain.add_argument("--document-id")
+    retain.add_argument("--context")
+    retain.add_argument("--tag", action="append")
+    retain.set_defaults(run=cmd_retain)
+
+    recall = sub.add_parser("recall", parents=[common], help="show what would be injected for a query")
+    recall.add_argument("bank")
+    recall.add_argument("query")
+    recall.add_argument("--max-tokens", type=int, default=1024)
+    recall.add_argument("--now", help="ISO time to resolve 'last spring' against")
+    recall.set_defaults(run=cmd_recall)
+
+    banks = sub.add_parser("banks", parents=[common], help="list memory banks")
+    banks.set_defaults(run=cmd_banks)
+
+    listing = sub.add_parser("list", parents=[common], help="list memories in a bank")
+    listing.add_argument("bank")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--offset", type=int, default=0)
+    listing.set_defaults(run=cmd_list)
+
+    reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
+    reembed.set_defaults(run=cmd_reembed)
+
+    for name, (configure, run, help_text) in _EXTRA_COMMANDS.items():
+        extra = sub.add_parser(name, parents=[common], help=help_text)
+        configure(extra)
+        extra.set_defaults(run=run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except MemwrapError as exc:
+        if args.json:
+            _print_json({"error": exc.code, "message": str(exc)})
+        else:
+            console.print(f"[red]error[/] ({exc.code}): {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

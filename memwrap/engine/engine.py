@@ -1,0 +1,205 @@
+"""The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from memwrap.config import Settings
+from memwrap.engine import catalog, validate
+from memwrap.engine.embed import Embedder, shared_embedder
+from memwrap.engine.recall.arms import Filters
+from memwrap.engine.recall.search import RecallRequest, Searcher
+from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
+from memwrap.engine.retain.write import existing_items, write_items
+from memwrap.models import BankInfo, MemoryRecord, Recall, RetainItem
+from memwrap.store.db import Store
+from memwrap.store.embedded_pg import embedded_database_url
+
+LAST_TEXT_OF_SESSIONS = """
+SELECT DISTINCT ON (session_key) session_key, text
+FROM memory_units
+WHERE bank_id = $1 AND session_key = ANY($2::text[])
+ORDER BY session_key, seq DESC
+"""
+
+# Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
+WRITE_BATCH = 256
+
+
+class Engine:
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.searcher = Searcher(store.pool, embedder.embed_query, settings)
+
+    @classmethod
+    async def open(cls, settings: Settings, *, allow_model_change: bool = False) -> Engine:
+        loop = asyncio.get_running_loop()
+        url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
+        embedder = await loop.run_in_executor(
+            None, shared_embedder, settings.embedding_model, settings.embedding_batch_size
+        )
+        store = await Store.open(
+            url,
+            embedding_model=settings.embedding_model,
+            embedding_dim=embedder.dim,
+            allow_model_change=allow_model_change,
+            min_size=settings.pool_min_size,
+            max_size=settings.pool_max_size,
+        )
+        return cls(store, embedder, settings)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    # --- retain -----------------------------------------------------------------------------------------
+
+    async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
+        bank_id = validate.bank_id(bank_id)
+        checked = validate.retain_items(items)
+        if not checked:
+            return []
+        policy = await self._defense_policy(bank_id)
+        now = datetime.now(UTC)
+        # Everything is validated and prepared before anything is written: bad input stores nothing.
+        hashes = [item_hash(i) for i in checked]
+        known = await existing_items(self.store.pool, bank_id, hashes)
+        prepared: dict[str, PreparedItem] = {}
+        for item, hashed in zip(checked, hashes, strict=True):
+            if hashed not in known and hashed not in prepared:
+                prepared[hashed] = prepare_item(item, now=now, defense_policy=policy)
+
+        stored: dict[str, list[UUID]] = dict(known)
+        pending = list(prepared.values())
+        await self._add_session_context(bank_id, pending)
+        for start in range(0, len(pending), WRITE_BATCH):
+            batch = pending[start : start + WRITE_BATCH]
+            vectors = await self.embedder.embed([u.embed_text for item in batch for u in item.units])
+            async with self.store.pool.acquire() as conn:
+                stored.update(await write_items(conn, bank_id, batch, vectors))
+        return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    async def _add_session_context(self, bank_id: str, items: list[PreparedItem]) -> None:
+        """Embed each unit together with the unit before it in its session.
+
+        A reply such as "Yes, it was amazing!" means nothing alone; with the question before it, its vector
+        lands near the questions it answers. Only the vector sees the context: the stored text is the unit's own.
+        (LoCoMo evidence recall at 1,024 tokens went from 0.790 to 0.809 with it.)
+        """
+        sessions = sorted({u.session_key for item in items for u in item.units if u.session_key})
+        if not sessions:
+            return
+        rows = await self.store.pool.fetch(LAST_TEXT_OF_SESSIONS, bank_id, sessions)
+        previous: dict[str, str] = {r["session_key"]: r["text"] for r in rows}
+        for item in items:
+            for unit in item.units:
+                if unit.session_key is None:
+                    continue
+                before = previous.get(unit.session_key)
+                if before:
+                    unit.embed_text = f"{before}\n{unit.text}"
+                previous[unit.session_key] = unit.text
+
+    async def _defense_policy(self, bank_id: str) -> str:
+        config = await self.store.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+        if isinstance(config, dict) and config.get("defense_policy") in ("redact", "block", "off"):
+            return str(config["defense_policy"])
+        return self.settings.defense_policy
+
+    # --- recall -----------------------------------------------------------------------------------------
+
+    async def recall(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        max_tokens: int = 1024,
+        now: datetime | None = None,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        fusion: str | None = None,
+    ) -> Recall:
+        request = RecallRequest(
+            bank_id=validate.bank_id(bank_id),
+            query=validate.query(query),
+            max_tokens=validate.budget(max_tokens),
+            now=validate.now_or(now),
+            types=validate.memory_types(types),
+            tags=validate.tags(tags),
+            model=model,
+            neighbours=self.settings.neighbours if neighbours is None else neighbours,
+            fusion=fusion,
+        )
+        return await self.searcher.recall(request)
+
+    # --- catalog ----------------------------------------------------------------------------------------
+
+    async def list(
+        self,
+        bank_id: str,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        document_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        if limit < 1 or limit > 10_000 or offset < 0:
+            raise validate.InvalidInputError("list takes 1 <= limit <= 10000 and offset >= 0.")
+        filters = Filters(validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags))
+        return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
+
+    async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
+        return await catalog.get_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
+
+    async def delete(self, bank_id: str, memory_id: UUID | str) -> None:
+        await catalog.delete_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
+
+    async def delete_bank(self, bank_id: str) -> int:
+        return await catalog.delete_bank(self.store.pool, validate.bank_id(bank_id))
+
+    async def banks(self) -> list[BankInfo]:
+        return await catalog.banks(self.store.pool)
+
+    # --- maintenance ------------------------------------------------------------------------------------
+
+    async def reembed(self, *, batch_size: int = 256) -> int:
+        """Re-embed every memory with the configured model, in place (the vector column is resized if needed)."""
+        model, dim = self.settings.embedding_model, self.embedder.dim
+        pool = self.store.pool
+        async with pool.acquire() as conn, conn.transaction():
+            stored_dim = await conn.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'")
+            if stored_dim != str(dim):
+                await conn.execute("DROP INDEX IF EXISTS memory_units_embedding_hnsw")
+                await conn.execute(f"ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
+        done = 0
+        last_seq = 0
+        while True:
+            rows = await pool.fetch(
+                "SELECT bank_id, id, seq, text FROM memory_units WHERE seq > $1 ORDER BY seq LIMIT $2", last_seq, batch_size
+            )
+            if not rows:
+                break
+            vectors: np.ndarray = await self.embedder.embed([r["text"] for r in rows])
+            await pool.executemany(
+                "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
+                [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],
+            )
+            done += len(rows)
+            last_seq = rows[-1]["seq"]
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "CREATE INDEX IF NOT EXISTS memory_units_embedding_hnsw ON memory_units USING hnsw (embedding vector_cosine_ops)"
+            )
+            await self.store.set_meta("embedding_model", model, conn)
+            await self.store.set_meta("embedding_dim", str(dim), conn)
+        return done

@@ -1,0 +1,205 @@
+"""The four recall arms. Each is one SQL query returning (memory id, arm score), best first.
+
+Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+Hits = list[tuple[UUID, float]]
+
+# Below this many memories an exact scan beats the approximate index, and is exact.
+EXACT_SCAN_MAX = 4000
+# A keyword term found in more memories than this adds little (low idf) and costs a lot; count no further.
+TERM_SCAN_CAP = 5000
+# Entities mentioned more often than this are too common to tell memories apart.
+ENTITY_FANOUT_CAP = 3000
+
+
+@dataclass(frozen=True)
+class Filters:
+    bank_id: str
+    types: list[str] | None = None
+    tags: list[str] | None = None
+
+    def sql(self, alias: str, first_param: int) -> tuple[str, list[object]]:
+        """SQL conditions on memory_units `alias` and their parameters, numbered from `first_param`."""
+        conditions = [f"{alias}.invalidated_at IS NULL"]
+        params: list[object] = []
+        if self.types is not None:
+            params.append(self.types)
+            conditions.append(f"{alias}.fact_type = ANY(${first_param + len(params) - 1}::text[])")
+        if self.tags is not None:
+            params.append(self.tags)
+            conditions.append(f"{alias}.tags && ${first_param + len(params) - 1}::text[]")
+        return " AND ".join(conditions), params
+
+
+async def semantic(
+    conn: asyncpg.Connection,
+    filters: Filters,
+    query_vector: np.ndarray,
+    limit: int,
+    bank_size: int,
+    min_similarity: float = -1.0,
+) -> Hits:
+    where, params = filters.sql("m", 5)
+    # `+ 0` hides the distance from the planner's index matching, forcing the exact scan on small banks.
+    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0"
+    sql = f"""
+        SELECT id, 1 - dist AS score FROM (
+            SELECT m.id, m.embedding <=> $2 AS dist
+            FROM memory_units m
+            WHERE m.bank_id = $1 AND {where}
+            ORDER BY {order}
+            LIMIT $3
+        ) nearest
+        WHERE 1 - dist >= $4
+        ORDER BY dist
+    """
+    rows = await conn.fetch(sql, filters.bank_id, query_vector, limit, min_similarity, *params)
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, limit: int, bank_size: int) -> Hits:
+    """Full-text match scored like BM25 (binary term frequency): each query term weighs by its rarity in the bank."""
+    where, params = filters.sql("m", 6)
+    sql = f"""
+        WITH terms AS (
+            SELECT DISTINCT plainto_tsquery('simple', lexeme) AS tsq
+            FROM unnest(to_tsvector('english', $2))
+        ), weighted AS (
+            SELECT t.tsq, ln(1 + ($3::float8 - df.n + 0.5) / (df.n + 0.5)) AS idf
+            FROM terms t
+            CROSS JOIN LATERAL (
+                SELECT count(*) AS n FROM (
+                    SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq LIMIT $4
+                ) capped
+            ) df
+            WHERE df.n > 0 AND numnode(t.tsq) > 0
+        )
+        SELECT hit.id,
+               sum(w.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(hit.search_tsv) / 20.0))) AS score
+        FROM weighted w
+        CROSS JOIN LATERAL (
+            SELECT m.id, m.search_tsv FROM memory_units m
+            WHERE m.bank_id = $1 AND m.search_tsv @@ w.tsq AND {where}
+            LIMIT $4
+        ) hit
+        GROUP BY hit.id
+        ORDER BY score DESC
+        LIMIT $5
+    """
+    rows = await conn.fetch(sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, *params)
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+async def graph(
+    conn: asyncpg.Connection,
+    filters: Filters,
+    query_vector: np.ndarray,
+    entity_keys: list[str],
+    limit: int,
+    bank_size: int,
+    seeds: int = 5,
+) -> Hits:
+    # In a small bank a few seeds are already much of it; keep some memories left to be reached.
+    seeds = max(1, min(seeds, bank_size // 4))
+    """Memories reached from the best seeds — the query's own entities and its nearest memories — through shared
+    entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
+    score, so a memory that is both near the query and well connected ranks above one that is only connected."""
+    where, params = filters.sql("m", 8)
+    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0"
+    sql = f"""
+        WITH seeds AS (
+            SELECT id FROM memory_units
+            WHERE bank_id = $1 AND invalidated_at IS NULL
+            ORDER BY {order}
+            LIMIT $3
+        ), seed_entities AS (
+            SELECT ue.entity_id, 1.0 AS weight
+            FROM unit_entities ue JOIN seeds s ON ue.bank_id = $1 AND ue.unit_id = s.id
+            UNION ALL
+            SELECT e.id, 2.0 FROM entities e WHERE e.bank_id = $1 AND e.name_key = ANY($4::text[])
+        ), entity_weights AS (
+            SELECT se.entity_id, sum(se.weight) * ln(1 + $5::float8 / e.mention_count) AS weight
+            FROM seed_entities se JOIN entities e ON e.bank_id = $1 AND e.id = se.entity_id
+            WHERE e.mention_count <= least($6, greatest(20, $5::float8 * 0.05))
+            GROUP BY se.entity_id, e.mention_count
+        ), reached AS (
+            SELECT ue.unit_id AS id, ew.weight AS score
+            FROM entity_weights ew JOIN unit_entities ue ON ue.bank_id = $1 AND ue.entity_id = ew.entity_id
+            UNION ALL
+            SELECT l.to_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.from_id = s.id
+            UNION ALL
+            SELECT l.from_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.to_id = s.id
+        )
+        SELECT r.id, sum(r.score) AS score
+        FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
+        JOIN memory_units m ON m.bank_id = $1 AND m.id = r.id
+        WHERE {where}
+        GROUP BY r.id
+        ORDER BY score DESC
+        LIMIT $7
+    """
+    rows = await conn.fetch(
+        sql, filters.bank_id, query_vector, seeds, entity_keys, max(bank_size, 1), ENTITY_FANOUT_CAP, limit, *params
+    )
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+async def temporal(
+    conn: asyncpg.Connection,
+    filters: Filters,
+    query_vector: np.ndarray,
+    start: datetime,
+    end: datetime,
+    limit: int,
+    buckets: int = 8,
+) -> Hits:
+    """Memories about (or, undated, said during) the window, most relevant first within each slice of the
+    window, slices taken in turns so one busy week does not crowd out the rest of "last spring"."""
+    where, params = filters.sql("m", 7)
+    sql = f"""
+        WITH candidates AS (
+            SELECT m.id, m.embedding <=> $2 AS dist, coalesce(m.occurred_start, m.mentioned_at) AS at
+            FROM memory_units m
+            WHERE m.bank_id = $1 AND {where}
+              AND (
+                (m.occurred_start IS NOT NULL AND m.occurred_start <= $4 AND coalesce(m.occurred_end, m.occurred_start) >= $3)
+                OR (m.occurred_start IS NULL AND m.mentioned_at BETWEEN $3 AND $4)
+              )
+        ), sliced AS (
+            SELECT id, dist, row_number() OVER (
+                PARTITION BY width_bucket(extract(epoch FROM greatest(least(at, $4), $3)),
+                                          extract(epoch FROM $3), extract(epoch FROM $4) + 1, $6)
+                ORDER BY dist) AS turn
+            FROM candidates
+        )
+        SELECT id, 1 - dist AS score FROM sliced ORDER BY turn, dist LIMIT $5
+    """
+    rows = await conn.fetch(sql, filters.bank_id, query_vector, start, end, limit, buckets, *params)
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+async def neighbours(conn: asyncpg.Connection, filters: Filters, ids: list[UUID]) -> list[tuple[UUID, UUID]]:
+    """(hit id, neighbour id) for the session neighbours — the turn before and after — of each hit."""
+    where, params = filters.sql("m", 3)
+    sql = f"""
+        SELECT x.hit, x.neighbour FROM (
+            SELECT l.from_id AS hit, l.to_id AS neighbour FROM memory_links l
+            WHERE l.bank_id = $1 AND l.from_id = ANY($2::uuid[]) AND l.kind = 'next'
+            UNION ALL
+            SELECT l.to_id, l.from_id FROM memory_links l
+            WHERE l.bank_id = $1 AND l.to_id = ANY($2::uuid[]) AND l.kind = 'next'
+        ) x JOIN memory_units m ON m.bank_id = $1 AND m.id = x.neighbour
+        WHERE {where}
+    """
+    rows = await conn.fetch(sql, filters.bank_id, ids, *params)
+    return [(r["hit"], r["neighbour"]) for r in rows]

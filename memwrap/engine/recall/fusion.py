@@ -1,0 +1,52 @@
+"""Fusing the arms' ranked lists: weighted reciprocal rank fusion, or round-robin interleaving."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from memwrap.engine.recall.arms import Hits
+
+
+@dataclass
+class Fused:
+    id: UUID
+    score: float
+    arms: dict[str, int] = field(default_factory=dict)  # arm → 1-based rank in that arm
+
+
+def _ranks(results: Mapping[str, Hits]) -> dict[UUID, dict[str, int]]:
+    ranks: dict[UUID, dict[str, int]] = {}
+    for arm, hits in results.items():
+        for rank, (memory_id, _score) in enumerate(hits, start=1):
+            ranks.setdefault(memory_id, {}).setdefault(arm, rank)
+    return ranks
+
+
+def reciprocal_rank(results: Mapping[str, Hits], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
+    """score = Σ over arms of weight / (k + rank). Order only: scores from different arms are not comparable."""
+    fused = [
+        Fused(memory_id, sum(weights.get(arm, 1.0) / (k + rank) for arm, rank in arms.items()), arms)
+        for memory_id, arms in _ranks(results).items()
+    ]
+    fused.sort(key=lambda f: (-f.score, min(f.arms.values())))
+    return fused
+
+
+def interleave(results: Mapping[str, Hits], weights: Mapping[str, float]) -> list[Fused]:
+    """Take each arm's next best in turn (heaviest arm first). A memory ranked high by one arm only is never cut,
+    which matters when looking for near-duplicates ("twins") of a new fact."""
+    order = sorted(results, key=lambda arm: -weights.get(arm, 1.0))
+    ranks = _ranks(results)
+    seen: set[UUID] = set()
+    fused: list[Fused] = []
+    longest = max((len(h) for h in results.values()), default=0)
+    for position in range(longest):
+        for arm in order:
+            hits = results[arm]
+            if position < len(hits) and hits[position][0] not in seen:
+                memory_id = hits[position][0]
+                seen.add(memory_id)
+                fused.append(Fused(memory_id, 1.0 / (1 + len(fused)), ranks[memory_id]))
+    return fused

@@ -1,0 +1,104 @@
+"""Retain without an LLM: items → memory units (text, times, entities, search text), ready to embed and write."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from uuid import UUID, uuid4
+
+from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.retain.defense import apply_policy
+from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.retain.split import split_units
+from memwrap.engine.text import normalise_whitespace, search_text
+from memwrap.errors import SecretBlockedError
+from memwrap.models import RetainItem
+
+
+@dataclass
+class PreparedUnit:
+    id: UUID
+    text: str
+    fact_type: str
+    item_hash: str
+    document_id: str | None
+    session_key: str | None
+    part_index: int
+    context: str | None
+    metadata: dict[str, Any]
+    tags: list[str]
+    mentioned_at: datetime
+    occurred: tuple[datetime, datetime] | None
+    entities: dict[str, str]  # entity_key → display name
+    search_text: str
+    embed_text: str
+
+
+@dataclass
+class PreparedItem:
+    item_hash: str
+    units: list[PreparedUnit] = field(default_factory=list)
+
+
+def item_hash(item: RetainItem) -> str:
+    """Identity of a retained item: same bank, document and content is the same item.
+
+    Without a document id the timestamp joins the key, so the same sentence said on two days is two memories.
+    """
+    when = "" if item.document_id else (item.timestamp.isoformat() if item.timestamp else "")
+    key = "\x1f".join([item.document_id or "", when, item.content])
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def session_key(item: RetainItem) -> str | None:
+    """Which conversation an item belongs to: metadata['session_id'], or the "session" of "session:part"."""
+    explicit = item.metadata.get("session_id") if item.metadata else None
+    if explicit:
+        return str(explicit)
+    if item.document_id and ":" in item.document_id:
+        return item.document_id.rsplit(":", 1)[0]
+    return item.document_id
+
+
+def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> PreparedItem:
+    """Split, redact, date and tag one item. Raises SecretBlockedError under the 'block' policy."""
+    hashed = item_hash(item)
+    defended = apply_policy(item.content, defense_policy)  # type: ignore[arg-type]
+    if defended.blocked:
+        kinds = sorted({f.kind for f in defended.findings})
+        raise SecretBlockedError(
+            f"Not stored: the content holds what looks like a secret ({', '.join(kinds)}) and this bank's "
+            "memory-defense policy is 'block'. Remove it, or set the policy to 'redact'."
+        )
+    context = apply_policy(item.context, defense_policy).text if item.context else None
+    mentioned = item.timestamp or now
+    prepared = PreparedItem(item_hash=hashed)
+    for index, part in enumerate(split_units(defended.text)):
+        text = normalise_whitespace(part)
+        if not text:
+            continue
+        entities: dict[str, str] = {}
+        for name in extract_entities(text):
+            entities.setdefault(entity_key(name), name)
+        prepared.units.append(
+            PreparedUnit(
+                id=uuid4(),
+                text=text,
+                fact_type="raw",
+                item_hash=hashed,
+                document_id=item.document_id,
+                session_key=session_key(item),
+                part_index=index,
+                context=context,
+                metadata=dict(item.metadata),
+                tags=list(item.tags),
+                mentioned_at=mentioned,
+                occurred=extract_occurred(text, mentioned),
+                entities=entities,
+                search_text=search_text(text),
+                embed_text=text,
+            )
+        )
+    return prepared

@@ -1,0 +1,170 @@
+"""Writing prepared units: units, entities, links and the retained-item record, in one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import asyncpg
+import numpy as np
+
+from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
+
+INSERT_UNIT = """
+INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
+                          tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16))
+"""
+
+UPSERT_ENTITIES = """
+INSERT INTO entities AS e (bank_id, id, name, name_key, mention_count, first_seen, last_seen)
+SELECT $1, gen_random_uuid(), t.name, t.name_key, t.mentions, now(), now()
+FROM unnest($2::text[], $3::text[], $4::int[]) AS t(name_key, name, mentions)
+ORDER BY t.name_key
+ON CONFLICT (bank_id, name_key) DO UPDATE
+   SET mention_count = e.mention_count + EXCLUDED.mention_count, last_seen = now()
+RETURNING e.id, e.name_key
+"""
+
+LINK_UNIT_ENTITIES = """
+INSERT INTO unit_entities (bank_id, unit_id, entity_id)
+SELECT $1, u, e FROM unnest($2::uuid[], $3::uuid[]) AS t(u, e)
+ON CONFLICT DO NOTHING
+"""
+
+LAST_UNIT_OF_SESSIONS = """
+SELECT DISTINCT ON (session_key) session_key, id
+FROM memory_units
+WHERE bank_id = $1 AND session_key = ANY($2::text[])
+ORDER BY session_key, seq DESC
+"""
+
+INSERT_LINKS = """
+INSERT INTO memory_links (bank_id, from_id, to_id, kind, weight)
+SELECT $1, f, t, 'next', 1.0 FROM unnest($2::uuid[], $3::uuid[]) AS x(f, t)
+ON CONFLICT DO NOTHING
+"""
+
+RECORD_ITEMS = """
+INSERT INTO retained_items (bank_id, item_hash, unit_ids)
+SELECT $1, h, string_to_array(ids, ',')::uuid[] FROM unnest($2::text[], $3::text[]) AS t(h, ids)
+ON CONFLICT (bank_id, item_hash) DO NOTHING
+"""
+
+ENSURE_BANK = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING"
+
+BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at = now() WHERE bank_id = $1"
+
+
+async def existing_items(conn: asyncpg.Connection, bank_id: str, hashes: Sequence[str]) -> dict[str, list[UUID]]:
+    rows = await conn.fetch(
+        "SELECT item_hash, unit_ids FROM retained_items WHERE bank_id = $1 AND item_hash = ANY($2::text[])",
+        bank_id,
+        list(hashes),
+    )
+    return {r["item_hash"]: list(r["unit_ids"]) for r in rows}
+
+
+async def write_items(
+    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray
+) -> dict[str, list[UUID]]:
+    """Insert the items' units (vectors in unit order). Items already stored (a concurrent retain) are skipped.
+
+    Returns item_hash → unit ids for every item, new or already present.
+    """
+    async with conn.transaction():
+        await conn.execute(ENSURE_BANK, bank_id)
+        # Lock the item hashes we are about to write, so two concurrent retains of one item store it once.
+        already = await existing_items(conn, bank_id, [i.item_hash for i in items])
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h",
+            bank_id,
+            sorted({i.item_hash for i in items} - set(already)),
+        )
+        already = await existing_items(conn, bank_id, [i.item_hash for i in items])
+
+        units: list[PreparedUnit] = []
+        unit_vectors: list[np.ndarray] = []
+        offset = 0
+        new_items: list[PreparedItem] = []
+        for item in items:
+            count = len(item.units)
+            if item.item_hash not in already:
+                new_items.append(item)
+                units.extend(item.units)
+                unit_vectors.extend(vectors[offset : offset + count])
+            offset += count
+
+        if units:
+            sessions = sorted({u.session_key for u in units if u.session_key})
+            last_of_session = (
+                {r["session_key"]: r["id"] for r in await conn.fetch(LAST_UNIT_OF_SESSIONS, bank_id, sessions)}
+                if sessions
+                else {}
+            )
+            await conn.executemany(
+                INSERT_UNIT,
+                [
+                    (
+                        bank_id, u.id, u.text, u.fact_type, u.document_id, u.session_key, u.part_index, u.context,
+                        u.metadata, u.tags, u.item_hash, u.occurred[0] if u.occurred else None,
+                        u.occurred[1] if u.occurred else None, u.mentioned_at, vector, u.search_text,
+                    )
+                    for u, vector in zip(units, unit_vectors, strict=True)
+                ],
+            )
+            await _write_entities(conn, bank_id, units)
+            await _write_session_links(conn, bank_id, units, last_of_session)
+            await conn.execute(BUMP_BANK, bank_id, len(units))
+            await conn.execute(
+                RECORD_ITEMS,
+                bank_id,
+                [i.item_hash for i in new_items],
+                [",".join(str(u.id) for u in i.units) for i in new_items],
+            )
+
+    result = dict(already)
+    for item in new_items:
+        result[item.item_hash] = [u.id for u in item.units]
+    return result
+
+
+async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
+    mentions: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for unit in units:
+        for key, name in unit.entities.items():
+            mentions[key] = mentions.get(key, 0) + 1
+            names.setdefault(key, name)
+    if not mentions:
+        return
+    keys = sorted(mentions)
+    rows = await conn.fetch(UPSERT_ENTITIES, bank_id, keys, [names[k] for k in keys], [mentions[k] for k in keys])
+    entity_ids = {r["name_key"]: r["id"] for r in rows}
+    pairs = [(unit.id, entity_ids[key]) for unit in units for key in unit.entities]
+    await conn.execute(LINK_UNIT_ENTITIES, bank_id, [p[0] for p in pairs], [p[1] for p in pairs])
+
+
+async def _write_session_links(
+    conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit], last_of_session: dict[str, UUID]
+) -> None:
+    """Chain each unit to the one before it in its session (earlier retains included)."""
+    last = dict(last_of_session)
+    froms: list[UUID] = []
+    tos: list[UUID] = []
+    previous_in_item: UUID | None = None
+    previous_hash: str | None = None
+    for unit in units:
+        key = unit.session_key
+        if key is not None:
+            prev = last.get(key)
+            if prev is not None and prev != unit.id:
+                froms.append(prev)
+                tos.append(unit.id)
+            last[key] = unit.id
+        elif previous_hash == unit.item_hash and previous_in_item is not None:
+            froms.append(previous_in_item)
+            tos.append(unit.id)
+        previous_in_item, previous_hash = unit.id, unit.item_hash
+    if froms:
+        await conn.execute(INSERT_LINKS, bank_id, froms, tos)

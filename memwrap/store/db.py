@@ -1,0 +1,132 @@
+"""The connection pool and the schema: versioned SQL migrations applied at start-up under an advisory lock."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from memwrap.errors import EmbeddingModelMismatchError, StoreError
+
+# Any fixed number works; every memwrap process on a database must agree on it.
+_MIGRATION_LOCK_KEY = 0x6D656D77  # "memw"
+
+_MIGRATION_FILE = re.compile(r"^(\d{4})_[\w-]+\.sql$")
+
+
+def _migrations() -> list[tuple[int, str, str]]:
+    folder = resources.files("memwrap.store") / "migrations"
+    found = []
+    for entry in folder.iterdir():
+        match = _MIGRATION_FILE.match(entry.name)
+        if match:
+            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+    # Filtered vector search (WHERE bank_id = ...) keeps scanning the HNSW graph until it has enough rows.
+    await conn.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
+    await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
+
+
+def _json_dumps(value: object) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _json_loads(value: str) -> object:
+    import json
+
+    return json.loads(value)
+
+
+class Store:
+    """A pool of connections to a migrated memwrap database."""
+
+    def __init__(self, pool: asyncpg.Pool, url: str) -> None:
+        self.pool = pool
+        self.url = url
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        embedding_model: str,
+        embedding_dim: int,
+        allow_model_change: bool = False,
+        min_size: int = 1,
+        max_size: int = 8,
+    ) -> Store:
+        try:
+            await _migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
+            pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            raise StoreError(f"Could not open the memwrap database at {_redact_url(url)}: {exc}") from exc
+        store = cls(pool, url)
+        if not allow_model_change:
+            await store.check_embedding_model(embedding_model, embedding_dim)
+        return store
+
+    async def check_embedding_model(self, model: str, dim: int) -> None:
+        stored = await self.get_meta("embedding_model")
+        stored_dim = await self.get_meta("embedding_dim")
+        if stored is not None and (stored != model or stored_dim != str(dim)):
+            raise EmbeddingModelMismatchError(
+                f"This store was built with the embedding model {stored!r} ({stored_dim} dims), but "
+                f"{model!r} ({dim} dims) is configured. Run `memwrap reembed` to re-embed every memory in place "
+                f"with {model!r}, or set MEMWRAP_EMBEDDING_MODEL={stored!r} to keep using the old one."
+            )
+
+    async def get_meta(self, key: str) -> str | None:
+        return await self.pool.fetchval("SELECT value FROM store_meta WHERE key = $1", key)
+
+    async def set_meta(self, key: str, value: str, conn: asyncpg.Connection | None = None) -> None:
+        sql = "INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = $2"
+        await (conn or self.pool).execute(sql, key, value)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+
+async def _migrate(url: str, *, embedding_model: str, embedding_dim: int) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        # Several processes may start at once on one database: one migrates, the others wait here.
+        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK_KEY)
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            applied = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for version, name, sql in _migrations():
+                if version in applied:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(sql.replace("{embedding_dim}", str(int(embedding_dim))))
+                    await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                    if version == 1:
+                        await conn.execute(
+                            "INSERT INTO store_meta (key, value) VALUES ('embedding_model', $1), ('embedding_dim', $2)",
+                            embedding_model,
+                            str(embedding_dim),
+                        )
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK_KEY)
+    finally:
+        await conn.close()
+
+
+def _redact_url(url: str) -> str:
+    return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", url)
+
+
+def migrations_folder() -> Path:
+    return Path(str(resources.files("memwrap.store") / "migrations"))

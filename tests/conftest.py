@@ -1,0 +1,60 @@
+"""Shared fixtures: one real embedded PostgreSQL for the whole run (fresh data directory), a fresh bank per test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memwrap import Memory
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _new_home(prefix: str) -> Path:
+    # Not under pytest's tmp_path: pytest resets its base folder to mode 0700 whenever a pytest session starts,
+    # and the embedded PostgreSQL runs as another user (when we are root) that must traverse the path.
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+@pytest.fixture(scope="session")
+def memwrap_home() -> Iterator[Path]:
+    home = _new_home("memwrap-tests-")
+    os.environ["MEMWRAP_HOME"] = str(home)  # anything that builds its own Memory() lands here too
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_home() -> Iterator[Path]:
+    """A data directory of its own, for tests that need a separate database server."""
+    home = _new_home("memwrap-test-home-")
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def memory(memwrap_home: Path) -> Iterator[Memory]:
+    mem = Memory(home=memwrap_home)
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
+def bank() -> str:
+    return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not SHARED_DATA.exists():
+        pytest.skip(f"evaluation data not found at {SHARED_DATA}")
+    return SHARED_DATA

@@ -1,0 +1,95 @@
+"""Bad input gets a specific error a user can act on, and loses nothing already stored."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memwrap import (
+    InvalidBankIdError,
+    InvalidBudgetError,
+    InvalidContentError,
+    InvalidInputError,
+    Memory,
+    MemoryNotFoundError,
+)
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def stored(memory: Memory, bank: str) -> list:
+    return memory.retain_many(bank, ["Keep me safe.", "Me too."])
+
+
+def _intact(memory: Memory, bank: str, stored: list) -> None:
+    assert [r.id for r in memory.list(bank)] == stored
+
+
+@pytest.mark.parametrize(
+    ("content", "error", "words"),
+    [
+        ("", InvalidContentError, "empty"),
+        ("   \n\t ", InvalidContentError, "empty"),
+        ("x" * 1_048_576, InvalidContentError, "limit"),
+        ("bad \x00 byte", InvalidContentError, "NUL"),
+        ("lone \ud800 surrogate", InvalidContentError, "surrogate"),
+        (12345, InvalidContentError, "string"),
+        (None, InvalidContentError, "string"),
+    ],
+)
+def test_bad_content(memory: Memory, bank: str, stored: list, content: object, error: type, words: str) -> None:
+    with pytest.raises(error, match=words):
+        memory.retain(bank, content)  # type: ignore[arg-type]
+    # A bad item in a batch rejects the whole batch before anything is written.
+    with pytest.raises(error, match="item 1"):
+        memory.retain_many(bank, ["a fine new item", content])  # type: ignore[list-item]
+    _intact(memory, bank, stored)
+
+
+@pytest.mark.parametrize("bank_id", ["", "has space", "a/b", "x" * 200, "nul\x00", None, 42, "-leading-dash"])
+def test_bad_bank_ids(memory: Memory, bank_id: object) -> None:
+    with pytest.raises(InvalidBankIdError, match="bank id"):
+        memory.retain(bank_id, "hello")  # type: ignore[arg-type]
+    with pytest.raises(InvalidBankIdError):
+        memory.recall(bank_id, "hello")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_tokens", [0, -5, 2_000_001, 10**12, 1.5, "100", True])
+def test_bad_budgets(memory: Memory, bank: str, stored: list, max_tokens: object) -> None:
+    with pytest.raises(InvalidBudgetError, match="max_tokens"):
+        memory.recall(bank, "anything", max_tokens=max_tokens, now=NOW)  # type: ignore[arg-type]
+    _intact(memory, bank, stored)
+
+
+def test_unknown_ids(memory: Memory, bank: str, stored: list) -> None:
+    with pytest.raises(MemoryNotFoundError, match="No memory"):
+        memory.get(bank, "00000000-0000-0000-0000-000000000000")
+    with pytest.raises(MemoryNotFoundError, match="not a memory id"):
+        memory.get(bank, "not-a-uuid")
+    with pytest.raises(MemoryNotFoundError):
+        memory.delete(bank, "00000000-0000-0000-0000-000000000000")
+    _intact(memory, bank, stored)
+
+
+def test_other_bad_arguments(memory: Memory, bank: str, stored: list) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        memory.recall(bank, "  ")
+    with pytest.raises(InvalidInputError, match="type"):
+        memory.recall(bank, "x", types=["opinion"])
+    with pytest.raises(InvalidInputError, match="list"):
+        memory.retain_many(bank, "not a list")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="item 0"):
+        memory.retain_many(bank, [{"content": "x", "unknown_field": 1}])
+    with pytest.raises(InvalidInputError, match="limit"):
+        memory.list(bank, limit=0)
+    _intact(memory, bank, stored)
+
+
+def test_errors_are_memwrap_errors_with_codes(memory: Memory, bank: str) -> None:
+    from memwrap import MemwrapError
+
+    with pytest.raises(MemwrapError) as info:
+        memory.retain(bank, "")
+    assert info.value.code == "invalid_content"

@@ -1,0 +1,76 @@
+"""The token budget is exact: len(encode(context)) == tokens <= max_tokens, and packing skips-and-continues."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memwrap import Memory, RetainItem
+from memwrap.engine.recall.pack import pack, render_line
+from memwrap.models import RecalledMemory
+from memwrap.tokens import encoding_for_model
+
+NOW = datetime(2026, 11, 30, tzinfo=UTC)
+ENC = encoding_for_model(None)
+
+_words = st.sampled_from(
+    ["Alice", "Google", "张伟", "阿里巴巴", "杭州", "🎉", "😀👍", "café", "naïve", "memory", "budget", "the", "a",
+     "\n", "  ", "\t", ".", "!", "?", "-", "<|endoftext|>", "ок", "東京", "1234", "3.14", "e-mail", "'s"]
+)
+_texts = st.lists(_words, min_size=1, max_size=40).map(" ".join).filter(lambda t: t.strip() != "")
+_long_texts = st.integers(min_value=200, max_value=3000).map(lambda n: ("long memory 很长的记忆 🎈 " * n)[: n * 5])
+
+
+@st.composite
+def _memories(draw: st.DrawFn) -> list[RecalledMemory]:
+    texts = draw(st.lists(st.one_of(_texts, _texts, _texts, _long_texts), min_size=0, max_size=60))
+    return [
+        RecalledMemory(id=f"00000000-0000-0000-0000-{i:012d}", text=t, type="raw",
+                       mentioned_at=datetime(2026, 1 + i % 12, 1 + i % 28, tzinfo=UTC))
+        for i, t in enumerate(texts)
+    ]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=_memories(), max_tokens=st.integers(min_value=1, max_value=8000))
+def test_pack_is_exact_and_leaves_no_fitting_memory_out(memories: list[RecalledMemory], max_tokens: int) -> None:
+    context, tokens, chosen = pack(memories, max_tokens=max_tokens, now=NOW, encoding=ENC)
+    assert tokens == len(ENC.encode(context, disallowed_special=())) <= max_tokens
+    if not chosen:
+        assert context == "" and tokens == 0
+        return
+    # Skip-and-continue: every memory left out would not have fitted in what remained.
+    remaining = max_tokens - tokens
+    chosen_ids = {m.id for m in chosen}
+    for memory in memories:
+        if memory.id not in chosen_ids:
+            assert len(ENC.encode(render_line(memory), disallowed_special=())) > remaining
+    # Order is kept.
+    order = [m.id for m in memories if m.id in chosen_ids]
+    assert [m.id for m in chosen] == order
+
+
+def test_one_long_memory_does_not_block_shorter_ones() -> None:
+    long = RecalledMemory(id="00000000-0000-0000-0000-000000000001", text="word " * 2000, type="raw")
+    short = [RecalledMemory(id=f"00000000-0000-0000-0000-{i:012d}", text=f"short memory {i}", type="raw")
+             for i in range(2, 12)]
+    context, tokens, chosen = pack([long, *short], max_tokens=300, now=NOW, encoding=ENC)
+    assert long.id not in {m.id for m in chosen}
+    assert len(chosen) == 10
+    assert tokens == len(ENC.encode(context)) <= 300
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(max_tokens=st.integers(min_value=1, max_value=8000))
+def test_recall_budget_end_to_end(memory: Memory, max_tokens: int) -> None:
+    bank = "budget-property"
+    if not memory.list(bank, limit=1):
+        texts = [
+            "张伟于2021年加入阿里巴巴，负责杭州的云计算项目。", "Alice loves 🎉 parties and 😀 emoji.",
+            "A very long memory. " * 400, "Bob's café serves naïve crème brûlée.", "短记忆",
+        ] + [f"Memory number {i} about topic {i % 7} and person P{i % 5}." for i in range(80)]
+        memory.retain_many(bank, [RetainItem(content=t, document_id=f"d{i}") for i, t in enumerate(texts)])
+    recall = memory.recall(bank, "What do we know about topic 3 and 张伟?", max_tokens=max_tokens, now=NOW)
+    assert recall.tokens == len(ENC.encode(recall.context, disallowed_special=())) <= max_tokens

@@ -1,0 +1,42 @@
+"""The command line: demo, retain, recall, banks, list — for people and (--json) for scripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memwrap.cli import main
+
+
+def test_demo_prints_what_would_be_injected(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--home", str(memwrap_home), "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert len(results) == 3
+    for result in results:
+        assert result["context"].startswith("<memwrap_memories>")
+        assert 0 < result["tokens"] <= result["max_tokens"]
+    assert "peanut" in results[0]["context"].lower() or "vegetarian" in results[0]["context"].lower()
+    assert "João" in results[2]["context"]
+
+
+def test_retain_recall_banks_list(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = ["--home", str(memwrap_home)]
+    assert main(["retain", "cli-bank", "The spare key is under the blue flowerpot.", *home, "--json"]) == 0
+    ids = json.loads(capsys.readouterr().out)
+    assert len(ids) == 1
+    assert main(["recall", "cli-bank", "Where is the spare key?", *home, "--json"]) == 0
+    recall = json.loads(capsys.readouterr().out)
+    assert recall["memories"][0]["id"] == ids[0]
+    assert main(["banks", *home, "--json"]) == 0
+    assert "cli-bank" in {b["bank_id"] for b in json.loads(capsys.readouterr().out)}
+    assert main(["list", "cli-bank", *home]) == 0
+    assert "flowerpot" in capsys.readouterr().out
+    assert main(["recall", "cli-bank", "Where is the spare key?", *home]) == 0
+    assert "flowerpot" in capsys.readouterr().out
+
+
+def test_errors_are_readable(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["retain", "bad bank", "x", "--home", str(memwrap_home)]) == 2
+    assert "invalid_bank_id" in capsys.readouterr().out
