@@ -28,6 +28,9 @@ WHERE bank_id = $1 AND session_key = ANY($2::text[])
 ORDER BY session_key, seq DESC
 """
 
+# How much of the previous unit of a session joins a unit's embedding text.
+PREVIOUS_CONTEXT_CHARS = 300
+
 # Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
 WRITE_BATCH = 256
 
@@ -79,12 +82,20 @@ class Engine:
         stored: dict[str, list[UUID]] = dict(known)
         pending = list(prepared.values())
         await self._add_session_context(bank_id, pending)
-        for start in range(0, len(pending), WRITE_BATCH):
-            batch = pending[start : start + WRITE_BATCH]
-            vectors = await self.embedder.embed([u.embed_text for item in batch for u in item.units])
+        # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
+        batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
+        embedding = self._embed_items(batches[0]) if batches else None
+        for index, batch in enumerate(batches):
+            assert embedding is not None
+            vectors = await embedding
+            embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
             async with self.store.pool.acquire() as conn:
                 stored.update(await write_items(conn, bank_id, batch, vectors))
         return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
+        texts = [unit.embed_text for item in items for unit in item.units]
+        return asyncio.ensure_future(self.embedder.embed(texts))
 
     async def _add_session_context(self, bank_id: str, items: list[PreparedItem]) -> None:
         """Embed each unit together with the unit before it in its session.
@@ -104,7 +115,7 @@ class Engine:
                     continue
                 before = previous.get(unit.session_key)
                 if before:
-                    unit.embed_text = f"{before}\n{unit.text}"
+                    unit.embed_text = f"{before[-PREVIOUS_CONTEXT_CHARS:]}\n{unit.text}"
                 previous[unit.session_key] = unit.text
 
     async def _defense_policy(self, bank_id: str) -> str:
