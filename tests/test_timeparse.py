@@ -574,3 +574,11 @@ if __name__ == "__main__":
     elapsed = clock.perf_counter() - started
     per_turn_us = elapsed / rounds / len(turns) * 1e6
     print(f"extract_occurred: {rounds * len(turns) / elapsed:,.0f} turns/s ({per_turn_us:.0f} µs/turn)")
+
+
+def test_stored_text_takes_the_nearest_month_but_questions_look_back() -> None:
+    said = datetime(2026, 4, 12, tzinfo=UTC)
+    upcoming = extract_occurred("My sister Maya is visiting in May.", said)
+    assert upcoming is not None and upcoming[0].date().isoformat() == "2026-05-01"
+    window = parse_time_window("what did I do in May", said)
+    assert window is not None and window.start.date().isoformat() == "2025-05-01"

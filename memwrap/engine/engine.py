@@ -17,6 +17,7 @@ from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
 from memwrap.engine.retain.write import existing_items, write_items
+from memwrap.errors import BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, RetainItem
 from memwrap.store.db import Store
 from memwrap.store.embedded_pg import embedded_database_url
@@ -180,6 +181,29 @@ class Engine:
 
     async def banks(self) -> list[BankInfo]:
         return await catalog.banks(self.store.pool)
+
+    async def bank_config(self, bank_id: str) -> dict[str, Any]:
+        """The bank's stored configuration (banks.config); BankNotFoundError if the bank does not exist."""
+        bank_id = validate.bank_id(bank_id)
+        row = await self.store.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
+        if row is None:
+            raise BankNotFoundError(f"No bank {bank_id!r}.")
+        return dict(row["config"] or {})
+
+    async def configure_bank(self, bank_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
+        bank_id = validate.bank_id(bank_id)
+        clean = validate.bank_config(changes)
+        removed = [k for k, v in clean.items() if v is None]
+        merged = {k: v for k, v in clean.items() if v is not None}
+        config = await self.store.pool.fetchval(
+            "INSERT INTO banks AS b (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO UPDATE"
+            " SET config = (b.config || $2::jsonb) - $3::text[] RETURNING config",
+            bank_id,
+            merged,
+            removed,
+        )
+        return dict(config or {})
 
     # --- maintenance ------------------------------------------------------------------------------------
 

@@ -147,3 +147,19 @@ def memory_id(value: UUID | str) -> UUID:
         return UUID(str(value))
     except ValueError:
         raise MemoryNotFoundError(f"{value!r} is not a memory id (ids are UUIDs, as returned by retain).") from None
+
+
+# What a bank's config may hold, and the values each key takes (None removes the key).
+BANK_CONFIG_KEYS: dict[str, tuple[str, ...]] = {"defense_policy": ("redact", "block", "off")}
+
+
+def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
+    if not isinstance(changes, Mapping):
+        raise InvalidInputError("A bank's configuration is a mapping, e.g. {'defense_policy': 'block'}.")
+    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS))
+    if unknown:
+        raise InvalidInputError(f"Unknown bank setting(s) {unknown}; known: {sorted(BANK_CONFIG_KEYS)}.")
+    for key, value in changes.items():
+        if value is not None and value not in BANK_CONFIG_KEYS[key]:
+            raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")
+    return dict(changes)

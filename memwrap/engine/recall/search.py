@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.pack import pack
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
-from memwrap.engine.retain.entities import entity_key, extract_query_entities
+from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.text import search_text
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -99,7 +100,7 @@ class Searcher:
         timings["embed"] = _ms(started)
         filters = Filters(request.bank_id, request.types, request.tags)
         limit = self.settings.arm_limit
-        entity_keys = sorted({entity_key(e) for e in extract_query_entities(request.query)})
+        entity_keys = _query_entity_keys(request.query)
         tasks: dict[str, Awaitable[Hits]] = {
             "semantic": self._on_connection(
                 arms.semantic, filters, vector, limit, bank_size, self.settings.min_similarity
@@ -163,6 +164,17 @@ class Searcher:
         for memory, score in zip(head, scores, strict=True):
             memory.score = score
         return sorted(head, key=lambda m: -m.score) + ranked[50:]
+
+
+_WORD = re.compile(r"[^\W\d_][\w'’-]{2,}")
+
+
+def _query_entity_keys(query: str) -> list[str]:
+    """Keys that may name an entity of the bank: the query's entities, and — since people type "where does
+    melanie live" in lower case — its plain words too. Words that name no entity simply match nothing."""
+    keys = {entity_key(e) for e in extract_query_entities(query)}
+    keys.update(entity_key(w) for w in _WORD.findall(query) if w.lower() not in QUERY_STOPWORDS)
+    return sorted(k for k in keys if k)
 
 
 def _memory(row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> RecalledMemory:

@@ -37,6 +37,8 @@ Choices worth knowing (each is also noted where it is made):
 
 from __future__ import annotations
 
+import contextvars
+
 import calendar
 import re
 from collections.abc import Callable
@@ -123,6 +125,11 @@ def _season_instance(start_month: int) -> Callable[[int], _Span]:
     return instance
 
 
+# Set while reading stored text: a yearly period without a year ("in May") is the occurrence nearest to
+# when it was said, not only the latest one begun (which is right for questions: "what did I do in May?").
+_NEAREST: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_timeparse_nearest", default=False)
+
+
 def _pick(instance: Callable[[int], _Span | None], today: date, mode: str) -> _Span | None:
     """Choose one occurrence of a yearly period (a month, a season, a holiday, "May 8").
 
@@ -141,7 +148,14 @@ def _pick(instance: Callable[[int], _Span | None], today: date, mode: str) -> _S
         earlier = [span for span in spans if span[1] < today]
     else:
         earlier = [span for span in spans if span[0] <= today]
-    return max(earlier) if earlier else None
+    latest = max(earlier) if earlier else None
+    if mode == "recent" and _NEAREST.get():
+        # A statement ("my sister is visiting in May", said in April) may look ahead: take the closer one.
+        later = [span for span in spans if span[0] > today]
+        upcoming = min(later) if later else None
+        if upcoming is not None and (latest is None or (upcoming[0] - today) < (today - latest[1])):
+            return upcoming
+    return latest
 
 
 def _weekday_date(today: date, weekday: int, mode: str, weeks: int = 0) -> date:
@@ -1055,7 +1069,11 @@ def extract_occurred(text: str, reference: datetime | None) -> tuple[datetime, d
         today, zone = None, timezone.utc
     else:
         today, zone = _local(reference)
-    found = _scan(text, today)
+    token = _NEAREST.set(True)
+    try:
+        found = _scan(text, today)
+    finally:
+        _NEAREST.reset(token)
     precise = [f for f in found if not f.vague] or found
     if not precise:
         return None

@@ -117,6 +117,8 @@ _QUERY_WORDS = frozenset(
 )
 
 _QUERY_STOPWORDS = _STOPWORDS | _QUERY_WORDS
+# Words of a question that never name an entity (public: recall matches the rest against entity keys).
+QUERY_STOPWORDS = _QUERY_STOPWORDS
 
 # jieba part-of-speech flags for proper nouns: person, place, organisation, other proper noun.
 _ZH_ENTITY_FLAGS = ("nr", "ns", "nt", "nz")

@@ -1,0 +1,490 @@
+"""The LLM the engine uses for its own work: extraction (retain), consolidation (learn) and reflect.
+
+    llm = LLM.from_settings(settings)                 # MEMWRAP_LLM_* plus per-role MEMWRAP_<ROLE>_* overrides
+    facts, usage = await llm.structured(system, user, Facts, role="extraction")
+    step = await llm.tool_step(messages, tools, role="reflect")      # native function calling, one turn
+    text, usage = await llm.complete(system, user, role="consolidation")
+
+Providers: OpenAI and any OpenAI-compatible endpoint (`base_url`), Anthropic, or none (every call raises
+LLMNotConfiguredError). One policy for every call: a per-request timeout, retries with exponential backoff
+and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests in
+flight (all roles together), and usage totals per role (`llm.usage`). Errors are specific: LLMUnavailableError
+(gave up retrying), LLMRequestError (refused: key, model, request), ContextOverflowError, LLMOutputError.
+Structured output is validated by pydantic: OpenAI gets a strict json_schema response_format, Anthropic a
+forced tool; an endpoint that rejects schemas is asked for JSON in the prompt instead, and a reply that still
+does not validate is repaired (fences, trailing commas, truncation) and, failing that, re-asked once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import os
+import random
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from memwrap.config import Settings
+from memwrap.engine.llm_types import (
+    DEFAULT_MODELS,
+    ROLES,
+    ChatRequest,
+    ChatResult,
+    Message,
+    Role,
+    Tool,
+    ToolCall,
+    ToolStep,
+    Usage,
+    snake_name,
+    strict_schema,
+)
+from memwrap.engine.retain.defense import redact
+from memwrap.errors import (
+    ContextOverflowError,
+    LLMError,
+    LLMNotConfiguredError,
+    LLMOutputError,
+    LLMRequestError,
+    LLMUnavailableError,
+)
+
+if TYPE_CHECKING:
+    from memwrap.engine.llm_providers import Provider
+
+__all__ = [
+    "LLM",
+    "ROLES",
+    "ContextOverflowError",
+    "LLMError",
+    "LLMNotConfiguredError",
+    "LLMOutputError",
+    "LLMRequestError",
+    "LLMUnavailableError",
+    "Message",
+    "Role",
+    "Tool",
+    "ToolCall",
+    "ToolStep",
+    "Usage",
+    "llm_from_client",
+    "repair_json",
+]
+
+log = logging.getLogger("memwrap.llm")
+
+T = TypeVar("T", bound=BaseModel)
+
+# What a model is told when its structured reply did not validate (one re-ask, then LLMOutputError).
+_REASK = (
+    "Your reply could not be used: {error}\n"
+    "Reply again with only the corrected JSON object, following the required structure exactly."
+)
+_PROMPT_FOR_JSON = "\n\nReply with only one JSON object (no prose, no code fence) that follows this JSON schema:\n"
+
+
+class LLM:
+    """Calls to the engine's LLM, one provider per role (roles with the same settings share one client)."""
+
+    def __init__(
+        self,
+        providers: Mapping[str, Provider | None],
+        *,
+        max_retries: int = 3,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        max_concurrency: int = 4,
+    ) -> None:
+        self._providers: dict[str, Provider | None] = {role: providers.get(role) for role in ROLES}
+        self.max_retries = max(0, max_retries)
+        self.backoff = max(0.0, backoff)
+        self.max_backoff = max_backoff
+        self.max_concurrency = max(1, max_concurrency)
+        self.usage: dict[str, Usage] = {role: Usage() for role in ROLES}
+        self._semaphore: asyncio.Semaphore | None = None
+        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+
+    # -- construction ------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LLM:
+        """Providers from MEMWRAP_LLM_* and the per-role MEMWRAP_EXTRACTION_*/CONSOLIDATION_*/REFLECT_* overrides."""
+        shared: dict[tuple[str, str, str | None, str | None], Provider] = {}
+        providers: dict[str, Provider | None] = {}
+        for role in ROLES:
+            kind = getattr(settings, f"{role}_provider") or settings.llm_provider
+            if kind == "none":
+                providers[role] = None
+                continue
+            model = getattr(settings, f"{role}_model") or settings.llm_model or DEFAULT_MODELS[kind]
+            base_url = getattr(settings, f"{role}_base_url") or settings.llm_base_url
+            api_key = getattr(settings, f"{role}_api_key") or settings.llm_api_key
+            key = (kind, model, base_url, api_key)
+            if key not in shared:
+                shared[key] = _make_provider(kind, model, base_url, api_key, settings.llm_timeout, role)
+            providers[role] = shared[key]
+        return cls(providers, **_policy(settings))
+
+    def configured(self, role: Role) -> bool:
+        return self._providers.get(role) is not None
+
+    def model(self, role: Role) -> str | None:
+        provider = self._providers.get(role)
+        return provider.model if provider else None
+
+    def provider_name(self, role: Role) -> str:
+        provider = self._providers.get(role)
+        return provider.name if provider else "none"
+
+    # -- calls -------------------------------------------------------------------------------------------
+
+    async def structured(
+        self,
+        system: str,
+        user: str,
+        schema: type[T],
+        *,
+        role: Role,
+        name: str | None = None,
+        max_tokens: int = 4096,
+    ) -> tuple[T, Usage]:
+        """One reply validated as `schema`. Put what never changes in `system` (prompt caching), data in `user`.
+
+        Raises LLMOutputError (with `.usage`) when the reply does not validate after repair and one re-ask.
+        """
+        provider = self._provider(role)
+        json_schema = (name or snake_name(schema.__name__), strict_schema(schema))
+        request = self._structured_request(provider, system, [Message.user(user)], json_schema, max_tokens)
+        result = await self._call(role, request)
+        usage = result.usage
+        try:
+            return _parse(result, schema), usage
+        except LLMOutputError as first:
+            log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
+            bad = _raw_reply(result)
+            followup = [*request.messages, Message.assistant(bad[:4000]), Message.user(_REASK.format(error=first))]
+            request = self._structured_request(provider, system, followup, json_schema, max_tokens)
+            result = await self._call(role, request)
+            usage = usage + result.usage
+            try:
+                return _parse(result, schema), usage
+            except LLMOutputError as second:
+                second.usage = usage  # type: ignore[attr-defined]
+                raise
+
+    async def complete(self, system: str, user: str, *, role: Role, max_tokens: int = 2048) -> tuple[str, Usage]:
+        """Plain text."""
+        result = await self._call(role, ChatRequest(system, [Message.user(user)], max_tokens=max_tokens))
+        return result.text, result.usage
+
+    async def tool_step(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[Tool],
+        *,
+        role: Role,
+        system: str = "",
+        tool_choice: str = "auto",
+        max_tokens: int = 4096,
+    ) -> ToolStep:
+        """One model turn with native function calling: text and/or tool calls.
+
+        `tool_choice`: "auto", "required", "none" or a tool's name. Raises ContextOverflowError when the
+        conversation no longer fits (drop or shorten old tool results and call again).
+        """
+        request = ChatRequest(system, list(messages), list(tools), tool_choice, None, max_tokens)
+        result = await self._call(role, request)
+        return ToolStep(
+            text=result.text,
+            tool_calls=result.tool_calls,
+            stop_reason=result.stop_reason,
+            usage=result.usage,
+            model=result.model,
+        )
+
+    def total_usage(self) -> Usage:
+        total = Usage()
+        for usage in self.usage.values():
+            total = total + usage
+        return total
+
+    async def aclose(self) -> None:
+        closed: set[int] = set()
+        for provider in self._providers.values():
+            if provider is not None and id(provider) not in closed:
+                closed.add(id(provider))
+                await provider.aclose()
+
+    # -- policy ------------------------------------------------------------------------------------------
+
+    def _provider(self, role: Role) -> Provider:
+        if role not in ROLES:
+            raise ValueError(f"unknown LLM role {role!r}; use one of {', '.join(ROLES)}")
+        provider = self._providers.get(role)
+        if provider is None:
+            raise LLMNotConfiguredError(
+                f"No LLM is configured for {role}: set MEMWRAP_LLM_PROVIDER=openai or anthropic (with "
+                f"MEMWRAP_LLM_MODEL and MEMWRAP_LLM_API_KEY, and MEMWRAP_LLM_BASE_URL for an OpenAI-compatible "
+                f"server), or MEMWRAP_{role.upper()}_PROVIDER for this role only."
+            )
+        return provider
+
+    @staticmethod
+    def _structured_request(
+        provider: Provider, system: str, messages: list[Message], json_schema: tuple[str, dict[str, Any]], max_tokens: int
+    ) -> ChatRequest:
+        if provider.schema_supported:
+            return ChatRequest(system, messages, json_schema=json_schema, max_tokens=max_tokens)
+        # The endpoint rejected schemas once: describe the schema in the (still stable) system prompt.
+        schema_text = json.dumps(json_schema[1], ensure_ascii=False, separators=(",", ":"))
+        return ChatRequest(system + _PROMPT_FOR_JSON + schema_text, messages, max_tokens=max_tokens)
+
+    def _slots(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._semaphore_loop is not loop:
+            self._semaphore = asyncio.Semaphore(self.max_concurrency)
+            self._semaphore_loop = loop
+        return self._semaphore
+
+    async def _call(self, role: Role, request: ChatRequest) -> ChatResult:
+        provider = self._provider(role)
+        attempt = 0
+        while True:
+            try:
+                async with self._slots():
+                    result = await provider.chat(request)
+            except (asyncio.CancelledError, LLMError):
+                raise
+            except Exception as exc:
+                info = provider.classify(exc, request)
+                if info is None:
+                    raise
+                what = f"{provider.name} {provider.model} ({role})"
+                detail = redact(info.message)[:500]
+                if info.kind == "schema_unsupported" and request.json_schema is not None:
+                    log.warning("%s does not accept a JSON schema (%s); asking for JSON in the prompt", what, detail)
+                    provider.schema_supported = False
+                    request = self._structured_request(
+                        provider, request.system, request.messages, request.json_schema, request.max_tokens
+                    )
+                    continue
+                if info.kind == "overflow":
+                    raise ContextOverflowError(
+                        f"The prompt does not fit the context window of {what}: {detail}. Send less: fewer or "
+                        "shorter messages and tool results."
+                    ) from exc
+                if info.kind in ("reject", "schema_unsupported"):
+                    raise LLMRequestError(
+                        f"{what} refused the request (HTTP {info.status}): {detail}. Check the model name, the "
+                        "API key and MEMWRAP_LLM_BASE_URL."
+                    ) from exc
+                if info.retry_after is not None and info.retry_after > self.max_backoff:
+                    raise LLMUnavailableError(
+                        f"{what} asks to retry after {info.retry_after:.0f}s, longer than MEMWRAP_LLM_MAX_BACKOFF="
+                        f"{self.max_backoff:g}s: {detail}"
+                    ) from exc
+                if attempt >= self.max_retries:
+                    raise LLMUnavailableError(
+                        f"{what} failed {attempt + 1} time(s), last: {detail}. Check that the provider is reachable "
+                        "(MEMWRAP_LLM_BASE_URL), or raise MEMWRAP_LLM_TIMEOUT / MEMWRAP_LLM_MAX_RETRIES."
+                    ) from exc
+                wait = info.retry_after if info.retry_after is not None else self._backoff(attempt)
+                attempt += 1
+                log.info("%s: %s; retry %d/%d in %.2fs", what, detail, attempt, self.max_retries, wait)
+                await asyncio.sleep(wait)  # outside the semaphore: a waiting call holds no slot
+                continue
+            self.usage[role] = self.usage[role] + result.usage
+            return result
+
+    def _backoff(self, attempt: int) -> float:
+        # Full jitter between half and all of the exponential step, so a burst of failures spreads out.
+        step = min(self.max_backoff, self.backoff * (2**attempt))
+        return step * (0.5 + random.random() / 2)
+
+
+# --- reuse of a wrapped client's credentials ---------------------------------------------------------------
+
+
+def llm_from_client(client: Any, model: str | None = None, *, settings: Settings | None = None) -> LLM:
+    """An LLM for every role that reuses an OpenAI/Anthropic client's credentials and endpoint.
+
+    For `wrap_openai(client, bank_id=..., llm="gpt-4o-mini")`. A memwrap-wrapped client is unwrapped first, so
+    the engine's own calls are neither recalled into nor retained. Sync clients are mirrored by an async
+    client with the same key, base URL, organisation and project; async clients are reused as they are
+    (with SDK retries off). Per-role model overrides (MEMWRAP_EXTRACTION_MODEL, ...) still apply.
+    """
+    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
+
+    settings = settings or Settings()
+    client = getattr(client, "__wrapped__", client)
+    # A client of an SDK that was never imported cannot exist: no need to import it (anthropic takes ~1 s).
+    openai = sys.modules.get("openai")
+    anthropic = sys.modules.get("anthropic")
+    sdk: Any
+    if openai is not None and isinstance(client, (openai.AsyncOpenAI, openai.OpenAI)):
+        kind = "openai"
+        if isinstance(client, openai.AsyncOpenAI):
+            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
+        elif isinstance(client, openai.AzureOpenAI):
+            raise TypeError("For Azure OpenAI pass an AsyncAzureOpenAI client (its settings are reused as they are).")
+        else:
+            sdk = openai.AsyncOpenAI(
+                api_key=client.api_key, organization=client.organization, project=client.project,
+                base_url=client.base_url, max_retries=0, timeout=settings.llm_timeout,
+            )
+    elif anthropic is not None and isinstance(client, (anthropic.AsyncAnthropic, anthropic.Anthropic)):
+        kind = "anthropic"
+        if isinstance(client, anthropic.AsyncAnthropic):
+            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
+        else:
+            sdk = anthropic.AsyncAnthropic(
+                api_key=client.api_key, auth_token=client.auth_token, base_url=client.base_url,
+                max_retries=0, timeout=settings.llm_timeout,
+            )
+    else:
+        raise TypeError(f"llm_from_client takes an OpenAI or Anthropic client, not {type(client).__name__}.")
+    base_model = model or settings.llm_model or DEFAULT_MODELS[kind]
+    shared: dict[str, Provider] = {}
+    providers: dict[str, Provider | None] = {}
+    for role in ROLES:
+        role_model = getattr(settings, f"{role}_model") or base_model
+        if role_model not in shared:
+            shared[role_model] = OpenAIProvider(role_model, sdk) if kind == "openai" else AnthropicProvider(role_model, sdk)
+        providers[role] = shared[role_model]
+    return LLM(providers, **_policy(settings))
+
+
+def _policy(settings: Settings) -> dict[str, Any]:
+    return {
+        "max_retries": settings.llm_max_retries,
+        "backoff": settings.llm_backoff,
+        "max_backoff": settings.llm_max_backoff,
+        "max_concurrency": settings.llm_max_concurrency,
+    }
+
+
+def _make_provider(
+    kind: str, model: str, base_url: str | None, api_key: str | None, timeout: float, role: str
+) -> Provider:
+    if kind not in ("openai", "anthropic"):
+        raise LLMNotConfiguredError(f"Unknown LLM provider {kind!r}: use openai, anthropic or none.")
+    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
+
+    env = "OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY"
+    sdk = importlib.import_module(kind)  # only the SDK in use: importing anthropic alone takes ~1 s
+    try:
+        if kind == "openai":
+            # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
+            key = api_key or (None if not base_url else _env_or(env, "unused"))
+            return OpenAIProvider(model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout))
+        return AnthropicProvider(
+            model, sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
+        )
+    except (sdk.OpenAIError if kind == "openai" else sdk.AnthropicError) as exc:
+        raise LLMNotConfiguredError(
+            f"The {kind} LLM for {role} has no API key: set MEMWRAP_LLM_API_KEY (or MEMWRAP_{role.upper()}_API_KEY, "
+            f"or {env}). ({exc})"
+        ) from exc
+
+
+def _env_or(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+# --- structured replies ------------------------------------------------------------------------------------
+
+
+def _raw_reply(result: ChatResult) -> str:
+    if result.tool_calls:
+        call = result.tool_calls[0]
+        return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments, ensure_ascii=False)
+    return result.text
+
+
+def _parse(result: ChatResult, schema: type[T]) -> T:
+    if result.tool_calls and result.tool_calls[0].raw_arguments is None:
+        data: Any = result.tool_calls[0].arguments
+    else:
+        data = repair_json(_raw_reply(result), truncated=result.stop_reason == "length")
+    try:
+        return schema.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8]
+        )
+        raise LLMOutputError(f"the reply does not match the required structure ({problems})") from None
+
+
+_FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n?|\n?\s*```\s*$")
+_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
+
+
+def repair_json(text: str, *, truncated: bool = False) -> Any:
+    """Parse a model's JSON reply, repairing what models commonly get wrong; LLMOutputError if hopeless.
+
+    Handles: a code fence around it, prose before/after the object, trailing commas, Python literals
+    (True/False/None) and, for a reply cut off at max_tokens, the missing closing brackets.
+    """
+    text = _FENCE_RE.sub("", text.strip()) if text else ""
+    if not text:
+        raise LLMOutputError("the reply was empty, not a JSON object")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start < 0:
+        raise LLMOutputError(f"the reply holds no JSON object: {redact(text[:120])!r}")
+    end = max(text.rfind("}"), text.rfind("]"))
+    candidates = [text[start : end + 1]] if end > start else []
+    candidates.append(text[start:])
+    for candidate in candidates:
+        fixed = _outside_strings(candidate, lambda s: _TRAILING_COMMA_RE.sub(r"\1", _py_literals(s)))
+        for attempt in (fixed, _close_brackets(fixed)):
+            try:
+                return json.loads(attempt)
+            except json.JSONDecodeError:
+                continue
+    cut = " (it was cut off at the token limit)" if truncated else ""
+    raise LLMOutputError(f"the reply is not valid JSON{cut}: {redact(text[:120])!r}")
+
+
+def _py_literals(segment: str) -> str:
+    return re.sub(r"\b(True|False|None)\b", lambda m: _PY_LITERALS[m.group()], segment)
+
+
+def _outside_strings(text: str, fix: Any) -> str:
+    """Apply `fix` to the parts of `text` that are not inside JSON strings."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', text)
+    return "".join(part if index % 2 else fix(part) for index, part in enumerate(parts))
+
+
+def _close_brackets(text: str) -> str:
+    """Close what a truncated reply left open: an unfinished string, then brackets, innermost first."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]" and stack:
+            stack.pop()
+    tail = '"' if in_string else ""
+    body = (text + tail).rstrip()
+    body = re.sub(r"[,:]\s*$", "", body)  # a dangling separator
+    return body + "".join(reversed(stack))
