@@ -1,0 +1,59 @@
+"""`wrap_openai` and `wrap_anthropic` share this: check the arguments, build the handle, build the proxy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memwrap.engine import validate
+from memwrap.wrappers.backend import memory_kind
+from memwrap.wrappers.core import Memwrap
+from memwrap.wrappers.proxies import ClientProxy, Tree
+from memwrap.wrappers.scope import BankId, Options, as_tags
+
+
+def wrap(
+    client: Any,
+    *,
+    family: str,
+    is_async: bool,
+    tree: Tree,
+    bank_id: BankId,
+    memory: Any,
+    inject: bool,
+    retain: bool,
+    max_tokens: int,
+    session_id: str | None,
+    tags: str | Sequence[str] | None,
+    recall_timeout: float,
+) -> Any:
+    if isinstance(client, ClientProxy):
+        # Wrapping twice would recall and inject twice: wrap the original client again with the new options.
+        client = client.__wrapped__
+    if isinstance(memory, str):
+        # A sidecar: memory="http://host:8765" means the process's one Memory(url=...) for that URL.
+        from memwrap.client.http import is_url, memory_for_url
+
+        if not is_url(memory):
+            raise TypeError(f"memory= takes a Memory, an AsyncMemory or a sidecar URL (http://...), not {memory!r}.")
+        memory = memory_for_url(memory)
+    if memory is not None and not is_async and memory_kind(memory) == "async":
+        raise TypeError(
+            f"A sync {type(client).__name__} needs a sync memory: pass memwrap.Memory(), not AsyncMemory() "
+            "(Memory runs its own event loop, so it also works inside async apps)."
+        )
+    if isinstance(bank_id, str):
+        validate.bank_id(bank_id)
+    if recall_timeout <= 0:
+        raise ValueError("recall_timeout must be positive (seconds); use inject=False to turn recall off.")
+    options = Options(
+        bank_id=bank_id,
+        inject=inject,
+        retain=retain,
+        max_tokens=max_tokens,
+        session_id=session_id,
+        tags=as_tags(tags),
+        recall_timeout=recall_timeout,
+    )
+    handle = Memwrap(memory, options, family=family)
+    return ClientProxy(client, handle, is_async, tree)

@@ -1,0 +1,66 @@
+"""`wrap_anthropic`: long-term memory for every Messages call of an Anthropic (or AsyncAnthropic) client."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import anthropic
+
+from memwrap.wrappers._wrap import wrap
+from memwrap.wrappers.proxies import Resource, Tree
+from memwrap.wrappers.scope import BankId
+
+C = TypeVar("C")
+
+
+def _surfaces(mode: str) -> Tree:
+    messages = Resource("anthropic.messages", mode)
+    return {"messages": messages, "beta": {"messages": messages}}
+
+
+ANTHROPIC_TREE: Tree = {
+    **_surfaces("plain"),
+    "with_raw_response": _surfaces("raw"),
+    "with_streaming_response": _surfaces("streaming"),
+}
+
+
+def wrap_anthropic(
+    client: C,
+    *,
+    bank_id: BankId = None,
+    memory: Any = None,
+    inject: bool = True,
+    retain: bool = True,
+    max_tokens: int = 1024,
+    session_id: str | None = None,
+    tags: str | Sequence[str] | None = None,
+    recall_timeout: float = 0.2,
+) -> C:
+    """Return `client` with memory: recalled into `system` before each Messages call, retained after it.
+
+    Covers `messages.create` (also `stream=True`), `messages.stream` and `messages.parse`, sync and async, and
+    their `beta.`/`with_raw_response`/`with_streaming_response` forms. `system` may be a string or a list of
+    blocks; the memory block goes after the app's own (its cached prefix stays cacheable). Options as for
+    `wrap_openai`.
+    """
+    if not isinstance(client, (anthropic.Anthropic, anthropic.AsyncAnthropic)):
+        raise TypeError(
+            "wrap_anthropic takes an anthropic.Anthropic or anthropic.AsyncAnthropic client, "
+            f"not {type(client).__name__}."
+        )
+    return wrap(  # type: ignore[no-any-return]
+        client,
+        family="anthropic",
+        is_async=isinstance(client, anthropic.AsyncAnthropic),
+        tree=ANTHROPIC_TREE,
+        bank_id=bank_id,
+        memory=memory,
+        inject=inject,
+        retain=retain,
+        max_tokens=max_tokens,
+        session_id=session_id,
+        tags=tags,
+        recall_timeout=recall_timeout,
+    )

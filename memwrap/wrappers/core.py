@@ -1,0 +1,387 @@
+"""The one core under every wrapped surface, sync or async: begin a call, recall and inject, finish and retain.
+
+    call, kwargs = handle.begin("openai.chat", kwargs)     # pops memwrap=..., reads the conversation
+    kwargs = call.prepare_sync()  /  await call.prepare_async()   # the only I/O step that differs
+    result = sdk_method(**kwargs)
+    call.finish(answer_turns)                               # queues the retain; never blocks
+
+Recall fails open: an error, a missed `recall_timeout` or a known-down engine means the call goes out without
+memory, with a warning logged (rate-limited) and counted in `handle.stats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from memwrap.engine import validate
+from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
+from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
+from memwrap.wrappers.scope import Options, resolve
+from memwrap.wrappers.spool import Retainer, RetainStats
+from memwrap.wrappers.transcript import Turn, get, new_turns, render, session_key, turn_number
+
+log = logging.getLogger("memwrap.wrappers")
+
+_SENTINELS = ("NotGiven", "Omit")  # the SDKs' "argument not given" markers: the same as leaving the key out
+
+
+@dataclass
+class Stats:
+    calls: int = 0  # calls through the wrapper
+    passthrough: int = 0  # calls left untouched (no bank id, or inject and retain both off)
+    recalls: int = 0  # recalls attempted
+    injected: int = 0  # calls that carried a memory block upstream
+    recall_empty: int = 0  # recalls that found nothing
+    recall_timeouts: int = 0  # failed open: slower than recall_timeout
+    recall_errors: int = 0  # failed open: the engine raised
+    recall_skipped: int = 0  # failed open: engine known down or overloaded, not even tried
+    retains: int = 0  # retains queued by this client
+    internal_errors: int = 0  # payloads memwrap could not read or place (the call went on untouched)
+    last_error: str | None = None
+
+    @property
+    def failed_open(self) -> int:
+        return self.recall_timeouts + self.recall_errors + self.recall_skipped
+
+
+# -- memories and their retainers, one of each per memory object per process ----------------------------------
+
+_registry: dict[int, tuple[Backend, Retainer]] = {}
+_registry_lock = threading.Lock()
+_default_memory: Any = None
+
+
+def default_memory() -> Any:
+    """One `Memory()` per process (MEMWRAP_* settings), created on first use."""
+    global _default_memory
+    with _registry_lock:
+        if _default_memory is None:
+            from memwrap.api import Memory
+
+            _default_memory = Memory()
+        return _default_memory
+
+
+def backend_for(memory: Any) -> tuple[Backend, Retainer]:
+    with _registry_lock:
+        found = _registry.get(id(memory))
+        if found is None or found[0].memory is not memory:
+            backend = Backend(memory)
+            retainer = Retainer(backend.spool_path, backend.deliver, reachable=lambda: not backend.closed)
+            found = _registry[id(memory)] = (backend, retainer)
+        return found
+
+
+def _release(memory: Any, timeout: float) -> bool:
+    with _registry_lock:
+        found = _registry.pop(id(memory), None)
+    return found[1].close(timeout) if found else True
+
+
+class Memwrap:
+    """What `client.memwrap` is: options, statistics, and control over the retains in flight."""
+
+    def __init__(self, memory: Any, options: Options, *, family: str) -> None:
+        self._memory = memory
+        self.options = options
+        self.family = family
+        self.stats = Stats()
+        self._lock = threading.Lock()
+        self._responses: OrderedDict[str, tuple[str, int]] = OrderedDict()  # response id -> (session, next turn)
+        self._warned_no_bank = False
+        self._last_warning = 0.0
+
+    # -- public ----------------------------------------------------------------------------------------------
+
+    @property
+    def memory(self) -> Any:
+        if self._memory is None:
+            self._memory = default_memory()
+        return self._memory
+
+    @property
+    def retain_stats(self) -> RetainStats:
+        """Delivery counters of the spool shared by every client on this memory."""
+        return backend_for(self.memory)[1].stats
+
+    @property
+    def pending(self) -> int:
+        """Retains queued here (or by other clients on the same memory) and not yet delivered."""
+        return backend_for(self.memory)[1].pending
+
+    def flush(self, timeout: float | None = 10.0) -> bool:
+        """Wait until queued retains reached the engine. False on timeout (they stay safe in the spool)."""
+        backend, retainer = backend_for(self.memory)
+        if backend.kind == "async" and _in_loop(backend.home_loop):
+            raise RuntimeError(
+                "flush() would block the event loop that delivers retains; use `await client.memwrap.aflush()`."
+            )
+        return retainer.flush(timeout)
+
+    async def aflush(self, timeout: float | None = 10.0) -> bool:
+        """`flush` for async code: waits in a thread, so the event loop keeps delivering."""
+        return await asyncio.to_thread(backend_for(self.memory)[1].flush, timeout)
+
+    def wait_spooled(self, timeout: float | None = 10.0) -> bool:
+        """Wait until queued retains are on disk (durable across a crash), delivered or not."""
+        return backend_for(self.memory)[1].wait_spooled(timeout)
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Deliver what can be delivered in `timeout`, stop this memory's retain worker; the rest stays spooled."""
+        return _release(self.memory, timeout)
+
+    def __repr__(self) -> str:
+        return f"<memwrap {self.family} options={self.options} stats={asdict(self.stats)}>"
+
+    # -- the core --------------------------------------------------------------------------------------------
+
+    def count(self, name: str, error: BaseException | None = None) -> None:
+        with self._lock:
+            setattr(self.stats, name, getattr(self.stats, name) + 1)
+            if error is not None:
+                self.stats.last_error = f"{type(error).__name__}: {error}"
+
+    def begin(self, provider: str, kwargs: Mapping[str, Any]) -> tuple[Call | None, dict[str, Any]]:
+        """Start a call: returns (None, kwargs) when memory has nothing to do with it."""
+        body = dict(kwargs)
+        per_call = body.pop("memwrap", None)
+        self.count("calls")
+        options = resolve(self.options, per_call)
+        bank = options.resolve_bank()
+        if bank is None or not (options.inject or options.retain):
+            if bank is None and not self._warned_no_bank:
+                self._warned_no_bank = True
+                log.warning(
+                    "memwrap: no bank_id (pass bank_id=, memwrap={'bank_id': ...} or use memwrap.scope()); "
+                    "calls go through without memory"
+                )
+            self.count("passthrough")
+            return None, body
+        validate.bank_id(bank)  # a bad bank id is the caller's bug: say so now, do not fail open on it
+        body = _clean(body)
+        backend, _ = backend_for(self.memory)
+        backend.bind_loop()
+        try:
+            return Call(self, PROVIDERS[provider], body, options, bank), body
+        except Exception as exc:  # noqa: BLE001 - a conversation we cannot read goes out untouched
+            self.internal_error(exc)
+            return None, body
+
+    def remember_response(self, response_id: str, session: str, next_turn: int) -> None:
+        with self._lock:
+            self._responses[response_id] = (session, next_turn)
+            while len(self._responses) > 10_000:
+                self._responses.popitem(last=False)
+
+    def session_of_response(self, response_id: str) -> tuple[str, int] | None:
+        with self._lock:
+            return self._responses.get(response_id)
+
+    def recall_failed(self, error: Exception) -> None:
+        kind = {RecallTimeout: "recall_timeouts", RecallSkipped: "recall_skipped"}.get(type(error), "recall_errors")
+        self.count(kind, error)
+        now = time.monotonic()
+        if now - self._last_warning > 10.0:  # one line per 10 s: a down engine must not flood the app's logs
+            self._last_warning = now
+            log.warning(
+                "memwrap: recall failed open (%s); the call goes on without memory [%s]",
+                error,
+                ", ".join(
+                    f"{k}={getattr(self.stats, k)}" for k in ("recall_timeouts", "recall_errors", "recall_skipped")
+                ),
+            )
+
+    def internal_error(self, error: BaseException) -> None:
+        """A bug of ours met an unforeseen payload: count and log it; the app's call is not affected."""
+        self.count("internal_errors", error)
+        log.warning("memwrap: internal error, memory skipped for this call: %r", error, exc_info=True)
+
+    def enqueue(self, bank: str, item: dict[str, Any]) -> None:
+        try:
+            backend_for(self.memory)[1].put(bank, item)
+        except RuntimeError as exc:  # the retainer was closed (interpreter exit): nothing to spool into
+            log.warning("memwrap: retain dropped: %s", exc)
+            return
+        self.count("retains")
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    try:
+        return loop is not None and asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+def _clean(body: dict[str, Any]) -> dict[str, Any]:
+    """Drop "not given" markers and turn one-shot iterables into lists (we read them, the SDK reads them again)."""
+    out = {k: v for k, v in body.items() if type(v).__name__ not in _SENTINELS}
+    for key in ("messages", "input"):
+        value = out.get(key)
+        if value is not None and not isinstance(value, (str, list, tuple, Mapping)) and isinstance(value, Iterable):
+            out[key] = list(value)
+    return out
+
+
+class Call:
+    """One wrapped call: the conversation it carries, where it belongs, and its retain once answered."""
+
+    def __init__(self, handle: Memwrap, provider: Provider, body: dict[str, Any], options: Options, bank: str):
+        self.handle = handle
+        self.provider = provider
+        self.body = body
+        self.options = options
+        self.bank = bank
+        self.turns = request_turns(provider.name, body)
+        self.stream = bool(body.get("stream"))
+        self.session, self.turn = self._place()
+        self._finished = False
+        self._lock = threading.Lock()
+        self.block = ""
+
+    def _place(self) -> tuple[str, int]:
+        """(session id, number of answers before this one): the retain's document id is "session:turn-N"."""
+        answered = turn_number(self.turns)
+        if self.options.session_id:
+            return self.options.session_id, answered
+        if self.provider.name == "openai.responses":
+            previous = self.body.get("previous_response_id")
+            if previous:
+                known = self.handle.session_of_response(str(previous))
+                session, base = known or (f"resp-{previous}", 1)
+                return session, base + answered
+            conversation = self.body.get("conversation")
+            if conversation:
+                # The server keeps the history; a clock reading keeps parts of one conversation distinct.
+                return f"conv-{get(conversation, 'id') or conversation}", int(time.time() * 1000)
+        return session_key(self.turns), answered
+
+    # -- recall and injection --------------------------------------------------------------------------------
+
+    def _query(self) -> str:
+        return build_query(self.turns) if self.options.inject else ""
+
+    def prepare_sync(self) -> dict[str, Any]:
+        """The request to send: recalled memory placed in it, or the request as it was if recall failed."""
+        query = self._query()
+        recall = None
+        if query:
+            self.handle.count("recalls")
+            try:
+                recall = backend_for(self.handle.memory)[0].recall_sync(self.bank, query, **self._recall_options())
+            except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
+                self.handle.recall_failed(exc)
+        return self._placed(recall, tried=bool(query))
+
+    async def prepare_async(self) -> dict[str, Any]:
+        query = self._query()
+        recall = None
+        if query:
+            self.handle.count("recalls")
+            try:
+                backend = backend_for(self.handle.memory)[0]
+                recall = await backend.recall_async(self.bank, query, **self._recall_options())
+            except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
+                self.handle.recall_failed(exc)
+        return self._placed(recall, tried=bool(query))
+
+    def _placed(self, recall: Any, *, tried: bool) -> dict[str, Any]:
+        try:
+            if recall is not None:
+                self.block = str(get(recall, "context") or "")
+                self.handle.count("injected" if self.block else "recall_empty")
+            return self.provider.inject(self.body, self.block)
+        except Exception as exc:  # noqa: BLE001 - a payload shape we did not foresee must not break the app's call
+            self.handle.internal_error(exc)
+            return self.body
+
+    def _recall_options(self) -> dict[str, Any]:
+        model = self.body.get("model")
+        return {
+            "max_tokens": self.options.max_tokens,
+            "tags": self.options.tags,
+            "model": model if isinstance(model, str) else None,
+            "timeout": self.options.recall_timeout,
+        }
+
+    # -- retain ----------------------------------------------------------------------------------------------
+
+    def finish_result(self, result: Any) -> None:
+        """Finish from a complete SDK result (or its dict form)."""
+        try:
+            answer, response_id = self.provider.answer(result), get(result, "id")
+        except Exception as exc:  # noqa: BLE001 - an answer we cannot read: still keep what the user said
+            self.handle.internal_error(exc)
+            answer, response_id = [], None
+        self.finish(answer, response_id=response_id if isinstance(response_id, str) else None)
+
+    def finish(self, answer: list[Turn], *, partial: bool = False, response_id: str | None = None) -> None:
+        """Queue the retain of this exchange (once): the app's new turns and the answer, without memory blocks."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        try:
+            self._retain(answer, partial=partial, response_id=response_id)
+        except Exception as exc:  # noqa: BLE001 - runs inside the app's iteration or a finalizer: never raise there
+            self.handle.internal_error(exc)
+
+    def _retain(self, answer: list[Turn], *, partial: bool, response_id: str | None) -> None:
+        if response_id and self.provider.name == "openai.responses":
+            self.handle.remember_response(response_id, self.session, self.turn + 1)
+        if not self.options.retain:
+            return
+        model = self.body.get("model")
+        item = exchange_item(
+            self.turns,
+            answer,
+            source=f"memwrap.{self.provider.name}",
+            session=self.session,
+            turn=self.turn,
+            model=model if isinstance(model, str) else None,
+            tags=self.options.tags,
+            partial=partial,
+        )
+        if item is not None:
+            self.handle.enqueue(self.bank, item)
+
+
+def exchange_item(
+    turns: list[Turn],
+    answer: list[Turn],
+    *,
+    source: str,
+    session: str,
+    turn: int,
+    model: str | None = None,
+    tags: Sequence[str] = (),
+    partial: bool = False,
+) -> dict[str, Any] | None:
+    """The retain item for one exchange: the request's new turns and the answer, memory blocks removed.
+
+    A plain dict (JSON-ready), so the sidecar proxy builds the very same items from raw bodies.
+    None when there is nothing to remember.
+    """
+    content = render([Turn(t.role, strip_memory(t.text)) for t in [*new_turns(turns), *answer]])
+    if not content.strip():
+        return None
+    metadata: dict[str, Any] = {"source": source, "session_id": session, "turn": turn}
+    if model:
+        metadata["model"] = model
+    if partial:
+        metadata["partial"] = True  # the stream ended early: the answer may be cut
+    return {
+        "content": content,
+        "timestamp": datetime.now(UTC).isoformat(),
+        "context": "conversation between the user and an AI assistant",
+        "document_id": f"{session}:turn-{turn}",
+        "metadata": metadata,
+        "tags": list(tags),
+    }

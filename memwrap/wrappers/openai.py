@@ -1,0 +1,66 @@
+"""`wrap_openai`: long-term memory for every chat call of an OpenAI (or AsyncOpenAI) client."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import openai
+
+from memwrap.wrappers._wrap import wrap
+from memwrap.wrappers.proxies import Resource, Tree
+from memwrap.wrappers.scope import BankId
+
+C = TypeVar("C")
+
+
+def _surfaces(mode: str) -> Tree:
+    chat: Tree = {"completions": Resource("openai.chat", mode)}
+    # `parse` moved from beta.chat.completions to chat.completions; both exist in openai 1.x, so both are covered.
+    return {"chat": chat, "beta": {"chat": chat}, "responses": Resource("openai.responses", mode)}
+
+
+OPENAI_TREE: Tree = {
+    **_surfaces("plain"),
+    "with_raw_response": _surfaces("raw"),
+    "with_streaming_response": _surfaces("streaming"),
+}
+
+
+def wrap_openai(
+    client: C,
+    *,
+    bank_id: BankId = None,
+    memory: Any = None,
+    inject: bool = True,
+    retain: bool = True,
+    max_tokens: int = 1024,
+    session_id: str | None = None,
+    tags: str | Sequence[str] | None = None,
+    recall_timeout: float = 0.2,
+) -> C:
+    """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
+
+    Covers `chat.completions.create/parse/stream`, `responses.create/parse/stream` (also under `beta.` and
+    `with_raw_response`/`with_streaming_response`), sync and async, streaming or not. Everything else is the
+    client's own. `bank_id` may be a string or a callable returning one; `memory` defaults to one `Memory()`
+    per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
+    """
+    if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
+        raise TypeError(
+            f"wrap_openai takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
+        )
+    return wrap(  # type: ignore[no-any-return]
+        client,
+        family="openai",
+        is_async=isinstance(client, openai.AsyncOpenAI),
+        tree=OPENAI_TREE,
+        bank_id=bank_id,
+        memory=memory,
+        inject=inject,
+        retain=retain,
+        max_tokens=max_tokens,
+        session_id=session_id,
+        tags=tags,
+        recall_timeout=recall_timeout,
+    )

@@ -1,0 +1,122 @@
+"""Per-call options and `memwrap.scope()`, which sets them for a block of code.
+
+Precedence, most specific first: the call's `memwrap={...}` keyword, then the innermost `scope()`, then what
+was given to `wrap_openai`/`wrap_anthropic`. A scope lives in a ContextVar: asyncio tasks inherit the scope
+they were created in, and each thread starts with none, so concurrent users never see each other's bank.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+from memwrap.errors import InvalidInputError
+
+OPTION_NAMES = ("bank_id", "inject", "retain", "max_tokens", "session_id", "tags", "recall_timeout")
+
+BankId = str | Callable[[], str | None] | None
+
+
+@dataclass(frozen=True)
+class Options:
+    """What one call does with memory."""
+
+    bank_id: BankId = None
+    inject: bool = True
+    retain: bool = True
+    max_tokens: int = 1024
+    session_id: str | None = None
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    recall_timeout: float = 0.2
+
+    def merged(self, overrides: Mapping[str, Any]) -> Options:
+        unknown = set(overrides) - set(OPTION_NAMES)
+        if unknown:
+            raise InvalidInputError(
+                f"Unknown memwrap option(s) {sorted(unknown)}; use any of {', '.join(OPTION_NAMES)}."
+            )
+        clean = {k: v for k, v in overrides.items() if v is not None}
+        if "tags" in clean:
+            clean["tags"] = as_tags(clean["tags"])
+        return replace(self, **clean) if clean else self
+
+    def resolve_bank(self) -> str | None:
+        bank = self.bank_id() if callable(self.bank_id) else self.bank_id
+        return str(bank) if bank else None
+
+
+def as_tags(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(str(v) for v in value)
+
+
+_scope: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "memwrap_scope",
+    default=MappingProxyType({}),  # read-only: a shared default must never be mutated
+)
+
+
+def current_scope() -> Mapping[str, Any]:
+    return _scope.get()
+
+
+class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="alice"):`
+    """Set memory options for every wrapped call made inside the block (sync `with` or `async with`).
+
+        with memwrap.scope(bank_id=user.id, tags=["support"]):
+            client.chat.completions.create(...)
+
+    Scopes nest; inner values win. Tags given here are used for retains and to filter recall.
+    """
+
+    def __init__(
+        self,
+        *,
+        bank_id: BankId = None,
+        inject: bool | None = None,
+        retain: bool | None = None,
+        max_tokens: int | None = None,
+        session_id: str | None = None,
+        tags: str | Sequence[str] | None = None,
+        recall_timeout: float | None = None,
+    ) -> None:
+        values = {
+            "bank_id": bank_id,
+            "inject": inject,
+            "retain": retain,
+            "max_tokens": max_tokens,
+            "session_id": session_id,
+            "tags": as_tags(tags) if tags is not None else None,
+            "recall_timeout": recall_timeout,
+        }
+        self.values = {k: v for k, v in values.items() if v is not None}
+        self._tokens: list[contextvars.Token[Mapping[str, Any]]] = []
+
+    def __enter__(self) -> scope:
+        self._tokens.append(_scope.set({**_scope.get(), **self.values}))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _scope.reset(self._tokens.pop())
+
+    async def __aenter__(self) -> scope:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()
+
+
+def resolve(base: Options, per_call: Mapping[str, Any] | None) -> Options:
+    """The options for one call: wrap-time `base`, then the active scope, then the call's own."""
+    options = base.merged(current_scope())
+    if per_call:
+        if not isinstance(per_call, Mapping):
+            raise InvalidInputError("The memwrap= keyword takes a dict, e.g. memwrap={'bank_id': 'alice'}.")
+        options = options.merged(per_call)
+    return options
