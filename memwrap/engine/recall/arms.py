@@ -16,8 +16,8 @@ Hits = list[tuple[UUID, float]]
 
 # Below this many memories an exact scan beats the approximate index, and is exact.
 EXACT_SCAN_MAX = 4000
-# A keyword term found in more memories than this adds little (low idf) and costs a lot; count no further.
-TERM_SCAN_CAP = 5000
+# A keyword term found in this many memories or more adds little (low idf) and costs a lot: it is left out.
+TERM_SCAN_CAP = 2000
 # Entities mentioned more often than this are too common to tell memories apart.
 ENTITY_FANOUT_CAP = 3000
 
@@ -68,31 +68,31 @@ async def semantic(
 
 
 async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, limit: int, bank_size: int) -> Hits:
-    """Full-text match scored like BM25 (binary term frequency): each query term weighs by its rarity in the bank."""
+    """Full-text match scored like BM25 (binary term frequency): each query term weighs by its rarity in the bank.
+
+    One pass per term: the term's matches are read once, and their number is the term's document frequency.
+    A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out.
+    """
     where, params = filters.sql("m", 6)
     sql = f"""
         WITH terms AS (
             SELECT DISTINCT plainto_tsquery('simple', lexeme) AS tsq
             FROM unnest(to_tsvector('english', $2))
-        ), weighted AS (
-            SELECT t.tsq, ln(1 + ($3::float8 - df.n + 0.5) / (df.n + 0.5)) AS idf
+            WHERE numnode(plainto_tsquery('simple', lexeme)) > 0
+        ), matches AS (
+            SELECT hit.id, hit.terms, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
             CROSS JOIN LATERAL (
-                SELECT count(*) AS n FROM (
-                    SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq LIMIT $4
-                ) capped
-            ) df
-            WHERE df.n > 0 AND numnode(t.tsq) > 0
+                SELECT m.id, length(m.search_tsv) AS terms FROM memory_units m
+                WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {where}
+                LIMIT $4
+            ) hit
         )
-        SELECT hit.id,
-               sum(w.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(hit.search_tsv) / 20.0))) AS score
-        FROM weighted w
-        CROSS JOIN LATERAL (
-            SELECT m.id, m.search_tsv FROM memory_units m
-            WHERE m.bank_id = $1 AND m.search_tsv @@ w.tsq AND {where}
-            LIMIT $4
-        ) hit
-        GROUP BY hit.id
+        SELECT id, sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
+                       / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score
+        FROM matches
+        WHERE df < $4
+        GROUP BY id
         ORDER BY score DESC
         LIMIT $5
     """
@@ -139,13 +139,18 @@ async def graph(
             SELECT l.to_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.from_id = s.id
             UNION ALL
             SELECT l.from_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.to_id = s.id
+        ), scored AS (
+            -- Rank first, filter after: looking up a few hundred rows beats joining every reached one.
+            SELECT r.id, sum(r.score) AS score
+            FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
+            GROUP BY r.id
+            ORDER BY score DESC
+            LIMIT $7 * 4
         )
-        SELECT r.id, sum(r.score) AS score
-        FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
-        JOIN memory_units m ON m.bank_id = $1 AND m.id = r.id
+        SELECT s.id, s.score
+        FROM scored s JOIN memory_units m ON m.bank_id = $1 AND m.id = s.id
         WHERE {where}
-        GROUP BY r.id
-        ORDER BY score DESC
+        ORDER BY s.score DESC
         LIMIT $7
     """
     rows = await conn.fetch(
