@@ -18,6 +18,9 @@ class Settings(BaseSettings):
     database_url: str | None = None
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 64
+    # torch: sentence-transformers; onnx: the same model exported to onnxruntime (same vectors, faster);
+    # onnx-int8: int8-quantised weights (faster again, vectors ~0.99 cosine to the exact ones). See engine/embed.py.
+    embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx"
     pool_min_size: int = 1
     pool_max_size: int = 8
 
@@ -42,6 +45,46 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     llm_base_url: str | None = None
     llm_api_key: str | None = None
+    # Per-role overrides (MEMWRAP_EXTRACTION_MODEL, MEMWRAP_REFLECT_PROVIDER, ...); unset means the llm_* value.
+    # MEMWRAP_EXTRACTION_PROVIDER=none keeps retain LLM-free while reflect still uses the LLM.
+    extraction_provider: Literal["none", "openai", "anthropic"] | None = None
+    extraction_model: str | None = None
+    extraction_base_url: str | None = None
+    extraction_api_key: str | None = None
+    consolidation_provider: Literal["none", "openai", "anthropic"] | None = None
+    consolidation_model: str | None = None
+    consolidation_base_url: str | None = None
+    consolidation_api_key: str | None = None
+    reflect_provider: Literal["none", "openai", "anthropic"] | None = None
+    reflect_model: str | None = None
+    reflect_base_url: str | None = None
+    reflect_api_key: str | None = None
+    llm_timeout: float = 60.0  # seconds per request
+    llm_max_retries: int = 3  # retries after the first attempt, on 429, 5xx, timeouts and connection errors
+    llm_backoff: float = 1.0  # first wait (s), doubled per retry, with jitter; a Retry-After header wins
+    llm_max_backoff: float = 30.0  # a provider asking to wait longer than this is treated as unavailable
+    llm_max_concurrency: int = 4  # requests in flight per engine, all roles together
+
+    # Extraction (retain with an LLM)
+    extraction_turns_per_call: int = 16
+    extraction_tokens_per_call: int = 2400  # turn text per call (cl100k tokens); long items are cut at sentences
+    extraction_deadline: float = 45.0  # seconds a retain waits for extraction before storing raw turns instead
+    extraction_retry_interval: float = 60.0  # seconds between passes of the background re-extraction
+    extraction_max_attempts: int = 8  # then the raw memory stays as it is (still recalled)
+
+    # Learning (memwrap/engine/learn): background jobs, observations, mental models
+    worker: Literal["inline", "off"] = "inline"  # inline: an asyncio worker runs inside the engine's process
+    worker_concurrency: int = 1  # jobs one worker runs at once
+    worker_poll_seconds: float = 2.0  # idle wait between looks at the queue (enqueues in-process wake it at once)
+    worker_lease_seconds: float = 60.0  # a running job whose worker stops renewing this is claimed again
+    job_max_attempts: int = 5
+    job_backoff_seconds: float = 2.0  # first retry wait, doubled per attempt, with jitter...
+    job_backoff_cap_seconds: float = 300.0  # ...up to this
+    reconcile_seconds: float = 30.0  # how often a worker re-enqueues stranded work (one worker at a time)
+    consolidation_delay_seconds: float = 2.0  # a burst of retains (a conversation turn by turn) is one job
+    observation_threshold: float = 0.92  # cosine at which facts are near-duplicates (LLM-free grouping)
+    prefer_observations: bool = False  # recall: an observation replaces the facts it covers
+    mental_model_refresh_delay_seconds: float = 5.0  # stale marks within this window become one refresh
 
     @property
     def pgdata(self) -> Path:

@@ -69,3 +69,33 @@ class SecretBlockedError(InvalidInputError):
 
 class LLMNotConfiguredError(MemwrapError):
     code = "llm_not_configured"
+
+
+class LLMError(MemwrapError):
+    """A call to the LLM the engine uses for its own work (extraction, consolidation, reflect) failed."""
+
+    code = "llm_error"
+
+
+class LLMUnavailableError(LLMError):
+    """The provider could not be reached or kept failing (timeouts, 429, 5xx) after every retry."""
+
+    code = "llm_unavailable"
+
+
+class LLMRequestError(LLMError):
+    """The provider refused the request (bad key, unknown model, malformed request): retrying will not help."""
+
+    code = "llm_request_rejected"
+
+
+class LLMOutputError(LLMError):
+    """The model's reply did not have the required shape, even after JSON repair and one re-ask."""
+
+    code = "llm_invalid_output"
+
+
+class ContextOverflowError(LLMError):
+    """The prompt does not fit the model's context window: send less (fewer messages, shorter tool results)."""
+
+    code = "llm_context_overflow"

@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import random
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
+from memwrap.engine.llm_json import repair_json
 from memwrap.engine.llm_types import (
     DEFAULT_MODELS,
     ROLES,
@@ -68,6 +68,7 @@ __all__ = [
     "LLMRequestError",
     "LLMUnavailableError",
     "Message",
+    "OutputTruncatedError",
     "Role",
     "Tool",
     "ToolCall",
@@ -78,6 +79,10 @@ __all__ = [
 ]
 
 log = logging.getLogger("memwrap.llm")
+
+
+class OutputTruncatedError(LLMOutputError):
+    """The reply hit the output token limit: whatever parsed may be missing its end. Ask for less per call."""
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -156,7 +161,8 @@ class LLM:
     ) -> tuple[T, Usage]:
         """One reply validated as `schema`. Put what never changes in `system` (prompt caching), data in `user`.
 
-        Raises LLMOutputError (with `.usage`) when the reply does not validate after repair and one re-ask.
+        Raises LLMOutputError (with `.usage`) when the reply does not validate after repair and one re-ask, and
+        OutputTruncatedError at once when the reply hit the output token limit (ask for less per call).
         """
         provider = self._provider(role)
         json_schema = (name or snake_name(schema.__name__), strict_schema(schema))
@@ -165,6 +171,9 @@ class LLM:
         usage = result.usage
         try:
             return _parse(result, schema), usage
+        except OutputTruncatedError as cut:
+            cut.usage = usage  # type: ignore[attr-defined]
+            raise  # asking again gets the same cut: the caller must ask for less
         except LLMOutputError as first:
             log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
             bad = _raw_reply(result)
@@ -174,7 +183,7 @@ class LLM:
             usage = usage + result.usage
             try:
                 return _parse(result, schema), usage
-            except LLMOutputError as second:
+            except LLMOutputError as second:  # truncated or not: we asked twice
                 second.usage = usage  # type: ignore[attr-defined]
                 raise
 
@@ -378,6 +387,7 @@ def _make_provider(
 
     env = "OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY"
     sdk = importlib.import_module(kind)  # only the SDK in use: importing anthropic alone takes ~1 s
+    missing_key: type[Exception] = sdk.OpenAIError if kind == "openai" else sdk.AnthropicError
     try:
         if kind == "openai":
             # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
@@ -386,7 +396,7 @@ def _make_provider(
         return AnthropicProvider(
             model, sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
         )
-    except (sdk.OpenAIError if kind == "openai" else sdk.AnthropicError) as exc:
+    except missing_key as exc:
         raise LLMNotConfiguredError(
             f"The {kind} LLM for {role} has no API key: set MEMWRAP_LLM_API_KEY (or MEMWRAP_{role.upper()}_API_KEY, "
             f"or {env}). ({exc})"
@@ -408,6 +418,8 @@ def _raw_reply(result: ChatResult) -> str:
 
 
 def _parse(result: ChatResult, schema: type[T]) -> T:
+    if result.stop_reason == "length":
+        raise OutputTruncatedError("the reply was cut off at the output token limit")
     if result.tool_calls and result.tool_calls[0].raw_arguments is None:
         data: Any = result.tool_calls[0].arguments
     else:
@@ -419,72 +431,3 @@ def _parse(result: ChatResult, schema: type[T]) -> T:
             f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8]
         )
         raise LLMOutputError(f"the reply does not match the required structure ({problems})") from None
-
-
-_FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n?|\n?\s*```\s*$")
-_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
-_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
-
-
-def repair_json(text: str, *, truncated: bool = False) -> Any:
-    """Parse a model's JSON reply, repairing what models commonly get wrong; LLMOutputError if hopeless.
-
-    Handles: a code fence around it, prose before/after the object, trailing commas, Python literals
-    (True/False/None) and, for a reply cut off at max_tokens, the missing closing brackets.
-    """
-    text = _FENCE_RE.sub("", text.strip()) if text else ""
-    if not text:
-        raise LLMOutputError("the reply was empty, not a JSON object")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
-        raise LLMOutputError(f"the reply holds no JSON object: {redact(text[:120])!r}")
-    end = max(text.rfind("}"), text.rfind("]"))
-    candidates = [text[start : end + 1]] if end > start else []
-    candidates.append(text[start:])
-    for candidate in candidates:
-        fixed = _outside_strings(candidate, lambda s: _TRAILING_COMMA_RE.sub(r"\1", _py_literals(s)))
-        for attempt in (fixed, _close_brackets(fixed)):
-            try:
-                return json.loads(attempt)
-            except json.JSONDecodeError:
-                continue
-    cut = " (it was cut off at the token limit)" if truncated else ""
-    raise LLMOutputError(f"the reply is not valid JSON{cut}: {redact(text[:120])!r}")
-
-
-def _py_literals(segment: str) -> str:
-    return re.sub(r"\b(True|False|None)\b", lambda m: _PY_LITERALS[m.group()], segment)
-
-
-def _outside_strings(text: str, fix: Any) -> str:
-    """Apply `fix` to the parts of `text` that are not inside JSON strings."""
-    parts = re.split(r'("(?:[^"\\]|\\.)*")', text)
-    return "".join(part if index % 2 else fix(part) for index, part in enumerate(parts))
-
-
-def _close_brackets(text: str) -> str:
-    """Close what a truncated reply left open: an unfinished string, then brackets, innermost first."""
-    stack: list[str] = []
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    tail = '"' if in_string else ""
-    body = (text + tail).rstrip()
-    body = re.sub(r"[,:]\s*$", "", body)  # a dangling separator
-    return body + "".join(reversed(stack))

@@ -156,12 +156,16 @@ def strict_schema(model: type[BaseModel]) -> dict[str, Any]:
     return _strict(model.model_json_schema())
 
 
+# Titles and defaults only cost tokens; OpenAI's strict mode rejects length and count bounds (pydantic checks them).
+_DROPPED = frozenset({"title", "default", "minLength", "maxLength", "minItems", "maxItems"})
+
+
 def _strict(node: Any) -> Any:
     if isinstance(node, list):
         return [_strict(n) for n in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _strict(v) for k, v in node.items() if k not in ("title", "default")}
+    out = {k: _strict(v) for k, v in node.items() if k not in _DROPPED}
     if "properties" in node and isinstance(node["properties"], dict):
         # property names are data here, not keywords: keep a property called "title"
         out["properties"] = {name: _strict(sub) for name, sub in node["properties"].items()}

@@ -170,13 +170,13 @@ class FakeLLMServer:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             if reply.status >= 400:
-                return JSONResponse(_error_body(provider, reply), status_code=reply.status)
+                return JSONResponse(_error_body(provider, reply), status_code=reply.status, headers=reply.headers)
             data = body if isinstance(body, dict) else {}
             model = str(data.get("model", "fake-model"))
             if request.stream:
                 events = self._stream_events(provider, reply, data, model)
-                return StreamingResponse(_paced(events, reply), media_type="text/event-stream")
-            return JSONResponse(self._complete(provider, reply, data, model))
+                return StreamingResponse(_paced(events, reply), media_type="text/event-stream", headers=reply.headers)
+            return JSONResponse(self._complete(provider, reply, data, model), headers=reply.headers)
 
         return endpoint
 

@@ -37,6 +37,8 @@ class Reply:
     chunk_delay: float = 0.0  # seconds between stream chunks
     cut_after: int | None = None  # streams: drop the connection after this many chunks
     chunk_size: int = 8  # characters of text per stream delta
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers, e.g. {"retry-after": "1"}
+    finish_reason: str | None = None  # non-stream replies: OpenAI finish_reason / Anthropic stop_reason ("length")
 
     @property
     def content(self) -> str:
@@ -121,7 +123,7 @@ def chat_completion(reply: Reply, model: str, ids: Ids, prompt_text: str) -> dic
                 "index": 0,
                 "message": message,
                 "logprobs": None,
-                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                "finish_reason": reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop"),
             }
         ],
         "usage": {
@@ -292,7 +294,7 @@ def anthropic_message(reply: Reply, body: dict[str, Any], ids: Ids) -> dict[str,
         "role": "assistant",
         "model": body.get("model", ""),
         "content": content,
-        "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+        "stop_reason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"),
         "stop_sequence": None,
         "usage": {"input_tokens": _tokens(prompt_text), "output_tokens": _tokens(reply.content)},
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -40,6 +41,7 @@ class PreparedUnit:
 class PreparedItem:
     item_hash: str
     units: list[PreparedUnit] = field(default_factory=list)
+    source: RetainItem | None = None  # the item after memory defense (what extraction reads)
 
 
 def item_hash(item: RetainItem) -> str:
@@ -62,20 +64,56 @@ def session_key(item: RetainItem) -> str | None:
     return item.document_id
 
 
-def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> PreparedItem:
-    """Split, redact, date and tag one item. Raises SecretBlockedError under the 'block' policy."""
-    hashed = item_hash(item)
-    defended = apply_policy(item.content, defense_policy)  # type: ignore[arg-type]
-    if defended.blocked:
-        kinds = sorted({f.kind for f in defended.findings})
+def defend_item(item: RetainItem, defense_policy: str) -> RetainItem:
+    """The item with the bank's memory-defense policy applied to everything that gets stored or sent to an
+    LLM: content, context, tags, and metadata (string values and keys, at any depth).
+
+    Raises SecretBlockedError under the 'block' policy, naming the kinds and the fields (never the secret).
+    """
+    kinds: dict[str, set[str]] = {}
+
+    def defend(text: str, where: str) -> str:
+        result = apply_policy(text, defense_policy)  # type: ignore[arg-type]
+        if result.findings:
+            kinds.setdefault(where, set()).update(f.kind for f in result.findings)
+        return result.text
+
+    content = defend(item.content, "content")
+    context = defend(item.context, "context") if item.context else item.context
+    tags = [defend(tag, "tags") for tag in item.tags]
+    metadata = _defend_value(item.metadata, defend) if item.metadata else {}
+    if defense_policy == "block" and kinds:
+        found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
         raise SecretBlockedError(
-            f"Not stored: the content holds what looks like a secret ({', '.join(kinds)}) and this bank's "
-            "memory-defense policy is 'block'. Remove it, or set the policy to 'redact'."
+            f"Not stored: the item holds what looks like a secret ({found}) and this bank's memory-defense "
+            "policy is 'block'. Remove it, or set the policy to 'redact'."
         )
-    context = apply_policy(item.context, defense_policy).text if item.context else None
+    return item.model_copy(update={"content": content, "context": context, "tags": tags, "metadata": metadata})
+
+
+def _defend_value(value: Any, defend: Callable[[str, str], str]) -> Any:
+    if isinstance(value, str):
+        return defend(value, "metadata")
+    if isinstance(value, dict):
+        return {
+            (defend(k, "metadata") if isinstance(k, str) else k): _defend_value(v, defend) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_defend_value(v, defend) for v in value]
+    return value
+
+
+def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> PreparedItem:
+    """Defend, split, date and tag one item. Raises SecretBlockedError under the 'block' policy.
+
+    `source` of the result is the defended item: extraction reads it, so no raw secret reaches an LLM.
+    """
+    hashed = item_hash(item)  # of the original: retaining the same item again must find it
+    item = defend_item(item, defense_policy)
+    context = item.context
     mentioned = item.timestamp or now
-    prepared = PreparedItem(item_hash=hashed)
-    for index, part in enumerate(split_units(defended.text)):
+    prepared = PreparedItem(item_hash=hashed, source=item)
+    for index, part in enumerate(split_units(item.content)):
         text = normalise_whitespace(part)
         if not text:
             continue

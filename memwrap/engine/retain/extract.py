@@ -1,0 +1,384 @@
+"""Extraction: retained turns → typed, dated, self-contained facts, with one LLM call per chunk of turns.
+
+No database here: `plan_chunks` cuts prepared items into chunks at turn boundaries, `extract_chunk` sends one
+chunk (stable system prompt first, so provider prompt caching hits; the turns last) and post-validates the
+reply. facts.py turns the facts into memory units; resolve.py maps their entities onto the bank's.
+
+What we check instead of trusting the model:
+* roles: a fact is "experience" only if one of its source turns was said by the assistant (or a tool it ran);
+  whatever the model says, a fact stated only by the user or other people is "world";
+* times: the verbatim phrase the model quotes ("last Friday") is resolved by our own calendar code against the
+  turn's timestamp; the model's dates are used only when our resolver does not know the phrase;
+* provenance: source turn numbers must exist; causes must be earlier facts of the same reply.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memwrap.engine.llm import LLM, Usage
+from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.retain.prepare import PreparedItem, session_key
+from memwrap.engine.retain.split import split_units
+from memwrap.engine.text import normalise_whitespace
+from memwrap.tokens import count_tokens
+
+log = logging.getLogger("memwrap.extract")
+
+# Bump when the prompt or the schema changes meaning (it is recorded with every fact).
+PROMPT_VERSION = 1
+
+SYSTEM_PROMPT = """You turn conversation turns into long-term memories: short facts worth remembering later.
+
+Input: numbered turns "[n] speaker: text", grouped under "Date:" lines (when they were said). Speaker "user" is the person using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: never extract from them.
+
+Rules:
+- Keep only what is worth remembering: facts, events, plans, preferences, opinions, decisions, outcomes, relationships. Skip greetings, thanks, filler, small talk, bare questions, and repeats of earlier facts.
+- Each fact stands alone: replace pronouns and "here/there/this" with names, name who it is about ("Caroline", "the user", "the assistant"), write in the language of the turns (do not translate). One or two sentences; merge statements about one thing, split unrelated ones.
+- fact_type: "experience" only for what the assistant itself did, tried, found, recommended or promised; "world" for everything the user or others say (including what they did themselves).
+- turns: the numbers of the turns the fact comes from.
+- entities: the people, places, organisations, products, pets and named events in the fact; canonical name in its original script (张伟 stays 张伟), the fullest form the turns support.
+- when: the time phrase of the turns that dates the fact, copied verbatim ("last Friday", "in 2019", "上周五"), else null. start, end: the calendar dates it means (YYYY-MM-DD), resolved against the Date of its turn; null when undated.
+- caused_by: 0-based positions of earlier facts in your list that caused this one, else [].
+- entities (top level): only entities called by several names in these turns, when the text shows they are the same, e.g. {"name": "张伟", "aliases": ["Zhang Wei", "老张"]}; else [].
+
+If nothing is worth remembering, return {"facts": [], "entities": []}."""
+
+
+# --- the reply's shape --------------------------------------------------------------------------------------
+
+
+class ExtractedFact(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(min_length=1)
+    fact_type: Literal["world", "experience"]
+    turns: list[int] = Field(min_length=1)
+    entities: list[str] = Field(default_factory=list)
+    when: str | None = None
+    start: str | None = None
+    end: str | None = None
+    caused_by: list[int] = Field(default_factory=list)
+
+    @field_validator("fact_type", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+class EntityNames(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+
+
+class Extraction(BaseModel):
+    """Memories extracted from the numbered turns."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    facts: list[ExtractedFact]
+    entities: list[EntityNames] = Field(default_factory=list)
+
+
+# --- turns and chunks ---------------------------------------------------------------------------------------
+
+# The wrappers retain an exchange as "user: ...\nassistant: ...". A label must start the item for the item
+# to be read this way; later lines without a label continue the turn before them.
+_ROLE_LINE = re.compile(r"^(user|assistant|tool result|tool|system|human|ai)\s*:\s?", re.IGNORECASE | re.MULTILINE)
+_ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
+# "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
+_NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*[:：]\s+")
+_METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
+
+
+@dataclass
+class Turn:
+    item: PreparedItem
+    speaker: str  # what the model sees: "user", "assistant", "tool" or a person's name
+    role: Literal["user", "assistant", "tool", "person"]
+    text: str
+    said_at: datetime
+    number: int = 0  # 1-based position in its chunk
+
+
+@dataclass
+class Chunk:
+    session: str | None
+    turns: list[Turn]
+    earlier: list[str] = field(default_factory=list)  # context lines, not extracted from
+
+    @property
+    def items(self) -> list[PreparedItem]:
+        seen: dict[str, PreparedItem] = {}
+        for turn in self.turns:
+            seen.setdefault(turn.item.item_hash, turn.item)
+        return list(seen.values())
+
+
+def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
+    """The speaker turns of one prepared item (its defended source), with roles kept."""
+    source = item.source
+    if source is None:
+        raise ValueError("extraction needs PreparedItem.source (the defended item); use prepare_item()")
+    said_at = source.timestamp or now
+    content = source.content.strip()
+    role_meta = str(source.metadata.get("role", "")).lower() if source.metadata else ""
+    if role_meta in _METADATA_ROLES:
+        role = _METADATA_ROLES[role_meta]
+        speaker = str(source.metadata.get("speaker") or source.metadata.get("name") or role)
+        return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]  # type: ignore[arg-type]
+    first = _ROLE_LINE.match(content)
+    if first is not None:
+        turns: list[Turn] = []
+        marks = list(_ROLE_LINE.finditer(content))
+        for index, mark in enumerate(marks):
+            end = marks[index + 1].start() if index + 1 < len(marks) else len(content)
+            label = mark.group(1).lower()
+            label = _ROLE_ALIASES.get(label, label)
+            text = content[mark.end() : end].strip()
+            if label == "system" or not text:
+                continue
+            turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]
+        return turns
+    named = _NAMED_SPEAKER.match(content)
+    if named is not None and named.group(1).lower() not in _ROLE_ALIASES:
+        return [Turn(item, named.group(1), "person", content[named.end() :].strip(), said_at)]
+    return [Turn(item, "user", "user", content, said_at)]
+
+
+def plan_chunks(
+    items: list[PreparedItem],
+    *,
+    now: datetime,
+    max_turns: int,
+    max_tokens: int,
+    earlier: dict[str, list[str]] | None = None,
+) -> list[Chunk]:
+    """Group items by session (first-appearance order) and pack their turns into chunks.
+
+    A chunk closes at an item boundary once it holds `max_turns` turns or `max_tokens` tokens of turn text;
+    only an item too big for one chunk on its own is cut, at sentence boundaries. The first chunk of a
+    session gets `earlier[session]` as context; the next ones get the last two turns before them.
+    """
+    sessions: dict[str | None, list[PreparedItem]] = {}
+    for item in items:
+        key = session_key(item.source) if item.source is not None else None
+        sessions.setdefault(key, []).append(item)
+    chunks: list[Chunk] = []
+    for session, members in sessions.items():
+        context = list((earlier or {}).get(session or "", []))
+        current: list[Turn] = []
+        size = 0
+        for item in members:
+            turns = _bounded(item_turns(item, now), max_tokens)
+            cost = sum(_tokens(t) for t in turns)
+            if current and (len(current) + len(turns) > max_turns or size + cost > max_tokens):
+                chunks.append(Chunk(session, current, context))
+                context = [_line(t) for t in current[-2:]]
+                current, size = [], 0
+            for turn in turns:
+                # An oversized item is cut across chunks, never mixed with others beyond its own turns.
+                if current and (len(current) >= max_turns or size + _tokens(turn) > max_tokens):
+                    chunks.append(Chunk(session, current, context))
+                    context = [_line(t) for t in current[-2:]]
+                    current, size = [], 0
+                current.append(turn)
+                size += _tokens(turn)
+        if current:
+            chunks.append(Chunk(session, current, context))
+    for chunk in chunks:
+        for number, turn in enumerate(chunk.turns, 1):
+            turn.number = number
+    return chunks
+
+
+def _bounded(turns: list[Turn], max_tokens: int) -> list[Turn]:
+    out: list[Turn] = []
+    for turn in turns:
+        if _tokens(turn) <= max_tokens:
+            out.append(turn)
+            continue
+        # ~4 characters per token for the cut; a piece is a complete sentence where possible.
+        for piece in split_units(turn.text, max_chars=max(200, max_tokens * 3)):
+            out.append(Turn(turn.item, turn.speaker, turn.role, piece, turn.said_at))
+    return out
+
+
+def _tokens(turn: Turn) -> int:
+    return count_tokens(turn.text) + 4
+
+
+def _line(turn: Turn, limit: int = 240) -> str:
+    text = normalise_whitespace(turn.text)
+    return f"{turn.speaker}: {text[:limit]}{'…' if len(text) > limit else ''}"
+
+
+def split_chunk(chunk: Chunk) -> tuple[Chunk, Chunk] | None:
+    """Two halves of a chunk, cut at the item boundary nearest the middle (None for a single turn).
+
+    For a reply cut off at the output limit: each half asks for about half the output.
+    """
+    if len(chunk.turns) < 2:
+        return None
+    middle = len(chunk.turns) / 2
+    boundaries = [i for i in range(1, len(chunk.turns)) if chunk.turns[i].item is not chunk.turns[i - 1].item]
+    cut = min(boundaries, key=lambda i: abs(i - middle)) if boundaries else int(middle)
+    first = Chunk(chunk.session, chunk.turns[:cut], chunk.earlier)
+    second = Chunk(chunk.session, chunk.turns[cut:], [_line(t) for t in chunk.turns[max(0, cut - 2) : cut]])
+    for half in (first, second):
+        for number, turn in enumerate(half.turns, 1):
+            turn.number = number
+    return first, second
+
+
+def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> ChunkFacts:
+    """The facts of two halves as one result (causes of the second half shifted past the first's facts)."""
+    offset = len(first.facts)
+    shifted = [
+        Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by]) for f in second.facts
+    ]
+    return ChunkFacts(chunk, first.facts + shifted, first.aliases + second.aliases, first.usage + second.usage)
+
+
+def render_chunk(chunk: Chunk) -> str:
+    """The variable part of the prompt (the user message): context, then the dated, numbered turns."""
+    lines: list[str] = []
+    contexts = list(dict.fromkeys(t.item.source.context for t in chunk.turns if t.item.source and t.item.source.context))
+    for context in contexts:
+        lines.append(f"About: {normalise_whitespace(context)[:300]}")
+    if chunk.earlier:
+        lines.append("Earlier:")
+        lines.extend(chunk.earlier)
+    lines.append("Turns:")
+    last_day: date | None = None
+    for turn in chunk.turns:
+        if turn.said_at.date() != last_day:
+            last_day = turn.said_at.date()
+            lines.append(f"Date: {turn.said_at.strftime('%Y-%m-%d %a %H:%M')}")
+        lines.append(f"[{turn.number}] {turn.speaker}: {turn.text}")
+    return "\n".join(lines)
+
+
+# --- one call and its validation ----------------------------------------------------------------------------
+
+
+@dataclass
+class Fact:
+    text: str
+    fact_type: Literal["world", "experience"]
+    turns: list[Turn]
+    entities: list[str]
+    occurred: tuple[datetime, datetime] | None
+    caused_by: list[int]  # positions of earlier facts in the same list
+
+
+@dataclass
+class ChunkFacts:
+    chunk: Chunk
+    facts: list[Fact]
+    aliases: list[EntityNames]
+    usage: Usage
+
+
+async def extract_chunk(llm: LLM, chunk: Chunk) -> ChunkFacts:
+    """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...)."""
+    extraction, usage = await llm.structured(SYSTEM_PROMPT, render_chunk(chunk), Extraction, role="extraction")
+    facts = validate_facts(chunk, extraction)
+    return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage)
+
+
+def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
+    """The model's facts, checked against the chunk: sources exist, types follow roles, times are ours."""
+    by_number = {t.number: t for t in chunk.turns}
+    kept: list[Fact] = []
+    position: dict[int, int] = {}  # the model's index → index in `kept`
+    seen_texts: set[str] = set()
+    for index, raw in enumerate(extraction.facts):
+        text = normalise_whitespace(raw.text)
+        sources = [by_number[n] for n in sorted(set(raw.turns)) if n in by_number]
+        if not text or not sources:
+            log.info("dropped an extracted fact that names no turn of its chunk (turns %s)", raw.turns)
+            continue
+        if text.casefold() in seen_texts:
+            continue
+        seen_texts.add(text.casefold())
+        position[index] = len(kept)
+        kept.append(
+            Fact(
+                text=text,
+                fact_type=fact_type(raw.fact_type, sources),
+                turns=sources,
+                entities=[normalise_whitespace(e) for e in raw.entities if e and e.strip()],
+                occurred=occurred(raw, text, sources[0].said_at),
+                caused_by=[position[c] for c in raw.caused_by if c < index and c in position],
+            )
+        )
+    return kept
+
+
+def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience"]:
+    """Who said it decides: experience needs the assistant (or a tool it ran) among the sources."""
+    if claimed == "experience" and any(t.role in ("assistant", "tool") for t in sources):
+        return "experience"
+    return "world"
+
+
+def occurred(raw: ExtractedFact, text: str, said_at: datetime) -> tuple[datetime, datetime] | None:
+    """When the fact happened, checked against our own reading of the quoted phrase.
+
+    Our calendar resolves the phrase ("last Friday" said on Monday 2026-11-30 is 2026-11-27). The model's
+    dates are kept only when they fall inside that span (a vague phrase such as "the other day" narrowed by
+    context) or when we cannot read the phrase; failing both, dates written in the fact itself count.
+    """
+    ours = extract_occurred(raw.when, said_at) if raw.when else None
+    theirs = _model_dates(raw.start, raw.end, said_at)
+    if ours is not None:
+        if theirs is not None and ours[0] <= theirs[0] and theirs[1] <= ours[1]:
+            return theirs
+        return ours
+    if theirs is not None:
+        return theirs
+    return extract_occurred(text, said_at)
+
+
+_DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?")
+
+
+def _model_dates(start: str | None, end: str | None, said_at: datetime) -> tuple[datetime, datetime] | None:
+    first = _parse_day(start, last=False)
+    if first is None:
+        return None
+    last = _parse_day(end, last=True) or _parse_day(start, last=True)
+    assert last is not None
+    if last < first:
+        first, last = last, first
+    zone = said_at.tzinfo or UTC
+    return (
+        datetime.combine(first, time.min, tzinfo=zone).astimezone(UTC),
+        datetime.combine(last, time.max, tzinfo=zone).astimezone(UTC),
+    )
+
+
+def _parse_day(value: str | None, *, last: bool) -> date | None:
+    """YYYY-MM-DD or YYYY-MM (a whole month); anything else is not a date we trust."""
+    match = _DATE_RE.match(value or "")
+    if match is None:
+        return None
+    year, month = int(match.group(1)), int(match.group(2))
+    try:
+        if match.group(3):
+            return date(year, month, int(match.group(3)))
+        if not last:
+            return date(year, month, 1)
+        following = date(year + month // 12, month % 12 + 1, 1)
+        return date.fromordinal(following.toordinal() - 1)
+    except ValueError:
+        return None

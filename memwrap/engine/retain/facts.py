@@ -1,0 +1,263 @@
+"""Retain with an LLM: prepared (defended) items → fact units, and the transaction that writes them.
+
+`Extractor.translate` runs between prepare and write in Engine.retain_many. It never loses a turn: when the
+chunk an item belongs to fails (timeout, provider down, invalid output after repair and a re-ask), the item
+keeps its raw units and is queued for re-extraction (reextract.py converts it later). A fact is owned by
+the first item it came from (its document_id, item_hash and mentioned_at); `metadata["source_ids"]` lists
+the document ids of every turn it came from, `metadata["source_items"]` their item hashes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID, uuid4
+
+import asyncpg
+import numpy as np
+
+from memwrap.config import Settings
+from memwrap.engine.llm import LLM, OutputTruncatedError
+from memwrap.engine.retain.defense import apply_policy, redact
+from memwrap.engine.retain.entities import extract_entities
+from memwrap.engine.retain.extract import (
+    Chunk,
+    ChunkFacts,
+    Fact,
+    extract_chunk,
+    merge_chunk_facts,
+    plan_chunks,
+    split_chunk,
+)
+from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
+from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
+from memwrap.engine.retain.write import write_items
+from memwrap.engine.text import search_text
+
+log = logging.getLogger("memwrap.extract")
+
+# How many of a session's latest memories the first chunk sees as context (pronouns, "it", "there").
+EARLIER_UNITS = 2
+# A chunk whose reply is cut off at the output limit is halved at most this often (16 turns → 2).
+MAX_HALVINGS = 3
+
+EARLIER = """
+SELECT session_key, text FROM (
+    SELECT session_key, text, seq,
+           row_number() OVER (PARTITION BY session_key ORDER BY seq DESC) AS recent
+    FROM memory_units
+    WHERE bank_id = $1 AND session_key = ANY($2::text[]) AND invalidated_at IS NULL
+      AND NOT (item_hash = ANY($3::text[]))
+) latest
+WHERE recent <= $4
+ORDER BY session_key, seq
+"""
+
+CAUSAL_LINKS = """
+INSERT INTO memory_links (bank_id, from_id, to_id, kind, weight)
+SELECT $1, x.f, x.t, 'causal', 1.0 FROM unnest($2::uuid[], $3::uuid[]) AS x(f, t)
+WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.id = x.f)
+  AND EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.id = x.t)
+ON CONFLICT DO NOTHING
+"""
+
+# Items that became no fact at all (greetings, filler) are remembered too: retaining them again costs nothing.
+RECORD_EMPTY = """
+INSERT INTO retained_items (bank_id, item_hash, unit_ids)
+SELECT $1, h, '{}'::uuid[] FROM unnest($2::text[]) AS h
+ON CONFLICT (bank_id, item_hash) DO NOTHING
+"""
+
+QUEUE = """
+INSERT INTO extraction_queue (bank_id, item_hash, attempts, last_error, next_attempt_at)
+SELECT $1, h, 1, $3, now() + make_interval(secs => $4) FROM unnest($2::text[]) AS h
+ON CONFLICT (bank_id, item_hash) DO NOTHING
+"""
+
+
+@dataclass
+class ExtractedItem(PreparedItem):
+    """A prepared item after extraction: fact units, or its raw units and the error that kept it raw."""
+
+    facts: bool = False  # units are extracted facts (else raw units)
+    error: str | None = None  # extraction failed: keep the raw units and queue the item
+    links: list[tuple[UUID, UUID]] = field(default_factory=list)  # (cause, effect) fact ids
+    aliases: list[Alias] = field(default_factory=list)
+
+
+class Extractor:
+    def __init__(self, llm: LLM, pool: asyncpg.Pool, embed: Embed, settings: Settings) -> None:
+        self.llm = llm
+        self.pool = pool
+        self.embed = embed
+        self.settings = settings
+        self._chunk_slots: asyncio.Semaphore | None = None
+
+    async def translate(
+        self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str
+    ) -> list[ExtractedItem]:
+        """Items in, items out (same order): each with fact units, no units (nothing worth keeping), or its
+        raw units plus `error` when its extraction failed."""
+        if not items:
+            return []
+        sessions = sorted({key for i in items if i.source and (key := session_key(i.source))})
+        earlier = await self._earlier(bank_id, sessions, [i.item_hash for i in items])
+        chunks = plan_chunks(
+            list(items),
+            now=now,
+            max_turns=self.settings.extraction_turns_per_call,
+            max_tokens=self.settings.extraction_tokens_per_call,
+            earlier=earlier,
+        )
+        outcomes = await asyncio.gather(*(self._extract(bank_id, chunk) for chunk in chunks))
+        failed: dict[str, str] = {}
+        results: list[ChunkFacts] = []
+        for chunk, outcome in zip(chunks, outcomes, strict=True):
+            if isinstance(outcome, str):
+                for item in chunk.items:
+                    failed.setdefault(item.item_hash, outcome)
+            else:
+                results.append(outcome)
+        # A fact survives only if every item it came from was extracted: a failed item is redone whole later.
+        facts = [f for r in results for f in r.facts if not any(t.item.item_hash in failed for t in f.turns)]
+        resolution = await resolve(
+            self.pool, self.embed, bank_id, [f.entities for f in facts], [g for r in results for g in r.aliases]
+        )
+        out: dict[str, ExtractedItem] = {}
+        for item in items:
+            if item.item_hash in failed:
+                out[item.item_hash] = ExtractedItem(item.item_hash, list(item.units), item.source, error=failed[item.item_hash])
+            else:
+                out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
+        for result in results:
+            self._add_facts(result, out, resolution, policy)
+        first = next((i for i in out.values() if i.facts), None)
+        if first is not None:
+            first.aliases = list(resolution.aliases)
+        return [out[i.item_hash] for i in items]
+
+    async def _extract(self, bank_id: str, chunk: Chunk) -> ChunkFacts | str:
+        """One chunk; a failure comes back as its (redacted) reason, so the other chunks still count."""
+        if self._chunk_slots is None:
+            self._chunk_slots = asyncio.Semaphore(max(1, self.settings.llm_max_concurrency))
+        async with self._chunk_slots:
+            # The deadline starts when the chunk may run: a long retain_many queues chunks, not time.
+            try:
+                return await asyncio.wait_for(self._extract_halving(chunk), self.settings.extraction_deadline)
+            except asyncio.CancelledError:
+                raise
+            except TimeoutError:
+                reason = f"extraction took longer than {self.settings.extraction_deadline:g}s"
+            except Exception as exc:  # noqa: BLE001 - whatever went wrong, the turns are kept raw and retried
+                reason = f"{type(exc).__name__}: {exc}"
+        reason = redact(reason)[:1000]
+        log.warning(
+            "extraction of %d turn(s) in bank %s failed, kept raw for a retry: %s", len(chunk.turns), bank_id, reason
+        )
+        return reason
+
+    async def _extract_halving(self, chunk: Chunk, depth: int = 0) -> ChunkFacts:
+        """A reply cut off at the output limit would silently lose the turns after the cut: split and redo."""
+        try:
+            return await extract_chunk(self.llm, chunk)
+        except OutputTruncatedError:
+            halves = split_chunk(chunk) if depth < MAX_HALVINGS else None
+            if halves is None:
+                raise
+            log.info("extraction reply was cut off; splitting %d turns in two", len(chunk.turns))
+            first = await self._extract_halving(halves[0], depth + 1)
+            second = await self._extract_halving(halves[1], depth + 1)
+            return merge_chunk_facts(first, second, chunk)
+
+    async def _earlier(self, bank_id: str, sessions: list[str], exclude: list[str]) -> dict[str, list[str]]:
+        if not sessions:
+            return {}
+        rows = await self.pool.fetch(EARLIER, bank_id, sessions, exclude, EARLIER_UNITS)
+        earlier: dict[str, list[str]] = {}
+        for row in rows:
+            text = row["text"]
+            earlier.setdefault(row["session_key"], []).append(text[:240] + ("…" if len(text) > 240 else ""))
+        return earlier
+
+    def _add_facts(
+        self, result: ChunkFacts, out: dict[str, ExtractedItem], resolution: Resolution, policy: str
+    ) -> None:
+        units: dict[int, tuple[PreparedUnit, ExtractedItem]] = {}
+        model = self.llm.model("extraction")
+        for position, fact in enumerate(result.facts):
+            if any(t.item.item_hash not in out or out[t.item.item_hash].error for t in fact.turns):
+                continue
+            owner = out[fact.turns[0].item.item_hash]
+            unit = _fact_unit(fact, owner, len(owner.units), resolution, policy, model)
+            owner.units.append(unit)
+            units[position] = (unit, owner)
+        for position, fact in enumerate(result.facts):
+            if position not in units:
+                continue
+            effect, effect_owner = units[position]
+            for cause_position in fact.caused_by:
+                if cause_position in units:
+                    cause, cause_owner = units[cause_position]
+                    # On both owners: whichever is written last (they may fall in two write batches) links them.
+                    effect_owner.links.append((cause.id, effect.id))
+                    if cause_owner is not effect_owner:
+                        cause_owner.links.append((cause.id, effect.id))
+
+
+def _fact_unit(
+    fact: Fact, owner: ExtractedItem, part: int, resolution: Resolution, policy: str, model: str | None
+) -> PreparedUnit:
+    source = owner.source
+    assert source is not None
+    # The model only saw defended text, but a fact is new text: it passes the defense once more.
+    text = apply_policy(fact.text, "redact").text if policy != "off" else fact.text
+    items = list(dict.fromkeys(t.item.item_hash for t in fact.turns))
+    document_ids = list(dict.fromkeys(t.item.source.document_id for t in fact.turns if t.item.source and t.item.source.document_id))
+    tags = list(dict.fromkeys(tag for t in fact.turns if t.item.source for tag in t.item.source.tags))
+    metadata = dict(source.metadata)
+    metadata.update(source_ids=document_ids, source_items=items, extracted_by=model)
+    names = fact.entities or extract_entities(text)
+    return PreparedUnit(
+        id=uuid4(),
+        text=text,
+        fact_type=fact.fact_type,
+        item_hash=owner.item_hash,
+        document_id=source.document_id,
+        session_key=session_key(source),
+        part_index=part,
+        context=source.context,
+        metadata=metadata,
+        tags=tags,
+        mentioned_at=fact.turns[0].said_at,
+        occurred=fact.occurred,
+        entities=resolution.entities(names),
+        search_text=search_text(text),
+        embed_text=text,
+    )
+
+
+async def write_translated(
+    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, retry_after: float = 60.0
+) -> dict[str, list[UUID]]:
+    """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the
+    record of items that became no fact, and the re-extraction queue for items kept raw."""
+    async with conn.transaction():
+        result = await write_items(conn, bank_id, items, vectors)
+        extracted = [i for i in items if isinstance(i, ExtractedItem)]
+        # Items a concurrent retain stored first were skipped by write_items: nothing of theirs is ours to add.
+        ours = [i for i in extracted if result.get(i.item_hash) == [u.id for u in i.units]]
+        empty = [i.item_hash for i in ours if not i.units]
+        if empty:
+            await conn.execute(RECORD_EMPTY, bank_id, empty)
+        links = list(dict.fromkeys(link for i in ours for link in i.links))
+        if links:
+            await conn.execute(CAUSAL_LINKS, bank_id, [f for f, _ in links], [t for _, t in links])
+        await write_aliases(conn, bank_id, [a for i in extracted for a in i.aliases])
+        failed = [i for i in ours if i.error]
+        for reason in dict.fromkeys(i.error for i in failed):
+            hashes = [i.item_hash for i in failed if i.error == reason]
+            await conn.execute(QUEUE, bank_id, hashes, reason, float(retry_after))
+    return result

@@ -1,0 +1,238 @@
+"""Re-extraction: raw turns whose extraction failed become facts later, and the raw units make way for them.
+
+A retain whose extraction failed stored the turns raw (recall finds them meanwhile) and queued them in
+`extraction_queue`. `Reextractor.run_once` claims due rows (FOR UPDATE SKIP LOCKED, with a lease, so several
+processes can share the work), rebuilds each item from its raw units (already defended text), extracts, and
+in one transaction deletes the raw units and writes the facts in their place: nothing is lost and nothing
+appears twice. A failure pushes the row back with exponential backoff; after `extraction_max_attempts` the
+row is parked (next_attempt_at NULL) and the raw memory simply stays.
+
+Seam for issue 6: once memwrap/engine/learn/jobs.py exists, the loop in `Reextractor.start` should become a
+periodic "reextract" job whose body is `run_once`; nothing else here needs to change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import asyncpg
+import numpy as np
+
+from memwrap.config import Settings
+from memwrap.engine.retain.defense import redact
+from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
+from memwrap.engine.retain.prepare import PreparedItem
+from memwrap.models import RetainItem
+
+log = logging.getLogger("memwrap.extract")
+
+# A claimed row becomes due again after this long, so a process that died mid-way does not strand it.
+LEASE_SECONDS = 600.0
+MAX_BACKOFF_SECONDS = 6 * 3600.0
+
+CLAIM = """
+UPDATE extraction_queue q
+SET attempts = q.attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
+FROM (
+    SELECT bank_id, item_hash FROM extraction_queue
+    WHERE ($4::bool OR next_attempt_at <= now()) AND ($3::text IS NULL OR bank_id = $3)
+    ORDER BY next_attempt_at NULLS LAST, created_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+) due
+WHERE q.bank_id = due.bank_id AND q.item_hash = due.item_hash
+RETURNING q.bank_id, q.item_hash, q.attempts
+"""
+
+RAW_UNITS = """
+SELECT item_hash, id, text, document_id, context, metadata, tags, mentioned_at, part_index, seq
+FROM memory_units
+WHERE bank_id = $1 AND item_hash = ANY($2::text[]) AND fact_type = 'raw'
+ORDER BY seq
+"""
+
+# Attempts counts claims; the next one waits interval * 2^(attempts-1), capped; parked after the maximum.
+RESCHEDULE = """
+UPDATE extraction_queue
+SET last_error = $3,
+    next_attempt_at = CASE WHEN attempts >= $4 THEN NULL
+                           ELSE now() + make_interval(secs => least($5 * power(2, attempts - 1), $6)) END
+WHERE bank_id = $1 AND item_hash = ANY($2::text[])
+"""
+
+STILL_QUEUED = """
+SELECT item_hash FROM extraction_queue WHERE bank_id = $1 AND item_hash = ANY($2::text[]) FOR UPDATE
+"""
+
+FORGET_ENTITY_MENTIONS = """
+UPDATE entities e SET mention_count = greatest(e.mention_count - x.n, 0)
+FROM (SELECT entity_id, count(*) AS n FROM unit_entities
+      WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) GROUP BY entity_id) x
+WHERE e.bank_id = $1 AND e.id = x.entity_id
+"""
+
+
+class Reextractor:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        extractor: Extractor,
+        embed: Callable[[list[str]], Awaitable[np.ndarray]],
+        settings: Settings,
+        defense_policy: Callable[[str], Awaitable[str]],
+    ) -> None:
+        self.pool = pool
+        self.extractor = extractor
+        self.embed = embed
+        self.settings = settings
+        self.defense_policy = defense_policy
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self, *, bank_id: str | None = None, limit: int = 64, force: bool = False) -> int:
+        """One pass over the due rows (of one bank, or all); `force`: every queued row, due or parked.
+        Returns how many items became facts."""
+        claimed = await self.pool.fetch(CLAIM, limit, LEASE_SECONDS, bank_id, force)
+        by_bank: dict[str, list[str]] = {}
+        for row in claimed:
+            by_bank.setdefault(row["bank_id"], []).append(row["item_hash"])
+        converted = 0
+        for bank, hashes in by_bank.items():
+            converted += await self._convert_bank(bank, hashes)
+        return converted
+
+    async def _convert_bank(self, bank_id: str, hashes: list[str]) -> int:
+        items = await self._rebuild(bank_id, hashes)
+        missing = sorted(set(hashes) - {i.item_hash for i in items})
+        if missing:  # the raw units were deleted meanwhile: nothing left to convert
+            await self.pool.execute(
+                "DELETE FROM extraction_queue WHERE bank_id = $1 AND item_hash = ANY($2::text[])", bank_id, missing
+            )
+        if not items:
+            return 0
+        policy = await self.defense_policy(bank_id)
+        translated = await self.extractor.translate(bank_id, items, now=datetime.now(UTC), policy=policy)
+        failed = [i for i in translated if i.error]
+        for reason in dict.fromkeys(i.error for i in failed):
+            await self.pool.execute(
+                RESCHEDULE,
+                bank_id,
+                [i.item_hash for i in failed if i.error == reason],
+                reason,
+                self.settings.extraction_max_attempts,
+                self.settings.extraction_retry_interval,
+                MAX_BACKOFF_SECONDS,
+            )
+        done = [i for i in translated if not i.error]
+        if not done:
+            return 0
+        texts = [u.embed_text for i in done for u in i.units]
+        vectors = await self.embed(texts)
+        async with self.pool.acquire() as conn, conn.transaction():
+            return await self._replace(conn, bank_id, done, vectors)
+
+    async def _replace(
+        self, conn: asyncpg.Connection, bank_id: str, items: list[ExtractedItem], vectors: np.ndarray
+    ) -> int:
+        hashes = [i.item_hash for i in items]
+        # The same per-item locks as write_items: a concurrent retain of one of these items waits for us.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h",
+            bank_id,
+            sorted(hashes),
+        )
+        still = sorted({r["item_hash"] for r in await conn.fetch(STILL_QUEUED, bank_id, hashes)})
+        if not still:
+            return 0  # another process converted them first
+        raw_ids = [r["id"] for r in await conn.fetch(RAW_UNITS, bank_id, still)]
+        await conn.execute(FORGET_ENTITY_MENTIONS, bank_id, raw_ids)
+        removed = await conn.execute(
+            "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, raw_ids
+        )
+        await conn.execute(
+            "UPDATE banks SET memory_count = greatest(memory_count - $2, 0) WHERE bank_id = $1",
+            bank_id,
+            int(removed.split()[-1]),
+        )
+        await conn.execute(
+            "DELETE FROM retained_items WHERE bank_id = $1 AND item_hash = ANY($2::text[])", bank_id, still
+        )
+        await conn.execute("DELETE FROM extraction_queue WHERE bank_id = $1 AND item_hash = ANY($2::text[])", bank_id, still)
+        keep: list[ExtractedItem] = []
+        rows: list[np.ndarray] = []
+        offset = 0
+        for item in items:
+            count = len(item.units)
+            if item.item_hash in still:
+                keep.append(item)
+                rows.extend(vectors[offset : offset + count])
+            offset += count
+        matrix = np.stack(rows) if rows else np.zeros((0, vectors.shape[-1]), dtype=np.float32)
+        # write_items sees these items as new now (their retained_items rows are gone): facts replace raw units.
+        await write_translated(conn, bank_id, keep, matrix)
+        log.info("re-extracted %d item(s) in bank %s", len(keep), bank_id)
+        return len(keep)
+
+    async def _rebuild(self, bank_id: str, hashes: list[str]) -> list[PreparedItem]:
+        """Each queued item again, from its raw units (their text is the defended content)."""
+        rows = await self.pool.fetch(RAW_UNITS, bank_id, hashes)
+        parts: dict[str, list[asyncpg.Record]] = {}
+        for row in rows:  # by seq: items come back in the order they were retained
+            parts.setdefault(row["item_hash"], []).append(row)
+        items: list[PreparedItem] = []
+        for item_hash, units in parts.items():
+            units.sort(key=lambda r: r["part_index"])
+            first = units[0]
+            source = RetainItem(
+                content="\n".join(r["text"] for r in units),
+                timestamp=first["mentioned_at"],
+                context=first["context"],
+                document_id=first["document_id"],
+                metadata=dict(first["metadata"] or {}),
+                tags=list(first["tags"] or []),
+            )
+            items.append(PreparedItem(item_hash=item_hash, units=[], source=source))
+        return items
+
+    # -- the background loop -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run `run_once` every extraction_retry_interval seconds on the running loop, until `stop`.
+
+        Without a running loop (an engine built outside async code) nothing starts; run_once still works.
+        """
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._task is None or self._task.done():
+            self._task = loop.create_task(self._loop(), name="memwrap-reextract")
+
+    async def _loop(self) -> None:
+        interval = max(0.05, self.settings.extraction_retry_interval)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                while await self.run_once() > 0:
+                    pass  # more may be due: keep going while passes make progress
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the loop must outlive a bad pass (the database restarting)
+                log.warning("re-extraction pass failed: %s: %s", type(exc).__name__, redact(str(exc)))
+
+    def stop_soon(self) -> None:
+        """Cancel the loop without waiting for it (from sync code)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
