@@ -27,10 +27,18 @@ def _migrations() -> list[tuple[int, str, str]]:
     return sorted(found)
 
 
+# Session settings, given at connect time: the pool's reset on release (RESET ALL) would undo a SET.
+SERVER_SETTINGS = {
+    # Filtered vector search (WHERE bank_id = ...) keeps scanning the HNSW graph until it has enough rows.
+    "hnsw.iterative_scan": "relaxed_order",
+    "hnsw.ef_search": "100",
+    # Recall's plans depend on the values (bank size, term rarity); a generic cached plan was 7x slower.
+    "plan_cache_mode": "force_custom_plan",
+}
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
-    # Filtered vector search (WHERE bank_id = ...) keeps scanning the HNSW graph until it has enough rows.
-    await conn.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
     await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
 
 
@@ -66,7 +74,9 @@ class Store:
     ) -> Store:
         try:
             await _migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
-            pool = await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
+            pool = await asyncpg.create_pool(
+                url, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=SERVER_SETTINGS
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StoreError(f"Could not open the memwrap database at {_redact_url(url)}: {exc}") from exc
         store = cls(pool, url)

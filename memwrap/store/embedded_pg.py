@@ -50,3 +50,13 @@ def _start(pgdata: Path) -> object:
         log = pgdata / "log"
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
         raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc
+
+
+def stop_embedded_server(pgdata: Path) -> None:
+    """Stop the embedded server of `pgdata` now if this process started or attached to it and no other process
+    still uses it (it also stops by itself when the last process using it exits)."""
+    pgdata = Path(pgdata).expanduser().resolve()
+    with _lock:
+        server = _servers.pop(pgdata, None)
+    if server is not None:
+        server.cleanup()  # type: ignore[attr-defined]

@@ -128,7 +128,7 @@ async def graph(
             UNION ALL
             SELECT e.id, 2.0 FROM entities e WHERE e.bank_id = $1 AND e.name_key = ANY($4::text[])
         ), entity_weights AS (
-            SELECT se.entity_id, sum(se.weight) * ln(1 + $5::float8 / e.mention_count) AS weight
+            SELECT se.entity_id, sum(se.weight) * ln(1 + $5::float8 / greatest(e.mention_count, 1)) AS weight
             FROM seed_entities se JOIN entities e ON e.bank_id = $1 AND e.id = se.entity_id
             WHERE e.mention_count <= least($6, greatest(20, $5::float8 * 0.05))
             GROUP BY se.entity_id, e.mention_count

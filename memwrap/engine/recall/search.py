@@ -26,8 +26,10 @@ from memwrap.engine.text import search_text
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
 
-# How many fused candidates get their details fetched and offered to the packer.
-CANDIDATES = 200
+# How many fused candidates get their details fetched and offered to the packer: enough to fill the budget
+# with short memories (a chat turn is ~15-40 tokens), never more than a long list is worth.
+MIN_CANDIDATES, MAX_CANDIDATES = 40, 200
+TOKENS_PER_CANDIDATE = 12
 # Neighbours are fetched for this many of the best hits and offered after all ranked hits.
 NEIGHBOUR_HITS = 10
 NEIGHBOUR_DISCOUNT = 0.5
@@ -54,6 +56,8 @@ class RecallRequest:
     model: str | None
     neighbours: bool
     fusion: str | None = None
+    prefer_observations: bool = False
+    query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)  # an observation replaces the facts it covers (learn/prefer.py)
 
 
 class Searcher:
@@ -96,7 +100,11 @@ class Searcher:
         if not bank_size:
             return empty
 
-        vector = await self.embed_query(topic.strip() or request.query)
+        vector = (
+            request.query_vector
+            if request.query_vector is not None
+            else await self.embed_query(topic.strip() or request.query)
+        )
         timings["embed"] = _ms(started)
         filters = Filters(request.bank_id, request.types, request.tags)
         limit = self.settings.arm_limit
@@ -118,10 +126,14 @@ class Searcher:
             interleave(results, self.weights)
             if fusion == "interleave"
             else reciprocal_rank(results, self.weights, self.settings.rrf_k)
-        )[:CANDIDATES]
+        )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.max_tokens // TOKENS_PER_CANDIDATE))]
         ranked = await self._details(filters, fused, request.neighbours)
         if self.reranker is not None and ranked:
             ranked = await self._rerank(request.query, ranked)
+        if request.prefer_observations and ranked:
+            from memwrap.engine.learn.prefer import prefer_observations
+
+            ranked = await prefer_observations(self.pool, request.bank_id, ranked)
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
         context, tokens, chosen = pack(ranked, max_tokens=request.max_tokens, now=request.now, encoding=encoding)
