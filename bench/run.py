@@ -326,32 +326,25 @@ def run_locomo(
 def _open_memory(config: BenchConfig) -> tuple[Any, Path | None, Path | None]:
     """(memory, home we created and must remove, pgdata for memory accounting)."""
     from memwrap import Memory
+    from memwrap.config import load_settings
 
     created = None
     home = config.home
     if home is None and config.database_url is None:
         home = created = Path(tempfile.mkdtemp(prefix="memwrap-bench-"))
-    memory = Memory(home=home, database_url=config.database_url)
+    # Retain and recall are measured alone: background consolidation would compete for the same two cores.
+    memory = Memory(settings=load_settings(home=home, database_url=config.database_url, worker="off"))
     pgdata = None if config.database_url else memory.settings.pgdata
     return memory, created, pgdata
 
 
 def _stop_embedded_server(pgdata: Path | None) -> None:
-    """Stop the embedded PostgreSQL of a home we are about to delete.
+    """Stop the embedded PostgreSQL of a home we are about to delete (at exit it could no longer be stopped
+    cleanly once its data directory is gone)."""
+    if pgdata is not None:
+        from memwrap.store.embedded_pg import stop_embedded_server
 
-    Memory.close() leaves the server running until the process exits, and at exit it can no longer be
-    stopped cleanly once its data directory is gone (it would be left running, orphaned).
-    """
-    if pgdata is None:
-        return
-    try:
-        from memwrap.store import embedded_pg
-
-        server = embedded_pg._servers.pop(Path(pgdata).expanduser().resolve(), None)
-        if server is not None:
-            server.cleanup()  # type: ignore[attr-defined]  # cleanup_mode="stop": stops, keeps the files
-    except Exception:  # noqa: BLE001 - best effort; the directory is removed either way
-        pass
+        stop_embedded_server(pgdata)
 
 
 def _settings_snapshot(memory: Any) -> dict[str, Any]:

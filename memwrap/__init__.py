@@ -16,12 +16,13 @@ from memwrap.errors import (
     InvalidBudgetError,
     InvalidContentError,
     InvalidInputError,
+    LLMNotConfiguredError,
     MemoryNotFoundError,
     MemwrapError,
     SecretBlockedError,
     StoreError,
 )
-from memwrap.models import BankInfo, MemoryRecord, Recall, RecalledMemory, RetainItem
+from memwrap.models import BankInfo, Disposition, MemoryRecord, Recall, RecalledMemory, ReflectResult, RetainItem
 
 __version__ = "0.1.0"
 
@@ -41,17 +42,20 @@ __all__ = [
     "AsyncMemory",
     "BankInfo",
     "BankNotFoundError",
+    "Disposition",
     "EmbeddingModelMismatchError",
     "InvalidBankIdError",
     "InvalidBudgetError",
     "InvalidContentError",
     "InvalidInputError",
+    "LLMNotConfiguredError",
     "Memory",
     "MemoryNotFoundError",
     "MemoryRecord",
     "MemwrapError",
     "Recall",
     "RecalledMemory",
+    "ReflectResult",
     "RetainItem",
     "SecretBlockedError",
     "StoreError",

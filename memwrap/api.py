@@ -20,7 +20,20 @@ from uuid import UUID
 
 from memwrap.config import Settings, load_settings
 from memwrap.errors import ClosedError
-from memwrap.models import BankInfo, MemoryRecord, Recall, RetainItem
+from memwrap.models import (
+    BankInfo,
+    ConsolidationReport,
+    Disposition,
+    Job,
+    MemoryRecord,
+    MentalModel,
+    MentalModelVersion,
+    Observation,
+    ObservationVersion,
+    Recall,
+    ReflectResult,
+    RetainItem,
+)
 
 T = TypeVar("T")
 
@@ -37,9 +50,17 @@ class AsyncMemory:
         database_url: str | None = None,
         embedding_model: str | None = None,
         settings: Settings | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.settings = settings or load_settings(home=home, database_url=database_url, embedding_model=embedding_model)
+        # With `url`, the engine is a `memwrap serve` sidecar reached over HTTP (memwrap/client/http.py).
+        self.url = url
+        self._api_key = api_key
+        self._timeout = timeout
         self._engine: Any = None
+        self._llm: Any = None  # set by use_llm before the engine starts; applied when it does
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
 
@@ -51,11 +72,37 @@ class AsyncMemory:
         if self._open_lock is None:
             self._open_lock = asyncio.Lock()
         async with self._open_lock:
-            if self._engine is None:
+            if self._engine is None and self.url is not None:
+                from memwrap.client.http import DEFAULT_TIMEOUT, HttpEngine
+
+                self._engine = HttpEngine(self.url, api_key=self._api_key, timeout=self._timeout or DEFAULT_TIMEOUT)
+            elif self._engine is None:
                 from memwrap.engine.engine import Engine
 
                 self._engine = await Engine.open(self.settings)
+                if self._llm is not None:
+                    self._engine.use_llm(self._llm)
         return self._engine
+
+    def use_llm(self, llm: Any) -> None:
+        """The LLM the engine uses for its own work (extraction, consolidation, reflect), instead of MEMWRAP_LLM_*.
+
+        E.g. `memory.use_llm(llm_from_client(openai_client, "gpt-4o-mini"))` (memwrap.engine.llm) reuses an app's
+        client; `wrap_openai(client, llm="gpt-4o-mini")` does this for you. Applied when the engine starts.
+        """
+        if self.url is not None:
+            raise TypeError("use_llm applies to an embedded engine; configure a sidecar's LLM with MEMWRAP_LLM_*.")
+        self._llm = llm
+        if self._engine is not None:
+            self._engine.use_llm(llm)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def warmup(self) -> None:
+        """Start the engine now (database, embedding model) instead of on first use."""
+        await self._get_engine()
 
     async def retain(
         self,
@@ -95,11 +142,46 @@ class AsyncMemory:
         tags: Sequence[str] | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
     ) -> Recall:
-        """Find what matters for `query` and render it within `max_tokens` (exact, counted with tiktoken)."""
+        """Find what matters for `query` and render it within `max_tokens` (exact, counted with tiktoken).
+
+        `prefer_observations=True`: an observation takes the place of the facts it covers (saves budget).
+        """
         engine = await self._get_engine()
+        extra = {} if prefer_observations is None else {"prefer_observations": prefer_observations}
         return await engine.recall(
-            bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model, neighbours=neighbours
+            bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model, neighbours=neighbours,
+            **extra,
+        )
+
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        max_tokens: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Sequence[str] | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
+        """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
+        and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
+
+        `max_tokens`: the context budget, the most tokens the agent's prompt may hold (default
+        MEMWRAP_REFLECT_MAX_TOKENS); with `max_iterations` and `timeout`, a limit reached ends in an answer from
+        what was gathered (`forced=True`), not an error. `context`: the caller's situation (not memory, not cited).
+        `response_schema`: a pydantic model or a JSON schema; the answer is also returned validated, as
+        `structured`. `disposition`: skepticism, literalism, empathy (1-5) and directives, over the bank's own.
+        """
+        engine = await self._get_engine()
+        return await engine.reflect(
+            bank_id, query, max_tokens=max_tokens, context=context, response_schema=response_schema, tags=tags,
+            disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
         )
 
     async def list(
@@ -132,10 +214,110 @@ class AsyncMemory:
         engine = await self._get_engine()
         return await engine.banks()
 
+    async def bank_config(self, bank_id: str) -> dict[str, Any]:
+        """The bank's settings (e.g. {"defense_policy": "block"}). BankNotFoundError if there is no such bank."""
+        engine = await self._get_engine()
+        return await engine.bank_config(bank_id)
+
+    async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
+        """Create the bank if needed and change its settings, e.g. `defense_policy="block"` (None resets one)."""
+        engine = await self._get_engine()
+        return await engine.configure_bank(bank_id, changes)
+
+    # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) ----------------------
+
+    async def jobs(
+        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
+        engine = await self._get_engine()
+        return await engine.jobs(bank_id, status, kind=kind, limit=limit)
+
+    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
+        """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
+        engine = await self._get_engine()
+        return await engine.wait_for_jobs(bank_id, timeout=timeout)
+
+    async def consolidate(self, bank_id: str) -> ConsolidationReport:
+        """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
+        engine = await self._get_engine()
+        return await engine.consolidate(bank_id)
+
+    async def observations(
+        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
+        limit: int = 100, offset: int = 0, now: datetime | None = None,
+    ) -> list[Observation]:
+        """The bank's observations, best supported first, with proof count and trend (evidence: get_observation)."""
+        engine = await self._get_engine()
+        return await engine.observations(
+            bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
+        )
+
+    async def get_observation(self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None) -> Observation:
+        engine = await self._get_engine()
+        return await engine.get_observation(bank_id, observation_id, now=now)
+
+    async def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[ObservationVersion]:
+        engine = await self._get_engine()
+        return await engine.observation_history(bank_id, observation_id)
+
+    async def create_mental_model(
+        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> MentalModel:
+        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds)."""
+        engine = await self._get_engine()
+        return await engine.create_mental_model(
+            bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
+        )
+
+    async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        """Its current content and state (fresh, stale, pending, failed), read with one SQL query."""
+        engine = await self._get_engine()
+        return await engine.get_mental_model(bank_id, name)
+
+    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+        engine = await self._get_engine()
+        return await engine.mental_models(bank_id)
+
+    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+        engine = await self._get_engine()
+        return await engine.mental_model_history(bank_id, name)
+
+    async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        engine = await self._get_engine()
+        return await engine.refresh_mental_model(bank_id, name)
+
+    async def delete_mental_model(self, bank_id: str, name: str) -> None:
+        engine = await self._get_engine()
+        await engine.delete_mental_model(bank_id, name)
+
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+        """Mental models and observations as Markdown files under `directory`. Returns the files written."""
+        engine = await self._get_engine()
+        return await engine.export(directory, bank_id=bank_id)
+
+    async def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
+        """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
+        engine = await self._get_engine()
+        await engine.invalidate(bank_id, memory_id, reason)
+
+    async def restore(self, bank_id: str, memory_id: UUID | str) -> None:
+        """Undo `invalidate`."""
+        engine = await self._get_engine()
+        await engine.restore(bank_id, memory_id)
+
+    async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
+        """Raw facts of the bank older than `days` are deleted in the background (None keeps them)."""
+        engine = await self._get_engine()
+        await engine.set_raw_ttl(bank_id, days)
+
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         from memwrap.engine.engine import Engine
 
+        if self._engine is None and self.url is not None:
+            await self._get_engine()  # the sidecar's transport says where reembed runs
         if self._engine is None:
             self._engine = await Engine.open(self.settings, allow_model_change=True)
         return await self._engine.reembed(batch_size=batch_size)
@@ -176,6 +358,17 @@ class _LoopThread:
 
     def stop(self) -> None:
         if self.loop.is_running():
+            # Cancel what is still pending (a recall that timed out in a wrapper, say) so it ends cleanly.
+            async def cancel_pending() -> None:
+                tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+            try:
+                asyncio.run_coroutine_threadsafe(cancel_pending(), self.loop).result(timeout=5)
+            except Exception:  # noqa: BLE001 - best effort: the loop is going away either way
+                pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
         if not self.loop.is_running() and not self.loop.is_closed():
@@ -204,8 +397,20 @@ class Memory:
         database_url: str | None = None,
         embedding_model: str | None = None,
         settings: Settings | None = None,
+        url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
     ) -> None:
-        self._async = AsyncMemory(home=home, database_url=database_url, embedding_model=embedding_model, settings=settings)
+        self._async = AsyncMemory(
+            home=home,
+            database_url=database_url,
+            embedding_model=embedding_model,
+            settings=settings,
+            url=url,
+            api_key=api_key,
+            timeout=timeout,
+        )
+        self.url = url
         self.settings = self._async.settings
         self._loop = _LoopThread()
         self._closed = False
@@ -216,9 +421,20 @@ class Memory:
         """The async twin (bound to this Memory's private loop; use it only through `submit`)."""
         return self._async
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Run a coroutine on this Memory's loop without waiting (used by the wrappers for background retains)."""
+        if self._closed:
+            coro.close()
+            raise ClosedError("This memory was closed; create a new Memory() to keep going.")
         return self._loop.submit(coro)
+
+    def warmup(self) -> None:
+        """Start the engine now (database, embedding model) instead of on first use."""
+        self._run(self._async.warmup())
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
@@ -257,12 +473,43 @@ class Memory:
         tags: Sequence[str] | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
     ) -> Recall:
         return self._run(
             self._async.recall(
-                bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model, neighbours=neighbours
+                bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model,
+                neighbours=neighbours, prefer_observations=prefer_observations,
             )
         )
+
+    def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        max_tokens: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Sequence[str] | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
+        return self._run(
+            self._async.reflect(
+                bank_id, query, max_tokens=max_tokens, context=context, response_schema=response_schema, tags=tags,
+                disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
+            )
+        )
+
+    def use_llm(self, llm: Any) -> None:
+        """See AsyncMemory.use_llm. Runs on this Memory's loop (the engine's background tasks live there)."""
+
+        async def apply() -> None:
+            self._async.use_llm(llm)
+
+        self._run(apply())
 
     def list(
         self,
@@ -289,6 +536,78 @@ class Memory:
 
     def banks(self) -> list[BankInfo]:
         return self._run(self._async.banks())
+
+    def bank_config(self, bank_id: str) -> dict[str, Any]:
+        return self._run(self._async.bank_config(bank_id))
+
+    def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
+        return self._run(self._async.configure_bank(bank_id, **changes))
+
+    # --- learning ---------------------------------------------------------------------------------------------
+
+    def jobs(
+        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        return self._run(self._async.jobs(bank_id, status, kind=kind, limit=limit))
+
+    def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
+        return self._run(self._async.wait_for_jobs(bank_id, timeout=timeout))
+
+    def consolidate(self, bank_id: str) -> ConsolidationReport:
+        return self._run(self._async.consolidate(bank_id))
+
+    def observations(
+        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
+        limit: int = 100, offset: int = 0, now: datetime | None = None,
+    ) -> list[Observation]:
+        return self._run(
+            self._async.observations(
+                bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
+            )
+        )
+
+    def get_observation(self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None) -> Observation:
+        return self._run(self._async.get_observation(bank_id, observation_id, now=now))
+
+    def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[ObservationVersion]:
+        return self._run(self._async.observation_history(bank_id, observation_id))
+
+    def create_mental_model(
+        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> MentalModel:
+        return self._run(
+            self._async.create_mental_model(
+                bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
+            )
+        )
+
+    def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        return self._run(self._async.get_mental_model(bank_id, name))
+
+    def mental_models(self, bank_id: str) -> list[MentalModel]:
+        return self._run(self._async.mental_models(bank_id))
+
+    def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+        return self._run(self._async.mental_model_history(bank_id, name))
+
+    def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        return self._run(self._async.refresh_mental_model(bank_id, name))
+
+    def delete_mental_model(self, bank_id: str, name: str) -> None:
+        self._run(self._async.delete_mental_model(bank_id, name))
+
+    def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+        return self._run(self._async.export(directory, bank_id=bank_id))
+
+    def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
+        self._run(self._async.invalidate(bank_id, memory_id, reason))
+
+    def restore(self, bank_id: str, memory_id: UUID | str) -> None:
+        self._run(self._async.restore(bank_id, memory_id))
+
+    def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
+        self._run(self._async.set_raw_ttl(bank_id, days))
 
     def reembed(self, *, batch_size: int = 256) -> int:
         return self._run(self._async.reembed(batch_size=batch_size))

@@ -171,6 +171,14 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    # Imported here: the server's dependencies (FastAPI, uvicorn, mcp) are the optional `server` extra.
+    from memwrap_server.__main__ import serve
+
+    return serve(host=args.host, port=args.port, log_level=args.log_level, home=args.home,
+                 database_url=args.database_url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", help="data directory of the embedded database (MEMWRAP_HOME, default ~/.memwrap)")
@@ -211,11 +219,27 @@ def build_parser() -> argparse.ArgumentParser:
     reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
     reembed.set_defaults(run=cmd_reembed)
 
+    serve = sub.add_parser("serve", parents=[common], help="run the sidecar: REST API, memory proxy, MCP (memwrap[server])")
+    serve.add_argument("--host", help="interface to listen on (MEMWRAP_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (MEMWRAP_PORT, default 8765)")
+    serve.add_argument("--log-level", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")
+    serve.set_defaults(run=cmd_serve)
+
     for name, (configure, run, help_text) in _EXTRA_COMMANDS.items():
         extra = sub.add_parser(name, parents=[common], help=help_text)
         configure(extra)
         extra.set_defaults(run=run)
     return parser
+
+
+def _register_learning_commands() -> None:
+    # worker, jobs, export: light to import (the engine loads inside each command).
+    from memwrap.engine.learn import cli as learn_cli
+
+    learn_cli.register(register_command)
+
+
+_register_learning_commands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

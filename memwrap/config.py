@@ -86,6 +86,18 @@ class Settings(BaseSettings):
     prefer_observations: bool = False  # recall: an observation replaces the facts it covers
     mental_model_refresh_delay_seconds: float = 5.0  # stale marks within this window become one refresh
 
+    # Reflect (memwrap/engine/reflect): the tool-loop agent. Limits end the loop in a forced synthesis, not an error.
+    reflect_max_iterations: int = 8  # LLM turns before the forced synthesis
+    reflect_max_tokens: int = 8192  # context budget: the most tokens one reflect's prompt may hold (reflect max_tokens=)
+    reflect_timeout: float = 120.0  # seconds of tool loop; the synthesis then gets reflect_synthesis_timeout more
+    reflect_synthesis_timeout: float = 30.0
+    reflect_answer_tokens: int = 2048  # output tokens per LLM turn (the answer is written inside the `done` call)
+    # Disposition defaults (1-5; a bank's stored disposition and the call's own override them)
+    reflect_skepticism: int = Field(default=3, ge=1, le=5)
+    reflect_literalism: int = Field(default=3, ge=1, le=5)
+    reflect_empathy: int = Field(default=3, ge=1, le=5)
+    reflect_directives: list[str] = Field(default_factory=list)  # MEMWRAP_REFLECT_DIRECTIVES='["Answer in French"]'
+
     @property
     def pgdata(self) -> Path:
         return Path(self.home).expanduser() / "pg"

@@ -93,3 +93,192 @@ class BankInfo(BaseModel):
     memories: int
     created_at: datetime | None = None
     last_retain_at: datetime | None = None
+
+
+# --- learning: jobs, observations, mental models -------------------------------------------------------------
+
+JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
+Trend = Literal["new", "strengthening", "stable", "weakening", "stale"]
+MentalModelStatus = Literal["pending", "fresh", "stale", "failed"]
+
+
+class Job(BaseModel):
+    """One row of the background work queue (`memwrap jobs`)."""
+
+    id: int
+    kind: str
+    bank_id: str | None = None
+    status: JobStatus
+    attempts: int = 0
+    max_attempts: int = 0
+    payload: dict[str, Any] = Field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    last_error: str | None = None
+    locked_by: str | None = None
+    run_after: datetime | None = None
+    lease_until: datetime | None = None
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class Evidence(BaseModel):
+    """A source memory behind an observation: what it said and when. `source` identifies independent sources."""
+
+    memory_id: UUID
+    quote: str
+    at: datetime
+    source: str
+    stance: Literal["supports", "superseded"] = "supports"
+    active: bool = True  # False while the source memory is invalidated
+
+
+class ObservationVersion(BaseModel):
+    """One entry of an observation's history: the text it had from `valid_from` on, and why it changed."""
+
+    version: int
+    text: str
+    action: str
+    reason: str = ""
+    proof_count: int = 0
+    evidence_ids: list[UUID] = Field(default_factory=list)
+    valid_from: datetime | None = None
+    recorded_at: datetime | None = None
+
+
+class Observation(BaseModel):
+    """Consolidated knowledge (a memory of type 'observation') with the evidence it rests on."""
+
+    id: UUID
+    bank_id: str
+    text: str
+    tags: list[str] = Field(default_factory=list)
+    origin: Literal["heuristic", "llm"]
+    proof_count: int = 0
+    evidence_count: int = 0
+    trend: Trend = "new"
+    version: int = 1
+    first_evidence_at: datetime | None = None
+    last_evidence_at: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    invalidated_at: datetime | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+
+
+class MentalModel(BaseModel):
+    """A named standing question per bank and its current answer, kept up to date in the background."""
+
+    id: UUID
+    bank_id: str
+    name: str
+    question: str
+    tags: list[str] = Field(default_factory=list)
+    max_tokens: int
+    refresh_every: float | None = None
+    content: str = ""
+    version: int = 0
+    status: MentalModelStatus = "pending"
+    generator: str | None = None
+    source_ids: list[UUID] = Field(default_factory=list)
+    stale_since: datetime | None = None
+    stale_reason: str | None = None
+    last_error: str | None = None
+    refreshed_at: datetime | None = None
+    created_at: datetime | None = None
+
+
+class MentalModelVersion(BaseModel):
+    version: int
+    content: str
+    generator: str
+    source_ids: list[UUID] = Field(default_factory=list)
+    reason: str = ""
+    generated_at: datetime | None = None
+
+
+class ConsolidationReport(BaseModel):
+    """What one consolidation pass did."""
+
+    bank_id: str
+    units: int = 0
+    created: int = 0
+    updated: int = 0
+    deleted: int = 0
+    evidence_added: int = 0
+    failed: int = 0
+    mode: Literal["heuristic", "llm"] = "heuristic"
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# --- reflect: the tool-loop agent over mental models, observations and facts (memwrap/engine/reflect) ----------
+
+
+class Disposition(BaseModel):
+    """How a bank's reflect reasons and speaks (1-5 each, 3 is neutral), plus free-text directives.
+
+    Stored per bank (`configure_bank(bank, disposition={...})`); a reflect call may override any part of it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    skepticism: int = Field(default=3, ge=1, le=5, description="1 takes memories at face value; 5 wants corroboration")
+    literalism: int = Field(default=3, ge=1, le=5, description="1 reads intent between the lines; 5 only what is said")
+    empathy: int = Field(default=3, ge=1, le=5, description="1 matter-of-fact; 5 warm and attentive to feelings")
+    directives: list[str] = Field(default_factory=list, description="free-text rules the answer must follow")
+
+
+class ReflectUsage(BaseModel):
+    """What one reflect cost: LLM tokens and calls (loop and synthesis together), and time."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    calls: int = 0  # LLM requests, retries of one request not counted
+    tool_calls: int = 0
+    latency_ms: float = 0.0  # wall clock of the whole reflect
+    llm_ms: float = 0.0  # of which waiting for the LLM
+    tools_ms: float = 0.0  # of which running tools (concurrent calls of a turn count once)
+
+
+class ReflectTraceEntry(BaseModel):
+    """One step of a reflect: an LLM turn, a tool call, or the forced synthesis."""
+
+    kind: Literal["llm", "tool", "synthesis", "limit"]
+    iteration: int
+    name: str = ""  # the tool's name (kind "tool"), the limit hit (kind "limit")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    cap_tokens: int | None = None  # the most tokens the tool's result was allowed (its share of the budget)
+    result_tokens: int = 0  # size of what the model was shown (tool result, or the LLM's reply)
+    result_chars: int = 0
+    truncated: bool = False  # the result was cut to its cap
+    request_tokens: int | None = None  # LLM turns: our count of the prompt sent
+    latency_ms: float = 0.0
+    error: str | None = None
+    detail: str | None = None
+
+
+class ReflectResult(BaseModel):
+    """The answer of `reflect`, the memories it cites, and how it got there.
+
+    `forced`: a limit (iterations, context budget, time) or a context overflow ended the loop, and the answer was
+    synthesised from what had been gathered. `unknown_ids`: ids the model cited that are not in the bank (dropped).
+    """
+
+    bank_id: str
+    query: str
+    answer: str
+    structured: Any = None
+    memory_ids: list[UUID] = Field(default_factory=list)
+    mental_model_ids: list[UUID] = Field(default_factory=list)
+    citations: dict[str, UUID] = Field(default_factory=dict)  # the short refs the model used (F3, O1, M2) -> ids
+    unknown_ids: list[str] = Field(default_factory=list)
+    iterations: int = 0
+    forced: bool = False
+    forced_reason: str | None = None  # iterations | context_budget | timeout | context_overflow
+    max_tokens: int = 0
+    disposition: Disposition = Field(default_factory=Disposition)
+    usage: ReflectUsage = Field(default_factory=ReflectUsage)
+    trace: list[ReflectTraceEntry] = Field(default_factory=list)

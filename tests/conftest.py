@@ -15,6 +15,8 @@ from memwrap import Memory
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# No background consolidation unless a test asks for it: other tests must not see observations appear.
+os.environ.setdefault("MEMWRAP_WORKER", "off")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

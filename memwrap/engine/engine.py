@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -13,12 +14,17 @@ import numpy as np
 from memwrap.config import Settings
 from memwrap.engine import catalog, validate
 from memwrap.engine.embed import Embedder, shared_embedder
+from memwrap.engine.learn.service import Learning
+from memwrap.engine.learn.verbs import LearningVerbs
+from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.search import RecallRequest, Searcher
+from memwrap.engine.retain.facts import Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
+from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.errors import BankNotFoundError
-from memwrap.models import BankInfo, MemoryRecord, Recall, RetainItem
+from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.store.embedded_pg import embedded_database_url
 
@@ -36,19 +42,52 @@ PREVIOUS_CONTEXT_CHARS = 300
 WRITE_BATCH = 256
 
 
-class Engine:
+class Engine(LearningVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.searcher = Searcher(store.pool, embedder.embed_query, settings)
+        self.learning = Learning(self)  # jobs, observations, mental models, forgetting (engine/learn)
+        self.llm: LLM | None = None
+        self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
+        self.reextractor: Reextractor | None = None
+        self.use_llm(LLM.from_settings(settings))
+
+    def use_llm(self, llm: LLM | None) -> None:
+        """The LLM for extraction (and, later, consolidation and reflect); None or provider none: no LLM.
+
+        The hook for `wrap_openai(client, llm="gpt-4o-mini")`: engine.use_llm(llm_from_client(client, model)).
+        """
+        if self.reextractor is not None:
+            self.reextractor.stop_soon()
+        self.llm = llm
+        self.extractor = self.reextractor = None
+        if llm is not None and llm.configured("extraction"):
+            self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
+            self.reextractor = Reextractor(
+                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy
+            )
+            self.reextractor.start()
+
+    async def retry_extractions(self, bank_id: str | None = None, *, limit: int = 64) -> int:
+        """Re-extract queued raw turns now, due or not (the background loop retries them on a schedule).
+        Returns how many items became facts."""
+        if self.reextractor is None:
+            return 0
+        bank = validate.bank_id(bank_id) if bank_id else None
+        return await self.reextractor.run_once(bank_id=bank, limit=limit, force=True)
 
     @classmethod
     async def open(cls, settings: Settings, *, allow_model_change: bool = False) -> Engine:
         loop = asyncio.get_running_loop()
         url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
         embedder = await loop.run_in_executor(
-            None, shared_embedder, settings.embedding_model, settings.embedding_batch_size
+            None,
+            partial(
+                shared_embedder, settings.embedding_model, settings.embedding_batch_size,
+                backend=settings.embedding_backend, home=settings.home,
+            ),
         )
         store = await Store.open(
             url,
@@ -58,9 +97,17 @@ class Engine:
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
         )
-        return cls(store, embedder, settings)
+        engine = cls(store, embedder, settings)
+        if not allow_model_change:  # no learning while every vector is being rewritten
+            await engine.learning.start()
+        return engine
 
     async def close(self) -> None:
+        await self.learning.stop()
+        if self.reextractor is not None:
+            await self.reextractor.stop()
+        if self.llm is not None:
+            await self.llm.aclose()
         await self.store.close()
 
     # --- retain -----------------------------------------------------------------------------------------
@@ -82,7 +129,11 @@ class Engine:
 
         stored: dict[str, list[UUID]] = dict(known)
         pending = list(prepared.values())
-        await self._add_session_context(bank_id, pending)
+        if self.extractor is not None and pending:
+            # prepare_item ran the memory defense: the LLM sees defended text only. Facts are self-contained,
+            # so only raw units (failed extractions) get their session's previous unit in their vectors.
+            pending = list(await self.extractor.translate(bank_id, pending, now=now, policy=policy))
+        await self._add_session_context(bank_id, [p for p in pending if not getattr(p, "facts", False)])
         # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
         batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
         embedding = self._embed_items(batches[0]) if batches else None
@@ -91,8 +142,15 @@ class Engine:
             vectors = await embedding
             embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
             async with self.store.pool.acquire() as conn:
-                stored.update(await write_items(conn, bank_id, batch, vectors))
+                stored.update(await self._write(conn, bank_id, batch, vectors))
+        await self.learning.after_retain(bank_id, len(pending))
         return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
+        if self.extractor is None:
+            return await write_items(conn, bank_id, batch, vectors)
+        retry_after = self.settings.extraction_retry_interval
+        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after)
 
     def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
         texts = [unit.embed_text for item in items for unit in item.units]
@@ -139,7 +197,10 @@ class Engine:
         model: str | None = None,
         neighbours: bool | None = None,
         fusion: str | None = None,
+        prefer_observations: bool | None = None,
+        query_vector: Any = None,
     ) -> Recall:
+        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this)."""
         request = RecallRequest(
             bank_id=validate.bank_id(bank_id),
             query=validate.query(query),
@@ -150,8 +211,20 @@ class Engine:
             model=model,
             neighbours=self.settings.neighbours if neighbours is None else neighbours,
             fusion=fusion,
+            prefer_observations=(
+                self.settings.prefer_observations if prefer_observations is None else prefer_observations
+            ),
+            query_vector=query_vector,
         )
         return await self.searcher.recall(request)
+
+    # --- reflect ----------------------------------------------------------------------------------------
+
+    async def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
+        """Answer `query` with a budgeted tool loop over mental models, observations and facts (engine/reflect)."""
+        from memwrap.engine.reflect.service import reflect
+
+        return await reflect(self, bank_id, query, **options)
 
     # --- catalog ----------------------------------------------------------------------------------------
 
@@ -174,7 +247,10 @@ class Engine:
         return await catalog.get_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
 
     async def delete(self, bank_id: str, memory_id: UUID | str) -> None:
-        await catalog.delete_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
+        bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
+        # What was learnt from it forgets it first (observations, mental models); then the memory goes.
+        await self.learning.before_delete(bank_id, [memory_id])
+        await catalog.delete_memory(self.store.pool, bank_id, memory_id)
 
     async def delete_bank(self, bank_id: str) -> int:
         return await catalog.delete_bank(self.store.pool, validate.bank_id(bank_id))

@@ -17,7 +17,7 @@ from memwrap.errors import (
     InvalidInputError,
     MemoryNotFoundError,
 )
-from memwrap.models import MEMORY_TYPES, RetainItem
+from memwrap.models import MEMORY_TYPES, Disposition, RetainItem
 
 _BANK_ID = re.compile(r"^[\w][\w.:@+\-]{0,127}$")
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -156,10 +156,40 @@ BANK_CONFIG_KEYS: dict[str, tuple[str, ...]] = {"defense_policy": ("redact", "bl
 def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(changes, Mapping):
         raise InvalidInputError("A bank's configuration is a mapping, e.g. {'defense_policy': 'block'}.")
-    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS))
+    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS) - {"disposition"})
     if unknown:
-        raise InvalidInputError(f"Unknown bank setting(s) {unknown}; known: {sorted(BANK_CONFIG_KEYS)}.")
+        known = sorted([*BANK_CONFIG_KEYS, "disposition"])
+        raise InvalidInputError(f"Unknown bank setting(s) {unknown}; known: {known}.")
+    clean = dict(changes)
     for key, value in changes.items():
-        if value is not None and value not in BANK_CONFIG_KEYS[key]:
+        if key == "disposition":  # reflect's (models.Disposition)
+            clean[key] = None if value is None else _given_disposition(value)
+        elif value is not None and value not in BANK_CONFIG_KEYS[key]:
             raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")
-    return dict(changes)
+    return clean
+
+
+def _given_disposition(value: object) -> dict[str, Any]:
+    """The parts of a disposition the caller gave, checked (MEMWRAP_REFLECT_* fill in the rest at reflect time)."""
+    given: set[str] | None = None  # None: all of it
+    if isinstance(value, Disposition):
+        given = set(value.model_fields_set)
+    elif isinstance(value, Mapping):
+        given = set(value)
+    return disposition(value).model_dump(include=given)
+
+
+def disposition(value: object) -> Disposition:
+    """A Disposition from a model or a mapping (skepticism, literalism, empathy: 1-5; directives: strings)."""
+    try:
+        checked = Disposition.model_validate(value.model_dump() if isinstance(value, Disposition) else value)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'disposition'}: {e['msg']}" for e in exc.errors()[:5]
+        )
+        raise InvalidInputError(
+            f"Invalid disposition ({problems}). It takes skepticism, literalism and empathy from 1 to 5 and "
+            "directives, a list of strings."
+        ) from None
+    checked.directives = [text_field(d, what="a directive", max_chars=2000) for d in checked.directives]
+    return checked

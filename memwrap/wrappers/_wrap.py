@@ -26,6 +26,7 @@ def wrap(
     session_id: str | None,
     tags: str | Sequence[str] | None,
     recall_timeout: float,
+    llm: str | bool | None = None,
 ) -> Any:
     if isinstance(client, ClientProxy):
         # Wrapping twice would recall and inject twice: wrap the original client again with the new options.
@@ -56,4 +57,17 @@ def wrap(
         recall_timeout=recall_timeout,
     )
     handle = Memwrap(memory, options, family=family)
+    if llm:
+        _use_client_llm(handle.memory, client, llm)
     return ClientProxy(client, handle, is_async, tree)
+
+
+def _use_client_llm(memory: Any, client: Any, llm: str | bool) -> None:
+    """`llm="gpt-4o-mini"` (or True: MEMWRAP_LLM_MODEL): the engine's own LLM work (extraction, consolidation,
+    reflect) goes through this client's key and endpoint, with that model, instead of MEMWRAP_LLM_*."""
+    from memwrap.engine.llm import llm_from_client
+
+    use = getattr(memory, "use_llm", None)
+    if use is None:
+        raise TypeError(f"llm= needs a memwrap Memory or AsyncMemory (with use_llm), not {type(memory).__name__}.")
+    use(llm_from_client(client, None if llm is True else llm))

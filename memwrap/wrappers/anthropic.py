@@ -37,6 +37,7 @@ def wrap_anthropic(
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
+    llm: str | bool | None = None,
 ) -> C:
     """Return `client` with memory: recalled into `system` before each Messages call, retained after it.
 
@@ -63,4 +64,5 @@ def wrap_anthropic(
         session_id=session_id,
         tags=tags,
         recall_timeout=recall_timeout,
+        llm=llm,
     )

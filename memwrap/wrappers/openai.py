@@ -38,6 +38,7 @@ def wrap_openai(
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
+    llm: str | bool | None = None,
 ) -> C:
     """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
 
@@ -45,6 +46,7 @@ def wrap_openai(
     `with_raw_response`/`with_streaming_response`), sync and async, streaming or not. Everything else is the
     client's own. `bank_id` may be a string or a callable returning one; `memory` defaults to one `Memory()`
     per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
+    `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(
@@ -63,4 +65,5 @@ def wrap_openai(
         session_id=session_id,
         tags=tags,
         recall_timeout=recall_timeout,
+        llm=llm,
     )

@@ -1,0 +1,141 @@
+"""`memwrap worker`, `memwrap jobs`, `memwrap export DIR`. Light to import: the engine loads inside the commands."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+Register = Callable[[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str], None]
+
+
+def _settings(args: argparse.Namespace, **overrides: Any) -> Any:
+    from memwrap.config import load_settings
+
+    return load_settings(home=args.home, database_url=args.database_url, **overrides)
+
+
+def _print_json(data: object) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+# --- memwrap worker ------------------------------------------------------------------------------------------
+
+
+def configure_worker(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--concurrency", type=int, help="jobs run at once (MEMWRAP_WORKER_CONCURRENCY, default 1)")
+    parser.add_argument("--id", help="worker name shown in `memwrap jobs` (default host:pid)")
+    parser.add_argument("--kind", action="append", help="only run jobs of this kind (repeatable)")
+    parser.add_argument("--drain", action="store_true", help="run the jobs that are due, then exit")
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    return asyncio.run(_run_worker(args))
+
+
+async def _run_worker(args: argparse.Namespace) -> int:
+    from memwrap.engine.learn.lazy import open_engine
+    from memwrap.engine.learn.worker import Worker
+
+    engine = await open_engine(_settings(args, worker="off"))
+    try:
+        worker = Worker(engine, worker_id=args.id, concurrency=args.concurrency, kinds=args.kind, listen=not args.drain)
+        if args.drain:
+            ran = await worker.drain(timeout=float("inf"))
+            _report({"worker": worker.worker_id, "ran": ran}, args, f"Ran {ran} job(s).")
+            return 0
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, worker.request_stop)
+        await worker.start()
+        _report({"worker": worker.worker_id, "ready": True}, args, f"worker {worker.worker_id} ready")
+        await worker.wait_stopped()
+        await worker.stop()
+        _report({"worker": worker.worker_id, "completed": worker.completed}, args,
+                f"worker {worker.worker_id} stopped after {worker.completed} job(s)")
+        return 0
+    finally:
+        await engine.close()
+
+
+async def _with_engine(args: argparse.Namespace, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run one engine call. Looking at the queue or exporting starts no worker and loads no embedding model."""
+    from memwrap.engine.learn.lazy import open_engine
+
+    engine = await open_engine(_settings(args, worker="off"))
+    try:
+        return await call(engine)
+    finally:
+        await engine.close()
+
+
+def _report(data: dict[str, Any], args: argparse.Namespace, text: str) -> None:
+    if args.json:
+        sys.stdout.write(json.dumps(data) + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+# --- memwrap jobs --------------------------------------------------------------------------------------------
+
+
+def configure_jobs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bank")
+    parser.add_argument("--status", choices=["queued", "running", "done", "failed", "cancelled"])
+    parser.add_argument("--kind")
+    parser.add_argument("--limit", type=int, default=50)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    jobs = asyncio.run(_with_engine(args, lambda e: e.jobs(args.bank, args.status, kind=args.kind, limit=args.limit)))
+    if args.json:
+        _print_json([j.model_dump(mode="json") for j in jobs])
+        return 0
+    counts = Counter(j.status for j in jobs)
+    table = Table(title="Jobs (newest first)  " + "  ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
+    for column in ("id", "kind", "bank", "status", "attempts", "worker", "run after", "finished", "error / result"):
+        table.add_column(column)
+    for j in jobs:
+        detail = j.last_error or (json.dumps(j.result, default=str) if j.result else "")
+        table.add_row(
+            str(j.id), j.kind, j.bank_id or "", j.status, f"{j.attempts}/{j.max_attempts}", j.locked_by or "",
+            f"{j.run_after:%Y-%m-%d %H:%M:%S}" if j.run_after else "",
+            f"{j.finished_at:%Y-%m-%d %H:%M:%S}" if j.finished_at else "", detail[:80],
+        )
+    Console().print(table)
+    return 0
+
+
+# --- memwrap export ------------------------------------------------------------------------------------------
+
+
+def configure_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("directory", help="where to write <bank>/mental-models/<name>.md and <bank>/observations.md")
+    parser.add_argument("--bank", help="only this bank")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    paths = asyncio.run(_with_engine(args, lambda e: e.export(args.directory, bank_id=args.bank)))
+    if args.json:
+        _print_json([str(p) for p in paths])
+    else:
+        sys.stdout.write(f"Wrote {len(paths)} file(s) under {args.directory}\n")
+    return 0
+
+
+def register(register_command: Register) -> None:
+    register_command("worker", configure_worker, cmd_worker,
+                     "run background jobs (consolidation, mental models, TTL) until stopped")
+    register_command("jobs", configure_jobs, cmd_jobs, "show the background job queue")
+    register_command("export", configure_export, cmd_export, "write mental models and observations as Markdown")

@@ -1,0 +1,190 @@
+"""Consolidation of a bank: pending facts, in batches, into observations (LLM) or groups of near-duplicates (none).
+
+Each batch commits in one transaction: the observations it changes, the units it handled (unit_learning), the
+bank's watermark, and the mental models it makes stale (with their refresh jobs). A worker killed mid-job
+therefore leaves whole batches or nothing, and the next claim goes on from what is recorded: the job completes
+once in effect. Callers hold the bank's consolidation lock (the worker's serial key, or `consolidate_now`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import asyncpg
+
+from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
+from memwrap.engine.learn.heuristic import Fact
+from memwrap.engine.learn.observations import Applied, Plan, apply_plan
+from memwrap.engine.learn.worker import JobContext, handler, serial_lock
+from memwrap.models import ConsolidationReport
+
+log = logging.getLogger("memwrap.learn")
+
+KIND = "consolidate"
+HEURISTIC_BATCH = 256
+LLM_BATCH = 10
+# The watermark only passes units older than this: a slower transaction may still commit a unit with a lower
+# seq. (The deep reconciliation finds any that slip below it anyway.)
+WATERMARK_LAG_SECONDS = 60.0
+# A unit whose consolidation failed for good this many times is left alone (still recalled as a fact).
+FACT_MAX_ATTEMPTS = 3
+FACT_RETRY_BASE_SECONDS = 60.0
+FACT_RETRY_CAP_SECONDS = 6 * 3600.0
+
+_FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m.item_hash, m.embedding,
+       m.created_at < now() - $4 * interval '1 second' AS settled"""
+
+PENDING = f"""
+SELECT {_FACT_COLUMNS}
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.seq > $2 AND m.fact_type <> 'observation' AND m.invalidated_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id)
+ORDER BY m.seq
+LIMIT $3
+"""
+
+RETRY_DUE = f"""
+SELECT {_FACT_COLUMNS}
+FROM unit_learning l JOIN memory_units m ON m.bank_id = l.bank_id AND m.id = l.unit_id
+WHERE l.bank_id = $1 AND l.status = 'failed' AND l.retry_after <= now() AND l.attempts < $2
+  AND m.invalidated_at IS NULL
+ORDER BY m.seq
+LIMIT $3
+"""
+
+MARK_DONE = """
+INSERT INTO unit_learning (bank_id, unit_id, status)
+SELECT $1, u, 'done' FROM unnest($2::uuid[]) AS u
+ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'done', retry_after = NULL, error = NULL, updated_at = now()
+"""
+
+MARK_FAILED = """
+INSERT INTO unit_learning (bank_id, unit_id, status, attempts, retry_after, error)
+SELECT $1, u, 'failed', 1, now() + $3 * interval '1 second', $4 FROM unnest($2::uuid[]) AS u
+ON CONFLICT (bank_id, unit_id) DO UPDATE
+SET status = 'failed', attempts = unit_learning.attempts + 1, error = EXCLUDED.error, updated_at = now(),
+    retry_after = now() + least($5::float8, $3 * power(2, unit_learning.attempts)) * interval '1 second'
+"""
+
+ADVANCE_WATERMARK = """
+INSERT INTO learn_progress (bank_id, watermark) VALUES ($1, $2)
+ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at = now()
+"""
+
+
+def consolidation_llm(engine: Any) -> Any | None:
+    """The engine's LLM when one is configured for consolidation, else None (LLM-free grouping)."""
+    llm = engine.learning.llm
+    return llm if llm is not None and llm.configured("consolidation") else None
+
+
+def lock_key(bank_id: str) -> str:
+    return f"{KIND}:{bank_id}"
+
+
+@handler(KIND)
+async def run_job(ctx: JobContext) -> dict[str, Any]:
+    report = await consolidate_bank(ctx.engine, ctx.job.bank_id or "", last_attempt=ctx.job.last_attempt)
+    return report.model_dump(exclude={"bank_id"})
+
+
+async def consolidate_now(engine: Any, bank_id: str) -> ConsolidationReport:
+    """Consolidate a bank in this process, now, waiting for any worker busy with the same bank."""
+    async with serial_lock(engine.store.pool, lock_key(bank_id), wait=True):
+        return await consolidate_bank(engine, bank_id, last_attempt=True)
+
+
+async def consolidate_bank(engine: Any, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
+    pool: asyncpg.Pool = engine.store.pool
+    llm = consolidation_llm(engine)
+    report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
+    size = LLM_BATCH if llm else HEURISTIC_BATCH
+    cursor = await pool.fetchval("SELECT watermark FROM learn_progress WHERE bank_id = $1", bank_id) or 0
+    retrying = True
+    while True:
+        if retrying:
+            facts = await pool.fetch(RETRY_DUE, bank_id, FACT_MAX_ATTEMPTS, size, WATERMARK_LAG_SECONDS)
+            retrying = bool(facts)
+        if not retrying:
+            facts = await pool.fetch(PENDING, bank_id, cursor, size, WATERMARK_LAG_SECONDS)
+        if not facts:
+            break
+        try:
+            await _batch(engine, llm, bank_id, facts, report)
+        except Exception as exc:
+            if last_attempt:
+                await _record_failure(pool, bank_id, [f["id"] for f in facts], f"{type(exc).__name__}: {exc}")
+                report.failed += len(facts)
+            raise
+        if not retrying:
+            cursor = max(cursor, facts[-1]["seq"])
+    return report
+
+
+async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
+    pool: asyncpg.Pool = engine.store.pool
+    facts = [
+        Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"])
+        for r in rows
+    ]
+    bank_size = await pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank_id) or 0
+    now = datetime.now(UTC)
+    plans: list[Plan] = []
+    if llm is not None:
+        # The LLM is asked outside any transaction (it may take seconds); we hold the bank's lock meanwhile.
+        vectors = {r["id"]: r["embedding"] for r in rows if r["embedding"] is not None}
+        for scope, group in _by_scope(facts).items():
+            async with pool.acquire() as conn:
+                plan, usage = await llm_consolidate.plan_batch(
+                    engine, llm, conn, bank_id, group, vectors, list(scope), bank_size, now
+                )
+            plans.append(plan)
+            report.llm_calls += usage.calls or 1
+            report.prompt_tokens += usage.prompt_tokens
+            report.completion_tokens += usage.completion_tokens
+    settled = [r["seq"] for r in rows if r["settled"]]
+    async with pool.acquire() as conn, conn.transaction():
+        if llm is None:
+            plans.append(await heuristic.plan_batch(
+                conn, bank_id, facts, threshold=engine.settings.observation_threshold, bank_size=bank_size
+            ))
+        applied = Applied()
+        for plan in plans:
+            done = await apply_plan(conn, bank_id, plan)
+            applied.created += done.created
+            applied.updated += done.updated
+            applied.deleted += done.deleted
+            applied.evidence_added += done.evidence_added
+            applied.scopes |= done.scopes
+        await conn.execute(MARK_DONE, bank_id, [f.id for f in facts])
+        if settled:
+            await conn.execute(ADVANCE_WATERMARK, bank_id, max(settled))
+        scopes = applied.scopes | {tuple(sorted(set(f.tags))) for f in facts}
+        await mental_models.mark_stale_for_scopes(
+            conn, engine.settings, bank_id, scopes, reason="consolidation changed what it draws on",
+            touched=applied.touched,
+        )
+    report.units += len(facts)
+    report.created += len(applied.created)
+    report.updated += len(applied.updated)
+    report.deleted += len(applied.deleted)
+    report.evidence_added += applied.evidence_added
+
+
+def _by_scope(facts: Sequence[Fact]) -> dict[tuple[str, ...], list[Fact]]:
+    groups: dict[tuple[str, ...], list[Fact]] = {}
+    for fact in facts:
+        groups.setdefault(tuple(sorted(set(fact.tags))), []).append(fact)
+    return groups
+
+
+async def _record_failure(pool: asyncpg.Pool, bank_id: str, ids: list[UUID], error: str) -> None:
+    """The job is out of attempts: the batch's units wait a growing while, then reconciliation tries again."""
+    try:
+        await pool.execute(MARK_FAILED, bank_id, ids, FACT_RETRY_BASE_SECONDS, error[:1000], FACT_RETRY_CAP_SECONDS)
+    except (OSError, asyncpg.PostgresError) as exc:
+        log.warning("could not record failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)

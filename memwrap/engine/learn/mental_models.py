@@ -1,0 +1,307 @@
+"""Mental models: a named standing question per bank, answered from observations and facts, kept fresh.
+
+Reading one is a single indexed SELECT (UNIQUE (bank_id, name)): the content is precomputed in the background.
+A model goes stale when consolidation touches its tag scope or a memory it drew on changes; a refresh job is
+then queued (debounced, so a burst of changes is one refresh), and `refresh_every` adds a schedule.
+
+Content comes from a generator, a seam: reflect can install its own (`engine.learning.mental_model_generator`).
+The default asks the engine's LLM to answer the question from a recall of observations and facts; with no LLM
+it is that recall itself — the memory lines that best answer the question, observations first, within
+max_tokens — which is what an LLM would have been shown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID, uuid4
+
+import asyncpg
+from pydantic import BaseModel, Field
+
+from memwrap.engine.learn import jobs
+from memwrap.engine.learn.worker import JobContext, handler
+from memwrap.engine.recall.pack import render_line
+from memwrap.errors import InvalidInputError, MemoryNotFoundError
+from memwrap.models import MentalModel, MentalModelVersion
+from memwrap.tokens import encoding_for_model
+
+log = logging.getLogger("memwrap.learn")
+
+KIND = "refresh_mental_model"
+MAX_NAME_CHARS = 200
+# How much the LLM generator may read, relative to the answer's budget.
+READ_FACTOR = 4
+READ_CAP_TOKENS = 6000
+
+COLUMNS = """id, bank_id, name, question, tags, max_tokens, refresh_every, content, version, status, generator,
+             source_ids, stale_since, stale_reason, last_error, refreshed_at, created_at"""
+
+# The one query a read costs.
+GET = f"SELECT {COLUMNS} FROM mental_models WHERE bank_id = $1 AND name = $2"
+
+INSERT = f"""
+INSERT INTO mental_models (bank_id, id, name, question, tags, max_tokens, refresh_every)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (bank_id, name) DO NOTHING
+RETURNING {COLUMNS}
+"""
+
+# Stale when its tag scope overlaps what changed (an untagged model covers the whole bank), or it drew on a
+# memory that changed. dirty_seq lets a refresh that raced a newer change know it is not fresh.
+MARK_STALE = """
+UPDATE mental_models
+SET status = CASE WHEN status = 'pending' THEN 'pending' ELSE 'stale' END,
+    stale_since = coalesce(stale_since, now()), stale_reason = $4, dirty_seq = dirty_seq + 1, updated_at = now()
+WHERE bank_id = $1 AND (tags = '{}' OR tags && $2::text[] OR source_ids && $3::uuid[])
+RETURNING id
+"""
+
+
+@dataclass
+class Generated:
+    content: str
+    source_ids: list[UUID] = field(default_factory=list)
+    generator: str = "recall"
+
+
+Generator = Callable[[Any, MentalModel], Awaitable[Generated]]
+
+
+def _model(row: asyncpg.Record) -> MentalModel:
+    return MentalModel(**{**dict(row), "tags": list(row["tags"]), "source_ids": list(row["source_ids"])})
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or "\x00" in name:
+        raise InvalidInputError(f"A mental model's name is 1-{MAX_NAME_CHARS} characters of text, not {name!r}.")
+    return name.strip()
+
+
+# --- reading and writing -----------------------------------------------------------------------------------
+
+
+async def create(
+    engine: Any, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None, max_tokens: int,
+    refresh_every: float | None,
+) -> MentalModel:
+    name = _check_name(name)
+    if refresh_every is not None and refresh_every <= 0:
+        raise InvalidInputError("refresh_every is a number of seconds > 0 (or None: refresh only on change).")
+    pool: asyncpg.Pool = engine.store.pool
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING", bank_id)
+        row = await conn.fetchrow(
+            INSERT, bank_id, uuid4(), name, question, sorted(set(tags or [])), max_tokens, refresh_every
+        )
+        if row is None:
+            raise InvalidInputError(
+                f"Bank {bank_id!r} already has a mental model named {name!r}; delete it first or pick another name."
+            )
+        await enqueue_refresh(conn, engine.settings, bank_id, row["id"], delay=0.0)
+    return _model(row)
+
+
+async def get(db: asyncpg.Pool | asyncpg.Connection, bank_id: str, name: str) -> MentalModel:
+    row = await db.fetchrow(GET, bank_id, name)
+    if row is None:
+        raise MemoryNotFoundError(f"No mental model {name!r} in bank {bank_id!r}.")
+    return _model(row)
+
+
+async def list_models(db: asyncpg.Pool, bank_id: str) -> list[MentalModel]:
+    rows = await db.fetch(f"SELECT {COLUMNS} FROM mental_models WHERE bank_id = $1 ORDER BY name", bank_id)
+    return [_model(r) for r in rows]
+
+
+async def history(db: asyncpg.Pool, bank_id: str, name: str) -> list[MentalModelVersion]:
+    model = await get(db, bank_id, name)
+    rows = await db.fetch(
+        "SELECT version, content, generator, source_ids, reason, generated_at FROM mental_model_versions "
+        "WHERE bank_id = $1 AND model_id = $2 ORDER BY version",
+        bank_id, model.id,
+    )
+    return [MentalModelVersion(**{**dict(r), "source_ids": list(r["source_ids"])}) for r in rows]
+
+
+async def delete(db: asyncpg.Pool, bank_id: str, name: str) -> None:
+    status = await db.execute("DELETE FROM mental_models WHERE bank_id = $1 AND name = $2", bank_id, name)
+    if status != "DELETE 1":
+        raise MemoryNotFoundError(f"No mental model {name!r} in bank {bank_id!r}.")
+
+
+# --- staleness and refresh jobs ----------------------------------------------------------------------------
+
+
+async def enqueue_refresh(
+    db: asyncpg.Connection | asyncpg.Pool, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
+) -> None:
+    await jobs.enqueue(
+        db, KIND, bank_id=bank_id, payload={"model_id": str(model_id)},
+        delay=settings.mental_model_refresh_delay_seconds if delay is None else delay,
+        dedupe_key=f"{KIND}:{model_id}", serial_key=f"{KIND}:{model_id}", max_attempts=settings.job_max_attempts,
+        priority=120,
+    )
+
+
+async def mark_stale_for_scopes(
+    conn: asyncpg.Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
+    touched: Sequence[UUID] = (),
+) -> list[UUID]:
+    # An untagged model (it recalls the whole bank) sees every change; a tagged one those sharing a tag with it
+    # (its recall filters by "any of its tags"). Untagged changes reach untagged models only.
+    scoped = list(scopes)
+    if not scoped and not touched:
+        return []
+    tags = sorted({t for scope in scoped for t in scope})
+    rows = await conn.fetch(MARK_STALE, bank_id, tags, list(touched), reason)
+    ids = [r["id"] for r in rows]
+    for model_id in ids:
+        await enqueue_refresh(conn, settings, bank_id, model_id)
+    return ids
+
+
+async def mark_stale_for_sources(
+    conn: asyncpg.Connection, settings: Any, bank_id: str, memory_ids: Sequence[UUID], *, reason: str
+) -> list[UUID]:
+    """Models that drew on any of these memories (deleted, invalidated, restored, rewritten)."""
+    if not memory_ids:
+        return []
+    rows = await conn.fetch(
+        """
+        UPDATE mental_models
+        SET status = CASE WHEN status = 'pending' THEN 'pending' ELSE 'stale' END,
+            stale_since = coalesce(stale_since, now()), stale_reason = $3, dirty_seq = dirty_seq + 1, updated_at = now()
+        WHERE bank_id = $1 AND source_ids && $2::uuid[]
+        RETURNING id
+        """,
+        bank_id, list(memory_ids), reason,
+    )
+    ids = [r["id"] for r in rows]
+    for model_id in ids:
+        await enqueue_refresh(conn, settings, bank_id, model_id)
+    return ids
+
+
+async def forget_sources(
+    conn: asyncpg.Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
+) -> None:
+    """Deleting a memory deletes the versions that drew on it or quote it (an observation in its words, say):
+    forgetting means forgetting. The current content stays until the refresh the stale mark queued."""
+    await conn.execute(
+        """
+        DELETE FROM mental_model_versions v
+        WHERE v.bank_id = $1
+          AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) > 0))
+        """,
+        bank_id, list(memory_ids), [t for t in texts if len(t.strip()) >= 4],  # "OK" would match everything
+    )
+
+
+@handler(KIND)
+async def run_job(ctx: JobContext) -> dict[str, Any]:
+    model_id = UUID(str(ctx.job.payload["model_id"]))
+    model = await refresh(ctx.engine, ctx.job.bank_id or "", model_id=model_id, reason="background refresh")
+    if model is None:
+        return {"skipped": "the mental model no longer exists"}
+    return {"version": model.version, "status": model.status}
+
+
+async def refresh(
+    engine: Any, bank_id: str, *, model_id: UUID | None = None, name: str | None = None, reason: str = "refresh"
+) -> MentalModel | None:
+    """Generate the content now and store it (a new version when it changed). None if the model is gone."""
+    pool: asyncpg.Pool = engine.store.pool
+    row = await pool.fetchrow(
+        f"SELECT {COLUMNS}, dirty_seq FROM mental_models WHERE bank_id = $1 AND (id = $2 OR name = $3)",
+        bank_id, model_id, name,
+    )
+    if row is None:
+        return None
+    model, dirty_at_start = _model(row), row["dirty_seq"]
+    generate: Generator = engine.learning.mental_model_generator or default_generator
+    try:
+        generated = await generate(engine, model)
+    except Exception as exc:
+        await pool.execute(
+            "UPDATE mental_models SET last_error = $3, status = CASE WHEN version = 0 THEN 'failed' ELSE status END "
+            "WHERE bank_id = $1 AND id = $2",
+            bank_id, model.id, f"{type(exc).__name__}: {exc}"[:1000],
+        )
+        raise
+    async with pool.acquire() as conn, conn.transaction():
+        current = await conn.fetchrow(
+            "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+            bank_id, model.id,
+        )
+        if current is None:
+            return None
+        version = current["version"]
+        if generated.content != current["content"]:
+            version += 1
+            await conn.execute(
+                "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, reason) "
+                "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                bank_id, model.id, version, generated.content, generated.generator, generated.source_ids, reason,
+            )
+        # A change that arrived while we generated keeps it stale; its own refresh job is already queued.
+        fresh = current["dirty_seq"] == dirty_at_start
+        row = await conn.fetchrow(
+            f"""
+            UPDATE mental_models
+            SET content = $3, source_ids = $4, generator = $5, version = $6, refreshed_at = now(), updated_at = now(),
+                last_error = NULL, status = CASE WHEN $7 THEN 'fresh' ELSE 'stale' END,
+                stale_since = CASE WHEN $7 THEN NULL ELSE stale_since END,
+                stale_reason = CASE WHEN $7 THEN NULL ELSE stale_reason END
+            WHERE bank_id = $1 AND id = $2
+            RETURNING {COLUMNS}
+            """,
+            bank_id, model.id, generated.content, generated.source_ids, generated.generator, version, fresh,
+        )
+    return _model(row)
+
+
+# --- the default generator ---------------------------------------------------------------------------------
+
+
+class MentalModelDraft(BaseModel):
+    content: str = Field(description="the answer to the standing question")
+    sources: list[str] = Field(default_factory=list, description="ids of the memories used, e.g. M1")
+
+
+SYSTEM = """You keep a standing answer to a question about a user, from their long-term memory. Write the \
+answer from the memories given: observations (consolidated, with evidence) first, facts for detail. State what \
+memory does not say instead of guessing; when memories disagree, the newer wins, and say what changed. Be concise: \
+the answer must fit the given number of tokens. List the ids (M1, M2, ...) of the memories you used."""
+
+
+async def default_generator(engine: Any, model: MentalModel) -> Generated:
+    from memwrap.engine.learn.consolidate import consolidation_llm
+
+    llm = consolidation_llm(engine)
+    budget = model.max_tokens if llm is None else min(model.max_tokens * READ_FACTOR, READ_CAP_TOKENS)
+    recall = await engine.recall(
+        model.bank_id, model.question, max_tokens=max(budget, 64), tags=model.tags or None, neighbours=False,
+        prefer_observations=True,
+    )
+    memories = recall.memories
+    if llm is None:
+        # The recalled lines themselves (without the dated header, so the content only changes with memory).
+        return Generated("".join(render_line(m) for m in memories), [m.id for m in memories], "recall")
+    listing = "\n".join(f"[M{i}] {render_line(m).removeprefix('- ').strip()}" for i, m in enumerate(memories, 1))
+    user = (
+        f"QUESTION: {model.question}\nANSWER BUDGET: {model.max_tokens} tokens\n\n"
+        f"MEMORIES\n{listing or '(none)'}\n"
+    )
+    draft, _usage = await llm.structured(SYSTEM, user, MentalModelDraft, role="consolidation")
+    ids = {f"M{i}": m.id for i, m in enumerate(memories, 1)}
+    used = [ids[s.strip().upper()] for s in draft.sources if s.strip().upper() in ids]
+    return Generated(_cut(draft.content.strip(), model.max_tokens), used or [m.id for m in memories], "llm")
+
+
+def _cut(text: str, max_tokens: int) -> str:
+    encoding = encoding_for_model(None)
+    tokens = encoding.encode(text, disallowed_special=())
+    return text if len(tokens) <= max_tokens else encoding.decode(tokens[:max_tokens])

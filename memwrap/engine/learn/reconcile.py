@@ -1,0 +1,130 @@
+"""Reconciliation: put back on the queue whatever work is due but has no open job.
+
+Jobs can be lost to a terminal failure (attempts used up), a crash between a commit and an enqueue, or a
+unit committed late below a bank's watermark. None of that may strand a fact: every pass looks for pending
+facts with no open consolidation job, stale or scheduled mental models with no open refresh, banks whose raw
+facts have a TTL, and (on deep passes) facts below the watermarks and old finished jobs. One worker at a time
+runs a pass (an advisory lock); the queries are idempotent anyway (dedupe keys).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from memwrap.engine.learn import jobs
+from memwrap.engine.learn.consolidate import FACT_MAX_ATTEMPTS
+from memwrap.engine.learn.jobs import LOCK_NAMESPACE, NOTIFY_CHANNEL
+
+EXPIRE_EVERY_SECONDS = 3600.0
+# After a job failed for good (its attempts used up: the LLM is down, say), wait this long before queueing
+# another for the same work, so a dead provider is not hammered every pass.
+FAILED_CONSOLIDATION_COOLDOWN_SECONDS = 300.0
+FAILED_REFRESH_COOLDOWN_SECONDS = 600.0
+KEEP_FINISHED_JOBS_SECONDS = 7 * 86400.0
+
+LOWER_WATERMARKS = """
+UPDATE learn_progress p SET watermark = s.low - 1, updated_at = now()
+FROM (
+    SELECT m.bank_id, min(m.seq) AS low
+    FROM memory_units m JOIN learn_progress w ON w.bank_id = m.bank_id
+    WHERE m.seq <= w.watermark AND m.fact_type <> 'observation' AND m.invalidated_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id)
+    GROUP BY m.bank_id
+) s
+WHERE p.bank_id = s.bank_id
+"""
+
+CONSOLIDATIONS = """
+INSERT INTO jobs (kind, bank_id, dedupe_key, serial_key, max_attempts, priority)
+SELECT 'consolidate', b.bank_id, 'consolidate:' || b.bank_id, 'consolidate:' || b.bank_id, $1, 50
+FROM banks b
+LEFT JOIN learn_progress p ON p.bank_id = b.bank_id
+WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.bank_id = b.bank_id AND j.kind = 'consolidate'
+                    AND (j.status IN ('queued', 'running')
+                         OR (j.status = 'failed' AND j.finished_at > now() - $3 * interval '1 second')))
+  AND (EXISTS (SELECT 1 FROM memory_units m
+               WHERE m.bank_id = b.bank_id AND m.seq > coalesce(p.watermark, 0) AND m.fact_type <> 'observation'
+                 AND m.invalidated_at IS NULL
+                 AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id))
+       OR EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = b.bank_id AND l.status = 'failed'
+                    AND l.retry_after <= now() AND l.attempts < $2))
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+MENTAL_MODELS = """
+INSERT INTO jobs (kind, bank_id, payload, dedupe_key, serial_key, max_attempts, priority)
+SELECT 'refresh_mental_model', mm.bank_id, jsonb_build_object('model_id', mm.id::text),
+       'refresh_mental_model:' || mm.id, 'refresh_mental_model:' || mm.id, $1, 120
+FROM mental_models mm
+WHERE (mm.status IN ('pending', 'stale')
+       OR (mm.refresh_every IS NOT NULL
+           AND coalesce(mm.refreshed_at, mm.created_at) < now() - mm.refresh_every * interval '1 second'))
+  AND NOT EXISTS (
+        SELECT 1 FROM jobs j
+        WHERE j.bank_id = mm.bank_id AND j.kind = 'refresh_mental_model' AND j.payload->>'model_id' = mm.id::text
+          AND (j.status IN ('queued', 'running')
+               OR (j.status = 'failed' AND j.finished_at > now() - $2 * interval '1 second')))
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+EXPIRIES = """
+INSERT INTO jobs (kind, bank_id, dedupe_key, serial_key, max_attempts, priority)
+SELECT 'expire_raw', b.bank_id, 'expire_raw:' || b.bank_id, 'expire_raw:' || b.bank_id, $1, 150
+FROM banks b
+WHERE b.config ? 'raw_ttl_days'
+  AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.bank_id = b.bank_id AND j.kind = 'expire_raw'
+                    AND (j.status IN ('queued', 'running') OR j.finished_at > now() - $2 * interval '1 second'))
+ON CONFLICT DO NOTHING
+RETURNING id
+"""
+
+
+# Observations whose evidence went away by another path than delete() (re-extraction replacing raw units,
+# a manual DELETE): their counts, words and mental models are brought in line.
+MISCOUNTED = """
+SELECT o.bank_id, o.id FROM observations o
+WHERE o.evidence_count <> (
+    SELECT count(*) FROM observation_evidence e JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id
+    WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND m.invalidated_at IS NULL)
+LIMIT 1000
+"""
+
+
+async def heal_observations(engine: Any) -> int:
+    from memwrap.engine.learn import forgetting, mental_models
+
+    pool: asyncpg.Pool = engine.store.pool
+    by_bank: dict[str, list[Any]] = {}
+    for row in await pool.fetch(MISCOUNTED):
+        by_bank.setdefault(row["bank_id"], []).append(row["id"])
+    for bank_id, ids in by_bank.items():
+        async with pool.acquire() as conn, conn.transaction():
+            changed = await forgetting.revise(conn, engine, bank_id, ids, reason="evidence removed", cause=None,
+                                              hard=True)
+            await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, changed,
+                                                       reason="an observation it drew on lost evidence")
+    return sum(len(ids) for ids in by_bank.values())
+
+
+async def run(engine: Any, *, deep: bool = False) -> int:
+    """One pass. Returns how many jobs it queued (0 too when another worker is reconciling right now)."""
+    pool: asyncpg.Pool = engine.store.pool
+    attempts = engine.settings.job_max_attempts
+    async with pool.acquire() as conn, conn.transaction():
+        if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1, hashtext('reconcile'))", LOCK_NAMESPACE):
+            return 0
+        if deep:
+            await conn.execute(LOWER_WATERMARKS)
+            await jobs.prune(conn, older_than_seconds=KEEP_FINISHED_JOBS_SECONDS)
+        queued = len(await conn.fetch(CONSOLIDATIONS, attempts, FACT_MAX_ATTEMPTS, FAILED_CONSOLIDATION_COOLDOWN_SECONDS))
+        queued += len(await conn.fetch(MENTAL_MODELS, attempts, FAILED_REFRESH_COOLDOWN_SECONDS))
+        queued += len(await conn.fetch(EXPIRIES, attempts, EXPIRE_EVERY_SECONDS))
+        if queued:
+            await conn.execute("SELECT pg_notify($1, 'reconcile')", NOTIFY_CHANNEL)
+    if deep:
+        await heal_observations(engine)
+    return queued

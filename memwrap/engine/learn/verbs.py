@@ -1,0 +1,143 @@
+"""The learning verbs of the engine (jobs, observations, mental models, forgetting), checked at the boundary.
+
+`Engine` inherits them; each validates its input and delegates to `self.learning` (service.py). Kept apart so
+the engine module stays about retain and recall, and so a remote engine (HTTP client) can mirror one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, get_args
+from uuid import UUID
+
+from memwrap.engine import validate
+from memwrap.errors import InvalidInputError
+from memwrap.models import (
+    ConsolidationReport,
+    Job,
+    JobStatus,
+    MentalModel,
+    MentalModelVersion,
+    Observation,
+    ObservationVersion,
+)
+
+if TYPE_CHECKING:
+    from memwrap.engine.learn.service import Learning
+
+MAX_REASON_CHARS = 2000
+
+
+def _status(value: str | None) -> str | None:
+    if value is not None and value not in get_args(JobStatus):
+        raise InvalidInputError(f"Unknown job status {value!r}; choose from {list(get_args(JobStatus))}.")
+    return value
+
+
+def _limit(limit: int) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
+        raise InvalidInputError("limit is an integer from 1 to 10000.")
+    return limit
+
+
+class LearningVerbs:
+    learning: Learning
+
+    # --- jobs ------------------------------------------------------------------------------------------------
+
+    async def jobs(
+        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """The job queue, newest first: what the background worker did, does and will do."""
+        bank = validate.bank_id(bank_id) if bank_id is not None else None
+        return await self.learning.jobs(bank_id=bank, status=_status(status), kind=kind, limit=_limit(limit))
+
+    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
+        """Wait until no job (of the bank) is queued or running; False if `timeout` seconds pass first."""
+        bank = validate.bank_id(bank_id) if bank_id is not None else None
+        return await self.learning.wait_for_jobs(bank, timeout)
+
+    # --- observations ----------------------------------------------------------------------------------------
+
+    async def consolidate(self, bank_id: str) -> ConsolidationReport:
+        """Consolidate the bank's pending facts now, in this process (the worker does it in the background)."""
+        return await self.learning.consolidate(validate.bank_id(bank_id))
+
+    async def observations(
+        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
+        limit: int = 100, offset: int = 0, now: datetime | None = None,
+    ) -> list[Observation]:
+        if offset < 0:
+            raise InvalidInputError("offset must be >= 0.")
+        return await self.learning.observations(
+            validate.bank_id(bank_id), tags=validate.tags(tags), include_invalidated=include_invalidated,
+            limit=_limit(limit), offset=offset, now=validate.timestamp(now),
+        )
+
+    async def get_observation(
+        self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None
+    ) -> Observation:
+        """One observation with all its evidence (quote, time, source, stance)."""
+        return await self.learning.observation(
+            validate.bank_id(bank_id), validate.memory_id(observation_id), validate.timestamp(now)
+        )
+
+    async def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[ObservationVersion]:
+        """Every version of the observation, oldest first, each with its reason and timestamps."""
+        return await self.learning.observation_history(validate.bank_id(bank_id), validate.memory_id(observation_id))
+
+    # --- mental models ---------------------------------------------------------------------------------------
+
+    async def create_mental_model(
+        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> MentalModel:
+        """A standing question, answered in the background (status 'pending' until the first refresh)."""
+        return await self.learning.create_mental_model(
+            validate.bank_id(bank_id), name, validate.query(question), tags=validate.tags(tags),
+            max_tokens=validate.budget(max_tokens), refresh_every=refresh_every,
+        )
+
+    async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        """The model's current content and state: one SQL query."""
+        return await self.learning.get_mental_model(validate.bank_id(bank_id), name)
+
+    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+        return await self.learning.mental_models(validate.bank_id(bank_id))
+
+    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+        return await self.learning.mental_model_history(validate.bank_id(bank_id), name)
+
+    async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        """Regenerate the content now, in this process."""
+        return await self.learning.refresh_mental_model(validate.bank_id(bank_id), name)
+
+    async def delete_mental_model(self, bank_id: str, name: str) -> None:
+        await self.learning.delete_mental_model(validate.bank_id(bank_id), name)
+
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+        """Write mental models and observations as Markdown files under `directory`; returns the paths."""
+        bank = validate.bank_id(bank_id) if bank_id is not None else None
+        return await self.learning.export(Path(directory), bank)
+
+    # --- forgetting ------------------------------------------------------------------------------------------
+
+    async def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
+        """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+            raise InvalidInputError(f"reason is a string of at most {MAX_REASON_CHARS} characters.")
+        await self.learning.invalidate(validate.bank_id(bank_id), validate.memory_id(memory_id), reason)
+
+    async def restore(self, bank_id: str, memory_id: UUID | str) -> None:
+        """Undo `invalidate` (and the invalidations of observations it caused)."""
+        await self.learning.restore(validate.bank_id(bank_id), validate.memory_id(memory_id))
+
+    async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
+        """Raw facts of the bank older than `days` are deleted by the worker (None: keep them)."""
+        await self.learning.set_raw_ttl(validate.bank_id(bank_id), days)
+
+    async def expire(self, bank_id: str, *, now: datetime | None = None) -> int:
+        """Delete the bank's raw facts past its TTL now. Returns how many."""
+        return await self.learning.expire(validate.bank_id(bank_id), validate.timestamp(now))

@@ -1,0 +1,292 @@
+"""The reflect loop: the model calls memory tools (native function calling) until it calls `done`.
+
+    turn:  check limits → one LLM call → `done`? finish : cap each tool call's share of the budget → run the calls
+    limit: iterations, the context budget, the wall clock, or the provider's context overflow
+           → a forced synthesis: one fresh call that answers from what was gathered (forced=True), never an error
+
+The budget is enforced before the tool calls run: the room left in the budget is divided among the calls of the
+turn, and each call's result is cut to its share, so several calls together cannot overflow the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memwrap.engine.llm import LLM, ContextOverflowError, Message, Tool, ToolCall, ToolStep
+from memwrap.engine.reflect import prompts
+from memwrap.engine.reflect.budget import MIN_RESULT_TOKENS, SAFETY_TOKENS, Limits, TokenCounter
+from memwrap.engine.reflect.cite import resolve_citations
+from memwrap.engine.reflect.output import DONE, DoneCall, OutputSchema
+from memwrap.engine.reflect.refs import Gathered, Refs
+from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
+from memwrap.errors import InvalidBudgetError
+from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
+
+log = logging.getLogger("memwrap.reflect")
+
+NOT_RUN = "Not run: `done` ended the turn."
+SYNTHESIS_ATTEMPTS = 3  # a synthesis that overflows the provider's window is retried with half the evidence
+
+
+@dataclass
+class ReflectRequest:
+    bank_id: str
+    query: str
+    context: str | None
+    tags: list[str] | None
+    now: datetime
+    disposition: Disposition
+    output: OutputSchema
+    limits: Limits
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0
+
+
+class Agent:
+    def __init__(self, engine: Any, llm: LLM, request: ReflectRequest) -> None:
+        self.engine = engine
+        self.llm = llm
+        self.request = request
+        self.limits = request.limits
+        self.counter = TokenCounter(llm.model("reflect"))
+        self.refs = Refs()
+        self.gathered = Gathered()
+        self.toolbox = Toolbox(
+            engine, request.bank_id, tags=request.tags, now=request.now, counter=self.counter, refs=self.refs,
+            gathered=self.gathered,
+        )
+        self.trace: list[ReflectTraceEntry] = []
+        self.usage = ReflectUsage()
+        self.iteration = 0
+        self._started = time.perf_counter()
+
+    # -- the loop --------------------------------------------------------------------------------------------
+
+    async def run(self) -> ReflectResult:
+        request = self.request
+        system = prompts.agent_system(request.disposition)
+        tools = [*self.toolbox.tools(), request.output.tool()]
+        messages = [Message.user(prompts.user_message(request.query, request.context))]
+        base = self.counter.request(system, messages, tools)
+        if base + SAFETY_TOKENS + MIN_RESULT_TOKENS > self.limits.max_tokens:
+            raise InvalidBudgetError(
+                f"max_tokens={self.limits.max_tokens} cannot hold reflect's own prompt ({base} tokens with this "
+                f"query and context) and any memory: pass at least {base + 1024}."
+            )
+        reason: str | None = None
+        while reason is None:
+            reason = self._limit(system, messages, tools)
+            if reason is not None:
+                break
+            self.iteration += 1
+            try:
+                step = await self._turn(system, messages, tools, timeout=self.limits.time_left())
+            except TimeoutError:
+                reason = "timeout"
+                break
+            except ContextOverflowError:
+                reason = "context_overflow"
+                break
+            done = next((c for c in step.tool_calls if c.name == DONE), None)
+            if done is not None:
+                try:
+                    call = request.output.parse(done.arguments, done.raw_arguments)
+                except ValueError as exc:
+                    self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
+                    messages.append(step.message())
+                    messages += [
+                        Message.tool_result(
+                            c.id, prompts.INVALID_DONE.format(error=exc) if c is done else NOT_RUN, is_error=True
+                        )
+                        for c in step.tool_calls
+                    ]
+                    continue
+                self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
+                return await self._finish(call)
+            if not step.tool_calls:
+                if step.text.strip() and not request.output.wanted:
+                    return await self._finish(DoneCall(answer=step.text.strip()))  # answered without `done`
+                if step.text.strip():  # an empty assistant turn is refused by Anthropic: leave it out
+                    messages.append(step.message())
+                messages.append(Message.user(prompts.INVALID_DONE.format(error="no tool was called")))
+                continue
+            messages.append(step.message())
+            shares = self.limits.shares(self.counter.request(system, messages, tools), len(step.tool_calls))
+            if shares is None:
+                messages.pop()  # its calls will not be answered; the synthesis starts a fresh conversation
+                reason = "context_budget"
+                break
+            try:
+                messages += await self._run_tools(step.tool_calls, shares)
+            except TimeoutError:
+                reason = "timeout"
+        return await self._synthesize(reason)
+
+    def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
+        if self.iteration >= self.limits.max_iterations:
+            return "iterations"
+        if self.limits.time_left() <= 0:
+            return "timeout"
+        if self.counter.request(system, messages, tools) + SAFETY_TOKENS > self.limits.max_tokens:
+            return "context_budget"  # only reachable through a model's long turns: tool results are capped
+        return None
+
+    async def _turn(
+        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: str = "llm",
+        tool_choice: str = "auto",
+    ) -> ToolStep:
+        request_tokens = self.counter.request(system, messages, tools)
+        started = time.perf_counter()
+        entry = ReflectTraceEntry(
+            kind=kind, iteration=self.iteration, request_tokens=request_tokens  # type: ignore[arg-type]
+        )
+        self.trace.append(entry)
+        try:
+            step = await asyncio.wait_for(
+                self.llm.tool_step(
+                    messages, tools, role="reflect", system=system, tool_choice=tool_choice,
+                    max_tokens=self.limits.answer_tokens,
+                ),
+                timeout=max(timeout, 0.001),
+            )
+        except TimeoutError:
+            entry.error = "timeout"
+            raise
+        except ContextOverflowError as exc:
+            entry.error = f"context overflow: {exc}"
+            raise
+        finally:
+            entry.latency_ms = _ms(started)
+            self.usage.llm_ms += entry.latency_ms
+        u = step.usage
+        self.usage.prompt_tokens += u.prompt_tokens
+        self.usage.completion_tokens += u.completion_tokens
+        self.usage.cached_tokens += u.cached_tokens
+        self.usage.calls += max(u.calls, 1)
+        entry.result_tokens = u.completion_tokens or self.counter.message(step.message())
+        entry.result_chars = len(step.text)
+        entry.detail = ", ".join(c.name for c in step.tool_calls) or "text"
+        return step
+
+    async def _run_tools(self, calls: list[ToolCall], shares: list[int]) -> list[Message]:
+        """Run a turn's calls concurrently, each within its share; TimeoutError when the clock runs out."""
+        started = time.perf_counter()
+        tasks = [asyncio.ensure_future(self._tool(call, cap)) for call, cap in zip(calls, shares, strict=True)]
+        try:
+            _done, pending = await asyncio.wait(tasks, timeout=max(self.limits.time_left(), 0.001))
+            if pending:
+                for task in pending:
+                    task.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                raise TimeoutError
+            outcomes = [task.result() for task in tasks]  # an unexpected error (the database) propagates
+        finally:
+            self.usage.tools_ms += _ms(started)
+        return [
+            Message.tool_result(call.id, outcome.text, is_error=outcome.error)
+            for call, outcome in zip(calls, outcomes, strict=True)
+        ]
+
+    async def _tool(self, call: ToolCall, cap: int) -> ToolOutcome:
+        started = time.perf_counter()
+        try:
+            outcome = await self.toolbox.run(call, cap)
+        except asyncio.CancelledError:
+            self._tool_trace(call, ToolOutcome("", error=True), cap, _ms(started), error="timeout")
+            raise
+        self._tool_trace(call, outcome, cap, _ms(started))
+        return outcome
+
+    def _tool_trace(
+        self, call: ToolCall, outcome: ToolOutcome, cap: int | None, latency_ms: float, error: str | None = None
+    ) -> None:
+        self.usage.tool_calls += 1
+        self.trace.append(ReflectTraceEntry(
+            kind="tool", iteration=self.iteration, name=call.name,
+            arguments=call.arguments if call.raw_arguments is None else {"raw": call.raw_arguments[:2000]},
+            cap_tokens=cap, result_tokens=outcome.tokens or self.counter.text(outcome.text),
+            result_chars=len(outcome.text), truncated=outcome.truncated, latency_ms=latency_ms,
+            error=error or (outcome.text[:500] if outcome.error else None),
+        ))
+
+    # -- the end ---------------------------------------------------------------------------------------------
+
+    async def _synthesize(self, reason: str) -> ReflectResult:
+        """A limit ended the loop: one fresh request answers from the gathered items (cut to the budget)."""
+        request = self.request
+        log.info("reflect on %s: %s after %d iterations; synthesising", request.bank_id, reason, self.iteration)
+        self.trace.append(ReflectTraceEntry(kind="limit", iteration=self.iteration, name=reason))
+        done_tool = request.output.tool()
+        system = prompts.synthesis_system(reason, request.disposition)
+        frame = self.counter.request(system, [Message.user(prompts.synthesis_user(request.query, request.context, ""))],
+                                     [done_tool])
+        room = self.limits.max_tokens - frame - SAFETY_TOKENS
+        problem = "no attempt"
+        for _attempt in range(SYNTHESIS_ATTEMPTS):
+            evidence, _cut = self.counter.cut(self.gathered.render(), max(room, 0))
+            messages = [Message.user(prompts.synthesis_user(request.query, request.context, evidence))]
+            try:
+                step = await self._turn(system, messages, [done_tool], timeout=self.limits.synthesis_timeout,
+                                        kind="synthesis", tool_choice=DONE)
+            except ContextOverflowError:
+                room //= 2
+                problem = "the provider's context window overflowed"
+                continue
+            except TimeoutError:
+                problem = "it timed out"
+                break
+            call = self._synthesis_answer(step)
+            if call is not None:
+                return await self._finish(call, forced=reason)
+            problem = "the model gave no answer"
+            break
+        return await self._fallback(reason, problem)
+
+    def _synthesis_answer(self, step: ToolStep) -> DoneCall | None:
+        done = next((c for c in step.tool_calls if c.name == DONE), None)
+        if done is None:
+            return DoneCall(answer=step.text.strip()) if step.text.strip() else None
+        try:
+            call = self.request.output.parse(done.arguments, done.raw_arguments)
+        except ValueError as exc:
+            # No turn is left to correct it: keep the answer, drop what did not validate, and say so in the trace.
+            self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
+            answer = done.arguments.get("answer") if isinstance(done.arguments.get("answer"), str) else ""
+            if not answer.strip():
+                return DoneCall(answer=step.text.strip()) if step.text.strip() else None
+            ids = done.arguments.get("memory_ids")
+            return DoneCall(answer=answer, memory_ids=[str(i) for i in ids] if isinstance(ids, list) else [])
+        self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
+        return call
+
+    async def _fallback(self, reason: str, problem: str) -> ReflectResult:
+        """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented)."""
+        gathered, _ = self.counter.cut(self.gathered.render(), self.limits.answer_tokens)
+        if gathered:
+            answer = f"No answer could be synthesised ({problem}). What memory holds on this:\n{gathered}"
+        else:
+            answer = f"No answer could be given ({problem}), and nothing was found in memory before the limit."
+        self.trace.append(ReflectTraceEntry(kind="synthesis", iteration=self.iteration, error=problem,
+                                            detail="fallback: gathered items listed"))
+        refs = [line.split("]", 1)[0].lstrip("[→ ") for line in gathered.splitlines() if line.startswith("[")]
+        return await self._finish(DoneCall(answer=answer, memory_ids=refs), forced=reason)
+
+    async def _finish(self, call: DoneCall, forced: str | None = None) -> ReflectResult:
+        request = self.request
+        cited = await resolve_citations(
+            self.engine.store.pool, request.bank_id, self.refs, call.memory_ids, call.answer
+        )
+        self.usage.latency_ms = _ms(self._started)
+        return ReflectResult(
+            bank_id=request.bank_id, query=request.query, answer=call.answer.strip(), structured=call.structured,
+            memory_ids=cited.memory_ids, mental_model_ids=cited.mental_model_ids, citations=cited.citations,
+            unknown_ids=cited.unknown, iterations=self.iteration, forced=forced is not None, forced_reason=forced,
+            max_tokens=self.limits.max_tokens, disposition=request.disposition, usage=self.usage, trace=self.trace,
+        )

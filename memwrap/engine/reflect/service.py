@@ -1,0 +1,95 @@
+"""`Engine.reflect`: check the call, settle its disposition and limits, run the agent (agent.py).
+
+Disposition, from least to most specific: the MEMWRAP_REFLECT_* defaults, the bank's stored one
+(`configure_bank(bank, disposition={...})`, banks.config), the call's own (only the parts it names).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memwrap.engine import validate
+from memwrap.engine.reflect import queries
+from memwrap.engine.reflect.agent import Agent, ReflectRequest
+from memwrap.engine.reflect.budget import Limits
+from memwrap.engine.reflect.output import OutputSchema
+from memwrap.errors import InvalidInputError, LLMNotConfiguredError
+from memwrap.models import Disposition, ReflectResult
+
+NOT_CONFIGURED = (
+    "reflect needs an LLM, and none is configured (memwrap runs in none mode). Set MEMWRAP_LLM_PROVIDER=openai or "
+    "anthropic with MEMWRAP_LLM_API_KEY (and MEMWRAP_LLM_MODEL; MEMWRAP_LLM_BASE_URL for an OpenAI-compatible "
+    "server such as vLLM or Ollama), or MEMWRAP_REFLECT_PROVIDER/_MODEL/_API_KEY for reflect only; or reuse your "
+    "app's client: memory.use_llm(llm_from_client(client, 'gpt-4o-mini')), or wrap_openai(client, llm='gpt-4o-mini')."
+)
+MAX_ITERATIONS = 100
+MAX_CONTEXT_CHARS = 200_000
+
+
+async def reflect(
+    engine: Any,
+    bank_id: str,
+    query: str,
+    *,
+    max_tokens: int | None = None,
+    context: str | None = None,
+    response_schema: Any = None,
+    tags: Sequence[str] | None = None,
+    disposition: Disposition | Mapping[str, Any] | None = None,
+    max_iterations: int | None = None,
+    timeout: float | None = None,
+    now: datetime | None = None,
+) -> ReflectResult:
+    settings = engine.settings
+    bank_id = validate.bank_id(bank_id)
+    query = validate.query(query)
+    budget = validate.budget(settings.reflect_max_tokens if max_tokens is None else max_tokens)
+    if context is not None:
+        context = validate.text_field(context, what="context", max_chars=MAX_CONTEXT_CHARS) if context.strip() else None
+    iterations = settings.reflect_max_iterations if max_iterations is None else max_iterations
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
+        raise InvalidInputError(f"max_iterations is an integer from 1 to {MAX_ITERATIONS}, not {iterations!r}.")
+    seconds = settings.reflect_timeout if timeout is None else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
+        raise InvalidInputError(f"timeout is a number of seconds > 0, not {seconds!r}.")
+    output = OutputSchema.build(response_schema)
+    checked_tags = validate.tags(tags)
+
+    llm = getattr(engine, "llm", None)
+    if llm is None or not llm.configured("reflect"):
+        raise LLMNotConfiguredError(NOT_CONFIGURED)
+
+    request = ReflectRequest(
+        bank_id=bank_id, query=query, context=context, tags=checked_tags, now=validate.now_or(now),
+        disposition=await settle_disposition(engine, bank_id, disposition), output=output,
+        limits=Limits(
+            max_tokens=budget, max_iterations=iterations, timeout=float(seconds),
+            synthesis_timeout=settings.reflect_synthesis_timeout, answer_tokens=settings.reflect_answer_tokens,
+        ),
+    )
+    return await Agent(engine, llm, request).run()
+
+
+async def settle_disposition(
+    engine: Any, bank_id: str, override: Disposition | Mapping[str, Any] | None
+) -> Disposition:
+    s = engine.settings
+    merged: dict[str, Any] = {
+        "skepticism": s.reflect_skepticism, "literalism": s.reflect_literalism, "empathy": s.reflect_empathy,
+        "directives": list(s.reflect_directives),
+    }
+    stored = await queries.stored_disposition(engine.store.pool, bank_id)
+    if stored:
+        merged.update({k: v for k, v in stored.items() if k in Disposition.model_fields})
+    if isinstance(override, Disposition):
+        merged.update(override.model_dump(include=override.model_fields_set))
+    elif isinstance(override, Mapping):
+        merged.update(override)
+    elif override is not None:
+        raise InvalidInputError(
+            f"disposition takes a Disposition or a mapping (skepticism, literalism, empathy, directives), "
+            f"not {type(override).__name__}."
+        )
+    return validate.disposition(merged)
