@@ -1,0 +1,30 @@
+"""The sidecar's settings, read from MEMWRAP_* like the engine's (memwrap/config.py holds those)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServerSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MEMWRAP_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    log_level: str = "info"
+    # Seconds uvicorn lets in-flight requests (streams included) finish after SIGTERM/SIGINT.
+    graceful_timeout: float = 30.0
+
+    # Bearer keys, comma-separated; "key:bankA|bankB" limits a key to those banks (shell-style patterns allowed).
+    # Unset: no authentication (the default bind is loopback only).
+    api_keys: str | None = None
+
+    # Where the memory proxy forwards, as an SDK's base_url: OpenAI's includes /v1, Anthropic's does not.
+    upstream_openai_url: str = "https://api.openai.com/v1"
+    upstream_anthropic_url: str = "https://api.anthropic.com"
+    upstream_timeout: float = 600.0
+    # The proxy's recall deadline (fail open after it) and default memory budget (X-Memwrap-Max-Tokens overrides).
+    proxy_recall_timeout: float = 2.0
+    proxy_max_tokens: int = Field(default=1024, ge=1)
+    # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).
+    proxy_max_inflight: int = Field(default=256, ge=1)

@@ -1,0 +1,56 @@
+"""MCP per bank on a real server: the official `mcp` client lists the tools and recalls only its bank's memories."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
+
+
+def _client(sidecar: ServerProcess, bank: str, key: str = ADMIN_KEY) -> Client:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    return Client(streamable_http_client(f"{sidecar.url}/mcp/{bank}/", http_client=http))
+
+
+def _payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result
+    return result.structured_content or json.loads(result.content[0].text)
+
+
+async def test_mcp_lists_tools_and_recalls_alice(sidecar: ServerProcess, admin: httpx.Client) -> None:
+    admin.delete("/v1/banks/alice")
+    admin.delete("/v1/banks/bob")
+    admin.post("/v1/banks/alice/memories", json={"content": "Alice's cello teacher is João; lessons on Saturdays."})
+    admin.post("/v1/banks/bob/memories", json={"content": "Bob's cello teacher is Martha; lessons on Sundays."})
+
+    async with _client(sidecar, "alice") as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"retain", "recall", "list_memories", "get_memory"} <= tools
+        recalled = _payload(await client.call_tool("recall", {"query": "Who teaches me the cello?"}))
+        assert "João" in recalled["context"] and "Martha" not in recalled["context"]
+
+        stored = _payload(await client.call_tool("retain", {"content": "Alice bought a new bow in Porto."}))
+        listed = _payload(await client.call_tool("list_memories", {"limit": 10}))
+        assert stored["ids"][0] in [m["id"] for m in listed["memories"]]
+        one = _payload(await client.call_tool("get_memory", {"memory_id": stored["ids"][0]}))
+        assert one["text"] == "Alice bought a new bow in Porto."
+
+    # The retain went to alice only.
+    bob = admin.get("/v1/banks/bob/memories").json()["items"]
+    assert [m["text"] for m in bob] == ["Bob's cello teacher is Martha; lessons on Sundays."]
+
+
+async def test_mcp_respects_bank_allow_list(sidecar: ServerProcess) -> None:
+    async with _client(sidecar, "alice", key=ALICE_KEY) as client:
+        assert (await client.list_tools()).tools
+    with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the 403 in its own error types
+        async with _client(sidecar, "bob", key=ALICE_KEY) as client:
+            await client.list_tools()
+    forbidden = httpx.post(f"{sidecar.url}/mcp/bob/", headers={"Authorization": f"Bearer {ALICE_KEY}"}, json={})
+    assert forbidden.status_code == 403 and forbidden.json()["error"]["code"] == "bank_forbidden"
