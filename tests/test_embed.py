@@ -1,6 +1,6 @@
 """Embedding backends (engine/embed.py): torch and ONNX give the same vectors; the ONNX export is made once,
-cached under MEMWRAP_HOME/models and shared safely between processes. No timing assertions: see the report in
-engine/embed.py's docstring for the speed comparison."""
+cached under MEMWRAP_HOME/models and shared safely between processes. No timing assertions (engine/embed.py's
+docstring has the measured comparison)."""
 
 from __future__ import annotations
 
@@ -75,8 +75,8 @@ def test_onnx_matches_torch(torch_embedder: Embedder, onnx_embedder: Embedder) -
 
 def test_int8_is_close_to_torch(torch_embedder: Embedder, int8_embedder: Embedder) -> None:
     cosines = _cosines(torch_embedder.encode(TEXTS), int8_embedder.encode(TEXTS))
-    assert cosines.min() > 0.95
-    assert np.median(cosines) > 0.98
+    assert cosines.min() > 0.97  # LoCoMo turns: median 0.996, worst 0.984
+    assert np.median(cosines) > 0.99
 
 
 @pytest.mark.parametrize("backend", ["torch", "onnx", "onnx-int8"])
@@ -92,9 +92,11 @@ def test_shapes_and_unit_length(
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-@pytest.mark.parametrize("backend", ["torch", "onnx"])
-async def test_empty_input(backend: str, torch_embedder: Embedder, onnx_embedder: Embedder) -> None:
-    embedder = torch_embedder if backend == "torch" else onnx_embedder
+@pytest.mark.parametrize("backend", ["torch", "onnx", "onnx-int8"])
+async def test_empty_input(
+    backend: str, torch_embedder: Embedder, onnx_embedder: Embedder, int8_embedder: Embedder
+) -> None:
+    embedder = {"torch": torch_embedder, "onnx": onnx_embedder, "onnx-int8": int8_embedder}[backend]
     assert (await embedder.embed([])).shape == (0, 384)
     assert embedder.encode([]).shape == (0, 384)
     blank = await embedder.embed([""])
