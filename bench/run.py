@@ -396,10 +396,6 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             f"the machine was already {background['busy_cpu_percent_before_start']:.0f}% busy before the run started "
             f"(load average {background['loadavg_start'][0]:.1f}); latencies and throughput are inflated by other work"
         )
-    embedder = Embedder()
-    t0 = time.perf_counter()
-    embedder.encode(["load the model before anything is timed"])
-    results["meta"]["baseline_embedder_load_s"] = round(time.perf_counter() - t0, 2)
     needs_memory = ("memwrap" in config.systems and not config.skip_locomo) or not config.skip_latency
     memory, created_home, pgdata = _open_memory(config) if needs_memory else (None, None, None)
     per_question: list[QuestionResult] = []
@@ -410,6 +406,17 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             results["meta"]["engine_start_s"] = round(time.perf_counter() - t0, 2)
             results["meta"]["memwrap_settings"] = _settings_snapshot(memory)
             console.log(f"[memwrap] engine started in {results['meta']['engine_start_s']}s")
+        # The baselines' own model instance, on memwrap's backend (its export is cached in memwrap's home).
+        settings = memory.settings if memory is not None else None
+        embedder = Embedder(
+            model=settings.embedding_model if settings else None,
+            backend=settings.embedding_backend if settings else None,
+            home=settings.home if settings else config.home,
+        )
+        t0 = time.perf_counter()
+        embedder.encode(["load the model before anything is timed"])
+        results["meta"]["baseline_embedder_load_s"] = round(time.perf_counter() - t0, 2)
+        results["meta"]["baseline_embedder"] = {"model": embedder.model_name, "backend": embedder.backend}
         if not config.skip_locomo:
             t0 = time.perf_counter()
             results["locomo"], per_question = run_locomo(config, memory, embedder, run_id, console)

@@ -143,6 +143,7 @@ class Engine(LearningVerbs):
             embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
             async with self.store.pool.acquire() as conn:
                 stored.update(await self._write(conn, bank_id, batch, vectors))
+        self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
         await self.learning.after_retain(bank_id, len(pending))
         return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
 

@@ -10,6 +10,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from memwrap.errors import EmbeddingModelMismatchError, StoreError
+from memwrap.store.planner_stats import PlannerStats
 
 # Any fixed number works; every memwrap process on a database must agree on it.
 _MIGRATION_LOCK_KEY = 0x6D656D77  # "memw"
@@ -60,6 +61,7 @@ class Store:
     def __init__(self, pool: asyncpg.Pool, url: str) -> None:
         self.pool = pool
         self.url = url
+        self.planner_stats = PlannerStats(pool)  # writers report rows; it re-ANALYZEs after bulk loads
 
     @classmethod
     async def open(
@@ -102,6 +104,7 @@ class Store:
         await (conn or self.pool).execute(sql, key, value)
 
     async def close(self) -> None:
+        await self.planner_stats.close()
         await self.pool.close()
 
 

@@ -92,28 +92,43 @@ class Searcher:
         encoding = encoding_for_model(request.model)
         window = parse_time_window(request.query, request.now)
         topic = strip_time_expression(request.query, window) if window else request.query
-        bank_size = await self.pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", request.bank_id)
-        empty = Recall(
-            bank_id=request.bank_id, query=request.query, context="", tokens=0, max_tokens=request.max_tokens,
-            encoding=encoding_name(encoding), time_window=window,
-        )
-        if not bank_size:
-            return empty
-
-        vector = (
-            request.query_vector
-            if request.query_vector is not None
-            else await self.embed_query(topic.strip() or request.query)
-        )
-        timings["embed"] = _ms(started)
         filters = Filters(request.bank_id, request.types, request.tags)
         limit = self.settings.arm_limit
+        # The query's embedding (its own thread), the bank-size lookup and then the keyword arm, which needs no
+        # vector, all run at once: on a warm bank the embedding is a good share of a recall.
+        embedding: asyncio.Future[np.ndarray] | None = (
+            asyncio.ensure_future(self.embed_query(topic.strip() or request.query))
+            if request.query_vector is None
+            else None
+        )
+        try:
+            bank_size = await self.pool.fetchval(
+                "SELECT memory_count FROM banks WHERE bank_id = $1", request.bank_id
+            )
+        except BaseException:
+            _discard(embedding)
+            raise
+        if not bank_size:
+            _discard(embedding)
+            return Recall(
+                bank_id=request.bank_id, query=request.query, context="", tokens=0, max_tokens=request.max_tokens,
+                encoding=encoding_name(encoding), time_window=window,
+            )
+        keyword = asyncio.ensure_future(
+            self._on_connection(arms.keyword, filters, search_text(request.query), limit, bank_size)
+        )
+        try:
+            vector = request.query_vector if embedding is None else await embedding
+        except BaseException:
+            _discard(keyword)
+            raise
+        timings["embed"] = _ms(started)
         entity_keys = _query_entity_keys(request.query)
         tasks: dict[str, Awaitable[Hits]] = {
             "semantic": self._on_connection(
                 arms.semantic, filters, vector, limit, bank_size, self.settings.min_similarity
             ),
-            "keyword": self._on_connection(arms.keyword, filters, search_text(request.query), limit, bank_size),
+            "keyword": keyword,
             "graph": self._on_connection(arms.graph, filters, vector, entity_keys, limit, bank_size),
         }
         if window is not None:
@@ -196,6 +211,13 @@ def _memory(row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> Rec
         occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"],
         score=score, arms=arm_ranks,
     )
+
+
+def _discard(future: asyncio.Future[Any] | None) -> None:
+    """Abandon a started step whose result is no longer wanted, without an unretrieved-exception warning."""
+    if future is not None:
+        future.cancel()
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
 def _ms(since: float) -> float:
