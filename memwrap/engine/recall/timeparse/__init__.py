@@ -1,0 +1,117 @@
+"""Find the period of time a query asks about, or a stored memory talks about, without an LLM.
+
+Two callers, one scanner:
+
+* recall's temporal arm: `parse_time_window("what did Alice do last spring", now)` gives the window to
+  filter on, and `strip_time_expression` leaves "what did Alice do" for the semantic arms;
+* retain: `extract_occurred(text, said_at)` gives the span of days a memory is about.
+
+Every expression is a precompiled regex plus a small resolver that turns the match into a span of
+whole days, (first day, last day). No dateparser: the formats are few and regular, and a regex
+resolver is ~100x cheaper than dateparser's locale guessing, which matters because retain scans every
+turn. All calendar arithmetic happens in the caller's time zone (the tzinfo of `now`/`reference`;
+naive means UTC); the day bounds are converted to UTC only at the end.
+
+Choices worth knowing (each is also noted where it is made):
+
+* "N weeks ago" is the 7 days centred on today - N weeks (today - 7N +- 3 days). People say it
+  loosely, and a centred window keeps the error small whichever weekday they speak on; the ISO week
+  of that day would put "two weeks ago" said on a Sunday 6 days to one side. The same idea for the
+  other units: "N months ago" is +-15 days around the shifted date, "N years ago" +-182 days,
+  "N days ago" is exactly that day.
+* Calendar words are calendar periods: "last week" is the ISO week (Monday-Sunday) before this one,
+  "last month" the previous calendar month, "去年" the previous calendar year.
+* Seasons are meteorological, northern hemisphere. "last spring" is the latest spring that has fully
+  ended; "in (the) spring" / bare "春天" the latest one that has begun; "spring 2023" / "winter 2023"
+  are labelled by the year they start in (winter 2023 = Dec 2023 - Feb 2024).
+* A month or day without a year ("in May", "5月2日", "May 8") is the latest one that has begun by
+  today; "last May" the latest that has ended. A bare weekday ("on Friday") is the latest one on or
+  before today; "last Friday" the latest strictly before today; "this Friday" the one in this ISO
+  week; "next Friday" the first one after today; "上周五" the Friday of last ISO week.
+* Numeric dates like 8/5/2023 are used only when unambiguous (one part above 12, or both equal).
+* "recently", "lately", "最近" are vague (the last 30 days): a query uses them only when it has no
+  precise expression, and a memory's span ignores them when it has a precise one.
+* A query with several expressions gets the window of the first precise one; a memory with several
+  gets the span covering all of them.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, time, timezone, tzinfo
+
+from memwrap.engine.recall.timeparse._calendar import _NEAREST
+from memwrap.engine.recall.timeparse._scan import _scan
+from memwrap.models import TimeWindow
+
+__all__ = ["extract_occurred", "parse_time_window", "strip_time_expression"]
+
+
+def _local(moment: datetime) -> tuple[date, tzinfo]:
+    """The calendar date at `moment` in its own zone; naive datetimes are UTC."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        return moment.date(), timezone.utc
+    return moment.date(), moment.tzinfo
+
+
+def _utc_bounds(first: date, last: date, zone: tzinfo) -> tuple[datetime, datetime]:
+    start = datetime.combine(first, time.min, tzinfo=zone).astimezone(timezone.utc)
+    end = datetime.combine(last, time.max, tzinfo=zone).astimezone(timezone.utc)
+    return start, end
+
+
+def parse_time_window(query: str, now: datetime) -> TimeWindow | None:
+    """The period a query asks about, relative to `now`, or None when it names no time.
+
+    `start` is the first instant of the first day, `end` the last instant of the last day, both in UTC;
+    `expression` is the phrase as it appears in the query (with its preposition: "in May 2023").
+    """
+    today, zone = _local(now)
+    found = _scan(query, today)
+    if not found:
+        return None
+    chosen = next((f for f in found if not f.vague), found[0])
+    start, end = _utc_bounds(chosen.first, chosen.last, zone)
+    return TimeWindow(start=start, end=end, expression=query[chosen.start : chosen.end])
+
+
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([?.!,;:，。？！；：、])")
+_SPACE_BETWEEN_CJK = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef])\s+(?=[\u3000-\u9fff\uff00-\uffef])")
+_LEADING_JUNK = re.compile(r"^[\s,;:，；：、]+")
+
+
+def strip_time_expression(query: str, window: TimeWindow) -> str:
+    """The query without the window's phrase, tidied, so the rest can be searched by meaning."""
+    expression = window.expression
+    index = query.find(expression) if expression else -1
+    if index < 0 and expression:
+        index = query.lower().find(expression.lower())
+    if index < 0:
+        return query.strip()
+    rest = f"{query[:index]} {query[index + len(expression):]}"
+    rest = _SPACE_BETWEEN_CJK.sub("", " ".join(rest.split()))
+    rest = _LEADING_JUNK.sub("", _SPACE_BEFORE_PUNCT.sub(r"\1", rest))
+    # Only punctuation left ("yesterday?" -> "?") means nothing is left to search for.
+    return "" if not any(c.isalnum() for c in rest) else rest
+
+
+def extract_occurred(text: str, reference: datetime | None) -> tuple[datetime, datetime] | None:
+    """The span of time a memory talks about, from the dates in it, or None if it names none.
+
+    Relative phrases ("yesterday", "last year", "三天前") are resolved against `reference`, the time the
+    text was said, and are skipped when it is None. Several dates give the span covering them all;
+    vague words ("recently") count only when nothing precise is there. Bounds are UTC.
+    """
+    if reference is None:
+        today, zone = None, timezone.utc
+    else:
+        today, zone = _local(reference)
+    token = _NEAREST.set(True)
+    try:
+        found = _scan(text, today)
+    finally:
+        _NEAREST.reset(token)
+    precise = [f for f in found if not f.vague] or found
+    if not precise:
+        return None
+    return _utc_bounds(min(f.first for f in precise), max(f.last for f in precise), zone)
