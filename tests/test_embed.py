@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from memwrap.config import Settings
-from memwrap.engine import embed
+from memwrap.engine import embed, embed_export
 from memwrap.engine.embed import Embedder, available_cpus, ensure_onnx_model
 from memwrap.errors import EmbeddingModelError
 
@@ -208,7 +208,7 @@ def test_failed_export_falls_back_to_torch(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("exporter exploded")
 
-    monkeypatch.setattr(embed, "export_onnx", broken)
+    monkeypatch.setattr(embed_export, "export_onnx", broken)  # where ensure_onnx_model looks it up
     with caplog.at_level(logging.WARNING, logger="memwrap.embed"):
         embedder = Embedder(MODEL, backend="onnx", home=tmp_path)
     assert embedder.backend == "torch"
