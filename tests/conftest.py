@@ -12,6 +12,9 @@ from pathlib import Path
 import pytest
 
 from memwrap import Memory
+from memwrap.config import load_settings
+
+pytest_plugins = ["llm_fixtures"]  # the fake LLM server (`server`, `fake`) and engines on it
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -48,6 +51,16 @@ def memory(memwrap_home: Path) -> Iterator[Memory]:
     mem = Memory(home=memwrap_home)
     yield mem
     mem.close()
+
+
+@pytest.fixture(scope="module")
+def mem(memwrap_home: Path) -> Iterator[Memory]:
+    """A Memory of the module's own with an inline worker, quick to react (the session's `memory` may run a job
+    too). Modules that need another Memory (an LLM, a database of its own) define their own `mem`."""
+    settings = load_settings(home=memwrap_home, worker="inline", worker_poll_seconds=0.05,
+                             consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
+    with Memory(settings=settings) as memory:
+        yield memory
 
 
 @pytest.fixture

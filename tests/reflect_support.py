@@ -52,6 +52,12 @@ async def three_layers(engine: Engine, bank: str) -> dict[str, Any]:
     return {"facts": facts, "other": other[0], "observation": observation, "model": model}
 
 
+def script_ran_out(request: Any) -> Reply:
+    """The fake server's answer once a test's script is used up: a loop that asks for more than the test
+    scripted fails loudly instead of getting "OK"."""
+    return Reply(status=500, error="the script ran out")
+
+
 def call(name: str, **arguments: Any) -> ToolCall:
     return ToolCall(name, arguments)
 

@@ -8,14 +8,13 @@ causal links, provenance) in one transaction.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import pytest
 from extract_support import fact, links, make_engine, prompt_of, reply, retained, units
 from fakes.llm_server import FakeLLMServer
+from llm_fixtures import engine_fixture
 
 from memwrap.engine.engine import Engine
 from memwrap.engine.retain.extract import SYSTEM_PROMPT
@@ -23,30 +22,8 @@ from memwrap.engine.retain.extract import SYSTEM_PROMPT
 MONDAY = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)  # "last Friday" is 2026-11-27
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server)
-    yield eng
-    await eng.close()
-
-
-@pytest.fixture(scope="module")
-async def claude(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server, "anthropic")
-    yield eng
-    await eng.close()
+engine = engine_fixture(make_engine)
+claude = engine_fixture(make_engine, "anthropic")
 
 
 def by_text(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

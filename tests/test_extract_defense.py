@@ -7,13 +7,14 @@ import json
 import logging
 import random
 import string
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from extract_support import fact, make_engine, reply, units
 from fakes.llm_server import FakeLLMServer, Reply
+from llm_fixtures import engine_fixture
 
 from memwrap.config import Settings
 from memwrap.engine.engine import Engine
@@ -40,23 +41,7 @@ ITEM = {
 }
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server)
-    yield eng
-    await eng.close()
+engine = engine_fixture(make_engine)
 
 
 @pytest.fixture(scope="module")

@@ -2,36 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
-import pytest
 from extract_support import fact, make_engine, reply
 from fakes.llm_server import FakeLLMServer
+from llm_fixtures import engine_fixture
 
 from memwrap.engine.engine import Engine
 
 WHEN = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server)
-    yield eng
-    await eng.close()
+engine = engine_fixture(make_engine)
 
 
 async def entities_of(engine: Engine, bank: str) -> dict[str, list[str]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import pytest
 from extract_support import fact, make_engine, prompt_of, queued, reply, retained, units
 from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
+from llm_fixtures import engine_fixture
 
 from memwrap.engine.engine import Engine
 
@@ -23,23 +23,7 @@ FACT = "The user moved the nightly backup of the billing database to 3 am."
 GOOD = [fact(FACT, "world", [1], ["billing database"])]
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server, llm_timeout=0.4, llm_max_retries=1)
-    yield eng
-    await eng.close()
+engine = engine_fixture(make_engine, llm_timeout=0.4, llm_max_retries=1)
 
 
 async def bank_count(engine: Engine, bank: str) -> int:

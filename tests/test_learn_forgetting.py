@@ -4,14 +4,11 @@ a per-bank TTL expires raw facts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from memwrap import Memory
-from memwrap.config import load_settings
 from memwrap.engine.learn import reconcile
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 
@@ -22,15 +19,6 @@ FACTS = [
     "As always, I prefer dark mode in my code editor.",
 ]
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def mem(memwrap_home: Path) -> Iterator[Memory]:
-    """Its own inline worker, quick to react (the session's memory has one too; either may run a job)."""
-    settings = load_settings(home=memwrap_home, worker="inline", worker_poll_seconds=0.05,
-                             consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
-    with Memory(settings=settings) as memory:
-        yield memory
 
 
 def _three(mem: Memory, bank: str, count: int = 3) -> list:

@@ -19,6 +19,7 @@ from uuid import uuid4
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from llm_fixtures import fake_fixture
 
 from memwrap import Memory
 from memwrap.config import load_settings
@@ -72,17 +73,7 @@ def diligent_model(request: Any) -> Reply:
     return Reply(json={"creates": [{"text": text, "evidence": cited}]})
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    server.responder = diligent_model
-    return server
+fake = fake_fixture(diligent_model)
 
 
 @pytest.fixture(scope="module")

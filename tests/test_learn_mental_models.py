@@ -4,7 +4,6 @@ when their scope changes; history; a schedule; Markdown export."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -13,19 +12,10 @@ import pytest
 
 from memwrap import Memory
 from memwrap.cli import main
-from memwrap.config import load_settings
 from memwrap.engine.learn import reconcile
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
-
-
-@pytest.fixture(scope="module")
-def mem(memwrap_home: Path) -> Iterator[Memory]:
-    settings = load_settings(home=memwrap_home, worker="inline", worker_poll_seconds=0.05,
-                             consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
-    with Memory(settings=settings) as memory:
-        yield memory
 
 
 def _engine(mem: Memory) -> Any:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -34,18 +33,6 @@ class Person(BaseModel):
     name: str
     age: int
     city: str | None = None
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    return server
 
 
 def make_llm(fake: FakeLLMServer, provider: str = "openai", **overrides: Any) -> LLM:

@@ -7,12 +7,11 @@ run (measured in what the server received), the limits that end in a forced synt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from llm_fixtures import engine_fixture, fake_fixture
 from reflect_support import (
     DARK_MODE,
     NOW,
@@ -22,6 +21,7 @@ from reflect_support import (
     last_turn_results,
     make_engine,
     request_size,
+    script_ran_out,
     system_of,
     three_layers,
     tokens,
@@ -37,31 +37,9 @@ QUESTION = "Which theme does the user like in their editor?"
 TOOLS = {"search_mental_models", "search_observations", "recall", "expand", "done"}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    server.responder = lambda request: Reply(status=500, error="the script ran out")
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server)
-    yield eng
-    await eng.close()
-
-
-@pytest.fixture(scope="module")
-async def claude(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server, "anthropic")
-    yield eng
-    await eng.close()
+fake = fake_fixture(script_ran_out)
+engine = engine_fixture(make_engine)
+claude = engine_fixture(make_engine, "anthropic")
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])

@@ -3,11 +3,10 @@ models that answer without `done` or call it wrongly. The fake server is the mod
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
+from llm_fixtures import engine_fixture, fake_fixture
 from pydantic import BaseModel
 from reflect_support import (
     NOW,
@@ -16,6 +15,7 @@ from reflect_support import (
     done,
     last_turn_results,
     make_engine,
+    script_ran_out,
     system_of,
     three_layers,
     tool_names,
@@ -29,31 +29,9 @@ from memwrap.errors import InvalidInputError, LLMNotConfiguredError
 QUESTION = "Which theme does the user like in their editor?"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    server.responder = lambda request: Reply(status=500, error="the script ran out")
-    return server
-
-
-@pytest.fixture(scope="module")
-async def engine(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server)
-    yield eng
-    await eng.close()
-
-
-@pytest.fixture(scope="module")
-async def claude(memwrap_home: Path, server: FakeLLMServer) -> AsyncIterator[Engine]:
-    eng = await make_engine(memwrap_home, server, "anthropic")
-    yield eng
-    await eng.close()
+fake = fake_fixture(script_ran_out)
+engine = engine_fixture(make_engine)
+claude = engine_fixture(make_engine, "anthropic")
 
 
 def test_none_mode_says_how_to_configure_an_llm(memory: Memory, bank: str) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from fakes.llm_server import FakeLLMServer, Reply
+from fakes.llm_server import FakeLLMServer
+from llm_fixtures import fake_fixture
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from openai import OpenAI
 from pydantic import BaseModel
-from reflect_support import call, done, system_of, turn
+from reflect_support import call, done, script_ran_out, system_of, turn
 from test_server_harness import free_port
 
 from memwrap import Memory, wrap_openai
@@ -29,17 +30,7 @@ QUESTION = "Which theme does the user like in their editor?"
 DARK = "I prefer dark mode in my code editor."
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def fake(server: FakeLLMServer) -> FakeLLMServer:
-    server.reset()
-    server.responder = lambda request: Reply(status=500, error="the script ran out")
-    return server
+fake = fake_fixture(script_ran_out)
 
 
 def test_wrap_openai_lends_the_apps_client_to_reflect(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
