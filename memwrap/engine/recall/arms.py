@@ -54,14 +54,14 @@ async def semantic(
     order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
-            SELECT m.id, m.embedding <=> $2 AS dist
+            SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
             FROM memory_units m
             WHERE m.bank_id = $1 AND {where}
             ORDER BY {order}
             LIMIT $3
         ) nearest
         WHERE 1 - dist >= $4
-        ORDER BY dist
+        ORDER BY dist, mentioned_at DESC, id
     """
     rows = await conn.fetch(sql, filters.bank_id, query_vector, limit, min_similarity, *params)
     return [(r["id"], float(r["score"])) for r in rows]
@@ -80,20 +80,24 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
             FROM unnest(to_tsvector('english', $2))
             WHERE numnode(plainto_tsquery('simple', lexeme)) > 0
         ), matches AS (
-            SELECT hit.id, hit.terms, count(*) OVER (PARTITION BY t.tsq) AS df
+            SELECT hit.id, hit.terms, hit.mentioned_at, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
             CROSS JOIN LATERAL (
-                SELECT m.id, length(m.search_tsv) AS terms FROM memory_units m
+                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at FROM memory_units m
                 WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {where}
                 LIMIT $4
             ) hit
-        )
-        SELECT id, sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
+        ), scored AS (
+            SELECT id, max(mentioned_at) AS mentioned_at,
+                   sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
                        / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score
-        FROM matches
-        WHERE df < $4
-        GROUP BY id
-        ORDER BY score DESC
+            FROM matches
+            WHERE df < $4
+            GROUP BY id
+        )
+        -- Equal texts score equally (up to the order of a float sum): the newer memory goes first.
+        SELECT id, score FROM scored
+        ORDER BY round(score::numeric, 9) DESC, mentioned_at DESC, id
         LIMIT $5
     """
     rows = await conn.fetch(sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, *params)
@@ -150,7 +154,7 @@ async def graph(
         SELECT s.id, s.score
         FROM scored s JOIN memory_units m ON m.bank_id = $1 AND m.id = s.id
         WHERE {where}
-        ORDER BY s.score DESC
+        ORDER BY round(s.score::numeric, 9) DESC, m.mentioned_at DESC, s.id
         LIMIT $7
     """
     rows = await conn.fetch(
