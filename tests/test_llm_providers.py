@@ -8,6 +8,7 @@ import socket
 import time
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply, ToolCall
@@ -290,6 +291,20 @@ async def test_llm_from_a_wrapped_client_bypasses_the_wrapper(fake: FakeLLMServe
     await asyncio.sleep(1.0)  # the wrapper would retain in the background
     assert [m.text for m in memory.list(bank)] == ["Alice likes green tea."]
     await llm.aclose()
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+async def test_closing_memwrap_leaves_the_apps_async_client_open(fake: FakeLLMServer, sdk: str) -> None:
+    if sdk == "openai":
+        client: Any = openai.AsyncOpenAI(base_url=fake.openai_base_url, api_key="sk-app", max_retries=0)
+    else:
+        client = anthropic.AsyncAnthropic(base_url=fake.anthropic_base_url, api_key="sk-app", max_retries=0)
+    llm = llm_from_client(client, "mini-model")
+    await llm.complete("s", "u", role="extraction")
+    await llm.aclose()
+    assert not client.is_closed()  # the app keeps using its client after memwrap is closed
+    await llm.complete("s", "again", role="extraction")  # and so would a second memwrap on it
+    await client.close()
 
 
 # --- tool loop (reflect) ----------------------------------------------------------------------------------

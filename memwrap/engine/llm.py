@@ -338,7 +338,8 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
     sdk: Any
     if openai is not None and isinstance(client, (openai.AsyncOpenAI, openai.OpenAI)):
         kind = "openai"
-        if isinstance(client, openai.AsyncOpenAI):
+        owns_client = not isinstance(client, openai.AsyncOpenAI)
+        if not owns_client:
             sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
         elif isinstance(client, openai.AzureOpenAI):
             raise TypeError("For Azure OpenAI pass an AsyncAzureOpenAI client (its settings are reused as they are).")
@@ -349,7 +350,8 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
             )
     elif anthropic is not None and isinstance(client, (anthropic.AsyncAnthropic, anthropic.Anthropic)):
         kind = "anthropic"
-        if isinstance(client, anthropic.AsyncAnthropic):
+        owns_client = not isinstance(client, anthropic.AsyncAnthropic)
+        if not owns_client:
             sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
         else:
             sdk = anthropic.AsyncAnthropic(
@@ -364,7 +366,10 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
     for role in ROLES:
         role_model = getattr(settings, f"{role}_model") or base_model
         if role_model not in shared:
-            shared[role_model] = OpenAIProvider(role_model, sdk) if kind == "openai" else AnthropicProvider(role_model, sdk)
+            provider_cls = OpenAIProvider if kind == "openai" else AnthropicProvider
+            # An async client's copy (with_options) shares the app's connection pool: closing memwrap must not
+            # close it. A mirror of a sync client is ours.
+            shared[role_model] = provider_cls(role_model, sdk, owns_client=owns_client)
         providers[role] = shared[role_model]
     return LLM(providers, **_policy(settings))
 

@@ -92,9 +92,10 @@ class OpenAIProvider:
 
     name = "openai"
 
-    def __init__(self, model: str, client: Any) -> None:  # openai.AsyncOpenAI
+    def __init__(self, model: str, client: Any, *, owns_client: bool = True) -> None:  # openai.AsyncOpenAI
         self.model = model
         self.client = client
+        self.owns_client = owns_client  # False: the app's own client (its connections are the app's to close)
         self.schema_supported = True
 
     async def chat(self, request: ChatRequest) -> ChatResult:
@@ -177,7 +178,8 @@ class OpenAIProvider:
         return None
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self.owns_client:
+            await self.client.close()
 
 
 # ---------------------------------------------------------------------------------------------- Anthropic
@@ -186,9 +188,10 @@ class OpenAIProvider:
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, model: str, client: Any) -> None:  # anthropic.AsyncAnthropic
+    def __init__(self, model: str, client: Any, *, owns_client: bool = True) -> None:  # anthropic.AsyncAnthropic
         self.model = model
         self.client = client
+        self.owns_client = owns_client  # False: the app's own client (its connections are the app's to close)
         self.schema_supported = True
 
     async def chat(self, request: ChatRequest) -> ChatResult:
@@ -279,4 +282,5 @@ class AnthropicProvider:
         return None
 
     async def aclose(self) -> None:
-        await self.client.close()
+        if self.owns_client:
+            await self.client.close()
