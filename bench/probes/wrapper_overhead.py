@@ -36,17 +36,18 @@ MODEL = "gpt-4o-mini"
 
 
 class _Upstream(BaseHTTPRequestHandler):
-    """Answers every POST with one fixed chat completion; records the system prompt it was sent."""
+    """Answers every POST with one fixed chat completion; counts the requests that carried a memory block."""
 
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: with Nagle on, the body can wait for a delayed ACK (~40 ms).
     disable_nagle_algorithm = True
-    last_system: str = ""
+    with_block = 0
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         system = [m.get("content") for m in body.get("messages", []) if m.get("role") in ("system", "developer")]
-        type(self).last_system = str(system[0]) if system else ""
+        if system and "<memwrap_memories>" in str(system[0]):
+            type(self).with_block += 1
         payload = json.dumps({
             "id": "chatcmpl-bench",
             "object": "chat.completion",
@@ -128,6 +129,7 @@ def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *,
                 wrapped.memwrap.flush(30)
             before_calls = wrapped.memwrap.stats.calls
             before_injected = wrapped.memwrap.stats.injected
+            before_seen = _Upstream.with_block
             result = ProbeResult()
             before: list[float] = []
             after: list[float] = []
@@ -152,7 +154,7 @@ def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *,
             calls = wrapped.memwrap.stats.calls - before_calls
             injected = wrapped.memwrap.stats.injected - before_injected
             stats = wrapped.memwrap.stats
-            block_seen = "<memwrap_memories>" in _Upstream.last_system
+            seen = _Upstream.with_block - before_seen
         finally:
             wrapped.memwrap.flush(30)
             plain.close()
@@ -164,10 +166,13 @@ def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *,
     }
     result.note = (
         f"wrapped minus plain openai chat.completions.create against a local fake upstream, paired per question; "
-        f"{injected}/{calls} timed calls injected a block (last request carried it: {block_seen}); "
-        f"failed open: {stats.failed_open}; max_tokens={max_tokens}"
+        f"{injected}/{calls} timed calls injected a block, {seen} arrived upstream with it; "
+        f"failed open: {stats.failed_open}; max_tokens={max_tokens}; medians: "
+        f"{result.breakdown_ms['before_upstream']:.1f} ms added before the request, "
+        f"{result.breakdown_ms['after_upstream']:.1f} ms after the response, plain call "
+        f"{result.breakdown_ms['plain_call']:.1f} ms"
     )
-    if injected < calls:
+    if injected < calls or seen < calls:
         result.note += " - WARNING: some calls went out without memory, the overhead is understated"
     return result
 
