@@ -10,6 +10,7 @@ from typing import Any
 
 from memwrap.api import AsyncMemory, Memory
 from memwrap.errors import (
+    BankExistsError,
     BankNotFoundError,
     EmbeddingModelMismatchError,
     InvalidBankIdError,
@@ -41,6 +42,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AsyncMemory",
     "BankInfo",
+    "BankExistsError",
     "BankNotFoundError",
     "Disposition",
     "EmbeddingModelMismatchError",

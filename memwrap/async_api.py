@@ -212,6 +212,11 @@ class AsyncMemory:
         engine = await self._get_engine()
         return await engine.bank_config(bank_id)
 
+    async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
+        """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too)."""
+        engine = await self._get_engine()
+        return await engine.create_bank(bank_id, settings)
+
     async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         """Create the bank if needed and change its settings, e.g. `defense_policy="block"` (None resets one)."""
         engine = await self._get_engine()

@@ -41,6 +41,12 @@ class BankNotFoundError(MemwrapError, KeyError):
         return str(self.args[0]) if self.args else "bank not found"
 
 
+class BankExistsError(MemwrapError):
+    """create_bank on a bank id that is taken (configure_bank changes an existing bank)."""
+
+    code = "bank_exists"
+
+
 class StoreError(MemwrapError):
     """The database could not be reached or started."""
 

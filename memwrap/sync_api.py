@@ -243,6 +243,9 @@ class Memory:
     def bank_config(self, bank_id: str) -> dict[str, Any]:
         return self._run(self._async.bank_config(bank_id))
 
+    def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
+        return self._run(self._async.create_bank(bank_id, **settings))
+
     def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         return self._run(self._async.configure_bank(bank_id, **changes))
 

@@ -23,6 +23,7 @@ log = logging.getLogger("memwrap.server")
 _STATUS_BY_NAME = [
     ("MemoryNotFoundError", 404),
     ("BankNotFoundError", 404),
+    ("BankExistsError", 409),
     ("ContextOverflowError", 422),
     ("InvalidInputError", 422),
     ("LLMNotConfiguredError", 409),

@@ -39,6 +39,10 @@ def test_sync_surface_over_http(remote: Memory, bank: str) -> None:
         remote.get(bank, ids[0])
     with pytest.raises(InvalidContentError):
         remote.retain(bank, "   ")
+    with pytest.raises(memwrap.BankExistsError):  # retain created it; the server's 409 comes back as the same error
+        remote.create_bank(bank)
+    assert remote.create_bank(f"{bank}-new", defense_policy="off") == {"defense_policy": "off"}
+    assert remote.delete_bank(f"{bank}-new") == 0
     assert remote.configure_bank(bank, defense_policy="block") == {"defense_policy": "block"}
     with pytest.raises(SecretBlockedError):  # raised by the server, turned back into the same exception
         remote.retain(bank, "password: hunter2-very-secret-123 and key sk-proj-abcdefghijklmnopqrstuvwx")

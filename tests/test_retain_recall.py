@@ -206,3 +206,21 @@ async def test_async_memory(memwrap_home, bank: str) -> None:  # type: ignore[no
         await mem.retain_many(bank, ["Dan plays chess every Tuesday.", "Erin bakes sourdough bread."])
         recall = await mem.recall(bank, "What game does Dan play?", now=NOW)
         assert recall.memories[0].text == "Dan plays chess every Tuesday."
+
+
+def test_create_bank_once(memory: Memory, bank: str) -> None:
+    import asyncio
+
+    from memwrap import BankExistsError
+
+    assert memory.create_bank(bank, defense_policy="block") == {"defense_policy": "block"}
+    with pytest.raises(BankExistsError):
+        memory.create_bank(bank)
+    assert memory.bank_config(bank) == {"defense_policy": "block"}  # the failed create changed nothing
+
+    async def race(name: str) -> list[object]:
+        return await asyncio.gather(*(memory.aio.create_bank(name) for _ in range(6)), return_exceptions=True)
+
+    outcomes = memory._run(race(f"{bank}-race"))
+    assert sum(o == {} for o in outcomes) == 1
+    assert sum(isinstance(o, BankExistsError) for o in outcomes) == 5

@@ -84,6 +84,18 @@ def test_banks_create_configure_delete(admin: httpx.Client, bank: str) -> None:
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "bank_not_found"
 
 
+def test_concurrent_creates_of_one_bank_have_one_winner(sidecar: ServerProcess, bank: str) -> None:
+    import concurrent.futures
+
+    def create(_: int) -> int:
+        with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=30) as c:
+            return c.post("/v1/banks", json={"bank_id": bank, "defense_policy": "block"}).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        statuses = sorted(pool.map(create, range(8)))
+    assert statuses == [201] + [409] * 7
+
+
 def test_errors_have_stable_codes(admin: httpx.Client, bank: str) -> None:
     cases = [
         (admin.post(f"/v1/banks/{bank}/memories", json={"content": "   "}), 422, "invalid_content"),

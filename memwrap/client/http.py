@@ -201,6 +201,11 @@ class HttpEngine:
         response = await self._request("GET", f"/v1/banks/{_bank(bank_id)}")
         return dict(response.json().get("config") or {})
 
+    async def create_bank(self, bank_id: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+        clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
+        response = await self._request("POST", "/v1/banks", json={"bank_id": _bank(bank_id), **clean})
+        return dict(response.json().get("config") or {})
+
     async def configure_bank(self, bank_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
         clean = validate.bank_config(changes)
         response = await self._request("PATCH", f"/v1/banks/{_bank(bank_id)}", json=clean)

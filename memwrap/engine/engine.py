@@ -23,7 +23,7 @@ from memwrap.engine.retain.facts import Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
-from memwrap.errors import BankNotFoundError
+from memwrap.errors import BankExistsError, BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.store.embedded_pg import embedded_database_url
@@ -266,6 +266,20 @@ class Engine(LearningVerbs):
         if row is None:
             raise BankNotFoundError(f"No bank {bank_id!r}.")
         return dict(row["config"] or {})
+
+    async def create_bank(self, bank_id: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
+        bank_id = validate.bank_id(bank_id)
+        clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
+        config = await self.store.pool.fetchval(
+            "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING"
+            " RETURNING config",
+            bank_id,
+            clean,
+        )
+        if config is None:
+            raise BankExistsError(f"Bank {bank_id!r} exists already; configure_bank changes its settings.")
+        return dict(config)
 
     async def configure_bank(self, bank_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""

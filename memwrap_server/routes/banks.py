@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, status
 
-from memwrap.errors import BankNotFoundError
+from memwrap.errors import BankExistsError
 from memwrap_server.deps import BankDep, CallerDep, MemoryDep, check_bank
 from memwrap_server.errors import ApiError
 from memwrap_server.schemas import ERRORS, BankCreate, BankDeleted, BankOut, BankPatch
@@ -30,16 +30,15 @@ async def list_banks(memory: MemoryDep, key: CallerDep) -> list[BankOut]:
              responses={409: ERRORS[422] | {"description": "The bank exists already"}})
 async def create_bank(body: BankCreate, memory: MemoryDep, key: CallerDep) -> BankOut:
     check_bank(key, body.bank_id)
-    try:
-        await memory.bank_config(body.bank_id)
-    except BankNotFoundError:
-        pass
-    else:
-        raise ApiError(409, "bank_exists", f"Bank {body.bank_id!r} exists already; PATCH it to change its settings.")
-    changes = body.model_dump(exclude={"bank_id", "disposition"}, exclude_none=True)
+    settings = body.model_dump(exclude={"bank_id", "disposition"}, exclude_none=True)
     if body.disposition is not None:
-        changes["disposition"] = body.disposition.given()
-    await memory.configure_bank(body.bank_id, **changes)
+        settings["disposition"] = body.disposition.given()
+    try:
+        await memory.create_bank(body.bank_id, **settings)  # one INSERT: of two concurrent creates, one wins
+    except BankExistsError:
+        raise ApiError(
+            409, "bank_exists", f"Bank {body.bank_id!r} exists already; PATCH it to change its settings."
+        ) from None
     return await _bank_out(memory, body.bank_id)
 
 
