@@ -108,6 +108,7 @@ class Engine(LearningVerbs):
             await self.reextractor.stop()
         if self.llm is not None:
             await self.llm.aclose()
+        await self.searcher.close()
         await self.store.close()
 
     # --- retain -----------------------------------------------------------------------------------------

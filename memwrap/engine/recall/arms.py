@@ -71,14 +71,18 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
     """Full-text match scored like BM25 (binary term frequency): each query term weighs by its rarity in the bank.
 
     One pass per term: the term's matches are read once, and their number is the term's document frequency.
-    A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out.
+    A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out; the bank's
+    known common terms (bank_common_terms, see common_terms.py) are left out before reading anything. Not under
+    type or tag filters: a term common in the bank may be rare among, say, its observations.
     """
-    where, params = filters.sql("m", 6)
+    where, params = filters.sql("m", 7)
+    skip_known_common = filters.types is None and filters.tags is None
     sql = f"""
         WITH terms AS (
-            SELECT DISTINCT plainto_tsquery('simple', lexeme) AS tsq
-            FROM unnest(to_tsvector('english', $2))
-            WHERE numnode(plainto_tsquery('simple', lexeme)) > 0
+            SELECT DISTINCT plainto_tsquery('simple', u.lexeme) AS tsq
+            FROM unnest(to_tsvector('english', $2)) AS u
+            WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
+              AND NOT ($6 AND EXISTS (SELECT 1 FROM bank_common_terms c WHERE c.bank_id = $1 AND c.lexeme = u.lexeme))
         ), matches AS (
             SELECT hit.id, hit.terms, hit.mentioned_at, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
@@ -100,7 +104,9 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
         ORDER BY round(score::numeric, 9) DESC, mentioned_at DESC, id
         LIMIT $5
     """
-    rows = await conn.fetch(sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, *params)
+    rows = await conn.fetch(
+        sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, skip_known_common, *params
+    )
     return [(r["id"], float(r["score"])) for r in rows]
 
 

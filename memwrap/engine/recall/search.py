@@ -17,6 +17,7 @@ import numpy as np
 from memwrap.config import Settings
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters, Hits
+from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.pack import pack
 from memwrap.engine.recall.rerank import Reranker
@@ -71,6 +72,10 @@ class Searcher:
         self.embed_query = embed_query
         self.settings = settings
         self.reranker = Reranker(settings.reranker) if settings.reranker else None
+        self.common_terms = CommonTerms(pool, arms.TERM_SCAN_CAP)
+
+    async def close(self) -> None:
+        await self.common_terms.close()
 
     @property
     def weights(self) -> dict[str, float]:
@@ -102,12 +107,15 @@ class Searcher:
             else None
         )
         try:
-            bank_size = await self.pool.fetchval(
-                "SELECT memory_count FROM banks WHERE bank_id = $1", request.bank_id
+            bank = await self.pool.fetchrow(
+                "SELECT memory_count, common_terms_at FROM banks WHERE bank_id = $1", request.bank_id
             )
         except BaseException:
             _discard(embedding)
             raise
+        bank_size = bank["memory_count"] if bank else 0
+        if bank_size and self.common_terms.due(bank_size, bank["common_terms_at"]):
+            self.common_terms.refresh_soon(request.bank_id)  # for the recalls after this one
         if not bank_size:
             _discard(embedding)
             return Recall(
