@@ -187,7 +187,11 @@ async def temporal(
             FROM memory_units m
             WHERE m.bank_id = $1 AND {where}
               AND (
-                (m.occurred_start IS NOT NULL AND m.occurred_start <= $4 AND coalesce(m.occurred_end, m.occurred_start) >= $3)
+                -- Overlap of two intervals: a GiST index answers it (a B-tree on the start alone read every
+                -- memory dated before the window's end: 31k rows for "last month" in a 100k bank).
+                (m.occurred_start IS NOT NULL
+                 AND tstzrange(m.occurred_start, greatest(m.occurred_start, m.occurred_end), '[]')
+                     && tstzrange($3, $4, '[]'))
                 OR (m.occurred_start IS NULL AND m.mentioned_at BETWEEN $3 AND $4)
               )
         ), sliced AS (
