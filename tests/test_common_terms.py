@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -69,7 +68,7 @@ def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, b
         memory.recall(bank, "weekend figs")
 
         async def settle() -> Any:
-            await asyncio.gather(*common_terms._tasks.values())
+            await common_terms.wait()
             return await eng.store.pool.fetchval("SELECT common_terms_at FROM banks WHERE bank_id = $1", bank)
 
         assert memory._run(settle()) == len(TURNS)

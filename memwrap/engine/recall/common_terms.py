@@ -76,8 +76,11 @@ class CommonTerms:
             await conn.execute("UPDATE banks SET common_terms_at = $2 WHERE bank_id = $1", bank_id, size)
         return int(status.split()[-1])
 
+    async def wait(self) -> None:
+        """Wait for the counts running now (tests, benchmarks)."""
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
     async def close(self) -> None:
-        tasks = list(self._tasks.values())
-        for task in tasks:
+        for task in self._tasks.values():
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.wait()
