@@ -7,12 +7,14 @@ It drives the engine in this process (memwrap/engine), or a `memwrap serve` side
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from memwrap import lifecycle
 from memwrap.config import Settings, load_settings
 from memwrap.errors import ClosedError
 from memwrap.models import (
@@ -55,11 +57,21 @@ class AsyncMemory:
         self._engine: Any = None
         self._llm: Any = None  # set by use_llm before the engine starts; applied when it does
         self._open_lock: asyncio.Lock | None = None
+        self._starting: asyncio.Future[Any] | None = None
+        self._pid = os.getpid()
         self._closed = False
+
+    def _own_process(self) -> None:
+        """After a fork, the engine (its pool, its event loop) is the parent's: leave it to the parent."""
+        if self._pid != os.getpid():
+            lifecycle.keep_inherited(self._engine, self._open_lock, self._starting)
+            self._engine = self._open_lock = self._starting = None
+            self._pid = os.getpid()
 
     async def _get_engine(self) -> Any:
         if self._closed:
             raise ClosedError("This memory was closed; create a new Memory()/AsyncMemory() to keep going.")
+        self._own_process()
         if self._engine is not None:
             return self._engine
         if self._open_lock is None:
@@ -72,10 +84,34 @@ class AsyncMemory:
             elif self._engine is None:
                 from memwrap.engine.engine import Engine
 
-                self._engine = await Engine.open(self.settings)
+                engine = await Engine.open(self.settings)
+                if self._closed:  # closed while it was starting: nobody will close it later
+                    await engine.close()
+                    raise ClosedError("This memory was closed while its engine was starting.")
+                self._engine = engine
                 if self._llm is not None:
                     self._engine.use_llm(self._llm)
         return self._engine
+
+    def start(self) -> asyncio.Future[Any]:
+        """Start the engine in the background on the running event loop and return at once.
+
+        Calls made meanwhile wait for it (the wrappers up to MEMWRAP_STARTUP_TIMEOUT). Returns the start's
+        future (awaiting it is optional); after a failed start, the next `start()` tries again.
+        """
+        if self._closed:
+            raise ClosedError("This memory was closed; create a new Memory()/AsyncMemory() to keep going.")
+        self._own_process()
+        starting = self._starting
+        if starting is None or (starting.done() and (starting.cancelled() or starting.exception() is not None)):
+            starting = self._starting = asyncio.ensure_future(self._get_engine())
+            starting.add_done_callback(_quiet)
+        return starting
+
+    @property
+    def started(self) -> bool:
+        """True once the engine is up in this process (database reachable, model loaded)."""
+        return self._engine is not None and self._pid == os.getpid()
 
     def use_llm(self, llm: Any) -> None:
         """The LLM the engine uses for its own work (extraction, consolidation, reflect), instead of MEMWRAP_LLM_*.
@@ -321,7 +357,12 @@ class AsyncMemory:
         return await self._engine.reembed(batch_size=batch_size)
 
     async def close(self) -> None:
+        """Close the engine (after the wrappers delivered what they queued for this memory, see lifecycle)."""
+        if self._closed:
+            return
+        await asyncio.to_thread(lifecycle.memory_closing, self)
         self._closed = True
+        self._own_process()
         if self._engine is not None:
             engine, self._engine = self._engine, None
             await engine.close()
@@ -331,3 +372,9 @@ class AsyncMemory:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _quiet(future: asyncio.Future[Any]) -> None:
+    """A background start's error is reported by the call that waits for it (or the next start), not here."""
+    if not future.cancelled():
+        future.exception()

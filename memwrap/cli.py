@@ -1,4 +1,4 @@
-"""The `memwrap` command: demo, retain, recall, banks, list, reembed (and what later issues add)."""
+"""The `memwrap` command: demo, retain, recall, banks, list, reembed, spool (and what later issues add)."""
 
 from __future__ import annotations
 
@@ -171,6 +171,64 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_spool(args: argparse.Namespace) -> int:
+    from memwrap.config import load_settings
+    from memwrap.wrappers import spool_admin
+
+    path = spool_admin.spool_path(load_settings(home=args.home))
+    if args.action == "list":
+        found = spool_admin.rows(path, dead=args.dead, bank_id=args.bank, limit=args.limit)
+        if args.json:
+            _print_json([r.model_dump(mode="json") for r in found])
+            return 0
+        table = Table(title=f"{'Dead' if args.dead else 'Waiting'} retains in {path}")
+        for column in ("id", "bank", "spooled", "document", "error" if args.dead else "attempts", "text"):
+            table.add_column(column)
+        for r in found:
+            table.add_row(str(r.id), r.bank_id, f"{r.created:%Y-%m-%d %H:%M:%S}", r.document_id or "",
+                          (r.error or "") if args.dead else str(r.attempts), r.text)
+        console.print(table)
+        return 0
+    if args.action == "purge":
+        if not args.dead:
+            console.print("[red]error[/]: `memwrap spool purge` only removes dead rows: add --dead.")
+            return 2
+        removed = spool_admin.purge_dead(path, args.id or None)
+        _report(args, {"purged": removed}, f"Removed {removed} dead row(s) from {path}.")
+        return 0
+    if args.action == "replay":
+        revived = spool_admin.revive_dead(path, args.id or None) if args.dead else 0
+        with _memory(args) as mem:
+            result = spool_admin.replay(mem, path, timeout=args.timeout)
+        summary = (f"Delivered {result.delivered} retain(s)" + (f" ({revived} back from dead)" if revived else "")
+                   + f"; {result.still_waiting} still waiting ({result.held_by_running} held by running processes)"
+                   + (f", {result.buried} moved to dead" if result.buried else "")
+                   + (f", {result.rejected} refused" if result.rejected else "") + ".")
+        if not result.complete and result.last_error:
+            summary += f" Last error: {result.last_error}"
+        _report(args, {"revived": revived, **result.model_dump(mode="json")}, summary)
+        return 0 if result.complete else 1
+    found_counts = spool_admin.counts(path)
+    if args.json:
+        _print_json(found_counts.model_dump(mode="json"))
+        return 0
+    console.print(f"[bold]{path}[/]: {found_counts.waiting} waiting ({found_counts.held_by_running} held by running "
+                  f"processes), {found_counts.dead} dead.")
+    for title, banks in (("waiting", found_counts.waiting_by_bank), ("dead", found_counts.dead_by_bank)):
+        if banks:
+            console.print(f"  {title}: " + ", ".join(f"{bank} {n}" for bank, n in sorted(banks.items())))
+    if found_counts.dead:
+        console.print("  `memwrap spool list --dead` shows them; `replay --dead` retries, `purge --dead` deletes.")
+    return 0
+
+
+def _report(args: argparse.Namespace, data: dict[str, object], text: str) -> None:
+    if args.json:
+        _print_json(data)
+    else:
+        console.print(text)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     # Imported here: the server's dependencies (FastAPI, uvicorn, mcp) are the optional `server` extra.
     from memwrap_server.__main__ import serve
@@ -218,6 +276,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
     reembed.set_defaults(run=cmd_reembed)
+
+    spool = sub.add_parser("spool", parents=[common], help="retains waiting in the spool: counts, list, replay, purge dead")
+    spool.add_argument("action", nargs="?", choices=["counts", "list", "replay", "purge"], default="counts")
+    spool.add_argument("--dead", action="store_true", help="the dead rows (failed alone too often) instead")
+    spool.add_argument("--bank", help="list: only this bank")
+    spool.add_argument("--limit", type=int, default=50, help="list: at most this many rows")
+    spool.add_argument("--id", type=int, action="append", help="replay/purge --dead: only these rows")
+    spool.add_argument("--timeout", type=float, default=60.0, help="replay: seconds to deliver for")
+    spool.set_defaults(run=cmd_spool)
 
     serve = sub.add_parser("serve", parents=[common], help="run the sidecar: REST API, memory proxy, MCP (memwrap[server])")
     serve.add_argument("--host", help="interface to listen on (MEMWRAP_HOST, default 127.0.0.1)")

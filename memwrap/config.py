@@ -24,6 +24,13 @@ class Settings(BaseSettings):
     pool_min_size: int = 1
     pool_max_size: int = 8
 
+    # Life of a process (see memwrap/lifecycle.py). A wrapped call made while the engine is still starting waits
+    # for it up to startup_timeout seconds (counted from the start); then recall_timeout applies, and a call
+    # fails open. The default covers a warm home on a slow, busy machine (a warm start takes ~1 s on 2 cores).
+    startup_timeout: float = 15.0
+    # At exit, the most time spent delivering queued retains (the rest stays in the spool for the next process).
+    exit_timeout: float = 5.0
+
     # Recall
     rrf_k: int = 60
     fusion: Literal["rrf", "interleave"] = "rrf"
@@ -76,6 +83,9 @@ class Settings(BaseSettings):
     worker: Literal["inline", "off"] = "inline"  # inline: an asyncio worker runs inside the engine's process
     worker_concurrency: int = 1  # jobs one worker runs at once
     worker_poll_seconds: float = 2.0  # idle wait between looks at the queue (enqueues in-process wake it at once)
+    # The inline worker's first look at the queue waits this long after the engine starts: a short script does not
+    # start backlog jobs it would cancel at exit (longer-lived processes, or `memwrap worker`, run them).
+    worker_start_delay_seconds: float = 1.0
     worker_lease_seconds: float = 60.0  # a running job whose worker stops renewing this is claimed again
     job_max_attempts: int = 5
     job_backoff_seconds: float = 2.0  # first retry wait, doubled per attempt, with jitter...

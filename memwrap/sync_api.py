@@ -8,8 +8,9 @@ calls `run_until_complete` on the caller's loop.
 from __future__ import annotations
 
 import asyncio
-import atexit
+import os
 import threading
+import time
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
+from memwrap import lifecycle
 from memwrap.async_api import AsyncMemory, ItemLike
 from memwrap.config import Settings
 from memwrap.errors import ClosedError
@@ -59,7 +61,7 @@ class _LoopThread:
             raise RuntimeError("Memory's sync methods cannot be called from its own loop; use AsyncMemory there.")
         return self.submit(coro).result(timeout)
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         if self.loop.is_running():
             # Cancel what is still pending (a recall that timed out in a wrapper, say) so it ends cleanly.
             async def cancel_pending() -> None:
@@ -69,25 +71,38 @@ class _LoopThread:
                 await asyncio.gather(*tasks, return_exceptions=True)
 
             try:
-                asyncio.run_coroutine_threadsafe(cancel_pending(), self.loop).result(timeout=5)
+                asyncio.run_coroutine_threadsafe(cancel_pending(), self.loop).result(timeout=timeout)
             except Exception:  # noqa: BLE001 - best effort: the loop is going away either way
                 pass
             self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=timeout)
         if not self.loop.is_running() and not self.loop.is_closed():
             self.loop.close()
 
 
 _open_memories: weakref.WeakSet[Memory] = weakref.WeakSet()
+_fork_lock = threading.Lock()  # one reset per Memory in a forked child, even if several threads race to it
+
+# At exit a Memory's engine gets this long to close (a running learning job is cancelled and re-queued).
+EXIT_CLOSE_SECONDS = 2.0
 
 
-@atexit.register
 def _close_open_memories() -> None:
+    deadline = time.monotonic() + EXIT_CLOSE_SECONDS
     for memory in list(_open_memories):
         try:
-            memory.close()
+            memory.close(timeout=max(0.1, deadline - time.monotonic()))
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             pass
+
+
+def _after_fork_in_child() -> None:
+    global _fork_lock
+    _fork_lock = threading.Lock()
+
+
+lifecycle.at_exit(lifecycle.MEMORIES, _close_open_memories)
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Memory:
@@ -117,32 +132,74 @@ class Memory:
         self.settings = self._async.settings
         self._loop = _LoopThread()
         self._closed = False
+        self._start_lock = threading.Lock()
+        self._start_future: Future[None] | None = None
+        self._pid = os.getpid()
         _open_memories.add(self)
+
+    def _own_process(self) -> None:
+        """In a forked child: a loop thread and an engine of its own (the parent's are not usable here)."""
+        if self._pid == os.getpid():
+            return
+        with _fork_lock:
+            if self._pid == os.getpid():
+                return
+            old = self._async
+            lifecycle.keep_inherited(self._loop, old, self._start_future)
+            self._async = AsyncMemory(settings=self.settings, url=self.url, api_key=old._api_key, timeout=old._timeout)
+            self._async._llm = old._llm
+            self._loop = _LoopThread()
+            self._start_lock = threading.Lock()
+            self._start_future = None
+            self._pid = os.getpid()
 
     @property
     def aio(self) -> AsyncMemory:
         """The async twin (bound to this Memory's private loop; use it only through `submit`)."""
+        self._own_process()
         return self._async
 
     @property
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def started(self) -> bool:
+        """True once the engine is up in this process (database reachable, model loaded)."""
+        return self._pid == os.getpid() and self._async.started
+
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         """Run a coroutine on this Memory's loop without waiting (used by the wrappers for background retains)."""
         if self._closed:
             coro.close()
             raise ClosedError("This memory was closed; create a new Memory() to keep going.")
+        self._own_process()
         return self._loop.submit(coro)
 
+    def start(self) -> Future[None]:
+        """Start the engine (database, embedding model) in the background and return at once.
+
+        Calls made meanwhile wait for it; the wrappers call this when they wrap a client. Returns the start's
+        future (`.result()` waits); after a failed start, the next `start()` tries again.
+        """
+        if self._closed:
+            raise ClosedError("This memory was closed; create a new Memory() to keep going.")
+        self._own_process()
+        with self._start_lock:
+            future = self._start_future
+            if future is None or (future.done() and (future.cancelled() or future.exception() is not None)):
+                future = self._start_future = self._loop.submit(self._async.warmup())
+            return future
+
     def warmup(self) -> None:
-        """Start the engine now (database, embedding model) instead of on first use."""
-        self._run(self._async.warmup())
+        """Start the engine now (database, embedding model) and wait until it is up."""
+        self.start().result()
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()
             raise ClosedError("This memory was closed; create a new Memory() to keep going.")
+        self._own_process()
         return self._loop.run(coro)
 
     def retain(
@@ -318,15 +375,22 @@ class Memory:
     def reembed(self, *, batch_size: int = 256) -> int:
         return self._run(self._async.reembed(batch_size=batch_size))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Deliver what the wrappers queued for this memory, then close the engine (at most `timeout` s)."""
         if self._closed:
             return
+        _open_memories.discard(self)
+        if self._pid != os.getpid():  # a forked child that never used it: the engine is the parent's
+            self._closed = True
+            return
+        deadline = time.monotonic() + timeout
         try:
-            self._loop.run(self._async.close(), timeout=30)
+            lifecycle.memory_closing(self)
+            self._closed = True
+            self._loop.run(self._async.close(), timeout=max(0.1, deadline - time.monotonic()))
         finally:
             self._closed = True
-            self._loop.stop()
-            _open_memories.discard(self)
+            self._loop.stop(timeout=max(0.1, min(5.0, deadline - time.monotonic())))
 
     def __enter__(self) -> Memory:
         return self

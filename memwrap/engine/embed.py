@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -155,6 +156,20 @@ class Embedder:
 
 _shared: dict[tuple[str, int, str], Embedder] = {}
 _shared_lock = threading.Lock()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child loads its own model: the parent's runtime threads (onnxruntime, the executor) are not in it.
+    The parent's embedders are kept, never closed: tearing down a runtime whose threads are gone can hang."""
+    global _shared_lock
+    from memwrap import lifecycle
+
+    _shared_lock = threading.Lock()
+    lifecycle.keep_inherited(*_shared.values())
+    _shared.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def shared_embedder(

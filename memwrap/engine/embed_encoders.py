@@ -57,6 +57,9 @@ def available_cpus() -> int:
 
 
 def _offline_environment() -> None:
+    # onnxruntime (1.2x+) records telemetry on Linux too: a database under ~/.cache written at exit (~0.5 s of
+    # a script's exit) and uploads it. Read when onnxruntime is imported; an app may still opt in (set it to 0).
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -134,6 +137,7 @@ def _pad(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarra
 
 class OnnxEncoder:
     def __init__(self, path: Path, spec: _Spec, *, name: str = "onnx") -> None:
+        _offline_environment()
         import onnxruntime as ort
 
         self.name = name

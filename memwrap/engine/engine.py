@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
@@ -27,6 +30,9 @@ from memwrap.errors import BankExistsError, BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.store.embedded_pg import embedded_database_url
+from memwrap.tokens import encoding_for_model
+
+log = logging.getLogger("memwrap.engine")
 
 LAST_TEXT_OF_SESSIONS = """
 SELECT DISTINCT ON (session_key) session_key, text
@@ -41,6 +47,10 @@ PREVIOUS_CONTEXT_CHARS = 300
 # Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
 WRITE_BATCH = 256
 
+# Engine.open's warm-up recall reads this bank, which holds nothing (bank ids cannot start with two underscores
+# followed by this name by accident: it is just an unlikely name; a recall on it reads, never writes).
+WARMUP_BANK = "__memwrap_warmup__"
+
 
 class Engine(LearningVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
@@ -52,6 +62,7 @@ class Engine(LearningVerbs):
         self.llm: LLM | None = None
         self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.reextractor: Reextractor | None = None
+        self.startup_ms: dict[str, float] = {}  # how long each part of Engine.open took (ms)
         self.use_llm(LLM.from_settings(settings))
 
     def use_llm(self, llm: LLM | None) -> None:
@@ -80,26 +91,67 @@ class Engine(LearningVerbs):
 
     @classmethod
     async def open(cls, settings: Settings, *, allow_model_change: bool = False) -> Engine:
+        """Start the engine. The database server, the embedding model and the token counter are independent:
+        they load side by side (threads), and `startup_ms` says how long each part took."""
         loop = asyncio.get_running_loop()
-        url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
-        embedder = await loop.run_in_executor(
-            None,
-            partial(
-                shared_embedder, settings.embedding_model, settings.embedding_batch_size,
-                backend=settings.embedding_backend, home=settings.home,
-            ),
+        began = time.perf_counter()
+        timings: dict[str, float] = {}
+
+        async def timed(name: str, load: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await loop.run_in_executor(None, load)
+            finally:
+                timings[name] = round((time.perf_counter() - start) * 1000, 1)
+
+        database = None if settings.database_url else asyncio.ensure_future(
+            timed("database", partial(embedded_database_url, settings.pgdata))
         )
-        store = await Store.open(
-            url,
-            embedding_model=settings.embedding_model,
-            embedding_dim=embedder.dim,
-            allow_model_change=allow_model_change,
-            min_size=settings.pool_min_size,
-            max_size=settings.pool_max_size,
-        )
-        engine = cls(store, embedder, settings)
-        if not allow_model_change:  # no learning while every vector is being rewritten
-            await engine.learning.start()
+        model = asyncio.ensure_future(timed("model", partial(
+            shared_embedder, settings.embedding_model, settings.embedding_batch_size,
+            backend=settings.embedding_backend, home=settings.home,
+        )))
+        tokenizer = asyncio.ensure_future(timed("tokenizer", encoding_for_model))
+        try:
+            url = settings.database_url or await database  # type: ignore[misc]
+            embedder = await model
+            start = time.perf_counter()
+            store = await Store.open(
+                url,
+                embedding_model=settings.embedding_model,
+                embedding_dim=embedder.dim,
+                allow_model_change=allow_model_change,
+                min_size=settings.pool_min_size,
+                max_size=settings.pool_max_size,
+            )
+            timings["store"] = round((time.perf_counter() - start) * 1000, 1)
+        except BaseException:
+            for part in (database, model, tokenizer):
+                if part is not None:
+                    part.cancel()  # a thread already loading goes on; its result is dropped
+                    part.add_done_callback(_drop_result)
+            raise
+        try:
+            with contextlib.suppress(Exception):  # no offline encoding: the first recall says so, clearly
+                await tokenizer
+            engine = cls(store, embedder, settings)
+            start = time.perf_counter()
+            with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
+                # Every arm once, on connections of their own, on a bank that holds nothing: the connections,
+                # their catalog and plan caches and the model's first run are then ready for the first call.
+                await engine.searcher.recall(RecallRequest(
+                    bank_id=WARMUP_BANK, query="what did we say last week?", max_tokens=64, now=datetime.now(UTC),
+                    types=None, tags=None, model=None, neighbours=True, fusion=None, warm_up=True,
+                ))
+                encoding_for_model().encode("the first count on this thread builds its tokenizer state")
+            timings["first_query"] = round((time.perf_counter() - start) * 1000, 1)
+            engine.startup_ms = {**timings, "total": round((time.perf_counter() - began) * 1000, 1)}
+            log.debug("memwrap: engine started in %s ms", engine.startup_ms)
+            if not allow_model_change:  # no learning while every vector is being rewritten
+                await engine.learning.start()
+        except BaseException:
+            await store.close()
+            raise
         return engine
 
     async def close(self) -> None:
@@ -330,3 +382,9 @@ class Engine(LearningVerbs):
             await self.store.set_meta("embedding_model", model, conn)
             await self.store.set_meta("embedding_dim", str(dim), conn)
         return done
+
+
+def _drop_result(future: asyncio.Future[Any]) -> None:
+    """A start-up part abandoned after another failed: its own error is not worth a "never retrieved" warning."""
+    if not future.cancelled():
+        future.exception()

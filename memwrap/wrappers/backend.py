@@ -6,8 +6,13 @@ Three kinds of `memory=` are accepted, told apart by shape, so a future HTTP cli
              to the event loop it was first used on (asyncpg pools are), so deliveries are sent to that loop;
   * "sync":  any other object with blocking `recall`/`retain_many`; calls run in a small thread pool.
 
-A recall that misses its deadline is not cancelled: the first one usually waits for the engine to start
-(embedded PostgreSQL, the embedding model), and cancelling it would make every later call wait again.
+Start-up is not a recall timeout. Wrapping starts the engine in the background (`start`); a call made while it
+is still starting waits for it (`wait_ready_*`) up to the memory's `startup_timeout`, counted from the start, and
+also for the spool to hand over what earlier processes left in it, so a fresh process's first call already
+recalls the last one's exchange. Only then does the call's `recall_timeout` apply. One INFO line says how long a
+call waited. A start that fails (database refused, say) fails the waiting calls open at once.
+
+A recall that misses its deadline is not cancelled: cancelling it would make the next call wait again.
 Instead, at most MAX_INFLIGHT recalls may be outstanding; beyond that, and for a while after an error,
 recalls are skipped at once (a small circuit breaker), so a hung engine costs a call nothing.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -26,6 +32,9 @@ from typing import Any
 
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
+from memwrap.wrappers.spool import SPOOL_FILE
+
+log = logging.getLogger("memwrap.wrappers")
 
 MAX_INFLIGHT = 4
 COOLDOWN_START = 1.0
@@ -38,6 +47,10 @@ class RecallSkipped(Exception):
 
 class RecallTimeout(Exception):
     """Recall did not answer within the call's `recall_timeout`."""
+
+
+class RecallFailed(Exception):
+    """The engine could not be reached (its start failed)."""
 
 
 def memory_kind(memory: Any) -> str:
@@ -64,13 +77,101 @@ class Backend:
         self._cooldown = COOLDOWN_START
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
+        settings = getattr(memory, "settings", None) or load_settings()
+        self.startup_timeout = float(getattr(settings, "startup_timeout", 15.0))
+        self._startup_began: float | None = None
+        # Set by the retainer once what earlier processes left in the spool is delivered (or cannot be now).
+        self.caught_up: threading.Event | None = None
 
     @property
     def spool_path(self) -> Path:
         settings = getattr(self.memory, "settings", None) or load_settings()
-        return Path(settings.spool_dir) / "retains.sqlite3"
+        return Path(settings.spool_dir) / SPOOL_FILE
+
+    # -- start-up --------------------------------------------------------------------------------------------
+
+    def start(self) -> Any:
+        """Start the engine in the background (idempotent) and return the start's future; None when it is up or
+        cannot be started from here (an async memory starts on its own loop, at its first call)."""
+        starter = getattr(self.memory, "start", None)
+        if not callable(starter) or getattr(self.memory, "started", False) or self.closed:
+            return None
+        if self.kind == "async" and not _in_loop(self.home_loop):
+            return None
+        if self._startup_began is None:
+            self._startup_began = time.monotonic()
+        try:
+            return starter()
+        except Exception as exc:  # noqa: BLE001 - closed meanwhile: the call fails open on its own
+            log.debug("memwrap: the memory engine did not start: %r", exc)
+            return None
+
+    def _startup_left(self) -> float:
+        """Seconds a call may still wait for the engine to start (0 once the start-up limit has passed)."""
+        began = self._startup_began if self._startup_began is not None else time.monotonic()
+        return max(0.0, began + self.startup_timeout - time.monotonic())
+
+    def _waited(self, began: float, what: str) -> None:
+        waited = time.monotonic() - began
+        if waited >= 0.001:
+            log.info("memwrap: the call waited %.2f s for %s (start-up limit %.0f s)", waited, what,
+                     self.startup_timeout)
+
+    def wait_ready_sync(self) -> None:
+        """Wait (within the start-up limit) for the engine to start and the spool to catch up."""
+        if self.known_down():
+            raise RecallSkipped("the memory engine failed recently; retrying after a cooldown")
+        began = time.monotonic()
+        future = self.start()
+        if future is not None and self.kind == "loop":
+            try:
+                future.result(self._startup_left())
+            except concurrent.futures.TimeoutError:
+                self._waited(began, "the memory engine to start, in vain")
+                raise RecallSkipped(
+                    f"the memory engine is still starting after {self.startup_timeout:.0f}s (MEMWRAP_STARTUP_TIMEOUT)"
+                ) from None
+            except Exception as exc:
+                self._trip()
+                raise RecallFailed(f"the memory engine could not start: {exc}") from exc
+        caught_up = self.caught_up
+        if caught_up is not None and not caught_up.is_set():
+            caught_up.wait(self._startup_left())
+        self._waited(began, "the memory engine to start")
+
+    async def wait_ready_async(self) -> None:
+        if self.known_down():
+            raise RecallSkipped("the memory engine failed recently; retrying after a cooldown")
+        began = time.monotonic()
+        future = self.start()  # "async": a task on this very loop (start() returns None elsewhere)
+        if future is not None and self.kind in ("loop", "async"):
+            waitable = asyncio.wrap_future(future) if self.kind == "loop" else future
+            try:
+                await asyncio.wait_for(asyncio.shield(waitable), self._startup_left())
+            except TimeoutError:
+                self._waited(began, "the memory engine to start, in vain")
+                raise RecallSkipped(
+                    f"the memory engine is still starting after {self.startup_timeout:.0f}s (MEMWRAP_STARTUP_TIMEOUT)"
+                ) from None
+            except Exception as exc:
+                self._trip()
+                raise RecallFailed(f"the memory engine could not start: {exc}") from exc
+        caught_up = self.caught_up
+        if caught_up is not None and not caught_up.is_set():
+            await asyncio.to_thread(caught_up.wait, self._startup_left())
+        self._waited(began, "the memory engine to start")
 
     # -- circuit breaker -------------------------------------------------------------------------------------
+
+    def _trip(self) -> None:
+        """The engine failed: skip recalls for a cooldown that doubles while it keeps failing."""
+        with self._lock:
+            self._skip_until = time.monotonic() + self._cooldown
+            self._cooldown = min(self._cooldown * 2, COOLDOWN_MAX)
+
+    def known_down(self) -> bool:
+        """The engine failed recently (within the cooldown): waiting for it now would be in vain."""
+        return time.monotonic() < self._skip_until
 
     def _admit(self) -> None:
         with self._lock:
@@ -167,7 +268,12 @@ class Backend:
             loop = self.home_loop
             if loop is None or loop.is_closed() or not loop.is_running():
                 raise ConnectionError("the async memory's event loop is not running; retains wait in the spool")
-            future = asyncio.run_coroutine_threadsafe(self.memory.retain_many(bank_id, items), loop)
+            coro = self.memory.retain_many(bank_id, items)
+            try:
+                future = asyncio.run_coroutine_threadsafe(coro, loop)
+            except RuntimeError as exc:  # the loop closed between the check and the call
+                coro.close()
+                raise ConnectionError("the async memory's event loop closed; retains wait in the spool") from exc
         else:
             self.memory.retain_many(bank_id, items)
             return
@@ -215,3 +321,10 @@ class Backend:
                     max_workers=MAX_INFLIGHT, thread_name_prefix="memwrap-recall"
                 )
             return self._pool
+
+
+def _in_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    try:
+        return loop is not None and asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False

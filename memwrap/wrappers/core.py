@@ -6,13 +6,17 @@
     call.finish(answer_turns)                               # queues the retain; never blocks
 
 Recall fails open: an error, a missed `recall_timeout` or a known-down engine means the call goes out without
-memory, with a warning logged (rate-limited) and counted in `handle.stats`.
+memory, with a warning logged (rate-limited) and counted in `handle.stats`. A call made while the engine is
+still starting first waits for it, up to the memory's start-up limit (memwrap/wrappers/backend.py).
+
+Memories and their retainers are per process: a forked child builds its own on first use (memwrap/lifecycle.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -21,6 +25,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from memwrap import lifecycle
 from memwrap.engine import validate
 from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
@@ -75,15 +80,35 @@ def backend_for(memory: Any) -> tuple[Backend, Retainer]:
         found = _registry.get(id(memory))
         if found is None or found[0].memory is not memory:
             backend = Backend(memory)
-            retainer = Retainer(backend.spool_path, backend.deliver, reachable=lambda: not backend.closed)
+            backend.bind_loop()  # before the retainer's first delivery: an async memory's rows go to this loop
+            settings = getattr(memory, "settings", None)
+            retainer = Retainer(
+                backend.spool_path, backend.deliver, reachable=lambda: not backend.closed,
+                engine_down=backend.known_down, exit_timeout=float(getattr(settings, "exit_timeout", 5.0)),
+            )
+            backend.caught_up = retainer.caught_up
             found = _registry[id(memory)] = (backend, retainer)
         return found
 
 
-def _release(memory: Any, timeout: float) -> bool:
+def _release(memory: Any, timeout: float | None = None) -> bool:
     with _registry_lock:
         found = _registry.pop(id(memory), None)
-    return found[1].close(timeout) if found else True
+    if found is None:
+        return True
+    return found[1].close(found[1].exit_timeout if timeout is None else timeout)
+
+
+def _after_fork_in_child() -> None:
+    """The parent's backends and retainers run on threads this process does not have: start afresh."""
+    global _registry_lock, _registry
+    _registry_lock = threading.Lock()
+    lifecycle.keep_inherited(_registry)
+    _registry = {}
+
+
+lifecycle.on_memory_close(_release)  # a memory that closes first delivers what the wrappers queued for it
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Memwrap:
@@ -117,8 +142,13 @@ class Memwrap:
         """Retains queued here (or by other clients on the same memory) and not yet delivered."""
         return backend_for(self.memory)[1].pending
 
+    def start(self) -> None:
+        """Start the memory's engine in the background now (wrapping does this); calls made meanwhile wait."""
+        backend_for(self.memory)[0].start()
+
     def flush(self, timeout: float | None = 10.0) -> bool:
-        """Wait until queued retains reached the engine. False on timeout (they stay safe in the spool)."""
+        """Deliver every retain queued so far (and what earlier processes left in the spool) to the engine, and
+        wait for it. False on timeout: they stay safe in the spool, and exit or the next process delivers them."""
         backend, retainer = backend_for(self.memory)
         if backend.kind == "async" and _in_loop(backend.home_loop):
             raise RuntimeError(
@@ -135,7 +165,8 @@ class Memwrap:
         return backend_for(self.memory)[1].wait_spooled(timeout)
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Deliver what can be delivered in `timeout`, stop this memory's retain worker; the rest stays spooled."""
+        """Deliver what can be delivered in `timeout`, stop this memory's retain worker; the rest stays spooled.
+        Not needed at exit: memwrap delivers then on its own (MEMWRAP_EXIT_TIMEOUT)."""
         return _release(self.memory, timeout)
 
     def __repr__(self) -> str:
@@ -169,6 +200,7 @@ class Memwrap:
         body = _clean(body)
         backend, _ = backend_for(self.memory)
         backend.bind_loop()
+        backend.start()
         try:
             return Call(self, PROVIDERS[provider], body, options, bank), body
         except Exception as exc:  # noqa: BLE001 - a conversation we cannot read goes out untouched
@@ -205,11 +237,8 @@ class Memwrap:
         log.warning("memwrap: internal error, memory skipped for this call: %r", error, exc_info=True)
 
     def enqueue(self, bank: str, item: dict[str, Any]) -> None:
-        try:
-            backend_for(self.memory)[1].put(bank, item)
-        except RuntimeError as exc:  # the retainer was closed (interpreter exit): nothing to spool into
-            log.warning("memwrap: retain dropped: %s", exc)
-            return
+        """On disk before this returns (the call's exchange survives the process being killed right after)."""
+        backend_for(self.memory)[1].put(bank, item)
         self.count("retains")
 
 
@@ -275,7 +304,9 @@ class Call:
         if query:
             self.handle.count("recalls")
             try:
-                recall = backend_for(self.handle.memory)[0].recall_sync(self.bank, query, **self._recall_options())
+                backend = backend_for(self.handle.memory)[0]
+                backend.wait_ready_sync()
+                recall = backend.recall_sync(self.bank, query, **self._recall_options())
             except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
                 self.handle.recall_failed(exc)
         return self._placed(recall, tried=bool(query))
@@ -287,6 +318,7 @@ class Call:
             self.handle.count("recalls")
             try:
                 backend = backend_for(self.handle.memory)[0]
+                await backend.wait_ready_async()
                 recall = await backend.recall_async(self.bank, query, **self._recall_options())
             except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
                 self.handle.recall_failed(exc)

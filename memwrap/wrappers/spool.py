@@ -1,10 +1,19 @@
 """A durable, ordered queue of retains between the app and the engine.
 
-Every retain the wrappers make goes through here: the caller only appends to an in-memory queue (so the
-response is never delayed); a worker thread writes the queue to SQLite (WAL, synchronous=FULL: fsync'd at
-each commit, batched), then delivers rows in id order and deletes them once the engine has them. When the
-engine is down, rows wait on disk and are retried with backoff; after a crash, the next process that opens the
-same spool takes over rows whose owner is dead (or whose lease ran out) and replays them in order.
+Every retain the wrappers make goes through here. The caller writes its row to SQLite before the wrapped call
+returns (WAL, one short transaction, ~0.1 ms: committed to the file, so a process killed right after the call
+returned loses nothing); a worker thread then makes it crash-proof (a synchronous=FULL commit fsyncs the log)
+and a second one delivers rows in id order and deletes them once the engine has them. When the engine is down,
+rows wait on disk and are retried with backoff; the next process that opens the same spool takes over rows
+whose owner is dead (or whose lease ran out), delivers them first and lets its first calls wait for that
+(memwrap/wrappers/backend.py), so what one process said is recalled by the next.
+
+At exit (memwrap/lifecycle.py) each retainer delivers what it can within MEMWRAP_EXIT_TIMEOUT while the engine
+still runs, and stops at the first failure: the rest stays in the spool. Failures during shutdown never count
+against a row. `memwrap spool` shows, replays and purges the file (memwrap/wrappers/spool_admin.py).
+
+Fork: SQLite connections must not cross a fork. Every statement runs under one process-wide lock; before a fork
+it is taken and every connection is closed (reopened on next use), so a child inherits none.
 
 Delivery is at-least-once; the wrappers give every item a stable `document_id`, so a replay after a crash
 between "engine stored it" and "row deleted" is recognised by the engine instead of stored twice.
@@ -12,7 +21,6 @@ between "engine stored it" and "row deleted" is recognised by the engine instead
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures
 import json
 import logging
@@ -29,10 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memwrap import lifecycle
 from memwrap.errors import ClosedError, InvalidInputError, StoreError
 
 log = logging.getLogger("memwrap.wrappers")
 
+SPOOL_FILE = "retains.sqlite3"  # under MEMWRAP_HOME/spool
 LEASE_SECONDS = 30.0  # a live owner renews well within this; a silent one loses its rows after it
 MAX_ATTEMPTS = 10  # a row failing alone this often (engine up) goes to `dead`: kept, but no longer blocking
 # Failures that say "engine unavailable", not "this row is bad": they never count against a row.
@@ -75,20 +85,62 @@ class Row:
     attempts: int
 
 
-class Spool:
-    """The SQLite file. Used from one thread (the worker's)."""
+# Every statement on any spool connection of this process runs under this lock (see the module docstring: fork).
+_guard = threading.RLock()
+_spools: weakref.WeakSet[Spool] = weakref.WeakSet()
 
-    def __init__(self, path: Path | str, owner: str) -> None:
+
+class Spool:
+    """The SQLite file, through one connection. `synchronous`: FULL fsyncs every commit (the worker threads);
+    NORMAL commits to the file without fsync (callers: fast, and safe from a process crash)."""
+
+    def __init__(self, path: Path | str, owner: str, *, synchronous: str = "FULL", busy_timeout: float = 30.0) -> None:
         self.in_memory = path == ":memory:"  # the fallback when no file can be written: one connection, shared
         if not self.in_memory:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.owner = owner
-        self.lock = threading.RLock()
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not self.in_memory)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")  # fsync on every commit: what is spooled survives a crash
-        self.db.executescript(_SCHEMA)
+        self.synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self._db: sqlite3.Connection | None = None
+        with _guard:
+            self.db.executescript(_SCHEMA)
+        _spools.add(self)
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """The connection, (re)opened on use: a fork closes it (an in-memory spool cannot be reopened: it stays)."""
+        if self._db is None:
+            db = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"PRAGMA synchronous={self.synchronous}")
+            if self.synchronous != "FULL":
+                # Callers never checkpoint (it fsyncs): the worker threads' connections do.
+                db.execute("PRAGMA wal_autocheckpoint=0")
+            self._db = db
+        return self._db
+
+    def put(self, bank_id: str, item: dict[str, Any]) -> int:
+        """One row, committed at once (the caller's path)."""
+        return self.add([(bank_id, item)])[0]
+
+    def sync(self) -> None:
+        """Make every committed row crash-proof: a FULL commit fsyncs the log, earlier commits included."""
+        with self._tx():
+            self.db.execute("UPDATE spool SET lease = ? WHERE owner = ?", (time.time() + LEASE_SECONDS, self.owner))
+
+    def adopt_orphans(self) -> None:
+        """Free the rows of owners on this host whose process is gone (a crash, a SIGKILL)."""
+        host = socket.gethostname()
+        with self._tx():
+            for (owner,) in self.db.execute("SELECT DISTINCT owner FROM spool WHERE owner IS NOT NULL").fetchall():
+                if owner != self.owner and _dead_local_owner(owner, host):
+                    self.db.execute("UPDATE spool SET owner = NULL WHERE owner = ?", (owner,))
+
+    def last_id(self) -> int:
+        with _guard:
+            return int(self.db.execute("SELECT coalesce(max(id), 0) FROM spool").fetchone()[0])
 
     def add(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> list[int]:
         now = time.time()
@@ -136,40 +188,63 @@ class Spool:
 
     def renew(self) -> None:
         """Extend this owner's lease, and free rows of owners on this host whose process is gone."""
-        host = socket.gethostname()
-        with self._tx():
-            self.db.execute("UPDATE spool SET lease = ? WHERE owner = ?", (time.time() + LEASE_SECONDS, self.owner))
-            for (owner,) in self.db.execute("SELECT DISTINCT owner FROM spool WHERE owner IS NOT NULL").fetchall():
-                if owner != self.owner and _dead_local_owner(owner, host):
-                    self.db.execute("UPDATE spool SET owner = NULL WHERE owner = ?", (owner,))
+        self.sync()
+        self.adopt_orphans()
 
     def release(self) -> None:
         with self._tx():
             self.db.execute("UPDATE spool SET owner = NULL, lease = 0 WHERE owner = ?", (self.owner,))
 
     def close(self) -> None:
-        self.db.close()
+        with _guard:
+            if self._db is not None and not self.in_memory:
+                self._db.close()
+                self._db = None
+        _spools.discard(self)
 
     def _tx(self) -> _Transaction:
-        return _Transaction(self.db, self.lock)
+        return _Transaction(self)
 
 
 class _Transaction:
     """BEGIN IMMEDIATE ... COMMIT: takes the write lock up front so two processes never interleave a claim."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self.db = db
-        self.lock = lock  # only contended in the in-memory fallback, where both threads share the connection
+    def __init__(self, spool: Spool) -> None:
+        self.spool = spool
 
     def __enter__(self) -> None:
-        self.lock.acquire()
-        self.db.execute("BEGIN IMMEDIATE")
+        _guard.acquire()
+        try:
+            self.spool.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            _guard.release()
+            raise
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         try:
-            self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+            self.spool.db.execute("ROLLBACK" if exc_type else "COMMIT")
         finally:
-            self.lock.release()
+            _guard.release()
+
+
+def _close_before_fork() -> None:
+    _guard.acquire()
+    for spool in list(_spools):
+        if spool._db is not None and not spool.in_memory:
+            spool._db.close()
+            spool._db = None
+
+
+def _after_fork_in_parent() -> None:
+    _guard.release()
+
+
+def _after_fork_in_child() -> None:
+    global _guard, _spools
+    _guard = threading.RLock()
+    lifecycle.keep_inherited(*_spools, *_live)  # the parent's retainers: their threads are not in this process
+    _spools = weakref.WeakSet()
+    _live.clear()
 
 
 def _dead_local_owner(owner: str, host: str) -> bool:
@@ -189,7 +264,7 @@ def _dead_local_owner(owner: str, host: str) -> bool:
 @dataclass
 class RetainStats:
     queued: int = 0  # retains handed to the spool by this process
-    spooled: int = 0  # of those, written to disk
+    spooled: int = 0  # of those, on disk and fsync'd (each was in the file, safe from a process crash, at once)
     delivered: int = 0  # rows the engine accepted (including replays of other runs' rows)
     replayed: int = 0  # of those, rows another (dead) run had spooled
     rejected: int = 0  # rows the engine refused as invalid (logged, dropped)
@@ -200,7 +275,8 @@ class RetainStats:
 
 
 class Retainer:
-    """The worker: in-memory queue -> spool -> engine, in order, in a daemon thread."""
+    """The worker: caller -> spool -> engine, in order. Two daemon threads: a writer (fsync, leases, and the rows
+    a caller could not write itself) and a deliverer."""
 
     def __init__(
         self,
@@ -210,20 +286,30 @@ class Retainer:
         batch_size: int = 64,
         name: str = "memwrap-retain",
         reachable: Callable[[], bool] = lambda: True,
+        engine_down: Callable[[], bool] = lambda: False,
         max_attempts: int = MAX_ATTEMPTS,
         max_backoff: float = MAX_BACKOFF,
+        exit_timeout: float = 5.0,
     ) -> None:
         self.path: Path | str = Path(path)
         self.max_attempts = max_attempts
         self.max_backoff = max_backoff
         self.deliver = deliver
         self.reachable = reachable  # False once the memory is closed: waiting for delivery is then pointless
+        self.engine_down = engine_down  # True while the engine is known to fail: exit does not wait for it
+        self.exit_timeout = exit_timeout
         self.batch_size = batch_size
         self.owner = f"{socket.gethostname()}|{os.getpid()}|{uuid.uuid4().hex[:8]}"
         self.stats = RetainStats()
-        self._queue: deque[tuple[str, dict[str, Any]]] = deque()
+        # Set once the rows earlier processes left are delivered (or delivery failed): first calls wait for it.
+        self.caught_up = threading.Event()
+        self._queue: deque[tuple[str, dict[str, Any]]] = deque()  # rows a caller could not write (fallback)
         self._own: set[int] = set()
         self._resolved = 0
+        self._unsynced = 0  # rows callers committed that no FULL commit has fsync'd yet
+        self._passes = 0  # deliverer claims so far...
+        self._floor: int | None = None  # ...and the oldest claimable row the last one found (None: none left)
+        self._backlog_mark = 0  # the newest row already in the spool when this retainer began
         self._cond = threading.Condition()
         self._wake = threading.Event()
         self._stop = False
@@ -231,40 +317,88 @@ class Retainer:
         self._deliver_wake = threading.Event()
         self._retry = threading.Event()
         self._shared: Spool | None = None
+        self._callers: Spool | None = None
+        self._callers_lock = threading.Lock()
         self._deliverer = threading.Thread(target=self._deliver_loop, name=f"{name}-deliver", daemon=True)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        if lifecycle.exiting():  # a retain reported during exit (a library's own exit hook): spooled, not delivered
+            self._stop = True
+            self.caught_up.set()
+            return
         self._thread.start()
         _live.add(self)
 
     # -- caller side ------------------------------------------------------------------------------------------
 
     def put(self, bank_id: str, item: dict[str, Any]) -> None:
-        """Queue one retain. O(1), never blocks on I/O."""
+        """Write one retain to the spool before returning (one short transaction); never raises.
+
+        Also after `close()`: the row then waits in the spool for the next process.
+        """
         with self._cond:
-            if self._stop:
-                raise RuntimeError("this retainer was closed")
-            self._queue.append((bank_id, item))
             self.stats.queued += 1
             self.stats.pending = self.stats.queued - self._resolved
+            # The id joins _own under the same lock the deliverer needs to count it: no delivery is miscounted.
+            row_id = self._write_now(bank_id, item)
+            if row_id is None:
+                self._queue.append((bank_id, item))
+            else:
+                self._own.add(row_id)
+                self._unsynced += 1
         self._wake.set()
+        self._deliver_wake.set()
 
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued so far was delivered (or refused). False on timeout: rows stay spooled."""
+    def _write_now(self, bank_id: str, item: dict[str, Any]) -> int | None:
+        if self._error is not None:  # the spool file cannot be written: the writer keeps rows in memory
+            return None
+        try:
+            return self._callers_spool().put(bank_id, item)
+        except (sqlite3.Error, OSError) as exc:  # busy or unwritable: the writer thread tries again
+            log.debug("memwrap: spool write deferred to the writer thread: %s", exc)
+            return None
+
+    def _callers_spool(self) -> Spool:
+        """The connection callers write through (any thread; commits without fsync, see the module docstring)."""
+        with self._callers_lock:
+            if self._callers is None:
+                self._callers = Spool(self.path, self.owner, synchronous="NORMAL", busy_timeout=2.0)
+            return self._callers
+
+    def flush(self, timeout: float | None = None, *, give_up_on_failure: bool = False) -> bool:
+        """Wait until every retain queued so far was delivered (or refused), and the rows earlier processes left
+        in the spool too. False on timeout (rows stay spooled); with `give_up_on_failure`, also at the first
+        failed delivery attempt."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        mark = self._spool_mark()
         with self._cond:
             target = self.stats.queued
+            passes = self._passes
+            failures = self.stats.failures
             self._wake.set()
             self._deliver_wake.set()
             self._retry.set()  # cut a backoff short: the caller is waiting now
-            while self._resolved < target:
+            while not (
+                self._resolved >= target and self._passes > passes and (self._floor is None or self._floor > mark)
+            ):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if (remaining is not None and remaining <= 0) or not self._thread.is_alive() or not self.reachable():
+                    return False
+                if give_up_on_failure and self.stats.failures > failures:
                     return False
                 self._cond.wait(remaining if remaining is None else min(remaining, 0.5))
             return True
 
+    def _spool_mark(self) -> int:
+        """The newest row in the spool now (0 when the file cannot be read: then only this process's rows)."""
+        if self._error is not None:
+            return 0
+        try:
+            return self._callers_spool().last_id()
+        except (sqlite3.Error, OSError):
+            return 0
+
     def wait_spooled(self, timeout: float | None = None) -> bool:
-        """Wait until everything queued so far is on disk (durable), delivered or not."""
+        """Wait until everything queued so far is on disk and fsync'd (durable across a crash), delivered or not."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             target = self.stats.queued
@@ -281,21 +415,24 @@ class Retainer:
         return self.stats.queued - self._resolved
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Deliver what can be delivered within `timeout`, then stop; what is left stays on disk for later."""
-        delivered = self.flush(timeout) if self._thread.is_alive() else False
+        """Deliver what can be delivered within `timeout` (stopping at the first failure), then stop; what is
+        left stays on disk for later."""
+        delivered = False
+        if self._thread.is_alive() and self.reachable() and not self.engine_down():
+            delivered = self.flush(timeout, give_up_on_failure=True)
         with self._cond:
             self._stop = True
         self._wake.set()
         self._deliver_wake.set()
         self._retry.set()
-        self._thread.join(timeout=max(timeout, 1.0))
+        self._thread.join(timeout=max(0.05, min(timeout, 1.0)))
         _live.discard(self)
         return delivered
 
     # -- worker side -----------------------------------------------------------------------------------------
 
     def _run(self) -> None:
-        """Writer: queue -> disk, promptly, whatever the engine does (a hung delivery must not delay fsync)."""
+        """Writer: fsync what callers wrote, write what they could not, renew the lease."""
         try:
             spool = Spool(self.path, self.owner)
         except (sqlite3.Error, OSError) as exc:
@@ -310,6 +447,7 @@ class Retainer:
             while True:
                 self._wake.clear()
                 self._write(spool)
+                self._sync(spool)
                 if time.monotonic() >= next_renew:
                     spool.renew()
                     next_renew = time.monotonic() + LEASE_SECONDS / 6
@@ -341,10 +479,14 @@ class Retainer:
         spool = self._shared or Spool(self.path, self.owner)
         backoff = min(0.5, self.max_backoff)
         try:
+            spool.adopt_orphans()  # rows of processes that died: delivered first, before this process's own
+            self._backlog_mark = spool.last_id()
             while True:
                 self._deliver_wake.clear()
                 self._retry.clear()
                 outcome = self._deliver_some(spool)
+                if outcome == "failed" or self._floor is None or self._floor > self._backlog_mark:
+                    self.caught_up.set()  # done, or the engine fails: first calls must not wait for it
                 with self._cond:
                     stopping = self._stop
                 if stopping and outcome != "more":
@@ -362,25 +504,41 @@ class Retainer:
         except sqlite3.Error as exc:
             log.error("memwrap: the retain spool failed: %s", exc)
         finally:
+            self.caught_up.set()
             if spool is not self._shared:
                 spool.close()
 
     def _write(self, spool: Spool) -> None:
+        """Rows a caller could not write itself (the file was busy): in order, fsync'd."""
         with self._cond:
+            if not self._queue:
+                return
             batch = list(self._queue)
             self._queue.clear()
-        if not batch:
-            return
-        ids = spool.add(batch)
-        with self._cond:
+            ids = spool.add(batch)  # under the lock: see put()
             self._own.update(ids)
             self.stats.spooled += len(ids)
             self._cond.notify_all()
         self._deliver_wake.set()
 
+    def _sync(self, spool: Spool) -> None:
+        with self._cond:
+            count = self._unsynced
+        if not count:
+            return
+        spool.sync()
+        with self._cond:
+            self._unsynced -= count
+            self.stats.spooled += count
+            self._cond.notify_all()
+
     def _deliver_some(self, spool: Spool) -> str:
         """Deliver one claim's worth of rows. Returns "idle", "more" (call again) or "failed" (back off)."""
         rows = spool.claim(self.batch_size * 4)
+        with self._cond:
+            self._passes += 1
+            self._floor = rows[0].id if rows else None
+            self._cond.notify_all()
         if not rows:
             return "idle"
         for group in _groups(rows, self.batch_size):
@@ -395,11 +553,11 @@ class Retainer:
             if len(group) == 1:
                 self._resolve(spool, group, rejected=True, error=exc)
                 return "ok"
-        except TRANSIENT as exc:  # the engine is down or slow: keep everything, try again later
-            self._failed(spool, group, exc, poison_suspect=False)
-            return "failed"
-        except Exception as exc:  # noqa: BLE001 - anything else may be one bad row: find it, keep the rest going
-            if len(group) == 1:
+        except Exception as exc:  # noqa: BLE001 - sorted below: the engine is down, or one row is bad
+            if self._transient(exc):  # keep everything, try again later
+                self._failed(spool, group, exc, poison_suspect=False)
+                return "failed"
+            if len(group) == 1:  # anything else may be one bad row: find it, keep the rest going
                 self._failed(spool, group, exc, poison_suspect=True)
                 return "failed"
         else:
@@ -410,13 +568,22 @@ class Retainer:
                 return "failed"
         return "ok"
 
+    def _transient(self, exc: BaseException) -> bool:
+        """The engine is unavailable (or going away), as opposed to "this row is bad"."""
+        if isinstance(exc, TRANSIENT) or lifecycle.exiting() or self._stop:
+            return True
+        # Executors and event loops refuse work once the interpreter shuts down: not the row's fault.
+        return isinstance(exc, RuntimeError) and ("shutdown" in str(exc) or "is closed" in str(exc))
+
     def _failed(self, spool: Spool, rows: list[Row], exc: BaseException, *, poison_suspect: bool) -> None:
         with self._cond:
             self.stats.failures += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
             failures = self.stats.failures
-        if failures in (1, 10, 100) or failures % 1000 == 0:
-            log.warning("memwrap: retain delivery failed (%s); %d item(s) wait in the spool", exc, self.pending)
+            self._cond.notify_all()
+        if (failures in (1, 10, 100) or failures % 1000 == 0) and not lifecycle.exiting():
+            log.warning("memwrap: retain delivery failed (%s); %d item(s) wait in the spool",
+                        self.stats.last_error, self.pending)
         if not poison_suspect:
             return
         spool.failed([r.id for r in rows])
@@ -463,10 +630,20 @@ def _groups(rows: list[Row], size: int) -> list[list[Row]]:
 _live: weakref.WeakSet[Retainer] = weakref.WeakSet()
 
 
-@atexit.register
-def _flush_at_exit() -> None:
-    # Best effort: a few seconds to deliver; whatever is left is already on disk and is replayed next run.
-    budget = float(os.environ.get("MEMWRAP_EXIT_FLUSH_SECONDS", "5"))
+def close_all(timeout: float | None = None) -> None:
+    """Close every retainer of this process, sharing one deadline (exit: RETAINS phase)."""
+    retainers = list(_live)
+    if not retainers:
+        return
+    budget = max(r.exit_timeout for r in retainers) if timeout is None else timeout
     deadline = time.monotonic() + budget
-    for retainer in list(_live):
+    for retainer in retainers:  # wake every deliverer first: they work side by side while we wait in turn
+        retainer._retry.set()
+        retainer._deliver_wake.set()
+    for retainer in retainers:
         retainer.close(timeout=max(0.0, deadline - time.monotonic()))
+
+
+lifecycle.at_exit(lifecycle.RETAINS, close_all)
+os.register_at_fork(before=_close_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)

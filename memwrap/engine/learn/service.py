@@ -62,7 +62,10 @@ class Learning:
 
     async def start(self) -> None:
         if self.settings.worker == "inline" and self.worker is None:
-            self.worker = Worker(self.engine, worker_id=default_worker_id("inline"))
+            self.worker = Worker(
+                self.engine, worker_id=default_worker_id("inline"),
+                start_delay=self.settings.worker_start_delay_seconds,
+            )
             await self.worker.start()
 
     async def stop(self) -> None:

@@ -85,6 +85,7 @@ class Worker:
         kinds: list[str] | None = None,
         listen: bool = False,
         reconcile: bool = True,
+        start_delay: float = 0.0,
     ) -> None:
         _load_handlers()
         self.engine = engine
@@ -96,6 +97,7 @@ class Worker:
         self.kinds = list(kinds) if kinds else sorted(HANDLERS)
         self.listen = listen
         self.reconcile_enabled = reconcile
+        self.start_delay = start_delay  # seconds before the first claim (and reconciliation) after start()
         self.completed = 0
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -146,7 +148,13 @@ class Worker:
 
     # --- the loop --------------------------------------------------------------------------------------------
 
+    async def _wait_start_delay(self) -> None:
+        if self.start_delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=self.start_delay)
+
     async def _loop(self, index: int) -> None:
+        await self._wait_start_delay()
         while not self._stopping.is_set():
             try:
                 ran = await self.run_one()
@@ -165,6 +173,7 @@ class Worker:
         from memwrap.engine.learn import reconcile
 
         tick = 0
+        await self._wait_start_delay()
         while not self._stopping.is_set():
             try:
                 # Every 20th tick also looks below the watermarks (stragglers of very slow transactions).

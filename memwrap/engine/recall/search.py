@@ -59,6 +59,7 @@ class RecallRequest:
     fusion: str | None = None
     prefer_observations: bool = False
     query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)  # an observation replaces the facts it covers (learn/prefer.py)
+    warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)
 
 
 class Searcher:
@@ -116,6 +117,8 @@ class Searcher:
         bank_size = bank["memory_count"] if bank else 0
         if bank_size and self.common_terms.due(bank_size, bank["common_terms_at"]):
             self.common_terms.refresh_soon(request.bank_id)  # for the recalls after this one
+        if request.warm_up:
+            bank_size = max(bank_size, 1)
         if not bank_size:
             _discard(embedding)
             return Recall(
