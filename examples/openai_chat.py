@@ -24,7 +24,7 @@ def main() -> None:
         model=model, messages=[{"role": "user", "content": "Hi! My favourite colour is teal and I live in Porto."}]
     )
     print("turn 1:", first.choices[0].message.content)
-    client.memwrap.flush()  # retains run in the background; wait so the next call can recall them
+    client.memwrap.flush()  # turn 2 follows at once: let turn 1's retain land first (a person's pace covers it)
 
     second = client.chat.completions.create(
         model=model,
