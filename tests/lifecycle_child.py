@@ -20,7 +20,6 @@ import sys
 import threading
 from typing import Any
 
-
 # Several engines and calls at once on a machine shared with other work: the default 0.2 s can be too short for
 # the recalls themselves, which is not what the fork and thread scenarios are about.
 PATIENT = 5.0

@@ -81,6 +81,16 @@ class Engine(LearningVerbs):
             )
             self.reextractor.start()
 
+    async def _warm_up(self) -> None:
+        """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
+        their catalog and plan caches and the model's first run are then ready for the first real call."""
+        with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
+            await self.searcher.recall(RecallRequest(
+                bank_id=WARMUP_BANK, query="what did we say last week?", max_tokens=64, now=datetime.now(UTC),
+                types=None, tags=None, model=None, neighbours=True, fusion=None, warm_up=True,
+            ))
+            encoding_for_model().encode("the first count on this thread builds its tokenizer state")
+
     async def retry_extractions(self, bank_id: str | None = None, *, limit: int = 64) -> int:
         """Re-extract queued raw turns now, due or not (the background loop retries them on a schedule).
         Returns how many items became facts."""
@@ -136,14 +146,8 @@ class Engine(LearningVerbs):
                 await tokenizer
             engine = cls(store, embedder, settings)
             start = time.perf_counter()
-            with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
-                # Every arm once, on connections of their own, on a bank that holds nothing: the connections,
-                # their catalog and plan caches and the model's first run are then ready for the first call.
-                await engine.searcher.recall(RecallRequest(
-                    bank_id=WARMUP_BANK, query="what did we say last week?", max_tokens=64, now=datetime.now(UTC),
-                    types=None, tags=None, model=None, neighbours=True, fusion=None, warm_up=True,
-                ))
-                encoding_for_model().encode("the first count on this thread builds its tokenizer state")
+            if not allow_model_change:  # reembed: the stored vectors may not fit the model yet
+                await engine._warm_up()
             timings["first_query"] = round((time.perf_counter() - start) * 1000, 1)
             engine.startup_ms = {**timings, "total": round((time.perf_counter() - began) * 1000, 1)}
             log.debug("memwrap: engine started in %s ms", engine.startup_ms)

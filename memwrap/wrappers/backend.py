@@ -32,7 +32,7 @@ from typing import Any
 
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
-from memwrap.wrappers.spool import SPOOL_FILE
+from memwrap.wrappers.spool_store import SPOOL_FILE
 
 log = logging.getLogger("memwrap.wrappers")
 
@@ -117,6 +117,16 @@ class Backend:
             log.info("memwrap: the call waited %.2f s for %s (start-up limit %.0f s)", waited, what,
                      self.startup_timeout)
 
+    def _still_starting(self, began: float) -> RecallSkipped:
+        self._waited(began, "the memory engine to start, in vain")
+        return RecallSkipped(
+            f"the memory engine is still starting after {self.startup_timeout:.0f}s (MEMWRAP_STARTUP_TIMEOUT)"
+        )
+
+    def _start_failed(self, error: BaseException) -> RecallFailed:
+        self._trip()
+        return RecallFailed(f"the memory engine could not start: {error}")
+
     def wait_ready_sync(self) -> None:
         """Wait (within the start-up limit) for the engine to start and the spool to catch up."""
         if self.known_down():
@@ -127,13 +137,9 @@ class Backend:
             try:
                 future.result(self._startup_left())
             except concurrent.futures.TimeoutError:
-                self._waited(began, "the memory engine to start, in vain")
-                raise RecallSkipped(
-                    f"the memory engine is still starting after {self.startup_timeout:.0f}s (MEMWRAP_STARTUP_TIMEOUT)"
-                ) from None
+                raise self._still_starting(began) from None
             except Exception as exc:
-                self._trip()
-                raise RecallFailed(f"the memory engine could not start: {exc}") from exc
+                raise self._start_failed(exc) from exc
         caught_up = self.caught_up
         if caught_up is not None and not caught_up.is_set():
             caught_up.wait(self._startup_left())
@@ -149,13 +155,9 @@ class Backend:
             try:
                 await asyncio.wait_for(asyncio.shield(waitable), self._startup_left())
             except TimeoutError:
-                self._waited(began, "the memory engine to start, in vain")
-                raise RecallSkipped(
-                    f"the memory engine is still starting after {self.startup_timeout:.0f}s (MEMWRAP_STARTUP_TIMEOUT)"
-                ) from None
+                raise self._still_starting(began) from None
             except Exception as exc:
-                self._trip()
-                raise RecallFailed(f"the memory engine could not start: {exc}") from exc
+                raise self._start_failed(exc) from exc
         caught_up = self.caught_up
         if caught_up is not None and not caught_up.is_set():
             await asyncio.to_thread(caught_up.wait, self._startup_left())

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memwrap.wrappers.spool import SPOOL_FILE, Spool, _dead_local_owner, _guard
+from memwrap.wrappers.spool_store import SPOOL_FILE, Spool, _dead_local_owner, _guard
 
 OWNER = f"{socket.gethostname()}|{os.getpid()}|spool-cli"
 
