@@ -14,6 +14,7 @@ from uuid import UUID
 
 import numpy as np
 
+from memwrap import lifecycle
 from memwrap.config import Settings
 from memwrap.engine import catalog, validate
 from memwrap.engine.embed import Embedder, shared_embedder
@@ -150,6 +151,7 @@ class Engine(LearningVerbs):
                 await engine._warm_up()
             timings["first_query"] = round((time.perf_counter() - start) * 1000, 1)
             engine.startup_ms = {**timings, "total": round((time.perf_counter() - began) * 1000, 1)}
+            lifecycle.engine_started()
             log.debug("memwrap: engine started in %s ms", engine.startup_ms)
             if not allow_model_change:  # no learning while every vector is being rewritten
                 await engine.learning.start()

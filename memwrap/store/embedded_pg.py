@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 import time
 import warnings
@@ -135,11 +136,15 @@ def _leave(server: Any, *, wait: bool) -> None:
             return  # another process still uses it
         if PostgresServer._instances.get(server.pgdata) is server:
             del PostgresServer._instances[server.pgdata]
-        if _postmaster(server.pgdata) is None:
+        found = _postmaster(server.pgdata)
+        if found is None:
             return
         try:
             # Fast shutdown: sessions are ended, committed data is safe (a shutdown checkpoint follows).
-            pg_ctl(["-w" if wait else "-W", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+            if wait:
+                pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+            else:  # what `pg_ctl stop -m fast -W` does, without starting a process to do it
+                os.kill(found[0], signal.SIGINT)
         except Exception as exc:  # noqa: BLE001 - already stopping or stopped: nothing left to do
             log.debug("memwrap: stopping the embedded PostgreSQL: %r", exc)
 
