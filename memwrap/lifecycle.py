@@ -42,6 +42,7 @@ _lock = threading.Lock()
 _exiting = threading.Event()
 _ran = False
 _engine_ran = False
+_servers_in_use = False
 # Objects a fork child inherited from its parent and must neither use nor finalise (their destructors would
 # close connections or join threads that belong to the parent). Kept alive here for the child's lifetime.
 _inherited: list[object] = []
@@ -78,6 +79,17 @@ def run_exit_hooks() -> None:
         gc.freeze()  # ...and what is still alive is left to refcounting (see the module docstring)
 
 
+def keep_servers_running() -> None:
+    """A memory could not close its connections in time: leaving the database server running is better than
+    stopping it under them (they would fail loudly); the next process on the home stops it when it leaves."""
+    global _servers_in_use
+    _servers_in_use = True
+
+
+def servers_in_use() -> bool:
+    return _servers_in_use
+
+
 def engine_started() -> None:
     """An engine ran in this process: its exit is worth the heap freeze (see the module docstring)."""
     global _engine_ran
@@ -107,10 +119,10 @@ def keep_inherited(*objects: object) -> None:
 
 
 def _reset_in_child() -> None:
-    global _lock, _ran, _engine_ran
+    global _lock, _ran, _engine_ran, _servers_in_use
     _lock = threading.Lock()
     _exiting.clear()
-    _ran = _engine_ran = False
+    _ran = _engine_ran = _servers_in_use = False
 
 
 try:

@@ -11,7 +11,6 @@ import asyncio
 import os
 import threading
 import time
-import weakref
 from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import datetime
@@ -80,11 +79,14 @@ class _LoopThread:
             self.loop.close()
 
 
-_open_memories: weakref.WeakSet[Memory] = weakref.WeakSet()
+# Strong references: a Memory dropped without close() (`Memory().retain(...)`) still runs its loop and pool,
+# which must close at exit before the database server goes.
+_open_memories: set[Memory] = set()
 _fork_lock = threading.Lock()  # one reset per Memory in a forked child, even if several threads race to it
 
-# At exit a Memory's engine gets this long to close (a running learning job is cancelled and re-queued).
-EXIT_CLOSE_SECONDS = 2.0
+# At exit the open Memories get this long to close their engines (a running learning job is cancelled and
+# re-queued; connections that do not close in time are cut).
+EXIT_CLOSE_SECONDS = 5.0
 
 
 def _close_open_memories() -> None:
@@ -93,7 +95,7 @@ def _close_open_memories() -> None:
         try:
             memory.close(timeout=max(0.1, deadline - time.monotonic()))
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
+            lifecycle.keep_servers_running()
 
 
 def _after_fork_in_child() -> None:

