@@ -86,8 +86,8 @@ def test_tell_then_ask_twice_in_separate_processes(mode: str, script_home: Path,
     requests = llm_server.requests
     assert len(requests) == 3  # one call per process: each process's first request is the one checked
     assert "teal" not in memory_block(requests[0])
-    for later in requests[1:]:
-        assert "teal" in memory_block(later), later.body
+    for later, done in zip(requests[1:], runs[1:], strict=True):
+        assert "teal" in memory_block(later), f"{later.body}\n{done.stderr[-3000:]}"
     for done in runs:
         assert_quiet(done)
     counts = spool_counts(script_home)

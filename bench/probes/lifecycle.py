@@ -140,7 +140,8 @@ def report_lines(s: dict[str, Any]) -> list[str]:
         "",
         f"wrapped - plain, whole run: {s['added_whole_ms']:+.0f} ms (goal <= +1500); wrapped exit "
         f"{w['exit_ms']:.0f} ms (goal <= 500)",
-        "engine start p50 by part (ms; database, model and tokenizer load side by side): "
+        "engine start p50 by part (ms; `import` of the engine's modules comes first, then database, model and "
+        "tokenizer load side by side, then store and first_query; total excludes import): "
         + ", ".join(f"{k} {v:.0f}" for k, v in s["engine_startup_ms"].items()),
         f"wrapped calls whose request carried the fact: {s['wrapped_calls_with_memory']}/{s['runs']}; "
         f"failed open: {s['wrapped_failed_open']}; lines on stderr (all runs): {s['stderr_lines']}",
