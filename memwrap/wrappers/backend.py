@@ -79,7 +79,7 @@ class Backend:
         self._tasks: set[asyncio.Future[Any]] = set()
         settings = getattr(memory, "settings", None) or load_settings()
         self.startup_timeout = float(getattr(settings, "startup_timeout", 15.0))
-        self._startup_began: float | None = None
+        self._startup_began: float | None = None  # the start-up limit counts from the first start (or wait)
         # Set by the retainer once what earlier processes left in the spool is delivered (or cannot be now).
         self.caught_up: threading.Event | None = None
 
@@ -108,8 +108,9 @@ class Backend:
 
     def _startup_left(self) -> float:
         """Seconds a call may still wait for the engine to start (0 once the start-up limit has passed)."""
-        began = self._startup_began if self._startup_began is not None else time.monotonic()
-        return max(0.0, began + self.startup_timeout - time.monotonic())
+        if self._startup_began is None:  # the engine was up before this backend: only the spool's catch-up counts
+            self._startup_began = time.monotonic()
+        return max(0.0, self._startup_began + self.startup_timeout - time.monotonic())
 
     def _waited(self, began: float, what: str) -> None:
         waited = time.monotonic() - began
