@@ -88,7 +88,8 @@ def forked(base: str, bank: str, text: str) -> None:
 
     # The parent uses memory before forking, as a preloaded app may; what it said is stored before the workers
     # start (a preloaded app's start-up would have been long before the first request).
-    openai_call(base, bank, text).memwrap.flush()
+    if not openai_call(base, bank, text).memwrap.flush():  # on an engine that started moments ago
+        raise SystemExit("flush() did not deliver the parent's exchange")
     context = multiprocessing.get_context("fork")
     children = [
         context.Process(target=openai_call, args=(base, bank, f"Worker {n} reports: the {colour} door is locked."),
