@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -83,12 +82,9 @@ class AsyncMemory:
 
                 self._engine = HttpEngine(self.url, api_key=self._api_key, timeout=self._timeout or DEFAULT_TIMEOUT)
             elif self._engine is None:
-                began = time.perf_counter()
-                from memwrap.engine.engine import Engine
+                from memwrap.engine.startup import open_engine
 
-                imported_ms = round((time.perf_counter() - began) * 1000, 1)
-                engine = await Engine.open(self.settings)
-                engine.startup_ms = {"import": imported_ms, **engine.startup_ms}  # the engine's modules count too
+                engine = await open_engine(self.settings)  # its parts load while its modules import
                 if self._closed:  # closed while it was starting: nobody will close it later
                     await engine.close()
                     raise ClosedError("This memory was closed while its engine was starting.")

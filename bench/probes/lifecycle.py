@@ -9,7 +9,8 @@ alternate. Per run:
 * exit: from the script's last line (it prints a timestamp there) to the process's end: memwrap's exit
   sequence (deliver the retain, close the engine, leave PostgreSQL) plus the interpreter's own tear-down;
 * the call: how long `create` took (the wrapped one includes waiting for the engine to start);
-* the engine's start, by part (database, model, tokenizer, store, first query), as `Engine.startup_ms` says.
+* the engine's start, by part (import of its modules, database, model, tokenizer: side by side; then store and
+  a first query), as `Engine.startup_ms` says.
 
 The first wrapped run tells a fact; every wrapped run after it asks, and the upstream counts how many of those
 requests carried it in their memory block (all of them, or the figures are flagged). Machine load is recorded
@@ -140,8 +141,8 @@ def report_lines(s: dict[str, Any]) -> list[str]:
         "",
         f"wrapped - plain, whole run: {s['added_whole_ms']:+.0f} ms (goal <= +1500); wrapped exit "
         f"{w['exit_ms']:.0f} ms (goal <= 500)",
-        "engine start p50 by part (ms; `import` of the engine's modules comes first, then database, model and "
-        "tokenizer load side by side, then store and first_query; total excludes import): "
+        "engine start p50 by part (ms; the engine's modules import while database, model and tokenizer load, "
+        "side by side; then store and first_query; total is the whole start): "
         + ", ".join(f"{k} {v:.0f}" for k, v in s["engine_startup_ms"].items()),
         f"wrapped calls whose request carried the fact: {s['wrapped_calls_with_memory']}/{s['runs']}; "
         f"failed open: {s['wrapped_failed_open']}; lines on stderr (all runs): {s['stderr_lines']}",

@@ -8,7 +8,6 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -17,7 +16,7 @@ import numpy as np
 from memwrap import lifecycle
 from memwrap.config import Settings
 from memwrap.engine import catalog, validate
-from memwrap.engine.embed import Embedder, shared_embedder
+from memwrap.engine.embed import Embedder
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
@@ -27,10 +26,10 @@ from memwrap.engine.retain.facts import Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
+from memwrap.engine.startup import StartParts
 from memwrap.errors import BankExistsError, BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
-from memwrap.store.embedded_pg import embedded_database_url
 from memwrap.tokens import encoding_for_model
 
 log = logging.getLogger("memwrap.engine")
@@ -101,31 +100,17 @@ class Engine(LearningVerbs):
         return await self.reextractor.run_once(bank_id=bank, limit=limit, force=True)
 
     @classmethod
-    async def open(cls, settings: Settings, *, allow_model_change: bool = False) -> Engine:
+    async def open(
+        cls, settings: Settings, *, allow_model_change: bool = False, parts: StartParts | None = None
+    ) -> Engine:
         """Start the engine. The database server, the embedding model and the token counter are independent:
-        they load side by side (threads), and `startup_ms` says how long each part took."""
-        loop = asyncio.get_running_loop()
-        began = time.perf_counter()
-        timings: dict[str, float] = {}
-
-        async def timed(name: str, load: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return await loop.run_in_executor(None, load)
-            finally:
-                timings[name] = round((time.perf_counter() - start) * 1000, 1)
-
-        database = None if settings.database_url else asyncio.ensure_future(
-            timed("database", partial(embedded_database_url, settings.pgdata))
-        )
-        model = asyncio.ensure_future(timed("model", partial(
-            shared_embedder, settings.embedding_model, settings.embedding_batch_size,
-            backend=settings.embedding_backend, home=settings.home,
-        )))
-        tokenizer = asyncio.ensure_future(timed("tokenizer", encoding_for_model))
+        they load side by side (memwrap/engine/startup.py; `parts` when already begun), and `startup_ms` says
+        how long each part took."""
+        parts = parts or StartParts.begin(settings)
+        timings = parts.timings
         try:
-            url = settings.database_url or await database  # type: ignore[misc]
-            embedder = await model
+            url = settings.database_url or await parts.database  # type: ignore[misc]
+            embedder = await parts.model
             start = time.perf_counter()
             store = await Store.open(
                 url,
@@ -137,20 +122,17 @@ class Engine(LearningVerbs):
             )
             timings["store"] = round((time.perf_counter() - start) * 1000, 1)
         except BaseException:
-            for part in (database, model, tokenizer):
-                if part is not None:
-                    part.cancel()  # a thread already loading goes on; its result is dropped
-                    part.add_done_callback(_drop_result)
+            parts.abandon()
             raise
         try:
             with contextlib.suppress(Exception):  # no offline encoding: the first recall says so, clearly
-                await tokenizer
+                await parts.tokenizer
             engine = cls(store, embedder, settings)
             start = time.perf_counter()
             if not allow_model_change:  # reembed: the stored vectors may not fit the model yet
                 await engine._warm_up()
             timings["first_query"] = round((time.perf_counter() - start) * 1000, 1)
-            engine.startup_ms = {**timings, "total": round((time.perf_counter() - began) * 1000, 1)}
+            engine.startup_ms = {**timings, "total": parts.elapsed_ms()}
             lifecycle.engine_started()
             log.debug("memwrap: engine started in %s ms", engine.startup_ms)
             if not allow_model_change:  # no learning while every vector is being rewritten
@@ -388,9 +370,3 @@ class Engine(LearningVerbs):
             await self.store.set_meta("embedding_model", model, conn)
             await self.store.set_meta("embedding_dim", str(dim), conn)
         return done
-
-
-def _drop_result(future: asyncio.Future[Any]) -> None:
-    """A start-up part abandoned after another failed: its own error is not worth a "never retrieved" warning."""
-    if not future.cancelled():
-        future.exception()
