@@ -373,15 +373,15 @@ _EN_RECURRING_MANY = "(?:" + "|".join(
 def _en_recurring(name: str) -> Callable[[date, int], _Span | None]:
     """A month, season, weekday or holiday by name (singular or plural) -> (today, count) -> that occurrence."""
     name = name.lower()
-    singular = name[:-1] if name.endswith("s") else name
     month = _EN_PLURAL_MONTHS.get(name) or _MONTHS.get(name)
+    season = _SEASON_START.get(name) or _SEASON_START.get(name[:-1])
+    weekday = _WEEKDAYS.get(name, _WEEKDAYS.get(name[:-1]))
     if month is not None:
         return lambda today, count: _pick_nth(lambda year: _month_span(year, month), today, count)
-    if singular in _SEASON_START or name in _SEASON_START:
-        instance = _season_instance(_SEASON_START.get(name) or _SEASON_START[singular])
+    if season is not None:
+        instance = _season_instance(season)
         return lambda today, count: _pick_nth(instance, today, count)
-    if singular in _WEEKDAYS or name in _WEEKDAYS:
-        weekday = _WEEKDAYS.get(name, _WEEKDAYS.get(singular, 0))
+    if weekday is not None:
         return lambda today, count: _nth(_weekly_spans(today, weekday, weeks=abs(count) + 2), today, count)
     holiday = _EN_HOLIDAYS[_EN_PLURAL_HOLIDAYS.get(name, name)]
     return lambda today, count: _pick_nth(holiday, today, count)
