@@ -9,7 +9,7 @@ import openai
 
 from memwrap.wrappers._wrap import wrap
 from memwrap.wrappers.proxies import Resource, Tree
-from memwrap.wrappers.scope import BankId
+from memwrap.wrappers.scope import BankId, ToolLoop
 
 C = TypeVar("C")
 
@@ -39,6 +39,8 @@ def wrap_openai(
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
+    tool_loop: ToolLoop = "turn",
+    retain_tools: bool = False,
 ) -> C:
     """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
 
@@ -66,4 +68,6 @@ def wrap_openai(
         tags=tags,
         recall_timeout=recall_timeout,
         llm=llm,
+        tool_loop=tool_loop,
+        retain_tools=retain_tools,
     )
