@@ -53,7 +53,9 @@ def test_same_client_same_type_and_everything_else_untouched(llm_server: Any, wa
     client = memwrap.wrap_openai(sdk, bank_id=bank, memory=warm_memory)
     assert isinstance(client, openai.OpenAI)
     assert client.models is sdk.models and client.files is sdk.files and client.api_key == "test"
-    assert client.chat.completions.retrieve == sdk.chat.completions.retrieve
+    assert client.completions is sdk.completions and client.chat.completions.with_raw_response
+    if hasattr(sdk.chat.completions, "retrieve"):  # stored completions: openai 1.7x+
+        assert client.chat.completions.retrieve == sdk.chat.completions.retrieve
     assert client.with_options(timeout=5).memwrap is client.memwrap
     assert isinstance(memwrap.wrap_openai(openai_sdk(llm_server, is_async=True), bank_id=bank), openai.AsyncOpenAI)
     assert isinstance(memwrap.wrap_anthropic(anthropic_sdk(llm_server), bank_id=bank), anthropic.Anthropic)
@@ -272,10 +274,12 @@ def test_parse_adds_no_warning(llm_server: Any, warm_memory: Any, bank: str) -> 
     """Reading a parse() result for memory must not serialize its `parsed` field (pydantic warned on openai 3.x)."""
     client = wrapped(llm_server, warm_memory, bank)
     llm_server.script([Reply(json={"name": "Ada", "age": 36}), Reply(json={"name": "Ada", "age": 36})])
+    # parse/stream moved from beta.chat.completions to chat.completions in openai 1.9x
+    completions = client.chat.completions if hasattr(client.chat.completions, "parse") else client.beta.chat.completions
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        user = client.chat.completions.parse(**ask("Ada is 36."), response_format=User).choices[0].message.parsed
-        with client.chat.completions.stream(**ask("Ada is 36."), response_format=User) as stream:
+        user = completions.parse(**ask("Ada is 36."), response_format=User).choices[0].message.parsed
+        with completions.stream(**ask("Ada is 36."), response_format=User) as stream:
             streamed = stream.get_final_completion().choices[0].message.parsed
     assert user == streamed == User(name="Ada", age=36)
     assert client.memwrap.flush(30) and client.memwrap.stats.internal_errors == 0

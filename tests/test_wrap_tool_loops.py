@@ -118,6 +118,8 @@ def test_responses_chained_by_previous_response_id(llm_server: Any, warm_memory:
     client = memwrap.wrap_openai(
         openai_sdk(llm_server, is_async=True), bank_id=seeded, memory=warm_memory, recall_timeout=10
     )
+    if not hasattr(client, "responses"):
+        pytest.skip("this openai SDK version has no Responses API")
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
     llm_server.script([Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_9")]), "Rain: bring a coat."])
 

@@ -17,34 +17,20 @@ change the request (no injection), and a wrapper model would have to re-implemen
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from memwrap.wrappers import wrap_openai
+from memwrap.wrappers._wrap import WrapOptions
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.openai import OPENAI_TREE
 from memwrap.wrappers.proxies import ClientProxy
-from memwrap.wrappers.scope import BankId, ToolLoop
 
 M = TypeVar("M")
 
 _CLIENT_FIELDS = ("client", "async_client", "root_client", "root_async_client")
 
 
-def wrap_chat_model(
-    model: M,
-    *,
-    bank_id: BankId = None,
-    memory: Any = None,
-    inject: bool = True,
-    retain: bool = True,
-    max_tokens: int = 1024,
-    session_id: str | None = None,
-    tags: str | Sequence[str] | None = None,
-    recall_timeout: float = 0.2,
-    tool_loop: ToolLoop = "turn",
-    retain_tools: bool = False,
-) -> M:
+def wrap_chat_model(model: M, **options: Unpack[WrapOptions]) -> M:
     """A copy of `model` whose OpenAI clients (sync and async, all four) carry memory; `model` is unchanged.
 
     Options as for `memwrap.wrap_openai`; per call, `memwrap.scope(bank_id=...)` around `invoke` sets the bank
@@ -61,19 +47,7 @@ def wrap_chat_model(
     root_async = getattr(model, "root_async_client")
     if isinstance(root, ClientProxy):  # wrapped before: wrap the SDK clients again, with these options
         root, root_async = root.__wrapped__, root_async.__wrapped__
-    wrapped = wrap_openai(
-        root,
-        bank_id=bank_id,
-        memory=memory,
-        inject=inject,
-        retain=retain,
-        max_tokens=max_tokens,
-        session_id=session_id,
-        tags=tags,
-        recall_timeout=recall_timeout,
-        tool_loop=tool_loop,
-        retain_tools=retain_tools,
-    )
+    wrapped = wrap_openai(root, **options)
     handle: Memwrap = wrapped.memwrap
     wrapped_async = ClientProxy(root_async, handle, True, OPENAI_TREE)
     # model_copy: the app's own model object stays as it was (no memory), the copy shares its settings.

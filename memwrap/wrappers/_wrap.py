@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from memwrap.engine import validate
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.proxies import ClientProxy, Tree
 from memwrap.wrappers.scope import BankId, Options, ToolLoop, as_tags
+
+
+class WrapOptions(TypedDict, total=False):
+    """The keyword options of `wrap_openai` / `wrap_anthropic`, for integrations that pass them on."""
+
+    bank_id: BankId
+    memory: Any
+    inject: bool
+    retain: bool
+    max_tokens: int
+    session_id: str | None
+    tags: str | Sequence[str] | None
+    recall_timeout: float
+    tool_loop: ToolLoop
+    retain_tools: bool
 
 
 def wrap(

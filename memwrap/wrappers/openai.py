@@ -49,6 +49,9 @@ def wrap_openai(
     client's own. `bank_id` may be a string or a callable returning one; `memory` defaults to one `Memory()`
     per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
     `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
+    Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
+    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
+    `tool_loop="step"` treats each request as its own exchange.
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(
