@@ -25,8 +25,9 @@ from memwrap.tokens import count_tokens
 from memwrap.wrappers.inject import OPEN_TAG
 
 MODEL = "gpt-4o-mini"
-# openai 3.x and anthropic 2.x moved to httpx2; older SDKs raise httpx's own error.
-DROPPED: tuple[type[BaseException], ...] = (httpx.RemoteProtocolError,)
+# What the SDK raises when the connection drops mid-stream: httpx's error (older SDKs), httpx2's (openai 3.x and
+# anthropic 2.x moved to httpx2), or wrapped as APIConnectionError (newer openai 3.x).
+DROPPED: tuple[type[BaseException], ...] = (httpx.RemoteProtocolError, openai.APIConnectionError)
 try:
     import httpx2
 
@@ -274,7 +275,7 @@ def test_parse_adds_no_warning(llm_server: Any, warm_memory: Any, bank: str) -> 
     """Reading a parse() result for memory must not serialize its `parsed` field (pydantic warned on openai 3.x)."""
     client = wrapped(llm_server, warm_memory, bank)
     llm_server.script([Reply(json={"name": "Ada", "age": 36}), Reply(json={"name": "Ada", "age": 36})])
-    # parse/stream moved from beta.chat.completions to chat.completions in openai 1.9x
+    # older openai 1.x has parse/stream only under beta.chat.completions
     completions = client.chat.completions if hasattr(client.chat.completions, "parse") else client.beta.chat.completions
     with warnings.catch_warnings():
         warnings.simplefilter("error")
