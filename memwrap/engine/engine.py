@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -133,7 +134,11 @@ class Engine(LearningVerbs):
         pending: list[PreparedItem] = list(prepared.values())
         if self.extractor is not None and pending:
             # Raw first, recallable from the moment retain returns; queued for the extraction started below.
-            pending = [ExtractedItem(p.item_hash, list(p.units), p.source, pending=True) for p in pending]
+            # Their entities wait for the extraction's (reextract.py, UNLINKED_RAW).
+            pending = [
+                ExtractedItem(p.item_hash, [replace(u, entities={}) for u in p.units], p.source, pending=True)
+                for p in pending
+            ]
         await self._add_session_context(bank_id, pending)
         # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
         batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]

@@ -9,8 +9,8 @@ against the facts the item's chunk gave (and the names the model linked as alias
 * its key terms must all be there: numbers, names (capitalised words inside a sentence), and CJK names inside a
   Latin sentence ("we call him 老张"): the details a paraphrase must not lose;
 * and its content words must be: at least half of them appear in the facts (compared on their first five
-  letters, so "allergic" finds "allergy"), or the sentence means what one fact says (cosine of their
-  embeddings at least SIMILAR).
+  letters, so "allergic" finds "allergy"; Chinese by character), or the sentence means what one fact says
+  (cosine of their embeddings at least SIMILAR).
 
 What fails is kept as a raw unit, in its speaker's words ("user: …"), recalled like any memory.
 """
@@ -29,7 +29,9 @@ SIMILAR = 0.75
 LEXICAL = 0.5
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？；])|\n+")
-_LATIN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?", re.UNICODE)
+# Letters of alphabetic scripts (CJK excluded: Han is compared by character, below).
+_CJK_RANGES = "\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_LATIN = re.compile(rf"[^\W\d_{_CJK_RANGES}]+(?:['’][^\W\d_{_CJK_RANGES}]+)?", re.UNICODE)
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
 _STOP = frozenset(
@@ -44,9 +46,12 @@ _STOP = frozenset(
     there's don't doesn't didn't can't won't isn't aren't wasn't also still even though anyway actually""".split()
 ) | frozenset(  # time words: a fact says "next Tuesday" as a date, which dating.py checks on its own
     """today tomorrow yesterday tonight morning evening night ago last next this week weeks month months year years
-    day days since monday tuesday wednesday thursday friday saturday sunday january february march april may june
-    july august september october november december""".split()
+    day days since monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays
+    fridays saturdays sundays january february march april may june july august september october november
+    december""".split()
 )
+# What the memory defense put in place of a secret: not content a fact has to repeat.
+_REDACTED = re.compile(r"\[REDACTED:[^\]]*\]")
 _HAN_STOP = frozenset("我你他她它们的了是在有和就都也很吗呢吧啊这那个")
 
 
@@ -65,14 +70,15 @@ def content_terms(sentence: str) -> tuple[set[str], set[str]]:
     """(content terms, key terms) of a sentence, lower-cased; Latin words compared on their first five letters."""
     terms: set[str] = set()
     keys: set[str] = set()
+    sentence = _REDACTED.sub(" ", sentence)
     words = list(_LATIN.finditer(sentence))
-    for index, match in enumerate(words):
+    for match in words:
         word = match.group()
         low = word.casefold()
         if low in _STOP or len(low) < 3:
             continue
         terms.add(low[:5])
-        if index > 0 and word[0].isupper() and word != "I":
+        if match.start() > 0 and word[0].isupper() and word != "I":  # a capital not opening the sentence
             keys.add(low[:5])
     for number in _NUMBER.findall(sentence):
         terms.add(number)
@@ -84,10 +90,9 @@ def content_terms(sentence: str) -> tuple[set[str], set[str]]:
             terms.add(run)
             keys.add(run)
             continue
-        chars = [c for c in run if c not in _HAN_STOP]
-        terms.update("".join(pair) for pair in zip(chars, chars[1:], strict=False))
-        if len(chars) == 1:
-            terms.add(chars[0])
+        # Chinese is compared character by character: a fact rephrases and reorders, and one Han character
+        # carries about as much as a Latin word's stem.
+        terms.update(c for c in run if c not in _HAN_STOP)
     return terms, keys
 
 

@@ -27,7 +27,7 @@ _DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?")
 _ISO_IN_TEXT = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 # Clauses of a turn: sentences, and parts joined by "and"/"but"/"；" that often carry a date each.
 _CLAUSE_CUT = re.compile(r"(?<=[.!?;。！？；])\s*|,\s+(?:and|but)\s+|\s+(?:and|but)\s+|[，、]")
-_WORD = re.compile(r"[^\W\d_]{3,}|\d+|[\u3400-\u9fff]", re.UNICODE)
+_WORD = re.compile(r"[^\W\d_\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]{3,}|\d+|[\u3400-\u9fff]", re.UNICODE)
 
 
 def fact_span(

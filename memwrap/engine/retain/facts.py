@@ -29,7 +29,7 @@ from memwrap.engine.llm import LLM, OutputTruncatedError
 from memwrap.engine.retain.defense import apply_policy, redact
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.coverage import raw_lines, uncovered
-from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.retain.entities import extract_entities
 from memwrap.engine.retain.extract import (
     Chunk,
     ChunkFacts,
@@ -144,7 +144,7 @@ class Extractor:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
         for result in results:
             self._add_facts(result, out, resolution, policy)
-        await self._keep_uncovered(results, out)
+        await self._keep_uncovered(results, out, resolution)
         first = next((i for i in out.values() if i.facts), None)
         if first is not None:
             first.aliases = list(resolution.aliases)
@@ -176,7 +176,9 @@ class Extractor:
             second = await self._extract_halving(halves[1], depth + 1)
             return merge_chunk_facts(first, second, chunk)
 
-    async def _keep_uncovered(self, results: list[ChunkFacts], out: dict[str, ExtractedItem]) -> None:
+    async def _keep_uncovered(
+        self, results: list[ChunkFacts], out: dict[str, ExtractedItem], resolution: Resolution
+    ) -> None:
         """The sentences of each extracted item that none of its chunk's facts carry become raw units of it."""
         carriers: dict[str, list[str]] = {}
         turns: list[tuple[str, str, str, str]] = []
@@ -197,7 +199,7 @@ class Extractor:
         for item_hash, parts in missing.items():
             owner = out[item_hash]
             for line in raw_lines(parts):
-                owner.units.append(_raw_unit(owner, line, len(owner.units), said[item_hash]))
+                owner.units.append(_raw_unit(owner, line, len(owner.units), said[item_hash], resolution))
             log.info("extraction: %d sentence(s) of an item no fact carries were kept raw", len(parts))
 
     async def _earlier(self, bank_id: str, sessions: list[str], exclude: list[str]) -> dict[str, list[str]]:
@@ -267,7 +269,9 @@ def _fact_unit(
     )
 
 
-def _raw_unit(owner: ExtractedItem, text: str, part: int, said_at: datetime) -> PreparedUnit:
+def _raw_unit(
+    owner: ExtractedItem, text: str, part: int, said_at: datetime, resolution: Resolution
+) -> PreparedUnit:
     source = owner.source
     assert source is not None
     metadata = {**source.metadata, "kept_raw": UNCOVERED}
@@ -275,7 +279,7 @@ def _raw_unit(owner: ExtractedItem, text: str, part: int, said_at: datetime) -> 
         id=uuid4(), text=text, fact_type="raw", item_hash=owner.item_hash, document_id=source.document_id,
         session_key=session_key(source), part_index=part, context=source.context, metadata=metadata,
         tags=list(source.tags), mentioned_at=said_at, occurred=extract_occurred(text, said_at),
-        entities={entity_key(n): n for n in extract_entities(text)}, search_text=search_text(text), embed_text=text,
+        entities=resolution.entities(extract_entities(text)), search_text=search_text(text), embed_text=text,
     )
 
 

@@ -28,8 +28,10 @@ import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine.retain.defense import redact
+from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
+from memwrap.engine.retain.write import write_unit_entities
 from memwrap.models import RetainItem
 
 log = logging.getLogger("memwrap.extract")
@@ -66,6 +68,15 @@ SET last_error = $3,
     next_attempt_at = CASE WHEN attempts >= $4 THEN NULL
                            ELSE now() + make_interval(secs => least($5 * power(2, attempts - 1), $6)) END
 WHERE bank_id = $1 AND item_hash = ANY($2::text[])
+"""
+
+# Raw units stored before their extraction carry no entities (the extraction names them, and an entity made
+# from a raw unit's guess would shadow the model's better name when its facts are resolved). Units whose
+# extraction failed get the no-LLM entities after all: the graph arm finds them while they wait.
+UNLINKED_RAW = """
+SELECT id, text FROM memory_units m
+WHERE m.bank_id = $1 AND m.item_hash = ANY($2::text[]) AND m.fact_type = 'raw'
+  AND NOT EXISTS (SELECT 1 FROM unit_entities e WHERE e.bank_id = m.bank_id AND e.unit_id = m.id)
 """
 
 STILL_QUEUED = """
@@ -166,6 +177,8 @@ class Reextractor:
                 self.settings.extraction_retry_interval,
                 MAX_BACKOFF_SECONDS,
             )
+        if failed:
+            await self._link_raw_entities(bank_id, [i.item_hash for i in failed])
         done = [i for i in translated if not i.error]
         if not done:
             return {}
@@ -176,6 +189,12 @@ class Reextractor:
         if result and self.converted is not None:
             await self.converted(bank_id, sum(len(ids) for ids in result.values()))
         return result
+
+    async def _link_raw_entities(self, bank_id: str, hashes: list[str]) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(UNLINKED_RAW, bank_id, hashes)
+            found = [(r["id"], {entity_key(n): n for n in extract_entities(r["text"])}) for r in rows]
+            await write_unit_entities(conn, bank_id, [(i, e) for i, e in found if e])
 
     async def _replace(
         self, conn: asyncpg.Connection, bank_id: str, items: list[ExtractedItem], vectors: np.ndarray
