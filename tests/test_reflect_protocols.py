@@ -25,7 +25,8 @@ async def facts(engine: Engine, bank: str) -> list[Any]:
 
 
 async def existing(engine: Engine, bank: str, ids: list[Any]) -> bool:
-    return bool(ids) and all((await engine.get(bank, i)).bank_id == bank for i in ids)
+    found = [(await engine.get(bank, i)).bank_id for i in ids]
+    return bool(ids) and found == [bank] * len(ids)
 
 
 async def test_tool_calls_written_as_text_are_run(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
