@@ -6,10 +6,14 @@
     text, usage = await llm.complete(system, user, role="consolidation")
 
 Providers: OpenAI and any OpenAI-compatible endpoint (`base_url`), Anthropic, or none (every call raises
-LLMNotConfiguredError). One policy for every call: a per-request timeout, retries with exponential backoff
-and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests in
-flight (all roles together), and usage totals per role (`llm.usage`). Errors are specific: LLMUnavailableError
-(gave up retrying), LLMRequestError (refused: key, model, request), ContextOverflowError, LLMOutputError.
+LLMNotConfiguredError). One policy for every call: an output limit always sent (`max_tokens`), a per-request
+timeout (for background work: bounded by the server's measured speed, llm_pacing.py), retries with exponential
+backoff and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests
+in flight (all roles together) that adapts to the server, and usage totals per role (`llm.usage`). What a
+server can do (native tool calls, a named tool_choice, JSON schema) is probed once per model
+(`llm.capabilities(role)`, llm_capabilities.py). Plain text cut at the output limit is continued. Errors are
+specific: LLMUnavailableError (gave up retrying), LLMRequestError (refused: key, model, request),
+ContextOverflowError, LLMOutputError.
 Structured output is validated by pydantic: OpenAI gets a strict json_schema response_format, Anthropic a
 forced tool; an endpoint that rejects schemas is asked for JSON in the prompt instead, and a reply that still
 does not validate is repaired (fences, trailing commas, truncation) and, failing that, re-asked once.
@@ -23,7 +27,6 @@ import json
 import logging
 import os
 import random
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
 from memwrap.engine.llm_capabilities import Capabilities, detect_capabilities
+from memwrap.engine.llm_clients import llm_from_client
 from memwrap.engine.llm_json import repair_json
 from memwrap.engine.llm_pacing import AdaptiveLimit, SpeedMeter
 from memwrap.engine.llm_types import (
@@ -49,7 +53,6 @@ from memwrap.engine.llm_types import (
     strict_schema,
 )
 from memwrap.engine.retain.defense import redact
-from memwrap.tokens import count_tokens
 from memwrap.errors import (
     ContextOverflowError,
     LLMError,
@@ -58,6 +61,7 @@ from memwrap.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
+from memwrap.tokens import count_tokens
 
 if TYPE_CHECKING:
     from memwrap.engine.llm_providers import Provider
@@ -148,7 +152,7 @@ class LLM:
             if key not in shared:
                 shared[key] = _make_provider(kind, model, base_url, api_key, settings.llm_timeout, role)
             providers[role] = shared[key]
-        return cls(providers, **_policy(settings))
+        return cls(providers, **policy(settings))
 
     def configured(self, role: Role) -> bool:
         return self._providers.get(role) is not None
@@ -396,64 +400,7 @@ class LLM:
         return step * (0.5 + random.random() / 2)
 
 
-# --- reuse of a wrapped client's credentials ---------------------------------------------------------------
-
-
-def llm_from_client(client: Any, model: str | None = None, *, settings: Settings | None = None) -> LLM:
-    """An LLM for every role that reuses an OpenAI/Anthropic client's credentials and endpoint.
-
-    For `wrap_openai(client, bank_id=..., llm="gpt-4o-mini")`. A memwrap-wrapped client is unwrapped first, so
-    the engine's own calls are neither recalled into nor retained. Sync clients are mirrored by an async
-    client with the same key, base URL, organisation and project; async clients are reused as they are
-    (with SDK retries off). Per-role model overrides (MEMWRAP_EXTRACTION_MODEL, ...) still apply.
-    """
-    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
-
-    settings = settings or Settings()
-    client = getattr(client, "__wrapped__", client)
-    # A client of an SDK that was never imported cannot exist: no need to import it (anthropic takes ~1 s).
-    openai = sys.modules.get("openai")
-    anthropic = sys.modules.get("anthropic")
-    sdk: Any
-    if openai is not None and isinstance(client, (openai.AsyncOpenAI, openai.OpenAI)):
-        kind = "openai"
-        owns_client = not isinstance(client, openai.AsyncOpenAI)
-        if not owns_client:
-            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
-        elif isinstance(client, openai.AzureOpenAI):
-            raise TypeError("For Azure OpenAI pass an AsyncAzureOpenAI client (its settings are reused as they are).")
-        else:
-            sdk = openai.AsyncOpenAI(
-                api_key=client.api_key, organization=client.organization, project=client.project,
-                base_url=client.base_url, max_retries=0, timeout=settings.llm_timeout,
-            )
-    elif anthropic is not None and isinstance(client, (anthropic.AsyncAnthropic, anthropic.Anthropic)):
-        kind = "anthropic"
-        owns_client = not isinstance(client, anthropic.AsyncAnthropic)
-        if not owns_client:
-            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
-        else:
-            sdk = anthropic.AsyncAnthropic(
-                api_key=client.api_key, auth_token=client.auth_token, base_url=client.base_url,
-                max_retries=0, timeout=settings.llm_timeout,
-            )
-    else:
-        raise TypeError(f"llm_from_client takes an OpenAI or Anthropic client, not {type(client).__name__}.")
-    base_model = model or settings.llm_model or DEFAULT_MODELS[kind]
-    shared: dict[str, Provider] = {}
-    providers: dict[str, Provider | None] = {}
-    for role in ROLES:
-        role_model = getattr(settings, f"{role}_model") or base_model
-        if role_model not in shared:
-            provider_cls = OpenAIProvider if kind == "openai" else AnthropicProvider
-            # An async client's copy (with_options) shares the app's connection pool: closing memwrap must not
-            # close it. A mirror of a sync client is ours.
-            shared[role_model] = provider_cls(role_model, sdk, owns_client=owns_client)
-        providers[role] = shared[role_model]
-    return LLM(providers, **_policy(settings))
-
-
-def _policy(settings: Settings) -> dict[str, Any]:
+def policy(settings: Settings) -> dict[str, Any]:
     return {
         "max_retries": settings.llm_max_retries,
         "backoff": settings.llm_backoff,

@@ -16,9 +16,8 @@ What we check instead of trusting the model:
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
