@@ -109,20 +109,26 @@ class Reextractor:
         self.converted = converted  # told (bank, new units) after facts landed: consolidation follows
         self._task: asyncio.Task[None] | None = None
         self._inline: set[asyncio.Task[dict[str, list[UUID]]]] = set()
+        # (bank, item) under extraction by an inline task of this process: a pass never takes them up twice,
+        # however long a slow server makes them outlast their lease.
+        self._converting: set[tuple[str, str]] = set()
 
     def start_inline(
         self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str
     ) -> asyncio.Task[dict[str, list[UUID]]]:
         """Extract just-retained (raw, queued) items now, in a task of their own that outlives the retain."""
+        keys = {(bank_id, i.item_hash) for i in items}
+        self._converting |= keys
         task = asyncio.get_running_loop().create_task(
             self.convert(bank_id, list(items), now=now, policy=policy), name="memwrap-extract"
         )
         self._inline.add(task)
-        task.add_done_callback(self._inline_done)
+        task.add_done_callback(lambda done: self._inline_done(done, keys))
         return task
 
-    def _inline_done(self, task: asyncio.Task[dict[str, list[UUID]]]) -> None:
+    def _inline_done(self, task: asyncio.Task[dict[str, list[UUID]]], keys: set[tuple[str, str]]) -> None:
         self._inline.discard(task)
+        self._converting -= keys
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
             log.warning("extraction after retain failed (the turns stay raw and queued): %s: %s",
@@ -142,7 +148,8 @@ class Reextractor:
         claimed = await self.pool.fetch(CLAIM, limit, LEASE_SECONDS, bank_id, force)
         by_bank: dict[str, list[str]] = {}
         for row in claimed:
-            by_bank.setdefault(row["bank_id"], []).append(row["item_hash"])
+            if (row["bank_id"], row["item_hash"]) not in self._converting:
+                by_bank.setdefault(row["bank_id"], []).append(row["item_hash"])
         converted = 0
         for bank, hashes in by_bank.items():
             converted += await self._convert_bank(bank, hashes)
