@@ -45,7 +45,8 @@ def test_locomo_end_to_end_and_resume(fake: FakeLLMServer, memwrap_home: Path, t
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and len(fake.requests) == 4  # an answer and a verdict per question
     first = rows[0]
-    assert first["id"] == "locomo:conv-0:0" and first["gold"] == "7 May 2023" and first["category"] == "temporal"
+    assert first["id"].startswith("locomo:conv-") and first["id"].endswith(":0")
+    assert first["gold"] == "7 May 2023" and first["category"] == "temporal"
     assert first["answer"] == "7 May 2023" and first["correct"] is True and first["recall_tokens"] > 0
     assert first["answer_usage"]["calls"] == 1 and first["seconds"] >= first["answer_seconds"]
     printed = capsys.readouterr().out
@@ -57,7 +58,7 @@ def test_locomo_end_to_end_and_resume(fake: FakeLLMServer, memwrap_home: Path, t
     assert [r["id"] for r in rows][:2] == [first["id"], rows[1]["id"]] and len(rows) == 3 and len(fake.requests) == 6
     summary = json.loads(out.with_suffix(".summary.json").read_text())
     overall = summary["categories"]["overall"]
-    assert overall["questions"] == 3 and overall["accuracy"] == pytest.approx(sum(r["correct"] for r in rows) / 3)
+    assert overall["questions"] == 3 and overall["accuracy"] == pytest.approx(sum(r["correct"] for r in rows) / 3, abs=1e-4)
     assert summary["scored_this_run"] == 1 and summary == {**summarise(out), **{k: summary[k] for k in ("run_seconds", "scored_this_run")}}
     assert "overall" in render(summary)
 

@@ -16,7 +16,15 @@ from typing import Any
 
 from bench.locomo import CATEGORY_NAMES, load_locomo
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+def _data_root() -> Path:
+    """`<repo>/../shared/data`, or (in a git worktree under another folder) the nearest `shared/data` above."""
+    for folder in Path(__file__).resolve().parents[2].parents:
+        if (folder / "shared" / "data").is_dir():
+            return folder / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+DATA = _data_root()
 _LME_DATE = re.compile(r"(\d{4})/(\d{2})/(\d{2})(?: \(\w+\))? (\d{2}):(\d{2})")
 
 
@@ -53,7 +61,10 @@ def locomo_items(path: Path | None = None, *, max_sessions: int | None = None) -
 def _locomo_answers(path: Path | None, sample_id: str) -> dict[int, str]:
     """Gold answers by the question's index in `qa` (bench.locomo keeps evidence, not answers)."""
     records = _read(path or DATA / "locomo" / "locomo_dev5.json")
-    record = records[int(sample_id.rsplit("-", 1)[1])]
+    # bench.locomo names a conversation by its own sample_id, or conv-<position> when it has none.
+    record = next((r for r in records if r.get("sample_id") == sample_id), None)
+    if record is None:
+        record = records[int(sample_id.rsplit("-", 1)[1])]
     return {i: str(q.get("answer", "")) for i, q in enumerate(record.get("qa", []))}
 
 
