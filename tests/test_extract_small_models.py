@@ -137,3 +137,22 @@ async def test_a_single_turn_cut_at_the_output_limit_stays_raw_and_queued(engine
     [entry] = await queued(engine, bank)
     assert "cut off" in entry["last_error"]
     assert fake.requests[0].body["max_tokens"] == engine.settings.extraction_output_tokens
+
+
+async def test_what_the_assistant_only_acknowledged_is_the_users(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    content = ("user: For front-end work I prefer React. My team lead is Zhang Wei.\n"
+               "assistant: Good to know: React for front-end work, and Zhang Wei is your team lead. "
+               "I also booked you a React course.")
+    fake.script([reply([
+        # A small model cites the assistant's acknowledgement and calls it the assistant's experience.
+        fact("For front-end work, React is preferred.", "experience", [2], ["React"]),
+        fact("Zhang Wei is your team lead.", "experience", [2], ["Zhang Wei"]),
+        fact("The assistant booked the user a React course.", "experience", [2], ["React"]),
+    ])])
+    await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
+    rows = {r["text"]: r["fact_type"] for r in await units(engine, bank)}
+    assert rows == {
+        "For front-end work, React is preferred.": "world",
+        "Zhang Wei is the user's team lead.": "world",  # "your", from the assistant, is the user
+        "The assistant booked the user a React course.": "experience",
+    }

@@ -43,7 +43,8 @@ _STOP = frozenset(
     whom why will with would you your yours yourself yes yeah ok okay oh hi hey hello thanks thank please sure
     great good nice cool awesome glad welcome sorry well really right got get know think maybe like way much many
     lot bit thing things something anything everything one ones let's i'm i've i'll i'd you're you've it's that's
-    there's don't doesn't didn't can't won't isn't aren't wasn't also still even though anyway actually""".split()
+    there's don't doesn't didn't can't won't isn't aren't wasn't also still even though anyway actually user
+    user's assistant""".split()
 ) | frozenset(  # time words: a fact says "next Tuesday" as a date, which dating.py checks on its own
     """today tomorrow yesterday tonight morning evening night ago last next this week weeks month months year years
     day days since monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays

@@ -26,7 +26,8 @@ from memwrap.engine.llm import LLM, Usage
 from memwrap.engine.prompt_echo import EchoGuard
 from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
-from memwrap.engine.retain.speakers import METADATA_ROLES, NAMED_SPEAKER, ROLE_ALIASES, ROLE_LINE
+from memwrap.engine.retain.coverage import lexically_covered, sentences
+from memwrap.engine.retain.speakers import METADATA_ROLES, NAMED_SPEAKER, ROLE_ALIASES, ROLE_LINE, third_person
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import normalise_whitespace
 from memwrap.tokens import count_tokens
@@ -315,11 +316,16 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
             continue
         seen_texts.add(text.casefold())
         position[index] = len(kept)
+        said_by = restating_turn(text, chunk.turns, {t.item.item_hash for t in sources})
+        if said_by is not None and said_by not in sources:
+            sources = sorted([*sources, said_by], key=lambda t: t.number)
+        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources)
+        text = third_person(text, {t.role for t in sources})
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(
                 text=text,
-                fact_type=fact_type(raw.fact_type, sources),
+                fact_type=kind,
                 turns=sources,
                 entities=[normalise_whitespace(e) for e in raw.entities if e and e.strip() and not ECHO.echoes(e)],
                 occurred=span,
@@ -327,6 +333,21 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
             )
         )
     return kept
+
+
+def restating_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The user's (or a person's) turn among those of the fact's items that already says the fact: what the
+    assistant only acknowledged ("Noted: React for front-end") is the user's, whichever turn the model cited.
+    A fact about what the assistant did, or one a user's question only asked for, stays with its sources."""
+    if "assistant" in text.casefold():
+        return None
+    for turn in turns:
+        if turn.role not in ("user", "person") or turn.item.item_hash not in items:
+            continue
+        statements = " ".join(s for s in sentences(turn.text) if not s.rstrip().endswith(("?", "？")))
+        if statements and lexically_covered(text, statements)[0]:
+            return turn
+    return None
 
 
 def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience"]:

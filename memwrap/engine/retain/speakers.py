@@ -29,4 +29,32 @@ def keep_turn_breaks(text: str) -> str:
     return "\n".join(t for t in turns if t)
 
 
-__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks"]
+# A fact is written in the third person. In a chat between the user and the assistant "you" is the user, and in
+# what the user said "I"/"my" is the user too; a small model leaves them in ("Zhang Wei is your team lead").
+_SECOND_PERSON = [
+    (re.compile(r"\byou(?:'re| are)\b", re.IGNORECASE), "the user is"),
+    (re.compile(r"\byou(?:'ve| have)\b", re.IGNORECASE), "the user has"),
+    (re.compile(r"\byours\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\byour\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\byou\b", re.IGNORECASE), "the user"),
+]
+_FIRST_PERSON = [
+    (re.compile(r"\bI(?:'m| am)\b"), "the user is"),
+    (re.compile(r"\bI(?:'ve| have)\b"), "the user has"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\bI\b"), "the user"),
+]
+
+
+def third_person(text: str, roles: set[str]) -> str:
+    """`text` with the user's pronouns replaced by "the user": "you" when only the user and the assistant speak,
+    "I"/"my" when only the user does. Elsewhere (people talking to each other) pronouns are left as they are."""
+    if not roles or not roles <= {"user", "assistant", "tool"}:
+        return text
+    rules = _SECOND_PERSON + (_FIRST_PERSON if roles == {"user"} else [])
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text[:1].upper() + text[1:] if text.startswith("the user") else text
+
+
+__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person"]
