@@ -53,7 +53,7 @@ EXCHANGES: tuple[Exchange, ...] = (
     Exchange("For front-end work I prefer React.", "Good to know, React for front-end work.",
              (("Which front-end framework did the user prefer before?", ("react",)),)),
     Exchange("Since last week I prefer Vue over React.", "Got it: Vue is your choice now.",
-             (("Which front-end framework does the user prefer now?", ("vue",)),), "last week"),
+             (("Which front-end framework does the user prefer now?", ("vue",)),), "since last week"),
     Exchange("Keep this secret: the surprise party for my sister Mei is on 12 December.",
              "Your secret is safe with me.",
              (("When is the surprise party for Mei?", ("party",)),), "12 December"),

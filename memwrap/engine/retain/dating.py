@@ -43,7 +43,7 @@ def fact_span(
             if phrase.casefold() in turn_text.casefold():
                 ours = extract_occurred(phrase, turn_said)
                 if ours is not None:
-                    return _narrowed(ours, theirs), text
+                    return _narrowed(ours, theirs, turn_said), text
     clauses = [
         (clause, span)
         for turn_text, turn_said in turns
@@ -58,7 +58,7 @@ def fact_span(
         chosen = chosen or (clauses[0][1] if len(clauses) == 1 else None)
         return (chosen, _corrected(text, written, chosen)) if chosen else (written, text)
     if chosen is not None:
-        return _narrowed(chosen, theirs), text
+        return _narrowed(chosen, theirs, said_at), text
     return None, text
 
 
@@ -94,10 +94,14 @@ def _parse_day(value: str | None, *, last: bool) -> date | None:
         return None
 
 
-def _narrowed(ours: Span, theirs: Span | None) -> Span:
-    if theirs is not None and ours[0] <= theirs[0] and theirs[1] <= ours[1]:
-        return theirs
-    return ours
+def _narrowed(ours: Span, theirs: Span | None, said_at: datetime | None = None) -> Span:
+    """The model's span when it lies inside ours, except the day the turn was said: the date a small model
+    gives when it has none ("since last week" is not "today")."""
+    if theirs is None or not (ours[0] <= theirs[0] and theirs[1] <= ours[1]):
+        return ours
+    if said_at is not None and theirs[0].date() == theirs[1].date() == said_at.astimezone(UTC).date():
+        return ours
+    return theirs
 
 
 def _overlap(a: Span, b: Span) -> bool:

@@ -320,7 +320,7 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
         if said_by is not None and said_by not in sources:
             sources = sorted([*sources, said_by], key=lambda t: t.number)
         kind = "world" if said_by is not None else fact_type(raw.fact_type, sources)
-        text = third_person(text, {t.role for t in sources})
+        text = third_person(text, {said_by.role} if said_by is not None else {t.role for t in sources})
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(
