@@ -49,7 +49,7 @@ EXCHANGES: tuple[Exchange, ...] = (
              (("Where does the user work now?", ("lumen",)),), "last month"),
     Exchange("My team lead there is Zhang Wei; everyone calls him 老张.",
              "Noted: Zhang Wei, also called 老张, is your team lead.",
-             (("Who is the user's team lead?", ("zhang wei",)), ("老张", ("老张",)))),
+             (("Who is the user's team lead?", ("zhang wei",)), ("Who is 老张?", ("zhang wei",)))),
     Exchange("For front-end work I prefer React.", "Good to know, React for front-end work.",
              (("Which front-end framework did the user prefer before?", ("react",)),)),
     Exchange("Since last week I prefer Vue over React.", "Got it: Vue is your choice now.",
