@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -19,9 +20,9 @@ from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.search import RecallRequest, Searcher
-from memwrap.engine.retain.facts import Extractor, write_translated
+from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
-from memwrap.engine.retain.reextract import Reextractor
+from memwrap.engine.retain.reextract import LEASE_SECONDS, Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.errors import BankExistsError, BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
@@ -66,7 +67,8 @@ class Engine(LearningVerbs):
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
             self.reextractor = Reextractor(
-                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy
+                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy,
+                converted=self.learning.after_retain,
             )
             self.reextractor.start()
 
@@ -129,12 +131,15 @@ class Engine(LearningVerbs):
                 prepared[hashed] = prepare_item(item, now=now, defense_policy=policy)
 
         stored: dict[str, list[UUID]] = dict(known)
-        pending = list(prepared.values())
+        pending: list[PreparedItem] = list(prepared.values())
         if self.extractor is not None and pending:
-            # prepare_item ran the memory defense: the LLM sees defended text only. Facts are self-contained,
-            # so only raw units (failed extractions) get their session's previous unit in their vectors.
-            pending = list(await self.extractor.translate(bank_id, pending, now=now, policy=policy))
-        await self._add_session_context(bank_id, [p for p in pending if not getattr(p, "facts", False)])
+            # Raw first, recallable from the moment retain returns; queued for the extraction started below.
+            # Their entities wait for the extraction's (reextract.py, UNLINKED_RAW).
+            pending = [
+                ExtractedItem(p.item_hash, [replace(u, entities={}) for u in p.units], p.source, pending=True)
+                for p in pending
+            ]
+        await self._add_session_context(bank_id, pending)
         # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
         batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
         embedding = self._embed_items(batches[0]) if batches else None
@@ -145,14 +150,36 @@ class Engine(LearningVerbs):
             async with self.store.pool.acquire() as conn:
                 stored.update(await self._write(conn, bank_id, batch, vectors))
         self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
-        await self.learning.after_retain(bank_id, len(pending))
+        if self.reextractor is not None and pending:
+            # Consolidation follows the facts (the reextractor's `converted`), not the raw units they replace.
+            stored.update(await self._extract_written(bank_id, pending, stored, now=now, policy=policy))
+        else:
+            await self.learning.after_retain(bank_id, len(pending))
         return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    async def _extract_written(
+        self, bank_id: str, items: list[PreparedItem], stored: dict[str, list[UUID]], *, now: datetime, policy: str
+    ) -> dict[str, list[UUID]]:
+        """Start the extraction of the items this retain wrote raw and wait up to extraction_deadline for it: the
+        facts' ids when it is done in time, else nothing (the raw ids stand; the extraction goes on, its facts
+        take the raw units' place and their ids when they land). prepare_item ran the memory defense: the LLM
+        sees defended text only."""
+        assert self.reextractor is not None
+        ours = [i for i in items if stored.get(i.item_hash) == [u.id for u in i.units]]  # not a concurrent retain's
+        if not ours:
+            return {}
+        task = self.reextractor.start_inline(bank_id, ours, now=now, policy=policy)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, self.settings.extraction_deadline))
+        if task not in done or task.cancelled() or task.exception() is not None:
+            return {}
+        return task.result()
 
     async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
         if self.extractor is None:
             return await write_items(conn, bank_id, batch, vectors)
         retry_after = self.settings.extraction_retry_interval
-        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after)
+        lease = max(LEASE_SECONDS, self.settings.llm_background_timeout)
+        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after, lease=lease)
 
     def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
         texts = [unit.embed_text for item in items for unit in item.units]

@@ -130,10 +130,17 @@ async def write_items(
 
 
 async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
+    await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units])
+
+
+async def write_unit_entities(
+    conn: asyncpg.Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]
+) -> None:
+    """Entities (entity_key → name) of stored units: counted, created where new, and linked."""
     mentions: dict[str, int] = {}
     names: dict[str, str] = {}
-    for unit in units:
-        for key, name in unit.entities.items():
+    for _, entities in units:
+        for key, name in entities.items():
             mentions[key] = mentions.get(key, 0) + 1
             names.setdefault(key, name)
     if not mentions:
@@ -141,7 +148,7 @@ async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequenc
     keys = sorted(mentions)
     rows = await conn.fetch(UPSERT_ENTITIES, bank_id, keys, [names[k] for k in keys], [mentions[k] for k in keys])
     entity_ids = {r["name_key"]: r["id"] for r in rows}
-    pairs = [(unit.id, entity_ids[key]) for unit in units for key in unit.entities]
+    pairs = [(unit_id, entity_ids[key]) for unit_id, entities in units for key in entities]
     await conn.execute(LINK_UNIT_ENTITIES, bank_id, [p[0] for p in pairs], [p[1] for p in pairs])
 
 
