@@ -58,6 +58,17 @@ def test_a_phrase_the_turns_do_not_contain_is_not_trusted() -> None:
     assert span == day(2026, 12, 8) and text == "The user is flying to Berlin."
 
 
+@pytest.mark.parametrize(("turn", "phrase", "expected"), [
+    ("I moved to Lisbon in March.", "in March", day(2026, 3, 1, 31)),  # said in December: the March behind
+    ("I started a new job in May.", "in May", day(2026, 5, 1, 31)),
+    ("I'll visit Tokyo in March.", "in March", day(2027, 3, 1, 31)),  # future tense: the March ahead
+    ("我三月搬到了里斯本。", "三月", day(2026, 3, 1, 31)),
+])
+def test_a_quoted_bare_month_takes_the_tense_of_its_turn(turn: str, phrase: str, expected: object) -> None:
+    # The model quotes only "in March": cut out of its sentence it has no tense, the turn's clause gives it one.
+    assert fact_span(phrase, None, None, "The user moved.", [(turn, TUESDAY)])[0] == expected
+
+
 def test_a_wrong_date_in_the_fact_is_corrected() -> None:
     turns = [("I'm flying to Berlin next Tuesday.", TUESDAY)]
     span, text = fact_span(None, "2026-12-02", None, "The user flies to Berlin on 2026-12-02.", turns)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
 
-from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.recall.timeparse import detect_tense, extract_occurred
 
 Span = tuple[datetime, datetime]
 
@@ -41,7 +41,9 @@ def fact_span(
     if phrase:
         for turn_text, turn_said in turns:
             if phrase.casefold() in turn_text.casefold():
-                ours = extract_occurred(phrase, turn_said)
+                # Cut out of its sentence, "in March" has no tense: read it in the tense of the clause it came from.
+                clause = next((c for c in _clauses(turn_text) if phrase.casefold() in c.casefold()), turn_text)
+                ours = extract_occurred(phrase, turn_said, tense=detect_tense(clause))
                 if ours is not None:
                     return _narrowed(ours, theirs, turn_said), text
     clauses = [
