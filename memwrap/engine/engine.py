@@ -39,6 +39,25 @@ ORDER BY session_key, seq DESC
 # How much of the previous unit of a session joins a unit's embedding text.
 PREVIOUS_CONTEXT_CHARS = 300
 
+# reembed: every unit with what retain embedded it with — a raw unit's previous unit in its session (by seq).
+UNITS_TO_REEMBED = """
+SELECT m.bank_id, m.id, m.seq, m.text,
+       CASE WHEN m.fact_type = 'raw' AND m.session_key IS NOT NULL THEN
+           (SELECT p.text FROM memory_units p
+            WHERE p.bank_id = m.bank_id AND p.session_key = m.session_key AND p.seq < m.seq
+            ORDER BY p.seq DESC LIMIT 1)
+       END AS previous
+FROM memory_units m
+WHERE m.seq > $1
+ORDER BY m.seq
+LIMIT $2
+"""
+
+
+def embedding_text(text: str, previous: str | None) -> str:
+    """What a unit's vector is computed from: its text, after the end of the unit before it when it has one."""
+    return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}" if previous else text
+
 # Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
 WRITE_BATCH = 256
 
@@ -201,9 +220,7 @@ class Engine(LearningVerbs):
             for unit in item.units:
                 if unit.session_key is None:
                     continue
-                before = previous.get(unit.session_key)
-                if before:
-                    unit.embed_text = f"{before[-PREVIOUS_CONTEXT_CHARS:]}\n{unit.text}"
+                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
                 previous[unit.session_key] = unit.text
 
     async def _defense_policy(self, bank_id: str) -> str:
@@ -327,7 +344,11 @@ class Engine(LearningVerbs):
     # --- maintenance ------------------------------------------------------------------------------------
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (the vector column is resized if needed)."""
+        """Re-embed every memory with the configured model, in place (the vector column is resized if needed).
+
+        Each unit is embedded from the same text retain used (a raw unit with the end of the unit before it in its
+        session), so a re-embedded store holds the vectors a store built afresh with this model would.
+        """
         model, dim = self.settings.embedding_model, self.embedder.dim
         pool = self.store.pool
         async with pool.acquire() as conn, conn.transaction():
@@ -338,12 +359,10 @@ class Engine(LearningVerbs):
         done = 0
         last_seq = 0
         while True:
-            rows = await pool.fetch(
-                "SELECT bank_id, id, seq, text FROM memory_units WHERE seq > $1 ORDER BY seq LIMIT $2", last_seq, batch_size
-            )
+            rows = await pool.fetch(UNITS_TO_REEMBED, last_seq, batch_size)
             if not rows:
                 break
-            vectors: np.ndarray = await self.embedder.embed([r["text"] for r in rows])
+            vectors: np.ndarray = await self.embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows])
             await pool.executemany(
                 "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
                 [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],

@@ -40,8 +40,9 @@ from memwrap.engine.retain.extract import (
     split_chunk,
 )
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
+from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
-from memwrap.engine.retain.write import write_items
+from memwrap.engine.retain.write import unit_entities, write_items
 from memwrap.engine.text import search_text
 
 log = logging.getLogger("memwrap.extract")
@@ -291,7 +292,7 @@ async def write_translated(
     record of items that became no fact, and the extraction queue for items kept raw (failed: due again after
     `retry_after`; pending, their extraction under way in this process: after `lease`, should it die)."""
     async with conn.transaction():
-        result = await write_items(conn, bank_id, items, vectors)
+        result = await write_items(conn, bank_id, items, vectors, link=False)
         extracted = [i for i in items if isinstance(i, ExtractedItem)]
         # Items a concurrent retain stored first were skipped by write_items: nothing of theirs is ours to add.
         ours = [i for i in extracted if result.get(i.item_hash) == [u.id for u in i.units]]
@@ -302,6 +303,8 @@ async def write_translated(
         if links:
             await conn.execute(CAUSAL_LINKS, bank_id, [f for f, _ in links], [t for _, t in links])
         await write_aliases(conn, bank_id, [a for i in extracted for a in i.aliases])
+        written = [u for i in items if result.get(i.item_hash) == [x.id for x in i.units] for u in i.units]
+        await link_names(conn, bank_id, unit_entities(written))  # after the model's aliases: its word comes first
         failed = [i for i in ours if i.error]
         for reason in dict.fromkeys(i.error for i in failed):
             hashes = [i.item_hash for i in failed if i.error == reason]

@@ -8,6 +8,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 
 INSERT_UNIT = """
@@ -66,9 +67,12 @@ async def existing_items(conn: asyncpg.Connection, bank_id: str, hashes: Sequenc
 
 
 async def write_items(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray
+    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, link: bool = True
 ) -> dict[str, list[UUID]]:
     """Insert the items' units (vectors in unit order). Items already stored (a concurrent retain) are skipped.
+
+    `link`: also learn the romanised and familiar names of the entities (name_links.py); a caller that writes a
+    model's aliases in the same transaction links after them instead, so the model's word comes first.
 
     Returns item_hash → unit ids for every item, new or already present.
     """
@@ -114,6 +118,8 @@ async def write_items(
                 ],
             )
             await _write_entities(conn, bank_id, units)
+            if link:
+                await link_names(conn, bank_id, unit_entities(units))
             await _write_session_links(conn, bank_id, units, last_of_session)
             await conn.execute(BUMP_BANK, bank_id, len(units))
             await conn.execute(
@@ -127,6 +133,11 @@ async def write_items(
     for item in new_items:
         result[item.item_hash] = [u.id for u in item.units]
     return result
+
+
+def unit_entities(units: Sequence[PreparedUnit]) -> dict[str, str]:
+    """{entity key: name} of all the units."""
+    return {key: name for unit in units for key, name in unit.entities.items()}
 
 
 async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
