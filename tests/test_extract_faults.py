@@ -23,7 +23,7 @@ FACT = "The user moved the nightly backup of the billing database to 3 am."
 GOOD = [fact(FACT, "world", [1], ["billing database"])]
 
 
-engine = engine_fixture(make_engine, llm_timeout=0.4, llm_max_retries=1)
+engine = engine_fixture(make_engine, llm_timeout=0.4, llm_background_timeout=0.4, llm_max_retries=1)
 
 
 async def bank_count(engine: Engine, bank: str) -> int:

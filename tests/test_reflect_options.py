@@ -52,7 +52,8 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert stored["disposition"] == {"skepticism": 5, "directives": ["Answer in one sentence."]}
     await engine.retain_many(bank, ["I prefer dark mode in my code editor."])
 
-    fake.script([done("Memory does not say.")])
+    # (an answer before any lookup would be refused: the bank is not empty)
+    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say.")])
     result = await engine.reflect(bank, QUESTION, disposition={"empathy": 1, "literalism": 5})
     system = system_of(fake.requests[0])
     assert "Skepticism 5/5: Treat every memory as a claim" in system
@@ -64,9 +65,9 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
 
     # Neutral traits say nothing: the default prompt has no disposition section at all.
     await engine.configure_bank(bank, {"disposition": None})
-    fake.script([done("Memory does not say.")])
+    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say.")])
     await engine.reflect(bank, QUESTION)
-    assert "Disposition" not in system_of(fake.requests[1])
+    assert "Disposition" not in system_of(fake.requests[2])
 
 
 async def test_bad_options_are_refused_before_any_llm_call(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
@@ -122,10 +123,11 @@ async def test_a_json_response_schema_with_anthropic(claude: Engine, fake: FakeL
     await three_layers(claude, bank)
     schema = {"type": "object", "properties": {"theme": {"type": "string", "enum": ["dark", "light"]}},
               "required": ["theme"]}
-    fake.script([done("Dark mode [F1]? Memory does not say since when.", "O9", structured={"theme": "dark"})])
+    fake.script([turn(call("recall", query="editor theme")),
+                 done("Dark mode [F1]? Memory does not say since when.", "O9", structured={"theme": "dark"})])
     result = await claude.reflect(bank, QUESTION, response_schema=schema, now=NOW)
     assert result.structured == {"theme": "dark"}
-    assert result.unknown_ids == ["O9"] and result.memory_ids == []  # nothing was shown: nothing can be cited
+    assert result.unknown_ids == ["O9"] and result.citations.keys() == {"F1"}  # O9 was never shown
     request = fake.requests[0]
     [done_tool] = [t for t in request.body["tools"] if t["name"] == "done"]
     assert done_tool["input_schema"]["properties"]["structured"]["properties"]["theme"]["enum"] == ["dark", "light"]

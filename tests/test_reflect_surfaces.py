@@ -33,7 +33,10 @@ DARK = "I prefer dark mode in my code editor."
 fake = fake_fixture(script_ran_out)
 
 
-def test_wrap_openai_lends_the_apps_client_to_reflect(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
+def test_wrap_openai_lends_the_apps_client_to_reflect(
+    memwrap_home: Path, fake: FakeLLMServer, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMWRAP_LLM_TOOL_PROTOCOL", "native")  # the fake answers as scripted: no capability probe
     with Memory(settings=load_settings(home=memwrap_home, worker="off", llm_provider="none")) as memory:
         memory.retain(bank, DARK)  # retained in none mode: the engine has no LLM yet
         app_client = OpenAI(base_url=fake.openai_base_url, api_key="sk-app", max_retries=0)
@@ -77,7 +80,7 @@ class Live:
 def sidecar(memwrap_home: Path, server: FakeLLMServer) -> Iterator[Live]:
     with pytest.MonkeyPatch.context() as env:
         for key, value in {"HOME": str(memwrap_home), "WORKER": "off", "LLM_PROVIDER": "none",
-                           "REFLECT_PROVIDER": "openai", "REFLECT_MODEL": "sidecar-reflector",
+                           "REFLECT_PROVIDER": "openai", "REFLECT_MODEL": "sidecar-reflector", "LLM_TOOL_PROTOCOL": "native",
                            "REFLECT_BASE_URL": server.openai_base_url, "REFLECT_API_KEY": "sk-test",
                            "LLM_MAX_RETRIES": "0"}.items():
             env.setenv(f"MEMWRAP_{key}", value)

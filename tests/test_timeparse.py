@@ -11,7 +11,14 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import pytest
 
-from memwrap.engine.recall.timeparse import extract_occurred, parse_time_window, strip_time_expression
+from memwrap.engine.recall.timeparse import (
+    Tense,
+    detect_tense,
+    extract_occurred,
+    find_time_expressions,
+    parse_time_window,
+    strip_time_expression,
+)
 from memwrap.models import TimeWindow
 
 MONDAY = datetime(2026, 11, 30, 15, 30)  # the acceptance "now": Monday 30 November 2026
@@ -582,3 +589,77 @@ def test_stored_text_takes_the_nearest_month_but_questions_look_back() -> None:
     assert upcoming is not None and upcoming[0].date().isoformat() == "2026-05-01"
     window = parse_time_window("what did I do in May", said)
     assert window is not None and window.start.date().isoformat() == "2025-05-01"
+
+
+# --------------------------------------------------------------------------------------------------
+# Tense: what chooses between the March behind and the March ahead (the full table: test_timeparse_table.py)
+# --------------------------------------------------------------------------------------------------
+
+DECEMBER_1 = datetime(2026, 12, 1, 10)
+
+TENSES: list[tuple[str, Tense]] = [
+    ("Alice moved to Lisbon in March", "past"),
+    ("I started a new job", "past"),
+    ("We went skiing", "past"),
+    ("I've been to Paris", "past"),
+    ("I had a party", "past"),
+    ("We got married", "past"),
+    ("I'll visit Tokyo", "future"),
+    ("I'm going to visit Tokyo", "future"),
+    ("We are flying to Tokyo", "future"),
+    ("I booked a table", "future"),  # a booking is for something ahead
+    ("Let's meet", "future"),
+    ("My birthday is in March", "unknown"),
+    ("I'm excited about the trip", "unknown"),  # an adjective, not a past verb
+    ("I was going to move", "unknown"),  # the cues cancel
+    ("We have a meeting", "unknown"),
+    ("I usually ski in the winter", "habitual"),
+    ("We play tennis every weekend", "habitual"),
+    ("我三月搬到了里斯本", "past"),
+    ("我已经交税", "past"),
+    ("我去过东京", "past"),
+    ("我三月要去东京", "future"),
+    ("我们会去东京", "future"),
+    ("我打算去东京", "future"),
+    ("我要搬家了", "future"),  # 要……了: about to
+    ("我的生日在三月", "unknown"),
+    ("我重要的会议在三月", "unknown"),  # 重要, 会议: no 要 or 会 of the future
+    ("我们每周都去打球", "habitual"),
+]
+
+
+@pytest.mark.parametrize(("text", "tense"), TENSES)
+def test_detect_tense(text: str, tense: Tense) -> None:
+    assert detect_tense(text) == tense
+
+
+def test_a_phrase_cut_from_its_sentence_takes_the_tense_it_is_given() -> None:
+    # An LLM's "when" is a bare phrase: alone, "in March" said on 1 December is the nearer March (next one).
+    assert occurred("in March", DECEMBER_1) == span("2027-03-01", "2027-03-31")
+    sentence_tense = detect_tense("Alice moved to Lisbon in March.")
+    found = extract_occurred("in March", DECEMBER_1, tense=sentence_tense)
+    assert found is not None and (found[0].date(), found[1].date()) == span("2026-03-01", "2026-03-31")
+    found = extract_occurred("in March", DECEMBER_1, tense="future")
+    assert found is not None and found[0].date() == d("2027-03-01")
+    assert extract_occurred("in March", DECEMBER_1, tense="habitual") is None
+
+
+def test_a_question_can_be_given_its_tense() -> None:
+    window = parse_time_window("in March", DECEMBER_1)
+    assert window is not None and window.start.date() == d("2026-03-01")  # a question looks back
+    window = parse_time_window("in March", DECEMBER_1, tense="future")
+    assert window is not None and window.start.date() == d("2027-03-01")
+
+
+def test_find_time_expressions_reads_each_clause_by_its_own_tense() -> None:
+    text = "I moved to Lisbon in March and will visit Tokyo in May."
+    found = find_time_expressions(text, DECEMBER_1)
+    assert [(e.phrase, e.offset, e.start.date(), e.end.date(), e.vague) for e in found] == [
+        ("in March", text.index("in March"), d("2026-03-01"), d("2026-03-31"), False),
+        ("in May", text.index("in May"), d("2027-05-01"), d("2027-05-31"), False),
+    ]
+    assert found[0].start == datetime(2026, 3, 1, tzinfo=UTC)
+    # extract_occurred covers both
+    assert occurred("I moved to Lisbon in March and will visit Tokyo in May.", DECEMBER_1) == span(
+        "2026-03-01", "2027-05-31"
+    )

@@ -8,11 +8,11 @@ import asyncio
 import contextvars
 import gc
 import threading
+import warnings
 from typing import Any
 
 import anthropic
 import httpx
-import instructor
 import openai
 import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
@@ -25,6 +25,15 @@ from memwrap.tokens import count_tokens
 from memwrap.wrappers.inject import OPEN_TAG
 
 MODEL = "gpt-4o-mini"
+# What the SDK raises when the connection drops mid-stream: httpx's error (older SDKs), httpx2's (openai 3.x and
+# anthropic 2.x moved to httpx2), or wrapped as APIConnectionError (newer openai 3.x).
+DROPPED: tuple[type[BaseException], ...] = (httpx.RemoteProtocolError, openai.APIConnectionError)
+try:
+    import httpx2
+
+    DROPPED += (httpx2.RemoteProtocolError,)
+except ImportError:  # pragma: no cover - the oldest supported SDKs
+    pass
 
 
 def ask(text: str, system: str | None = None) -> dict[str, Any]:
@@ -45,7 +54,9 @@ def test_same_client_same_type_and_everything_else_untouched(llm_server: Any, wa
     client = memwrap.wrap_openai(sdk, bank_id=bank, memory=warm_memory)
     assert isinstance(client, openai.OpenAI)
     assert client.models is sdk.models and client.files is sdk.files and client.api_key == "test"
-    assert client.chat.completions.retrieve == sdk.chat.completions.retrieve
+    assert client.completions is sdk.completions and client.chat.completions.with_raw_response
+    if hasattr(sdk.chat.completions, "retrieve"):  # stored completions: openai 1.7x+
+        assert client.chat.completions.retrieve == sdk.chat.completions.retrieve
     assert client.with_options(timeout=5).memwrap is client.memwrap
     assert isinstance(memwrap.wrap_openai(openai_sdk(llm_server, is_async=True), bank_id=bank), openai.AsyncOpenAI)
     assert isinstance(memwrap.wrap_anthropic(anthropic_sdk(llm_server), bank_id=bank), anthropic.Anthropic)
@@ -61,33 +72,6 @@ def test_same_client_same_type_and_everything_else_untouched(llm_server: Any, wa
 class User(BaseModel):
     name: str
     age: int
-
-
-def test_instructor_on_a_wrapped_client(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    warm_memory.retain(bank, "Alice turned 30 last week.")
-    client = instructor.from_openai(wrapped(llm_server, warm_memory, bank))
-    llm_server.script([Reply(tool_calls=[ToolCall("User", {"name": "Alice", "age": 30})])])
-    user = client.chat.completions.create(
-        model=MODEL, response_model=User, messages=[{"role": "user", "content": "How old is Alice?"}]
-    )
-    assert user.model_dump() == {"name": "Alice", "age": 30}
-    request = llm_server.last()
-    assert "Alice turned 30" in memory_block(request) and request.body["tools"][0]["function"]["name"] == "User"
-
-
-def test_instructor_on_a_wrapped_async_client(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    warm_memory.retain(bank, "Bob is 41 years old.")
-    sdk = memwrap.wrap_openai(
-        openai_sdk(llm_server, is_async=True), bank_id=bank, memory=warm_memory, recall_timeout=10
-    )
-    client = instructor.from_openai(sdk)
-    llm_server.script([Reply(tool_calls=[ToolCall("User", {"name": "Bob", "age": 41})])])
-    user = asyncio.run(
-        client.chat.completions.create(
-            model=MODEL, response_model=User, messages=[{"role": "user", "content": "How old is Bob?"}]
-        )
-    )
-    assert user.age == 41 and "Bob is 41" in memory_block(llm_server.last())
 
 
 def test_wrapping_twice_and_echoed_blocks_inject_once(llm_server: Any, warm_memory: Any, bank: str) -> None:
@@ -200,7 +184,8 @@ def test_a_growing_conversation_is_appended_not_resent(llm_server: Any, warm_mem
 
 
 def test_tool_calls_and_results_are_retained_readably(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    client = wrapped(llm_server, warm_memory, bank)
+    """With retain_tools=True (tests/test_wrap_tool_loops.py has the default: the user's words and the answer)."""
+    client = wrapped(llm_server, warm_memory, bank, retain_tools=True)
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     llm_server.script(
         [Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_1")]), "It is sunny in Paris."]
@@ -210,7 +195,9 @@ def test_tool_calls_and_results_are_retained_readably(llm_server: Any, warm_memo
     messages += [first.choices[0].message, {"role": "tool", "tool_call_id": "call_1", "content": "18C and sunny"}]
     client.chat.completions.create(model=MODEL, messages=messages, tools=tools)
 
-    claude = memwrap.wrap_anthropic(anthropic_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=10)
+    claude = memwrap.wrap_anthropic(
+        anthropic_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=10, retain_tools=True
+    )
     llm_server.script([Reply(tool_calls=[ToolCall("lookup", {"q": "tide"}, id="toolu_1")]), "High tide at 6."])
     history: list[Any] = [{"role": "user", "content": "When is high tide for my swim?"}]
     answer = claude.messages.create(model="claude", max_tokens=100, messages=history)
@@ -245,7 +232,7 @@ def test_streams_closed_abandoned_or_cut_are_still_retained(llm_server: Any, war
     del stream
     gc.collect()
 
-    with pytest.raises(httpx.RemoteProtocolError):  # what the SDK raises when the connection drops mid-stream
+    with pytest.raises(DROPPED):  # what the SDK raises when the connection drops mid-stream
         for _ in client.chat.completions.create(**ask("Cut: the mug is red."), stream=True):
             pass
     assert client.memwrap.flush(30)
@@ -282,3 +269,18 @@ def test_async_client_with_an_async_memory(llm_server: Any, memwrap_home: Any, b
     block, found = asyncio.run(scenario())
     assert "green Brompton" in block
     assert any("What bike do I ride?" in t for t in found)
+
+
+def test_parse_adds_no_warning(llm_server: Any, warm_memory: Any, bank: str) -> None:
+    """Reading a parse() result for memory must not serialize its `parsed` field (pydantic warned on openai 3.x)."""
+    client = wrapped(llm_server, warm_memory, bank)
+    llm_server.script([Reply(json={"name": "Ada", "age": 36}), Reply(json={"name": "Ada", "age": 36})])
+    # older openai 1.x has parse/stream only under beta.chat.completions
+    completions = client.chat.completions if hasattr(client.chat.completions, "parse") else client.beta.chat.completions
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        user = completions.parse(**ask("Ada is 36."), response_format=User).choices[0].message.parsed
+        with completions.stream(**ask("Ada is 36."), response_format=User) as stream:
+            streamed = stream.get_final_completion().choices[0].message.parsed
+    assert user == streamed == User(name="Ada", age=36)
+    assert client.memwrap.flush(30) and client.memwrap.stats.internal_errors == 0

@@ -52,6 +52,7 @@ def test_example_recalls_turn_one_in_turn_two(name: str, fact: str, example_env:
 
 
 def test_instructor_example(example_env: Any, capsys: Any) -> None:
+    pytest.importorskip("instructor")
     example_env.script(
         [
             "Nice to meet you, Sam.",

@@ -27,10 +27,12 @@ from memwrap.wrappers.transcript import (
     Turn,
     anthropic_turns,
     chat_turns,
+    in_tool_loop,
     new_turns,
     render,
     responses_turns,
     session_key,
+    turn_number,
 )
 
 BLOCK = f"{OPEN_TAG}\nRecalled from long-term memory. Current date: 2026-01-02.\n- likes teal\n{CLOSE_TAG}\n"
@@ -149,8 +151,15 @@ def test_new_turns_are_the_ones_after_the_last_answer() -> None:
             {"role": "user", "content": "thanks"},
         ]
     )
-    assert render(new_turns(turns)) == "tool result: get_weather: 18C, sunny\nuser: thanks"
-    assert 'called get_weather({"city": "Paris"})' in turns[2].text
+    call = 'called get_weather({"city": "Paris"})'
+    assert turns[2].text == call and turns[2].calls_tools and not turns[2].is_answer
+    # A tool call is a step of the user's turn, not its answer: the turn runs from "one" ...
+    assert render(new_turns(turns)) == f"user: one\nassistant: {call}\ntool result: get_weather: 18C, sunny\nuser: thanks"
+    assert render(new_turns(turns, tools=False)) == "user: one\nuser: thanks"
+    # ... unless every step is an exchange of its own.
+    assert render(new_turns(turns, per_step=True)) == "tool result: get_weather: 18C, sunny\nuser: thanks"
+    assert turn_number(turns) == 0 and turn_number(turns, per_step=True) == 1
+    assert in_tool_loop(turns[:4]) and not in_tool_loop(turns)
 
 
 def test_anthropic_and_responses_tool_turns_are_readable() -> None:
@@ -177,6 +186,16 @@ def test_anthropic_and_responses_tool_turns_are_readable() -> None:
         ]
     )
     assert render(items) == "user: weather?\nassistant: called weather({})\ntool result: weather: warm"
+    assert turns[1].calls_tools and items[1].calls_tools
+    # One response's items (a message, then its function call) are one assistant turn.
+    merged = responses_turns(
+        [
+            {"role": "user", "content": "weather?"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]},
+            {"type": "function_call", "call_id": "c", "name": "weather", "arguments": "{}"},
+        ]
+    )
+    assert [(t.role, t.text, t.calls_tools) for t in merged[1:]] == [("assistant", "Checking.\ncalled weather({})", True)]
 
 
 def test_session_key_is_stable_and_ignores_later_turns() -> None:

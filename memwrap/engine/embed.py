@@ -24,8 +24,13 @@ file lock, so processes starting together export once and never read half a file
 recipe (graph, optimisation, quantisation) changes. When the export is impossible (an unsupported model layout,
 no onnxruntime) the embedder logs a warning and uses torch.
 
+The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small) is a model with its own engine, not a
+backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). Its questions and stored texts are embedded
+differently ("query: " / "passage: "), so the embedder has `embed_query`/`embed_queries` next to `embed`.
+
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
-embed_encoders.py, the ONNX export and its cache in embed_export.py (their names stay importable from here).
+embed_encoders.py and embed_e5.py, the ONNX export and its cache in embed_export.py (their names stay importable
+from here).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from typing import Literal
 
 import numpy as np
 
+from memwrap.engine.embed_e5 import E5Encoder, is_multilingual_model
 from memwrap.engine.embed_encoders import (
     MAX_BATCH_TOKENS,
     OnnxEncoder,
@@ -86,6 +92,8 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
     """The encoder for a backend; an ONNX backend that cannot be set up falls back to torch, with a warning."""
     if backend not in BACKENDS:
         raise EmbeddingModelError(f"Unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if is_multilingual_model(model_name):
+        return E5Encoder()
     if backend == "torch":
         return TorchEncoder(model_name)
     try:
@@ -100,7 +108,10 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
 
 
 class Embedder:
-    """Turns texts into unit-length float32 vectors. One worker thread: the backend already uses every core."""
+    """Turns texts into unit-length float32 vectors. One worker thread: the backend already uses every core.
+
+    `embed` is for what is stored, `embed_query`/`embed_queries` for questions (the same thing for symmetric models).
+    """
 
     def __init__(
         self,
@@ -125,6 +136,13 @@ class Embedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._encoder.encode(list(texts), self.batch_size), dtype=np.float32)
 
+    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        # Symmetric models (sentence-transformers) embed a question like any text; E5 marks it as a query.
+        encode_queries = getattr(self._encoder, "encode_queries", None)
+        if encode_queries is None:
+            return self._encode(texts)
+        return np.asarray(encode_queries(list(texts), self.batch_size), dtype=np.float32)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Synchronous embedding (benchmarks, scripts); the engine uses `embed`."""
         if not texts:
@@ -137,13 +155,26 @@ class Embedder:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._encode, texts)
 
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Synchronous embedding of questions (benchmarks, scripts); the engine uses `embed_query`."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._encode_queries(texts)
+
+    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions (and other texts compared with questions), as the model wants them embedded."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._encode_queries, texts)
+
     async def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
             cached = self._query_cache.get(text)
             if cached is not None:
                 self._query_cache.move_to_end(text)
                 return cached
-        vector = (await self.embed([text]))[0]
+        vector = (await self.embed_queries([text]))[0]
         with self._cache_lock:
             self._query_cache[text] = vector
             if len(self._query_cache) > self._query_cache_size:

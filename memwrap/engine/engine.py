@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -22,9 +23,9 @@ from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.search import RecallRequest, Searcher
-from memwrap.engine.retain.facts import Extractor, write_translated
+from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
-from memwrap.engine.retain.reextract import Reextractor
+from memwrap.engine.retain.reextract import LEASE_SECONDS, Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
 from memwrap.errors import BankExistsError, BankNotFoundError
@@ -43,6 +44,25 @@ ORDER BY session_key, seq DESC
 
 # How much of the previous unit of a session joins a unit's embedding text.
 PREVIOUS_CONTEXT_CHARS = 300
+
+# reembed: every unit with what retain embedded it with — a raw unit's previous unit in its session (by seq).
+UNITS_TO_REEMBED = """
+SELECT m.bank_id, m.id, m.seq, m.text,
+       CASE WHEN m.fact_type = 'raw' AND m.session_key IS NOT NULL THEN
+           (SELECT p.text FROM memory_units p
+            WHERE p.bank_id = m.bank_id AND p.session_key = m.session_key AND p.seq < m.seq
+            ORDER BY p.seq DESC LIMIT 1)
+       END AS previous
+FROM memory_units m
+WHERE m.seq > $1
+ORDER BY m.seq
+LIMIT $2
+"""
+
+
+def embedding_text(text: str, previous: str | None) -> str:
+    """What a unit's vector is computed from: its text, after the end of the unit before it when it has one."""
+    return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}" if previous else text
 
 # Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
 WRITE_BATCH = 256
@@ -77,7 +97,8 @@ class Engine(LearningVerbs):
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
             self.reextractor = Reextractor(
-                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy
+                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy,
+                converted=self.learning.after_retain,
             )
             self.reextractor.start()
 
@@ -169,12 +190,15 @@ class Engine(LearningVerbs):
                 prepared[hashed] = prepare_item(item, now=now, defense_policy=policy)
 
         stored: dict[str, list[UUID]] = dict(known)
-        pending = list(prepared.values())
+        pending: list[PreparedItem] = list(prepared.values())
         if self.extractor is not None and pending:
-            # prepare_item ran the memory defense: the LLM sees defended text only. Facts are self-contained,
-            # so only raw units (failed extractions) get their session's previous unit in their vectors.
-            pending = list(await self.extractor.translate(bank_id, pending, now=now, policy=policy))
-        await self._add_session_context(bank_id, [p for p in pending if not getattr(p, "facts", False)])
+            # Raw first, recallable from the moment retain returns; queued for the extraction started below.
+            # Their entities wait for the extraction's (reextract.py, UNLINKED_RAW).
+            pending = [
+                ExtractedItem(p.item_hash, [replace(u, entities={}) for u in p.units], p.source, pending=True)
+                for p in pending
+            ]
+        await self._add_session_context(bank_id, pending)
         # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
         batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
         embedding = self._embed_items(batches[0]) if batches else None
@@ -185,14 +209,36 @@ class Engine(LearningVerbs):
             async with self.store.pool.acquire() as conn:
                 stored.update(await self._write(conn, bank_id, batch, vectors))
         self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
-        await self.learning.after_retain(bank_id, len(pending))
+        if self.reextractor is not None and pending:
+            # Consolidation follows the facts (the reextractor's `converted`), not the raw units they replace.
+            stored.update(await self._extract_written(bank_id, pending, stored, now=now, policy=policy))
+        else:
+            await self.learning.after_retain(bank_id, len(pending))
         return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    async def _extract_written(
+        self, bank_id: str, items: list[PreparedItem], stored: dict[str, list[UUID]], *, now: datetime, policy: str
+    ) -> dict[str, list[UUID]]:
+        """Start the extraction of the items this retain wrote raw and wait up to extraction_deadline for it: the
+        facts' ids when it is done in time, else nothing (the raw ids stand; the extraction goes on, its facts
+        take the raw units' place and their ids when they land). prepare_item ran the memory defense: the LLM
+        sees defended text only."""
+        assert self.reextractor is not None
+        ours = [i for i in items if stored.get(i.item_hash) == [u.id for u in i.units]]  # not a concurrent retain's
+        if not ours:
+            return {}
+        task = self.reextractor.start_inline(bank_id, ours, now=now, policy=policy)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, self.settings.extraction_deadline))
+        if task not in done or task.cancelled() or task.exception() is not None:
+            return {}
+        return task.result()
 
     async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
         if self.extractor is None:
             return await write_items(conn, bank_id, batch, vectors)
         retry_after = self.settings.extraction_retry_interval
-        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after)
+        lease = max(LEASE_SECONDS, self.settings.llm_background_timeout)
+        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after, lease=lease)
 
     def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
         texts = [unit.embed_text for item in items for unit in item.units]
@@ -214,9 +260,7 @@ class Engine(LearningVerbs):
             for unit in item.units:
                 if unit.session_key is None:
                     continue
-                before = previous.get(unit.session_key)
-                if before:
-                    unit.embed_text = f"{before[-PREVIOUS_CONTEXT_CHARS:]}\n{unit.text}"
+                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
                 previous[unit.session_key] = unit.text
 
     async def _defense_policy(self, bank_id: str) -> str:
@@ -340,7 +384,11 @@ class Engine(LearningVerbs):
     # --- maintenance ------------------------------------------------------------------------------------
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (the vector column is resized if needed)."""
+        """Re-embed every memory with the configured model, in place (the vector column is resized if needed).
+
+        Each unit is embedded from the same text retain used (a raw unit with the end of the unit before it in its
+        session), so a re-embedded store holds the vectors a store built afresh with this model would.
+        """
         model, dim = self.settings.embedding_model, self.embedder.dim
         pool = self.store.pool
         async with pool.acquire() as conn, conn.transaction():
@@ -351,12 +399,10 @@ class Engine(LearningVerbs):
         done = 0
         last_seq = 0
         while True:
-            rows = await pool.fetch(
-                "SELECT bank_id, id, seq, text FROM memory_units WHERE seq > $1 ORDER BY seq LIMIT $2", last_seq, batch_size
-            )
+            rows = await pool.fetch(UNITS_TO_REEMBED, last_seq, batch_size)
             if not rows:
                 break
-            vectors: np.ndarray = await self.embedder.embed([r["text"] for r in rows])
+            vectors: np.ndarray = await self.embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows])
             await pool.executemany(
                 "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
                 [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],

@@ -6,10 +6,14 @@
     text, usage = await llm.complete(system, user, role="consolidation")
 
 Providers: OpenAI and any OpenAI-compatible endpoint (`base_url`), Anthropic, or none (every call raises
-LLMNotConfiguredError). One policy for every call: a per-request timeout, retries with exponential backoff
-and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests in
-flight (all roles together), and usage totals per role (`llm.usage`). Errors are specific: LLMUnavailableError
-(gave up retrying), LLMRequestError (refused: key, model, request), ContextOverflowError, LLMOutputError.
+LLMNotConfiguredError). One policy for every call: an output limit always sent (`max_tokens`), a per-request
+timeout (for background work: bounded by the server's measured speed, llm_pacing.py), retries with exponential
+backoff and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests
+in flight (all roles together) that adapts to the server, and usage totals per role (`llm.usage`). What a
+server can do (native tool calls, a named tool_choice, JSON schema) is probed once per model
+(`llm.capabilities(role)`, llm_capabilities.py). Plain text cut at the output limit is continued. Errors are
+specific: LLMUnavailableError (gave up retrying), LLMRequestError (refused: key, model, request),
+ContextOverflowError, LLMOutputError.
 Structured output is validated by pydantic: OpenAI gets a strict json_schema response_format, Anthropic a
 forced tool; an endpoint that rejects schemas is asked for JSON in the prompt instead, and a reply that still
 does not validate is repaired (fences, trailing commas, truncation) and, failing that, re-asked once.
@@ -23,14 +27,17 @@ import json
 import logging
 import os
 import random
-import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
+from memwrap.engine.llm_capabilities import Capabilities, detect_capabilities
+from memwrap.engine.llm_clients import llm_from_client
 from memwrap.engine.llm_json import repair_json
+from memwrap.engine.llm_pacing import AdaptiveLimit, SpeedMeter
 from memwrap.engine.llm_types import (
     DEFAULT_MODELS,
     ROLES,
@@ -54,12 +61,14 @@ from memwrap.errors import (
     LLMRequestError,
     LLMUnavailableError,
 )
+from memwrap.tokens import count_tokens
 
 if TYPE_CHECKING:
     from memwrap.engine.llm_providers import Provider
 
 __all__ = [
     "LLM",
+    "Capabilities",
     "ROLES",
     "ContextOverflowError",
     "LLMError",
@@ -92,6 +101,7 @@ _REASK = (
     "Reply again with only the corrected JSON object, following the required structure exactly."
 )
 _PROMPT_FOR_JSON = "\n\nReply with only one JSON object (no prose, no code fence) that follows this JSON schema:\n"
+_CONTINUE = "Your reply was cut off. Continue exactly where it stopped, without repeating anything."
 
 
 class LLM:
@@ -105,15 +115,23 @@ class LLM:
         backoff: float = 1.0,
         max_backoff: float = 30.0,
         max_concurrency: int = 4,
+        timeout: float = 60.0,
+        background_timeout: float = 900.0,
+        tool_protocol: str = "auto",
     ) -> None:
         self._providers: dict[str, Provider | None] = {role: providers.get(role) for role in ROLES}
         self.max_retries = max(0, max_retries)
         self.backoff = max(0.0, backoff)
         self.max_backoff = max_backoff
         self.max_concurrency = max(1, max_concurrency)
+        self.timeout = timeout
+        self.background_timeout = max(timeout, background_timeout)
+        self.tool_protocol = tool_protocol
         self.usage: dict[str, Usage] = {role: Usage() for role in ROLES}
-        self._semaphore: asyncio.Semaphore | None = None
-        self._semaphore_loop: asyncio.AbstractEventLoop | None = None
+        # All roles share the server's slots; the limit adapts to what the server takes (llm_pacing.py).
+        self.limit = AdaptiveLimit(self.max_concurrency)
+        self._meters: dict[int, SpeedMeter] = {}
+        self._capabilities: dict[int, Capabilities] = {}
 
     # -- construction ------------------------------------------------------------------------------------
 
@@ -134,7 +152,7 @@ class LLM:
             if key not in shared:
                 shared[key] = _make_provider(kind, model, base_url, api_key, settings.llm_timeout, role)
             providers[role] = shared[key]
-        return cls(providers, **_policy(settings))
+        return cls(providers, **policy(settings))
 
     def configured(self, role: Role) -> bool:
         return self._providers.get(role) is not None
@@ -147,26 +165,58 @@ class LLM:
         provider = self._providers.get(role)
         return provider.name if provider else "none"
 
+    def meter(self, role: Role) -> SpeedMeter:
+        """The measured speed of the server behind `role` (shared by roles on the same server)."""
+        provider = self._provider(role)
+        return self._meters.setdefault(id(provider), SpeedMeter())
+
+    async def capabilities(self, role: Role) -> Capabilities:
+        """What the server behind `role` can do (native tools, a named tool_choice, JSON schema): probed once
+        per model with tiny requests, or set by MEMWRAP_LLM_TOOL_PROTOCOL."""
+        provider = self._provider(role)
+        found = self._capabilities.get(id(provider))
+        if found is None:
+            found = await detect_capabilities(provider, self.tool_protocol, self._call_provider)
+            self._capabilities[id(provider)] = found
+        return found
+
+    def request_timeout(self, role: Role, request: ChatRequest) -> float:
+        """Background work: bounded by the server's measured speed (llm_pacing.py), never below
+        MEMWRAP_LLM_TIMEOUT nor above MEMWRAP_LLM_BACKGROUND_TIMEOUT."""
+        prompt = count_tokens(request.system) + sum(count_tokens(m.content) + 4 for m in request.messages)
+        return self.meter(role).background_timeout(
+            prompt, request.max_tokens, floor=self.timeout, ceiling=self.background_timeout
+        )
+
     # -- calls -------------------------------------------------------------------------------------------
 
     async def structured(
         self,
         system: str,
-        user: str,
+        user: str | Sequence[Message],
         schema: type[T],
         *,
         role: Role,
         name: str | None = None,
         max_tokens: int = 4096,
+        background: bool = False,
+        timeout: float | None = None,
+        json_schema: dict[str, Any] | None = None,
     ) -> tuple[T, Usage]:
-        """One reply validated as `schema`. Put what never changes in `system` (prompt caching), data in `user`.
+        """One reply validated as `schema`. Put what never changes in `system` (prompt caching), data in `user`
+        (a text, or a conversation of messages without tool calls).
 
+        `background`: each request is bounded by the server's measured speed instead of MEMWRAP_LLM_TIMEOUT
+        (for work nobody waits on, on servers that may take minutes); `timeout` sets it explicitly.
+        `json_schema`: the schema sent, when it is not `schema`'s own (a union pydantic cannot express strictly).
         Raises LLMOutputError (with `.usage`) when the reply does not validate after repair and one re-ask, and
         OutputTruncatedError at once when the reply hit the output token limit (ask for less per call).
         """
         provider = self._provider(role)
-        json_schema = (name or snake_name(schema.__name__), strict_schema(schema))
-        request = self._structured_request(provider, system, [Message.user(user)], json_schema, max_tokens)
+        schema_pair = (name or snake_name(schema.__name__), json_schema or strict_schema(schema))
+        messages = [Message.user(user)] if isinstance(user, str) else list(user)
+        request = self._structured_request(provider, system, messages, schema_pair, max_tokens)
+        request.timeout = timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
         result = await self._call(role, request)
         usage = result.usage
         try:
@@ -178,7 +228,9 @@ class LLM:
             log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
             bad = _raw_reply(result)
             followup = [*request.messages, Message.assistant(bad[:4000]), Message.user(_REASK.format(error=first))]
-            request = self._structured_request(provider, system, followup, json_schema, max_tokens)
+            timeout = request.timeout
+            request = self._structured_request(provider, system, followup, schema_pair, max_tokens)
+            request.timeout = timeout
             result = await self._call(role, request)
             usage = usage + result.usage
             try:
@@ -187,10 +239,24 @@ class LLM:
                 second.usage = usage  # type: ignore[attr-defined]
                 raise
 
-    async def complete(self, system: str, user: str, *, role: Role, max_tokens: int = 2048) -> tuple[str, Usage]:
-        """Plain text."""
-        result = await self._call(role, ChatRequest(system, [Message.user(user)], max_tokens=max_tokens))
-        return result.text, result.usage
+    async def complete(
+        self, system: str, user: str, *, role: Role, max_tokens: int = 2048, continuations: int = 2,
+        timeout: float | None = None,
+    ) -> tuple[str, Usage]:
+        """Plain text. A reply cut off at `max_tokens` is continued (up to `continuations` more requests, each
+        asked to go on from where the text stopped); OutputTruncatedError if it is still cut after those."""
+        messages = [Message.user(user)]
+        text, usage = "", Usage()
+        for _ in range(continuations + 1):
+            result = await self._call(role, ChatRequest(system, messages, max_tokens=max_tokens, timeout=timeout))
+            text += result.text
+            usage = usage + result.usage
+            if result.stop_reason != "length":
+                return text, usage
+            messages = [Message.user(user), Message.assistant(text), Message.user(_CONTINUE)]
+        error = OutputTruncatedError(f"the reply was still cut off after {continuations} continuation(s)")
+        error.usage = usage  # type: ignore[attr-defined]
+        raise error
 
     async def tool_step(
         self,
@@ -201,13 +267,14 @@ class LLM:
         system: str = "",
         tool_choice: str = "auto",
         max_tokens: int = 4096,
+        timeout: float | None = None,
     ) -> ToolStep:
         """One model turn with native function calling: text and/or tool calls.
 
         `tool_choice`: "auto", "required", "none" or a tool's name. Raises ContextOverflowError when the
         conversation no longer fits (drop or shorten old tool results and call again).
         """
-        request = ChatRequest(system, list(messages), list(tools), tool_choice, None, max_tokens)
+        request = ChatRequest(system, list(messages), list(tools), tool_choice, None, max_tokens, timeout)
         result = await self._call(role, request)
         return ToolStep(
             text=result.text,
@@ -254,20 +321,27 @@ class LLM:
         schema_text = json.dumps(json_schema[1], ensure_ascii=False, separators=(",", ":"))
         return ChatRequest(system + _PROMPT_FOR_JSON + schema_text, messages, max_tokens=max_tokens)
 
-    def _slots(self) -> asyncio.Semaphore:
-        loop = asyncio.get_running_loop()
-        if self._semaphore is None or self._semaphore_loop is not loop:
-            self._semaphore = asyncio.Semaphore(self.max_concurrency)
-            self._semaphore_loop = loop
-        return self._semaphore
+    async def _call_provider(self, provider: Provider, request: ChatRequest) -> ChatResult:
+        """One request in a slot of the adaptive limit, its speed recorded."""
+        async with self.limit.slot():
+            started = time.monotonic()
+            result = await provider.chat(request)
+        elapsed = time.monotonic() - started
+        self.limit.succeeded()
+        prompt_rate, generation_rate = result.timings or (None, None)
+        self._meters.setdefault(id(provider), SpeedMeter()).record(
+            result.usage.prompt_tokens, result.usage.completion_tokens, elapsed,
+            prompt_per_second=prompt_rate, generation_per_second=generation_rate,
+        )
+        return result
 
     async def _call(self, role: Role, request: ChatRequest) -> ChatResult:
         provider = self._provider(role)
         attempt = 0
+        switched_token_param = False
         while True:
             try:
-                async with self._slots():
-                    result = await provider.chat(request)
+                result = await self._call_provider(provider, request)
             except (asyncio.CancelledError, LLMError):
                 raise
             except Exception as exc:
@@ -276,19 +350,28 @@ class LLM:
                     raise
                 what = f"{provider.name} {provider.model} ({role})"
                 detail = redact(info.message)[:500]
+                if info.kind == "token_param" and not switched_token_param and hasattr(provider, "switch_token_param"):
+                    log.info("%s refused the output limit's parameter name (%s); trying the other one", what, detail)
+                    provider.switch_token_param()
+                    switched_token_param = True
+                    continue
+                if info.kind == "retry":
+                    self.limit.overloaded()
                 if info.kind == "schema_unsupported" and request.json_schema is not None:
                     log.warning("%s does not accept a JSON schema (%s); asking for JSON in the prompt", what, detail)
                     provider.schema_supported = False
+                    timeout = request.timeout
                     request = self._structured_request(
                         provider, request.system, request.messages, request.json_schema, request.max_tokens
                     )
+                    request.timeout = timeout
                     continue
                 if info.kind == "overflow":
                     raise ContextOverflowError(
                         f"The prompt does not fit the context window of {what}: {detail}. Send less: fewer or "
                         "shorter messages and tool results."
                     ) from exc
-                if info.kind in ("reject", "schema_unsupported"):
+                if info.kind in ("reject", "schema_unsupported", "token_param"):
                     raise LLMRequestError(
                         f"{what} refused the request (HTTP {info.status}): {detail}. Check the model name, the "
                         "API key and MEMWRAP_LLM_BASE_URL."
@@ -317,69 +400,15 @@ class LLM:
         return step * (0.5 + random.random() / 2)
 
 
-# --- reuse of a wrapped client's credentials ---------------------------------------------------------------
-
-
-def llm_from_client(client: Any, model: str | None = None, *, settings: Settings | None = None) -> LLM:
-    """An LLM for every role that reuses an OpenAI/Anthropic client's credentials and endpoint.
-
-    For `wrap_openai(client, bank_id=..., llm="gpt-4o-mini")`. A memwrap-wrapped client is unwrapped first, so
-    the engine's own calls are neither recalled into nor retained. Sync clients are mirrored by an async
-    client with the same key, base URL, organisation and project; async clients are reused as they are
-    (with SDK retries off). Per-role model overrides (MEMWRAP_EXTRACTION_MODEL, ...) still apply.
-    """
-    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
-
-    settings = settings or Settings()
-    client = getattr(client, "__wrapped__", client)
-    # A client of an SDK that was never imported cannot exist: no need to import it (anthropic takes ~1 s).
-    openai = sys.modules.get("openai")
-    anthropic = sys.modules.get("anthropic")
-    sdk: Any
-    if openai is not None and isinstance(client, (openai.AsyncOpenAI, openai.OpenAI)):
-        kind = "openai"
-        owns_client = not isinstance(client, openai.AsyncOpenAI)
-        if not owns_client:
-            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
-        elif isinstance(client, openai.AzureOpenAI):
-            raise TypeError("For Azure OpenAI pass an AsyncAzureOpenAI client (its settings are reused as they are).")
-        else:
-            sdk = openai.AsyncOpenAI(
-                api_key=client.api_key, organization=client.organization, project=client.project,
-                base_url=client.base_url, max_retries=0, timeout=settings.llm_timeout,
-            )
-    elif anthropic is not None and isinstance(client, (anthropic.AsyncAnthropic, anthropic.Anthropic)):
-        kind = "anthropic"
-        owns_client = not isinstance(client, anthropic.AsyncAnthropic)
-        if not owns_client:
-            sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
-        else:
-            sdk = anthropic.AsyncAnthropic(
-                api_key=client.api_key, auth_token=client.auth_token, base_url=client.base_url,
-                max_retries=0, timeout=settings.llm_timeout,
-            )
-    else:
-        raise TypeError(f"llm_from_client takes an OpenAI or Anthropic client, not {type(client).__name__}.")
-    base_model = model or settings.llm_model or DEFAULT_MODELS[kind]
-    shared: dict[str, Provider] = {}
-    providers: dict[str, Provider | None] = {}
-    for role in ROLES:
-        role_model = getattr(settings, f"{role}_model") or base_model
-        if role_model not in shared:
-            provider_cls = OpenAIProvider if kind == "openai" else AnthropicProvider
-            # An async client's copy (with_options) shares the app's connection pool: closing memwrap must not
-            # close it. A mirror of a sync client is ours.
-            shared[role_model] = provider_cls(role_model, sdk, owns_client=owns_client)
-        providers[role] = shared[role_model]
-    return LLM(providers, **_policy(settings))
-
-
-def _policy(settings: Settings) -> dict[str, Any]:
+def policy(settings: Settings) -> dict[str, Any]:
     return {
         "max_retries": settings.llm_max_retries,
         "backoff": settings.llm_backoff,
         "max_backoff": settings.llm_max_backoff,
         "max_concurrency": settings.llm_max_concurrency,
+        "timeout": settings.llm_timeout,
+        "background_timeout": settings.llm_background_timeout,
+        "tool_protocol": settings.llm_tool_protocol,
     }
 
 

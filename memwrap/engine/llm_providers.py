@@ -27,12 +27,17 @@ _OVERFLOW_RE = re.compile(
 # A 400/422 naming these, on a request that asked for a JSON schema, means the endpoint does not support it.
 _SCHEMA_RE = re.compile(r"response_format|json_schema|structured output|guided|grammar|schema", re.IGNORECASE)
 _RETRY_STATUS = frozenset({408, 409, 425, 429})
+# A 400 naming the output-limit parameter: the server wants the other name (max_tokens / max_completion_tokens).
+_TOKEN_PARAM_RE = re.compile(r"max_(?:completion_)?tokens", re.IGNORECASE)
 
 
 class Provider(Protocol):
     name: str
     model: str
     schema_supported: bool  # False once the endpoint rejected a JSON-schema request; then we prompt for JSON
+
+    @property
+    def endpoint(self) -> str: ...
 
     async def chat(self, request: ChatRequest) -> ChatResult: ...
 
@@ -71,7 +76,26 @@ def _classify_status(status: int, message: str, headers: Any, request: ChatReque
         return ErrorInfo("overflow", message, status)
     if status in (400, 422) and request.json_schema is not None and _SCHEMA_RE.search(message):
         return ErrorInfo("schema_unsupported", message, status)
+    if status in (400, 422) and _TOKEN_PARAM_RE.search(message):
+        return ErrorInfo("token_param", message, status)
     return ErrorInfo("reject", message, status)
+
+
+def _is_openai(client: Any) -> bool:
+    host = getattr(getattr(client, "base_url", None), "host", "") or ""
+    return host == "api.openai.com" or host.endswith(".openai.azure.com")
+
+
+def _timings(response: Any) -> tuple[float, float] | None:
+    """llama.cpp's `timings` (prompt_per_second, predicted_per_second), kept by the SDK as an extra field."""
+    extra = getattr(response, "model_extra", None) or {}
+    timings = extra.get("timings") if isinstance(extra, dict) else None
+    if not isinstance(timings, dict):
+        return None
+    prompt, predicted = timings.get("prompt_per_second"), timings.get("predicted_per_second")
+    if isinstance(prompt, (int, float)) and isinstance(predicted, (int, float)) and prompt > 0 and predicted > 0:
+        return float(prompt), float(predicted)
+    return None
 
 
 def _arguments(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
@@ -97,6 +121,11 @@ class OpenAIProvider:
         self.client = client
         self.owns_client = owns_client  # False: the app's own client (its connections are the app's to close)
         self.schema_supported = True
+        self.token_param = "max_completion_tokens" if _is_openai(client) else "max_tokens"
+
+    @property
+    def endpoint(self) -> str:
+        return str(getattr(self.client, "base_url", "") or "")
 
     async def chat(self, request: ChatRequest) -> ChatResult:
         kwargs: dict[str, Any] = {"model": self.model, "messages": self._messages(request)}
@@ -115,8 +144,12 @@ class OpenAIProvider:
                 "type": "json_schema",
                 "json_schema": {"name": name, "schema": schema, "strict": True},
             }
-        # No max_tokens: OpenAI's reasoning models reject it and compatible servers disagree on
-        # max_completion_tokens; a reply cut short shows up as stop_reason "length" instead.
+        # Always bounded: a compatible server's default may be unlimited output (llama.cpp's is). OpenAI itself
+        # wants max_completion_tokens (its reasoning models reject max_tokens); most other servers know only
+        # max_tokens. A server that refuses the name we chose gets the other one (llm.py, "token_param").
+        kwargs[self.token_param] = request.max_tokens
+        if request.timeout is not None:
+            kwargs["timeout"] = request.timeout
         response = await self.client.chat.completions.create(**kwargs)
         choice = response.choices[0]
         message = choice.message
@@ -139,7 +172,10 @@ class OpenAIProvider:
         stop: StopReason = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length"}.get(
             choice.finish_reason or "stop", "other"
         )  # type: ignore[assignment]
-        return ChatResult(message.content or "", calls, stop, usage, response.model or self.model)
+        return ChatResult(message.content or "", calls, stop, usage, response.model or self.model, _timings(response))
+
+    def switch_token_param(self) -> None:
+        self.token_param = "max_tokens" if self.token_param == "max_completion_tokens" else "max_completion_tokens"
 
     @staticmethod
     def _messages(request: ChatRequest) -> list[dict[str, Any]]:
@@ -194,6 +230,10 @@ class AnthropicProvider:
         self.owns_client = owns_client  # False: the app's own client (its connections are the app's to close)
         self.schema_supported = True
 
+    @property
+    def endpoint(self) -> str:
+        return str(getattr(self.client, "base_url", "") or "")
+
     async def chat(self, request: ChatRequest) -> ChatResult:
         system = "\n\n".join([request.system, *(m.content for m in request.messages if m.role == "system")]).strip()
         kwargs: dict[str, Any] = {
@@ -220,6 +260,8 @@ class AnthropicProvider:
             kwargs["tools"] = tools
             if choice is not None:
                 kwargs["tool_choice"] = choice
+        if request.timeout is not None:
+            kwargs["timeout"] = request.timeout
         response = await self.client.messages.create(**kwargs)
         texts: list[str] = []
         calls: list[ToolCall] = []

@@ -114,7 +114,8 @@ class ChatRequest:
     tools: list[Tool] = field(default_factory=list)
     tool_choice: str | None = None  # "auto" | "required" | "none" | a tool's name
     json_schema: tuple[str, dict[str, Any]] | None = None  # (name, strict schema): structured output
-    max_tokens: int = 4096
+    max_tokens: int = 4096  # always sent: a server's default output limit may be unbounded (llama.cpp's is)
+    timeout: float | None = None  # seconds for this request; None: the client's (MEMWRAP_LLM_TIMEOUT)
 
     def with_messages(self, messages: list[Message]) -> ChatRequest:
         return replace(self, messages=messages)
@@ -127,13 +128,15 @@ class ChatResult:
     stop_reason: StopReason
     usage: Usage
     model: str = ""
+    # The server's own speed report when it gives one (llama.cpp `timings`): prompt and generation tokens/s.
+    timings: tuple[float, float] | None = None
 
 
 @dataclass
 class ErrorInfo:
     """How the LLM facade should treat a provider exception."""
 
-    kind: Literal["retry", "overflow", "reject", "schema_unsupported"]
+    kind: Literal["retry", "overflow", "reject", "schema_unsupported", "token_param"]
     message: str
     status: int | None = None
     retry_after: float | None = None  # seconds, from Retry-After / retry-after-ms

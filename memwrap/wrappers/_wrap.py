@@ -3,13 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from memwrap.engine import validate
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.proxies import ClientProxy, Tree
-from memwrap.wrappers.scope import BankId, Options, as_tags
+from memwrap.wrappers.scope import BankId, Options, ToolLoop, as_tags
+
+
+class WrapOptions(TypedDict, total=False):
+    """The keyword options of `wrap_openai` / `wrap_anthropic`, for integrations that pass them on."""
+
+    bank_id: BankId
+    memory: Any
+    inject: bool
+    retain: bool
+    max_tokens: int
+    session_id: str | None
+    tags: str | Sequence[str] | None
+    recall_timeout: float
+    tool_loop: ToolLoop
+    retain_tools: bool
 
 
 def wrap(
@@ -27,6 +42,8 @@ def wrap(
     tags: str | Sequence[str] | None,
     recall_timeout: float,
     llm: str | bool | None = None,
+    tool_loop: ToolLoop = "turn",
+    retain_tools: bool = False,
 ) -> Any:
     if isinstance(client, ClientProxy):
         # Wrapping twice would recall and inject twice: wrap the original client again with the new options.
@@ -55,6 +72,8 @@ def wrap(
         session_id=session_id,
         tags=as_tags(tags),
         recall_timeout=recall_timeout,
+        tool_loop=tool_loop,
+        retain_tools=retain_tools,
     )
     handle = Memwrap(memory, options, family=family)
     if llm:

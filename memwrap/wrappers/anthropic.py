@@ -9,7 +9,7 @@ import anthropic
 
 from memwrap.wrappers._wrap import wrap
 from memwrap.wrappers.proxies import Resource, Tree
-from memwrap.wrappers.scope import BankId
+from memwrap.wrappers.scope import BankId, ToolLoop
 
 C = TypeVar("C")
 
@@ -38,6 +38,8 @@ def wrap_anthropic(
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
+    tool_loop: ToolLoop = "turn",
+    retain_tools: bool = False,
 ) -> C:
     """Return `client` with memory: recalled into `system` before each Messages call, retained after it.
 
@@ -65,4 +67,6 @@ def wrap_anthropic(
         tags=tags,
         recall_timeout=recall_timeout,
         llm=llm,
+        tool_loop=tool_loop,
+        retain_tools=retain_tools,
     )

@@ -31,7 +31,10 @@ from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
 from memwrap.wrappers.scope import Options, resolve
 from memwrap.wrappers.spool import Retainer, RetainStats
-from memwrap.wrappers.transcript import Turn, get, new_turns, render, session_key, turn_number
+
+# After spool: loops' exit hook must run before the spool's (atexit runs hooks in reverse order).
+from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool  # noqa: E402, I001
+from memwrap.wrappers.transcript import Turn, get, in_tool_loop, render, session_key, turn_number
 
 log = logging.getLogger("memwrap.wrappers")
 
@@ -48,6 +51,7 @@ class Stats:
     recall_timeouts: int = 0  # failed open: slower than recall_timeout
     recall_errors: int = 0  # failed open: the engine raised
     recall_skipped: int = 0  # failed open: engine known down or overloaded, not even tried
+    recall_reused: int = 0  # later steps of a tool loop: given their user turn's block, no recall
     retains: int = 0  # retains queued by this client
     internal_errors: int = 0  # payloads memwrap could not read or place (the call went on untouched)
     last_error: str | None = None
@@ -123,6 +127,7 @@ class Memwrap:
         self._responses: OrderedDict[str, tuple[str, int]] = OrderedDict()  # response id -> (session, next turn)
         self._warned_no_bank = False
         self._last_warning = 0.0
+        self.loops = ToolLoops(self.enqueue)
 
     # -- public ----------------------------------------------------------------------------------------------
 
@@ -148,7 +153,10 @@ class Memwrap:
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Deliver every retain queued so far (and what earlier processes left in the spool) to the engine, and
-        wait for it. False on timeout: they stay safe in the spool, and exit or the next process delivers them."""
+        wait for it. False on timeout: they stay safe in the spool, and exit or the next process delivers them.
+
+        Tool-loop steps still waiting for their turn's final answer are retained as they are first."""
+        self.loops.commit_all()
         backend, retainer = backend_for(self.memory)
         if backend.kind == "async" and _in_loop(backend.home_loop):
             raise RuntimeError(
@@ -158,6 +166,7 @@ class Memwrap:
 
     async def aflush(self, timeout: float | None = 10.0) -> bool:
         """`flush` for async code: waits in a thread, so the event loop keeps delivering."""
+        self.loops.commit_all()
         return await asyncio.to_thread(backend_for(self.memory)[1].flush, timeout)
 
     def wait_spooled(self, timeout: float | None = 10.0) -> bool:
@@ -167,6 +176,7 @@ class Memwrap:
     def close(self, timeout: float = 5.0) -> bool:
         """Deliver what can be delivered in `timeout`, stop this memory's retain worker; the rest stays spooled.
         Not needed at exit: memwrap delivers then on its own (MEMWRAP_EXIT_TIMEOUT)."""
+        self.loops.commit_all()
         return _release(self.memory, timeout)
 
     def __repr__(self) -> str:
@@ -270,6 +280,7 @@ class Call:
         self.bank = bank
         self.turns = request_turns(provider.name, body)
         self.stream = bool(body.get("stream"))
+        self.per_step = options.tool_loop == "step"
         self.session, self.turn = self._place()
         self._finished = False
         self._lock = threading.Lock()
@@ -277,7 +288,7 @@ class Call:
 
     def _place(self) -> tuple[str, int]:
         """(session id, number of answers before this one): the retain's document id is "session:turn-N"."""
-        answered = turn_number(self.turns)
+        answered = turn_number(self.turns, per_step=self.per_step)
         if self.options.session_id:
             return self.options.session_id, answered
         if self.provider.name == "openai.responses":
@@ -294,8 +305,20 @@ class Call:
 
     # -- recall and injection --------------------------------------------------------------------------------
 
+    @property
+    def loop_key(self) -> tuple[str, str, int]:
+        return self.bank, self.session, self.turn
+
     def _query(self) -> str:
-        return build_query(self.turns) if self.options.inject else ""
+        if not self.options.inject:
+            return ""
+        if not self.per_step and in_tool_loop(self.turns):
+            block = self.handle.loops.block(self.loop_key)
+            if block is not None:  # a later step of a tool loop: its user turn's block again, no recall
+                self.handle.count("recall_reused")
+                self.block = block
+                return ""
+        return build_query(self.turns)
 
     def prepare_sync(self) -> dict[str, Any]:
         """The request to send: recalled memory placed in it, or the request as it was if recall failed."""
@@ -329,6 +352,8 @@ class Call:
             if recall is not None:
                 self.block = str(get(recall, "context") or "")
                 self.handle.count("injected" if self.block else "recall_empty")
+            elif not tried and self.block:
+                self.handle.count("injected")
             return self.provider.inject(self.body, self.block)
         except Exception as exc:  # noqa: BLE001 - a payload shape we did not foresee must not break the app's call
             self.handle.internal_error(exc)
@@ -366,28 +391,37 @@ class Call:
             self.handle.internal_error(exc)
 
     def _retain(self, answer: list[Turn], *, partial: bool, response_id: str | None) -> None:
+        # A step that asked for tools is held back until its user turn's answer (loops.py), unless this request
+        # forced that one tool (then the call is the answer).
+        step = not self.per_step and any(t.calls_tools for t in answer) and not forces_one_tool(self.body)
         if response_id and self.provider.name == "openai.responses":
-            self.handle.remember_response(response_id, self.session, self.turn + 1)
-        if not self.options.retain:
-            return
-        model = self.body.get("model")
-        item = exchange_item(
-            self.turns,
-            answer,
-            source=f"memwrap.{self.provider.name}",
-            session=self.session,
-            turn=self.turn,
-            model=model if isinstance(model, str) else None,
-            tags=self.options.tags,
-            partial=partial,
+            self.handle.remember_response(response_id, self.session, self.turn + (0 if step else 1))
+        carried = [] if self.per_step else self.handle.loops.take(self.loop_key)
+        exchange, loop = exchange_turns(
+            self.turns, answer, per_step=self.per_step, tools=self.options.retain_tools, carried=carried
         )
-        if item is not None:
+        model = self.body.get("model")
+        item = (
+            exchange_item(
+                exchange,
+                source=f"memwrap.{self.provider.name}",
+                session=self.session,
+                turn=self.turn,
+                model=model if isinstance(model, str) else None,
+                tags=self.options.tags,
+                partial=partial,
+            )
+            if self.options.retain
+            else None
+        )
+        if step:
+            self.handle.loops.hold(self.loop_key, self.block, item, loop)
+        elif item is not None:
             self.handle.enqueue(self.bank, item)
 
 
 def exchange_item(
-    turns: list[Turn],
-    answer: list[Turn],
+    exchange: list[Turn],
     *,
     source: str,
     session: str,
@@ -396,12 +430,13 @@ def exchange_item(
     tags: Sequence[str] = (),
     partial: bool = False,
 ) -> dict[str, Any] | None:
-    """The retain item for one exchange: the request's new turns and the answer, memory blocks removed.
+    """The retain item for one exchange (what the app said since the last answer, then the answer), memory
+    blocks removed.
 
     A plain dict (JSON-ready), so the sidecar proxy builds the very same items from raw bodies.
     None when there is nothing to remember.
     """
-    content = render([Turn(t.role, strip_memory(t.text)) for t in [*new_turns(turns), *answer]])
+    content = render([Turn(t.role, strip_memory(t.text)) for t in exchange])
     if not content.strip():
         return None
     metadata: dict[str, Any] = {"source": source, "session_id": session, "turn": turn}

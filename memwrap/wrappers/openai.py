@@ -9,7 +9,7 @@ import openai
 
 from memwrap.wrappers._wrap import wrap
 from memwrap.wrappers.proxies import Resource, Tree
-from memwrap.wrappers.scope import BankId
+from memwrap.wrappers.scope import BankId, ToolLoop
 
 C = TypeVar("C")
 
@@ -39,6 +39,8 @@ def wrap_openai(
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
+    tool_loop: ToolLoop = "turn",
+    retain_tools: bool = False,
 ) -> C:
     """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
 
@@ -47,6 +49,9 @@ def wrap_openai(
     client's own. `bank_id` may be a string or a callable returning one; `memory` defaults to one `Memory()`
     per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
     `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
+    Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
+    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
+    `tool_loop="step"` treats each request as its own exchange.
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(
@@ -66,4 +71,6 @@ def wrap_openai(
         tags=tags,
         recall_timeout=recall_timeout,
         llm=llm,
+        tool_loop=tool_loop,
+        retain_tools=retain_tools,
     )

@@ -38,6 +38,23 @@ class Resource:
 Tree = Mapping[str, "Tree | Resource"]
 
 
+class sdk_method:  # noqa: N801 - used as a decorator, like `property`
+    """A resource method the proxy has only when the SDK object has it: `hasattr(client.chat.completions,
+    "parse")` and the AttributeError stay what the installed SDK version says (older ones lack `parse`, `stream`
+    or `responses`), and no recall runs for a call the SDK cannot make."""
+
+    def __init__(self, method: Callable[..., Any]) -> None:
+        self.method = method
+        self.name = method.__name__
+
+    def __get__(self, proxy: Any, owner: type | None = None) -> Any:
+        if proxy is None:
+            return self
+        if not hasattr(proxy.__wrapped__, self.name):
+            raise AttributeError(f"{type(proxy.__wrapped__).__name__!r} object has no attribute {self.name!r}")
+        return self.method.__get__(proxy, owner)
+
+
 class _Proxy(wrapt.ObjectProxy):
     def __init__(self, wrapped: Any, handle: Memwrap, is_async: bool) -> None:
         super().__init__(wrapped)
@@ -128,12 +145,15 @@ class SyncResource(_ResourceBase):
             return fn(*args, **body)
         return _finish_plain(call, fn(*args, **call.prepare_sync()))
 
+    @sdk_method
     def create(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("create", args, kwargs)
 
+    @sdk_method
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("parse", args, kwargs)
 
+    @sdk_method
     def stream(self, *args: Any, **kwargs: Any) -> Any:
         call, body = self._self_handle.begin(self._self_spec.provider, kwargs)
         if call is None:
@@ -149,12 +169,15 @@ class AsyncResource(_ResourceBase):
             return await fn(*args, **body)
         return _finish_plain_async(call, await fn(*args, **await call.prepare_async()))
 
+    @sdk_method
     async def create(self, *args: Any, **kwargs: Any) -> Any:
         return await self._run("create", args, kwargs)
 
+    @sdk_method
     async def parse(self, *args: Any, **kwargs: Any) -> Any:
         return await self._run("parse", args, kwargs)
 
+    @sdk_method
     def stream(self, *args: Any, **kwargs: Any) -> AsyncManager:
         # The SDK's async `stream()` is a plain function returning a manager; recall must await, so the real
         # manager is made in __aenter__, once the block is known.
@@ -314,17 +337,21 @@ class SyncRaw(_ResourceBase):
             return _StreamingManager(result, call, False)
         return RawResponseProxy(result, call, False, eager=True)
 
+    @sdk_method
     def create(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("create", args, kwargs)
 
+    @sdk_method
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         return self._run("parse", args, kwargs)
 
 
 class AsyncRaw(_ResourceBase):
+    @sdk_method
     def create(self, *args: Any, **kwargs: Any) -> Any:
         return self._dispatch("create", args, kwargs)
 
+    @sdk_method
     def parse(self, *args: Any, **kwargs: Any) -> Any:
         return self._dispatch("parse", args, kwargs)
 

@@ -11,13 +11,17 @@ import contextvars
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from memwrap.errors import InvalidInputError
 
-OPTION_NAMES = ("bank_id", "inject", "retain", "max_tokens", "session_id", "tags", "recall_timeout")
+OPTION_NAMES = (
+    "bank_id", "inject", "retain", "max_tokens", "session_id", "tags", "recall_timeout", "tool_loop", "retain_tools"
+)
+TOOL_LOOP_MODES = ("turn", "step")
 
 BankId = str | Callable[[], str | None] | None
+ToolLoop = Literal["turn", "step"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,14 @@ class Options:
     session_id: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
     recall_timeout: float = 0.2
+    # Tool/agent loops (loops.py): "turn" recalls once per user turn and retains the user's message with the
+    # final answer; "step" treats every request as its own exchange. `retain_tools` keeps tool calls and results.
+    tool_loop: ToolLoop = "turn"
+    retain_tools: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tool_loop not in TOOL_LOOP_MODES:
+            raise InvalidInputError(f"tool_loop must be one of {TOOL_LOOP_MODES}, not {self.tool_loop!r}.")
 
     def merged(self, overrides: Mapping[str, Any]) -> Options:
         unknown = set(overrides) - set(OPTION_NAMES)
@@ -85,6 +97,8 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
         session_id: str | None = None,
         tags: str | Sequence[str] | None = None,
         recall_timeout: float | None = None,
+        tool_loop: ToolLoop | None = None,
+        retain_tools: bool | None = None,
     ) -> None:
         values = {
             "bank_id": bank_id,
@@ -94,7 +108,11 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
             "session_id": session_id,
             "tags": as_tags(tags) if tags is not None else None,
             "recall_timeout": recall_timeout,
+            "tool_loop": tool_loop,
+            "retain_tools": retain_tools,
         }
+        if tool_loop is not None and tool_loop not in TOOL_LOOP_MODES:
+            raise InvalidInputError(f"tool_loop must be one of {TOOL_LOOP_MODES}, not {tool_loop!r}.")
         self.values = {k: v for k, v in values.items() if v is not None}
         self._tokens: list[contextvars.Token[Mapping[str, Any]]] = []
 

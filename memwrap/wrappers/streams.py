@@ -51,7 +51,7 @@ class ChatAccumulator:
     def answer(self) -> list[Turn]:
         lines = ["".join(self.text)] + [_call_text(c["name"], c["arguments"]) for _, c in sorted(self.calls.items())]
         text = "\n".join(line for line in lines if line)
-        return [Turn("assistant", text)] if text else []
+        return [Turn("assistant", text, calls_tools=bool(self.calls))] if text else []
 
 
 class ResponsesAccumulator:
@@ -82,7 +82,7 @@ class ResponsesAccumulator:
         if self.final is not None:
             return responses_answer(self.final)
         text = "\n".join(line for line in ["".join(self.text), *self.calls] if line)
-        return [Turn("assistant", text)] if text else []
+        return [Turn("assistant", text, calls_tools=bool(self.calls))] if text else []
 
 
 class AnthropicAccumulator:

@@ -18,10 +18,19 @@ MAX_TOOL_TEXT = 2000
 
 @dataclass(frozen=True)
 class Turn:
-    """One utterance. `role` is one of "system", "user", "assistant", "tool" (a tool's result)."""
+    """One utterance. `role` is one of "system", "user", "assistant", "tool" (a tool's result).
+
+    `calls_tools`: an assistant turn that asked for tools, i.e. a step of a tool loop, not the turn's answer.
+    """
 
     role: str
     text: str
+    calls_tools: bool = False
+
+    @property
+    def is_answer(self) -> bool:
+        """An assistant turn that ends a user turn: it asked for no tool."""
+        return self.role == "assistant" and not self.calls_tools
 
 
 def get(obj: Any, key: str, default: Any = None) -> Any:
@@ -86,14 +95,16 @@ def chat_turns(messages: Any) -> list[Turn]:
             turns.append(Turn("user", content_text(get(message, "content"))))
         elif role == "assistant":
             lines = [content_text(get(message, "content"))]
-            for call in get(message, "tool_calls") or []:
+            calls = list(get(message, "tool_calls") or [])
+            for call in calls:
                 function = get(call, "function") or {}
                 names[str(get(call, "id"))] = str(get(function, "name"))
                 lines.append(_call_text(get(function, "name"), get(function, "arguments")))
-            if get(message, "function_call"):
-                legacy = get(message, "function_call")
+            legacy = get(message, "function_call")
+            if legacy:
                 lines.append(_call_text(get(legacy, "name"), get(legacy, "arguments")))
-            turns.append(Turn("assistant", "\n".join(line for line in lines if line)))
+            text = "\n".join(line for line in lines if line)
+            turns.append(Turn("assistant", text, calls_tools=bool(calls or legacy)))
         elif role in ("tool", "function"):
             name = names.get(str(get(message, "tool_call_id")), get(message, "name") or "tool")
             turns.append(Turn("tool", f"{name}: {_clip(content_text(get(message, 'content')))}"))
@@ -105,16 +116,13 @@ def chat_answer(completion: Any) -> list[Turn]:
     choices = get(completion, "choices") or []
     if not choices:
         return []
-    return [t for t in chat_turns([{**_as_dict(get(choices[0], "message")), "role": "assistant"}]) if t.text]
-
-
-def _as_dict(obj: Any) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    if isinstance(obj, Mapping):
-        return dict(obj)
-    dump = getattr(obj, "model_dump", None)
-    return dump() if callable(dump) else dict(vars(obj))
+    message = get(choices[0], "message")
+    # Only the fields read here, through `get`: a parse() result's `parsed` is never serialized (with openai 3.x
+    # that printed pydantic serializer warnings the app's own code never causes).
+    fields = {key: get(message, key) for key in ("content", "refusal", "tool_calls", "function_call")}
+    if not fields["content"] and fields["refusal"]:
+        fields["content"] = fields["refusal"]
+    return [t for t in chat_turns([{**fields, "role": "assistant"}]) if t.text]
 
 
 # ---------------------------------------------------------------------------------------------- OpenAI responses
@@ -131,13 +139,21 @@ def responses_turns(input_: Any) -> list[Turn]:
         role = get(item, "role")
         if kind in (None, "message") and role:
             text = content_text(get(item, "content"))
-            turns.append(Turn("system" if role in ("system", "developer") else str(role), text))
+            turn = Turn("system" if role in ("system", "developer") else str(role), text)
         elif kind == "function_call":
             names[str(get(item, "call_id"))] = str(get(item, "name"))
-            turns.append(Turn("assistant", _call_text(get(item, "name"), get(item, "arguments"))))
+            turn = Turn("assistant", _call_text(get(item, "name"), get(item, "arguments")), calls_tools=True)
         elif kind == "function_call_output":
             name = names.get(str(get(item, "call_id")), "tool")
-            turns.append(Turn("tool", f"{name}: {_clip(content_text(get(item, 'output')))}"))
+            turn = Turn("tool", f"{name}: {_clip(content_text(get(item, 'output')))}")
+        else:
+            continue
+        if turn.role == "assistant" and turns and turns[-1].role == "assistant":
+            # One response's items (a message, then its function calls) are one assistant turn.
+            last = turns.pop()
+            text = "\n".join(t for t in (last.text, turn.text) if t)
+            turn = Turn("assistant", text, calls_tools=last.calls_tools or turn.calls_tools)
+        turns.append(turn)
     return turns
 
 
@@ -161,6 +177,7 @@ def anthropic_turns(messages: Any, system: Any = None) -> list[Turn]:
             turns.append(Turn(role, content))
             continue
         lines: list[str] = []
+        calls = False
         for block in content or []:
             kind = get(block, "type")
             if kind == "text":
@@ -168,12 +185,13 @@ def anthropic_turns(messages: Any, system: Any = None) -> list[Turn]:
             elif kind == "tool_use":
                 names[str(get(block, "id"))] = str(get(block, "name"))
                 lines.append(_call_text(get(block, "name"), get(block, "input")))
+                calls = True
             elif kind == "tool_result":
                 name = names.get(str(get(block, "tool_use_id")), "tool")
                 turns.append(Turn("tool", f"{name}: {_clip(content_text(get(block, 'content')))}"))
         text = "\n".join(line for line in lines if line)
         if text or role == "assistant":
-            turns.append(Turn(role, text))
+            turns.append(Turn(role, text, calls_tools=calls and role == "assistant"))
     return turns
 
 
@@ -184,18 +202,36 @@ def anthropic_answer(message: Any) -> list[Turn]:
 # ---------------------------------------------------------------------------------------------- shared
 
 
-def new_turns(turns: list[Turn]) -> list[Turn]:
-    """What the app added since the last answer: everything after the last assistant turn (no system text).
+def _ends_exchange(turn: Turn, per_step: bool) -> bool:
+    return turn.role == "assistant" and (per_step or not turn.calls_tools)
+
+
+def new_turns(turns: list[Turn], *, per_step: bool = False, tools: bool = True) -> list[Turn]:
+    """What the app added since the last answer (no system text).
 
     The turns before it were retained with that answer, so a growing conversation is appended, never re-sent.
+    An answer is an assistant turn that asked for no tool; `per_step` counts every assistant turn (each step of
+    a tool loop is then an exchange of its own). `tools=False` keeps only what the user said: the loop's tool
+    calls and tool results stay out.
     """
-    last = max((i for i, t in enumerate(turns) if t.role == "assistant"), default=-1)
-    return [t for t in turns[last + 1 :] if t.role != "system" and t.text]
+    last = max((i for i, t in enumerate(turns) if _ends_exchange(t, per_step)), default=-1)
+    added = [t for t in turns[last + 1 :] if t.role != "system" and t.text]
+    return added if tools else [t for t in added if t.role == "user"]
 
 
-def turn_number(turns: list[Turn]) -> int:
-    """How many answers came before this call: stable for a given conversation prefix, so retries dedupe."""
-    return sum(1 for t in turns if t.role == "assistant")
+def turn_number(turns: list[Turn], *, per_step: bool = False) -> int:
+    """How many answers came before this call: stable for a given conversation prefix, so retries dedupe.
+
+    Without `per_step`, the steps of a tool loop share their user turn's number.
+    """
+    return sum(1 for t in turns if _ends_exchange(t, per_step))
+
+
+def in_tool_loop(turns: list[Turn]) -> bool:
+    """The request continues a tool loop: after the user's last message came a tool call or a tool's result
+    (a request chained by previous_response_id carries only the result)."""
+    last_user = max((i for i, t in enumerate(turns) if t.role == "user"), default=-1)
+    return any(t.calls_tools or t.role == "tool" for t in turns[last_user + 1 :])
 
 
 def session_key(turns: list[Turn]) -> str:

@@ -11,6 +11,13 @@ Endpoints: POST /v1/chat/completions, /v1/responses (OpenAI) and /v1/messages (A
 Replies come from a FIFO script shared by all endpoints; when it is empty, `server.responder(request)` answers
 (default: "OK"). A reply can carry tool calls, JSON, an HTTP error, a delay before headers, a delay between
 stream chunks, or a cut-off after N chunks.
+
+Small local servers behave differently, and the server can act like one (OpenAI chat endpoint):
+
+    server.tools_as_text = True             # scripted tool calls arrive as text, `tool_calls` empty (llama.cpp +
+                                            # a small model)
+    server.refuse_named_tool_choice = True  # 400 for a tool_choice object naming a tool
+    server.refuse_json_schema = True        # 400 for response_format json_schema
 """
 
 from __future__ import annotations
@@ -63,6 +70,9 @@ class FakeLLMServer:
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
         self.responder: Callable[[RecordedRequest], ReplyLike] = lambda request: Reply(text="OK")
+        self.tools_as_text = False
+        self.refuse_named_tool_choice = False
+        self.refuse_json_schema = False
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._ids = Ids()
@@ -102,6 +112,7 @@ class FakeLLMServer:
             self._script.clear()
             self.requests.clear()
         self.responder = lambda request: Reply(text="OK")
+        self.tools_as_text = self.refuse_named_tool_choice = self.refuse_json_schema = False
 
     @property
     def pending(self) -> int:
@@ -166,7 +177,11 @@ class FakeLLMServer:
             request = RecordedRequest(http.method, http.url.path, dict(http.headers), body, provider)
             with self._lock:
                 self.requests.append(request)
-            reply = request.reply = self._next_reply(request)
+            refusal = self._refusal(provider, body)
+            if refusal is not None:
+                request.reply = refusal
+                return JSONResponse(_error_body(provider, refusal), status_code=refusal.status)
+            reply = request.reply = self._as_small_server(provider, self._next_reply(request))
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             if reply.status >= 400:
@@ -179,6 +194,25 @@ class FakeLLMServer:
             return JSONResponse(self._complete(provider, reply, data, model), headers=reply.headers)
 
         return endpoint
+
+    def _refusal(self, provider: str, body: Any) -> Reply | None:
+        """What a small server says to a request form it does not take (no script entry is used)."""
+        if provider != "openai.chat" or not isinstance(body, dict):
+            return None
+        if self.refuse_named_tool_choice and isinstance(body.get("tool_choice"), dict):
+            return Reply(status=400, error="Invalid tool_choice: only 'auto', 'none' and 'required' are supported")
+        response_format = body.get("response_format") or {}
+        if self.refuse_json_schema and response_format.get("type") == "json_schema":
+            return Reply(status=400, error="response_format json_schema is not supported")
+        return None
+
+    def _as_small_server(self, provider: str, reply: Reply) -> Reply:
+        if provider != "openai.chat" or not self.tools_as_text or not reply.tool_calls:
+            return reply
+        # What llama.cpp returns when a small model writes its tool call as text.
+        calls = [{"name": tc.name, "arguments": tc.arguments} for tc in reply.tool_calls]
+        text = json.dumps(calls[0] if len(calls) == 1 else calls)
+        return Reply(text=f"{reply.content}\n{text}".strip(), delay=reply.delay, finish_reason=reply.finish_reason)
 
     def _complete(self, provider: str, reply: Reply, body: dict[str, Any], model: str) -> dict[str, Any]:
         if provider == "openai.chat":

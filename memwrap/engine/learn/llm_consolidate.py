@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.observations import CreateOp, DeleteOp, EvidenceIn, Plan, UpdateOp
 from memwrap.engine.learn.trend import trend
+from memwrap.engine.prompt_echo import EchoGuard
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import interleave
@@ -76,7 +77,7 @@ Return changes to the observations:
 - updates: when new facts restate, refine or change an existing observation. Cite the new facts that bear on it. \
 change="refine" when they add support or detail; change="contradict" when they replace what it said (a changed \
 preference, a move, a new job). After a contradiction write the text as the current state and what it replaced, \
-with dates, e.g. "Since April 2026 the user prefers Vue (before that: React)". Give a short reason.
+with dates, in the form "Since <when> <the current state> (before that: <what it replaced>)". Give a short reason.
 - creates: durable knowledge (preferences, habits, relationships, plans, recurring situations, stable facts) that \
 no existing observation covers. One observation per distinct piece of knowledge; cite every new fact supporting it.
 - deletes: an existing observation the new facts show to be wrong and that no update can fix.
@@ -85,6 +86,9 @@ Rules: never create a duplicate of an existing observation: update it instead. C
 observations by id (O1, ...), nothing else. A quote is a short verbatim excerpt of the cited fact. Facts without \
 durable knowledge (greetings, small talk, one-off chatter) are not cited. Write short, self-contained sentences \
 in the language of the facts; say "the user" for the person whose memory this is."""
+
+# The prompt shows its forms with <placeholders>: an observation that repeats the prompt is not knowledge.
+ECHO = EchoGuard(SYSTEM)
 
 
 @dataclass
@@ -203,12 +207,18 @@ async def _to_plan(
             log.info("consolidation: the model updated an unknown observation %r; ignored", item.observation)
             continue
         text = item.text.strip()
+        if text and ECHO.echoes(text):
+            log.info("consolidation: an update repeats the prompt's wording (%r); its text is ignored", text[:80])
+            text = ""
         op = updates.setdefault(target, UpdateOp(id=target, change=item.change, reason=item.reason))
         op.evidence.extend(e for e in evidence(item.evidence) if e.memory_id not in {x.memory_id for x in op.evidence})
         if text and text != texts[target]:
             op.text, op.change, op.reason = text, item.change, item.reason or op.reason
     creates = [(c.text.strip(), evidence(c.evidence)) for c in reply.creates]
-    creates = [(text, ev) for text, ev in creates if text and ev]
+    for text, _ in creates:
+        if ECHO.echoes(text):
+            log.info("consolidation: a new observation repeats the prompt's wording (%r); dropped", text[:80])
+    creates = [(text, ev) for text, ev in creates if text and ev and not ECHO.echoes(text)]
     vectors = await engine.embedder.embed([op.text for op in updates.values() if op.text] + [t for t, _ in creates])
     cursor = 0
     for op in updates.values():

@@ -16,6 +16,7 @@ import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine.recall import arms
+from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
@@ -125,22 +126,25 @@ class Searcher:
                 bank_id=request.bank_id, query=request.query, context="", tokens=0, max_tokens=request.max_tokens,
                 encoding=encoding_name(encoding), time_window=window,
             )
-        keyword = asyncio.ensure_future(
-            self._on_connection(arms.keyword, filters, search_text(request.query), limit, bank_size)
-        )
+        entity_keys = _query_entity_keys(request.query)
+        # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
+        names = asyncio.ensure_future(related_names(self.pool, request.bank_id, entity_keys))
+        keyword = asyncio.ensure_future(self._keyword(filters, request.query, names, limit, bank_size))
         try:
             vector = request.query_vector if embedding is None else await embedding
+            related = await names
         except BaseException:
             _discard(keyword)
+            _discard(names)
             raise
         timings["embed"] = _ms(started)
-        entity_keys = _query_entity_keys(request.query)
+        graph_keys = sorted({*entity_keys, *(key for _name, key in related)})
         tasks: dict[str, Awaitable[Hits]] = {
             "semantic": self._on_connection(
                 arms.semantic, filters, vector, limit, bank_size, self.settings.min_similarity
             ),
             "keyword": keyword,
-            "graph": self._on_connection(arms.graph, filters, vector, entity_keys, limit, bank_size),
+            "graph": self._on_connection(arms.graph, filters, vector, graph_keys, limit, bank_size),
         }
         if window is not None:
             tasks["temporal"] = self._on_connection(arms.temporal, filters, vector, window.start, window.end, limit)
@@ -169,6 +173,13 @@ class Searcher:
             max_tokens=request.max_tokens, encoding=encoding_name(encoding), memories=chosen, time_window=window,
             candidates=len(ranked), timings_ms=timings,
         )
+
+    async def _keyword(
+        self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int
+    ) -> Hits:
+        related = await names
+        text = " ".join([query, *(name for name, _key in related)])
+        return await self._on_connection(arms.keyword, filters, search_text(text), limit, bank_size)
 
     async def _details(self, filters: Filters, fused: list[Fused], with_neighbours: bool) -> list[RecalledMemory]:
         ids = [f.id for f in fused]

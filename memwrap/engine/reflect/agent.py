@@ -1,8 +1,14 @@
-"""The reflect loop: the model calls memory tools (native function calling) until it calls `done`.
+"""The reflect loop: the model calls memory tools until it calls `done`.
 
     turn:  check limits → one LLM call → `done`? finish : cap each tool call's share of the budget → run the calls
     limit: iterations, the context budget, the wall clock, or the provider's context overflow
-           → a forced synthesis: one fresh call that answers from what was gathered (forced=True), never an error
+           → a forced synthesis: one fresh call that answers from what was gathered (forced=True and
+             forced_reason set), never an error
+
+The model is asked through native tool calls or, where the server's model cannot make them, a JSON-schema
+"next action" protocol (protocol.py): the same loop, trace, budgets and citations either way. A final answer
+before anything was looked up is refused (unless the bank is empty): the first time the model is told to look
+first; the second time the agent recalls the question itself and shows the model what it found.
 
 The budget is enforced before the tool calls run: the room left in the budget is divided among the calls of the
 turn, and each call's result is cut to its share, so several calls together cannot overflow the next request.
@@ -18,10 +24,11 @@ from datetime import datetime
 from typing import Any
 
 from memwrap.engine.llm import LLM, ContextOverflowError, Message, Tool, ToolCall, ToolStep
-from memwrap.engine.reflect import prompts
+from memwrap.engine.reflect import prompts, queries
 from memwrap.engine.reflect.budget import MIN_RESULT_TOKENS, SAFETY_TOKENS, Limits, TokenCounter
 from memwrap.engine.reflect.cite import resolve_citations
 from memwrap.engine.reflect.output import DONE, DoneCall, OutputSchema
+from memwrap.engine.reflect.protocol import TurnProtocol
 from memwrap.engine.reflect.refs import Gathered, Refs
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
@@ -30,6 +37,11 @@ from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, Reflec
 log = logging.getLogger("memwrap.reflect")
 
 NOT_RUN = "Not run: `done` ended the turn."
+LOOK_FIRST = (
+    "Not accepted: nothing has been looked up yet, and this memory bank is not empty. Search memory first "
+    "(search_mental_models, search_observations or recall), then answer from what you find."
+)
+AUTOMATIC = "auto"  # the id prefix of a lookup the agent made itself
 SYNTHESIS_ATTEMPTS = 3  # a synthesis that overflows the provider's window is retried with half the evidence
 
 
@@ -65,13 +77,18 @@ class Agent:
         self.trace: list[ReflectTraceEntry] = []
         self.usage = ReflectUsage()
         self.iteration = 0
+        self.lookups = 0  # tool calls that ran (not `done`)
+        self.refused = 0  # final answers refused because nothing was looked up
+        self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
 
     # -- the loop --------------------------------------------------------------------------------------------
 
     async def run(self) -> ReflectResult:
         request = self.request
-        system = prompts.agent_system(request.disposition)
+        self.protocol = TurnProtocol(self.llm, await self.llm.capabilities("reflect"))
+        empty_bank = await queries.bank_is_empty(self.engine.store.pool, request.bank_id)
+        system = self.protocol.system(prompts.agent_system(request.disposition))
         tools = [*self.toolbox.tools(), request.output.tool()]
         messages = [Message.user(prompts.user_message(request.query, request.context))]
         base = self.counter.request(system, messages, tools)
@@ -95,6 +112,12 @@ class Agent:
                 reason = "context_overflow"
                 break
             done = next((c for c in step.tool_calls if c.name == DONE), None)
+            answered = done is not None or (not step.tool_calls and bool(step.text.strip()))
+            if answered and self.lookups == 0 and not empty_bank:
+                if await self._look_first(step, done, messages, system, tools):
+                    continue
+                reason = "context_budget"
+                break
             if done is not None:
                 try:
                     call = request.output.parse(done.arguments, done.raw_arguments)
@@ -129,6 +152,31 @@ class Agent:
                 reason = "timeout"
         return await self._synthesize(reason)
 
+    async def _look_first(
+        self, step: ToolStep, done: ToolCall | None, messages: list[Message], system: str, tools: list[Tool]
+    ) -> bool:
+        """Refuse an answer given before any lookup. The first time the model is told; after that the agent
+        recalls the question itself. False when the budget has no room for that."""
+        self.refused += 1
+        if done is not None:
+            self._tool_trace(done, ToolOutcome(LOOK_FIRST, error=True), None, 0.0)
+        if self.refused == 1:
+            if step.tool_calls:
+                messages.append(step.message())
+                messages += [Message.tool_result(c.id, LOOK_FIRST if c is done else NOT_RUN, is_error=True)
+                             for c in step.tool_calls]
+            else:
+                messages += [step.message(), Message.user(LOOK_FIRST)]
+            return True
+        call = ToolCall(id=f"{AUTOMATIC}{self.refused}", name="recall", arguments={"query": self.request.query})
+        messages.append(Message.assistant("", [call]))
+        shares = self.limits.shares(self.counter.request(system, messages, tools), 1)
+        if shares is None:
+            messages.pop()
+            return False
+        messages += await self._run_tools([call], shares)
+        return True
+
     def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
         if self.iteration >= self.limits.max_iterations:
             return "iterations"
@@ -148,11 +196,12 @@ class Agent:
             kind=kind, iteration=self.iteration, request_tokens=request_tokens  # type: ignore[arg-type]
         )
         self.trace.append(entry)
+        assert self.protocol is not None
         try:
             step = await asyncio.wait_for(
-                self.llm.tool_step(
-                    messages, tools, role="reflect", system=system, tool_choice=tool_choice,
-                    max_tokens=self.limits.answer_tokens,
+                self.protocol.step(
+                    system, messages, tools, tool_choice=tool_choice, max_tokens=self.limits.answer_tokens,
+                    timeout=max(timeout, 0.001),
                 ),
                 timeout=max(timeout, 0.001),
             )
@@ -173,6 +222,8 @@ class Agent:
         entry.result_tokens = u.completion_tokens or self.counter.message(step.message())
         entry.result_chars = len(step.text)
         entry.detail = ", ".join(c.name for c in step.tool_calls) or "text"
+        if self.protocol.name != "native":
+            entry.detail = f"{self.protocol.name}: {entry.detail}"
         return step
 
     async def _run_tools(self, calls: list[ToolCall], shares: list[int]) -> list[Message]:
@@ -196,6 +247,7 @@ class Agent:
 
     async def _tool(self, call: ToolCall, cap: int) -> ToolOutcome:
         started = time.perf_counter()
+        self.lookups += 1
         try:
             outcome = await self.toolbox.run(call, cap)
         except asyncio.CancelledError:
@@ -208,9 +260,12 @@ class Agent:
         self, call: ToolCall, outcome: ToolOutcome, cap: int | None, latency_ms: float, error: str | None = None
     ) -> None:
         self.usage.tool_calls += 1
+        arguments = call.arguments if call.raw_arguments is None else {"raw": call.raw_arguments[:2000]}
+        if call.id.startswith(AUTOMATIC):
+            arguments = {**arguments, "automatic": True}  # the agent looked it up, not the model
         self.trace.append(ReflectTraceEntry(
             kind="tool", iteration=self.iteration, name=call.name,
-            arguments=call.arguments if call.raw_arguments is None else {"raw": call.raw_arguments[:2000]},
+            arguments=arguments,
             cap_tokens=cap, result_tokens=outcome.tokens or self.counter.text(outcome.text),
             result_chars=len(outcome.text), truncated=outcome.truncated, latency_ms=latency_ms,
             error=error or (outcome.text[:500] if outcome.error else None),
@@ -225,6 +280,8 @@ class Agent:
         self.trace.append(ReflectTraceEntry(kind="limit", iteration=self.iteration, name=reason))
         done_tool = request.output.tool()
         system = prompts.synthesis_system(reason, request.disposition)
+        if self.protocol is not None and self.protocol.name == "json":
+            system += prompts.SYNTHESIS_JSON
         frame = self.counter.request(system, [Message.user(prompts.synthesis_user(request.query, request.context, ""))],
                                      [done_tool])
         room = self.limits.max_tokens - frame - SAFETY_TOKENS

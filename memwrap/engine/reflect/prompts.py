@@ -105,6 +105,10 @@ def synthesis_user(query: str, context: str | None, gathered: str) -> str:
     return user_message(query, context) + "\n\nGathered from memory:\n" + (gathered.strip() or "(nothing)")
 
 
+SYNTHESIS_JSON = """
+
+Reply with exactly one JSON object: {"action": "done", "answer": "<your answer>", "memory_ids": ["<references>"]}."""
+
 INVALID_DONE = (
     "`done` was not accepted: {error}. Call `done` again with a corrected call (the answer, the references, and "
     "`structured` in exactly the required form)."

@@ -145,3 +145,12 @@ async def stored_disposition(pool: asyncpg.Pool, bank_id: str) -> dict[str, obje
     config = await pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
     value = config.get("disposition") if isinstance(config, dict) else None
     return value if isinstance(value, dict) else None
+
+
+async def bank_is_empty(pool: asyncpg.Pool, bank_id: str) -> bool:
+    """No live memory and no mental model: a reflect may answer without looking anything up."""
+    return not await pool.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM memory_units WHERE bank_id = $1 AND invalidated_at IS NULL)"
+        " OR EXISTS (SELECT 1 FROM mental_models WHERE bank_id = $1)",
+        bank_id,
+    )

@@ -151,6 +151,25 @@ _ZH_NOT_ENTITIES = frozenset(
 )
 # "小王", "老李": familiar names, a prefix before a surname.
 _ZH_FAMILIAR_PREFIXES = frozenset("小老")
+ZH_SURNAMES, ZH_COMPOUND_SURNAMES, ZH_FAMILIAR_PREFIXES = _ZH_SURNAMES, _ZH_COMPOUND_SURNAMES, _ZH_FAMILIAR_PREFIXES
+# Everyday words that look like a familiar name (小 or 老 + a surname): 小时 is an hour, 老师 a teacher. jieba's
+# dictionary tags most familiar names as plain nouns (老张 'n'), so the form decides, minus these.
+_ZH_FAMILIAR_NOT_NAMES = frozenset(
+    """
+    小时 老师 小麦 小于 小康 小孔 小路 小米 小马 小牛 小车 小农 小包 小费 小曲 小钱 老牛 小房 小商 老农 小金 老路
+    小熊 小解 小池 小宫 小谷 小边 小方 老边 老房 小龙 老成 小成 小许 老许 小付 小苗 小石 小景 小童 小毛 老毛 小项
+    老实 小白 老白 小黄 老黄 小丁 老百 小姚 小时候 老乡 老家 小区 小说 小学 老板 小姐 小孩 老人 小心 小吃
+    """.split()
+)
+
+# Pronouns name whoever is speaking or spoken of, never one entity: a model sometimes lists them (我, she).
+PRONOUNS = frozenset(
+    """
+    我 你 您 他 她 它 我们 你们 您们 他们 她们 它们 咱 咱们 俺 俺们 自己 大家 人家 别人 本人 对方
+    i me my mine myself you your yours yourself he him his himself she her hers herself it its itself we us our ours
+    ourselves they them their theirs themselves user assistant
+    """.split()
+)
 
 # Edge characters entity_key strips. "@" and "#" go only at the front (@alice, #metoo, but C#), and a
 # leading period stays (.NET).
@@ -181,6 +200,13 @@ def extract_entities(text: str) -> list[str]:
 def extract_query_entities(query: str) -> list[str]:
     """Entities in a question: the same heuristic, but question and request words never count."""
     return _extract(query, _QUERY_STOPWORDS)
+
+
+def is_entity_name(name: str) -> bool:
+    """False for what must not be tagged as an entity however it was found: pronouns, empty or punctuation-only
+    names."""
+    key = entity_key(name)
+    return bool(key) and key not in PRONOUNS
 
 
 def entity_key(name: str) -> str:
@@ -352,7 +378,9 @@ def _chinese_entities(text: str) -> list[tuple[int, str]]:
                 offset += len(merged)
                 i += 2
                 continue
-            if flag.startswith(_ZH_ENTITY_FLAGS):
+            if _is_familiar_name(word):
+                found.append((offset, word))
+            elif flag.startswith(_ZH_ENTITY_FLAGS):
                 name, shift = _chinese_name(word, flag)
                 if name:
                     found.append((offset + shift, name))
@@ -390,6 +418,13 @@ def _chinese_name(word: str, flag: str) -> tuple[str, int]:
     if len(word) < 2 or word in _ZH_NOT_ENTITIES:
         return "", 0  # single characters tagged ns/nr are usually mis-tags (云, 王)
     return word, shift
+
+
+def _is_familiar_name(word: str) -> bool:
+    """老张, 小王, 老欧阳: how colleagues and friends are called."""
+    if len(word) < 2 or word[0] not in _ZH_FAMILIAR_PREFIXES or word in _ZH_FAMILIAR_NOT_NAMES:
+        return False
+    return word[1:] in _ZH_SURNAMES or word[1:] in _ZH_COMPOUND_SURNAMES
 
 
 def _starts_with_surname(word: str) -> bool:

@@ -7,24 +7,27 @@ reply. facts.py turns the facts into memory units; resolve.py maps their entitie
 What we check instead of trusting the model:
 * roles: a fact is "experience" only if one of its source turns was said by the assistant (or a tool it ran);
   whatever the model says, a fact stated only by the user or other people is "world";
-* times: the verbatim phrase the model quotes ("last Friday") is resolved by our own calendar code against the
-  turn's timestamp; the model's dates are used only when our resolver does not know the phrase;
+* times: our own calendar code resolves the turns' time phrases against when they were said; the model's dates
+  are only checked against it (dating.py);
+* echoes: a fact that repeats the prompt is dropped (prompt_echo.py);
 * provenance: source turn numbers must exist; causes must be earlier facts of the same reply.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memwrap.engine.llm import LLM, Usage
-from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.prompt_echo import EchoGuard
+from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
+from memwrap.engine.retain.coverage import lexically_covered, sentences
+from memwrap.engine.retain.speakers import METADATA_ROLES, NAMED_SPEAKER, ROLE_ALIASES, ROLE_LINE, third_person
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import normalise_whitespace
 from memwrap.tokens import count_tokens
@@ -32,23 +35,27 @@ from memwrap.tokens import count_tokens
 log = logging.getLogger("memwrap.extract")
 
 # Bump when the prompt or the schema changes meaning (it is recorded with every fact).
-PROMPT_VERSION = 1
+PROMPT_VERSION = 2
 
+# Illustrations are placeholders in <angle brackets>, never plausible memories: a small model returns a
+# prompt's example as a fact now and then, and prompt_echo.EchoGuard rejects anything that echoes this text.
 SYSTEM_PROMPT = """You turn conversation turns into long-term memories: short facts worth remembering later.
 
-Input: numbered turns "[n] speaker: text", grouped under "Date:" lines (when they were said). Speaker "user" is the person using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: never extract from them.
+Input: numbered turns "[n] speaker: text" under "Date:" lines (when they were said). Speaker "user" is the person using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: never extract from them.
 
 Rules:
-- Keep only what is worth remembering: facts, events, plans, preferences, opinions, decisions, outcomes, relationships. Skip greetings, thanks, filler, small talk, bare questions, and repeats of earlier facts.
-- Each fact stands alone: replace pronouns and "here/there/this" with names, name who it is about ("Caroline", "the user", "the assistant"), write in the language of the turns (do not translate). One or two sentences; merge statements about one thing, split unrelated ones.
-- fact_type: "experience" only for what the assistant itself did, tried, found, recommended or promised; "world" for everything the user or others say (including what they did themselves).
+- Extract every fact, event, plan, preference, opinion, decision, outcome, relationship, health detail and secret the turns state. Skip only greetings, thanks and filler.
+- Each fact stands alone: no pronouns, name who it is about ("the user", "the assistant", or the person's name), keep the turn's own time phrase in it, write in the language of the turn. One sentence per fact.
+- fact_type: "experience" only for what the assistant itself did, found, recommended or promised; "world" for everything else.
 - turns: the numbers of the turns the fact comes from.
-- entities: the people, places, organisations, products, pets and named events in the fact; canonical name in its original script (张伟 stays 张伟), the fullest form the turns support.
-- when: the time phrase of the turns that dates the fact, copied verbatim ("last Friday", "in 2019", "上周五"), else null. start, end: the calendar dates it means (YYYY-MM-DD), resolved against the Date of its turn; null when undated.
+- entities: names of the people, places, organisations and products in the fact, as written in the turns.
+- when: the time phrase of the turn that dates the fact, copied exactly, else null. start, end: the dates it means (YYYY-MM-DD), from the Date of its turn; null when the turn gives no time.
 - caused_by: 0-based positions of earlier facts in your list that caused this one, else [].
-- entities (top level): only entities called by several names in these turns, when the text shows they are the same, e.g. {"name": "张伟", "aliases": ["Zhang Wei", "老张"]}; else [].
+- entities (top level): a person or thing the turns call by several names, as {"name": <fullest name>, "aliases": [<other names>]}; else [].
 
 If nothing is worth remembering, return {"facts": [], "entities": []}."""
+
+ECHO = EchoGuard(SYSTEM_PROMPT)
 
 
 # --- the reply's shape --------------------------------------------------------------------------------------
@@ -90,15 +97,6 @@ class Extraction(BaseModel):
 
 # --- turns and chunks ---------------------------------------------------------------------------------------
 
-# The wrappers retain an exchange as "user: ...\nassistant: ...". A label must start the item for the item
-# to be read this way; later lines without a label continue the turn before them.
-_ROLE_LINE = re.compile(r"^(user|assistant|tool result|tool|system|human|ai)\s*:\s?", re.IGNORECASE | re.MULTILINE)
-_ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
-# "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
-_NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*[:：]\s+")
-_METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
-
-
 @dataclass
 class Turn:
     item: PreparedItem
@@ -131,25 +129,25 @@ def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
     said_at = source.timestamp or now
     content = source.content.strip()
     role_meta = str(source.metadata.get("role", "")).lower() if source.metadata else ""
-    if role_meta in _METADATA_ROLES:
-        role = _METADATA_ROLES[role_meta]
+    if role_meta in METADATA_ROLES:
+        role = METADATA_ROLES[role_meta]
         speaker = str(source.metadata.get("speaker") or source.metadata.get("name") or role)
         return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]  # type: ignore[arg-type]
-    first = _ROLE_LINE.match(content)
+    first = ROLE_LINE.match(content)
     if first is not None:
         turns: list[Turn] = []
-        marks = list(_ROLE_LINE.finditer(content))
+        marks = list(ROLE_LINE.finditer(content))
         for index, mark in enumerate(marks):
             end = marks[index + 1].start() if index + 1 < len(marks) else len(content)
             label = mark.group(1).lower()
-            label = _ROLE_ALIASES.get(label, label)
+            label = ROLE_ALIASES.get(label, label)
             text = content[mark.end() : end].strip()
             if label == "system" or not text:
                 continue
             turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]
         return turns
-    named = _NAMED_SPEAKER.match(content)
-    if named is not None and named.group(1).lower() not in _ROLE_ALIASES:
+    named = NAMED_SPEAKER.match(content)
+    if named is not None and named.group(1).lower() not in ROLE_ALIASES:
         return [Turn(item, named.group(1), "person", content[named.end() :].strip(), said_at)]
     return [Turn(item, "user", "user", content, said_at)]
 
@@ -288,9 +286,13 @@ class ChunkFacts:
     usage: Usage
 
 
-async def extract_chunk(llm: LLM, chunk: Chunk) -> ChunkFacts:
-    """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...)."""
-    extraction, usage = await llm.structured(SYSTEM_PROMPT, render_chunk(chunk), Extraction, role="extraction")
+async def extract_chunk(llm: LLM, chunk: Chunk, *, max_tokens: int = 1024) -> ChunkFacts:
+    """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...).
+
+    Background work: the request is bounded by the server's measured speed, not by MEMWRAP_LLM_TIMEOUT."""
+    extraction, usage = await llm.structured(
+        SYSTEM_PROMPT, render_chunk(chunk), Extraction, role="extraction", max_tokens=max_tokens, background=True
+    )
     facts = validate_facts(chunk, extraction)
     return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage)
 
@@ -309,19 +311,43 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
             continue
         if text.casefold() in seen_texts:
             continue
+        if ECHO.echoes(text):
+            log.info("dropped an extracted fact that repeats the prompt: %r", text[:80])
+            continue
         seen_texts.add(text.casefold())
         position[index] = len(kept)
+        said_by = restating_turn(text, chunk.turns, {t.item.item_hash for t in sources})
+        if said_by is not None and said_by not in sources:
+            sources = sorted([*sources, said_by], key=lambda t: t.number)
+        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources)
+        text = third_person(text, {said_by.role} if said_by is not None else {t.role for t in sources})
+        span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(
                 text=text,
-                fact_type=fact_type(raw.fact_type, sources),
+                fact_type=kind,
                 turns=sources,
-                entities=[normalise_whitespace(e) for e in raw.entities if e and e.strip()],
-                occurred=occurred(raw, text, sources[0].said_at),
+                entities=[normalise_whitespace(e) for e in raw.entities if e and e.strip() and not ECHO.echoes(e)],
+                occurred=span,
                 caused_by=[position[c] for c in raw.caused_by if c < index and c in position],
             )
         )
     return kept
+
+
+def restating_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The user's (or a person's) turn among those of the fact's items that already says the fact: what the
+    assistant only acknowledged ("Noted: React for front-end") is the user's, whichever turn the model cited.
+    A fact about what the assistant did, or one a user's question only asked for, stays with its sources."""
+    if "assistant" in text.casefold():
+        return None
+    for turn in turns:
+        if turn.role not in ("user", "person") or turn.item.item_hash not in items:
+            continue
+        statements = " ".join(s for s in sentences(turn.text) if not s.rstrip().endswith(("?", "？")))
+        if statements and lexically_covered(text, statements)[0]:
+            return turn
+    return None
 
 
 def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience"]:
@@ -329,56 +355,3 @@ def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience
     if claimed == "experience" and any(t.role in ("assistant", "tool") for t in sources):
         return "experience"
     return "world"
-
-
-def occurred(raw: ExtractedFact, text: str, said_at: datetime) -> tuple[datetime, datetime] | None:
-    """When the fact happened, checked against our own reading of the quoted phrase.
-
-    Our calendar resolves the phrase ("last Friday" said on Monday 2026-11-30 is 2026-11-27). The model's
-    dates are kept only when they fall inside that span (a vague phrase such as "the other day" narrowed by
-    context) or when we cannot read the phrase; failing both, dates written in the fact itself count.
-    """
-    ours = extract_occurred(raw.when, said_at) if raw.when else None
-    theirs = _model_dates(raw.start, raw.end, said_at)
-    if ours is not None:
-        if theirs is not None and ours[0] <= theirs[0] and theirs[1] <= ours[1]:
-            return theirs
-        return ours
-    if theirs is not None:
-        return theirs
-    return extract_occurred(text, said_at)
-
-
-_DATE_RE = re.compile(r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?")
-
-
-def _model_dates(start: str | None, end: str | None, said_at: datetime) -> tuple[datetime, datetime] | None:
-    first = _parse_day(start, last=False)
-    if first is None:
-        return None
-    last = _parse_day(end, last=True) or _parse_day(start, last=True)
-    assert last is not None
-    if last < first:
-        first, last = last, first
-    zone = said_at.tzinfo or UTC
-    return (
-        datetime.combine(first, time.min, tzinfo=zone).astimezone(UTC),
-        datetime.combine(last, time.max, tzinfo=zone).astimezone(UTC),
-    )
-
-
-def _parse_day(value: str | None, *, last: bool) -> date | None:
-    """YYYY-MM-DD or YYYY-MM (a whole month); anything else is not a date we trust."""
-    match = _DATE_RE.match(value or "")
-    if match is None:
-        return None
-    year, month = int(match.group(1)), int(match.group(2))
-    try:
-        if match.group(3):
-            return date(year, month, int(match.group(3)))
-        if not last:
-            return date(year, month, 1)
-        following = date(year + month // 12, month % 12 + 1, 1)
-        return date.fromordinal(following.toordinal() - 1)
-    except ValueError:
-        return None

@@ -1,10 +1,15 @@
 """Retain with an LLM: prepared (defended) items → fact units, and the transaction that writes them.
 
-`Extractor.translate` runs between prepare and write in Engine.retain_many. It never loses a turn: when the
-chunk an item belongs to fails (timeout, provider down, invalid output after repair and a re-ask), the item
-keeps its raw units and is queued for re-extraction (reextract.py converts it later). A fact is owned by
-the first item it came from (its document_id, item_hash and mentioned_at); `metadata["source_ids"]` lists
-the document ids of every turn it came from, `metadata["source_items"]` their item hashes.
+Retain writes an item's raw units first (recallable at once) and queues it; `Extractor.translate` then turns
+queued items into facts, which replace the raw units (reextract.py). It never loses a turn: when the chunk an
+item belongs to fails (timeout, provider down, invalid output after repair and a re-ask), the item keeps its
+raw units and stays queued; and the sentences of an extracted item that no fact carries are kept as raw units
+of their own (coverage.py). A fact is owned by the first item it came from (its document_id, item_hash and
+mentioned_at); `metadata["source_ids"]` lists the document ids of every turn it came from,
+`metadata["source_items"]` their item hashes.
+
+No wall-clock deadline cancels an extraction: each request is bounded by the server's measured speed
+(LLM.structured(background=True)), so a slow server's finished work is used, never thrown away.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import numpy as np
 from memwrap.config import Settings
 from memwrap.engine.llm import LLM, OutputTruncatedError
 from memwrap.engine.retain.defense import apply_policy, redact
+from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.retain.coverage import raw_lines, uncovered
 from memwrap.engine.retain.entities import extract_entities
 from memwrap.engine.retain.extract import (
     Chunk,
@@ -33,8 +40,9 @@ from memwrap.engine.retain.extract import (
     split_chunk,
 )
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
+from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
-from memwrap.engine.retain.write import write_items
+from memwrap.engine.retain.write import unit_entities, write_items
 from memwrap.engine.text import search_text
 
 log = logging.getLogger("memwrap.extract")
@@ -77,6 +85,9 @@ SELECT $1, h, 1, $3, now() + make_interval(secs => $4) FROM unnest($2::text[]) A
 ON CONFLICT (bank_id, item_hash) DO NOTHING
 """
 
+# Sentences of an extracted item that no fact carries (coverage.py) are kept raw, marked so.
+UNCOVERED = "not carried by the facts extracted from this item"
+
 
 @dataclass
 class ExtractedItem(PreparedItem):
@@ -84,6 +95,7 @@ class ExtractedItem(PreparedItem):
 
     facts: bool = False  # units are extracted facts (else raw units)
     error: str | None = None  # extraction failed: keep the raw units and queue the item
+    pending: bool = False  # raw units written before extraction: queued, with the extraction under way
     links: list[tuple[UUID, UUID]] = field(default_factory=list)  # (cause, effect) fact ids
     aliases: list[Alias] = field(default_factory=list)
 
@@ -94,7 +106,6 @@ class Extractor:
         self.pool = pool
         self.embed = embed
         self.settings = settings
-        self._chunk_slots: asyncio.Semaphore | None = None
 
     async def translate(
         self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str
@@ -134,6 +145,7 @@ class Extractor:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
         for result in results:
             self._add_facts(result, out, resolution, policy)
+        await self._keep_uncovered(results, out, resolution)
         first = next((i for i in out.values() if i.facts), None)
         if first is not None:
             first.aliases = list(resolution.aliases)
@@ -141,19 +153,12 @@ class Extractor:
 
     async def _extract(self, bank_id: str, chunk: Chunk) -> ChunkFacts | str:
         """One chunk; a failure comes back as its (redacted) reason, so the other chunks still count."""
-        if self._chunk_slots is None:
-            self._chunk_slots = asyncio.Semaphore(max(1, self.settings.llm_max_concurrency))
-        async with self._chunk_slots:
-            # The deadline starts when the chunk may run: a long retain_many queues chunks, not time.
-            try:
-                return await asyncio.wait_for(self._extract_halving(chunk), self.settings.extraction_deadline)
-            except asyncio.CancelledError:
-                raise
-            except TimeoutError:
-                reason = f"extraction took longer than {self.settings.extraction_deadline:g}s"
-            except Exception as exc:  # noqa: BLE001 - whatever went wrong, the turns are kept raw and retried
-                reason = f"{type(exc).__name__}: {exc}"
-        reason = redact(reason)[:1000]
+        try:
+            return await self._extract_halving(chunk)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever went wrong, the turns are kept raw and retried
+            reason = redact(f"{type(exc).__name__}: {exc}")[:1000]
         log.warning(
             "extraction of %d turn(s) in bank %s failed, kept raw for a retry: %s", len(chunk.turns), bank_id, reason
         )
@@ -162,7 +167,7 @@ class Extractor:
     async def _extract_halving(self, chunk: Chunk, depth: int = 0) -> ChunkFacts:
         """A reply cut off at the output limit would silently lose the turns after the cut: split and redo."""
         try:
-            return await extract_chunk(self.llm, chunk)
+            return await extract_chunk(self.llm, chunk, max_tokens=self.settings.extraction_output_tokens)
         except OutputTruncatedError:
             halves = split_chunk(chunk) if depth < MAX_HALVINGS else None
             if halves is None:
@@ -171,6 +176,32 @@ class Extractor:
             first = await self._extract_halving(halves[0], depth + 1)
             second = await self._extract_halving(halves[1], depth + 1)
             return merge_chunk_facts(first, second, chunk)
+
+    async def _keep_uncovered(
+        self, results: list[ChunkFacts], out: dict[str, ExtractedItem], resolution: Resolution
+    ) -> None:
+        """The sentences of each extracted item that none of its chunk's facts carry become raw units of it."""
+        carriers: dict[str, list[str]] = {}
+        turns: list[tuple[str, str, str, str]] = []
+        said: dict[str, datetime] = {}
+        for result in results:
+            texts = [f.text for f in result.facts] + [n for g in result.aliases for n in (g.name, *g.aliases)]
+            for turn in result.chunk.turns:
+                item = out.get(turn.item.item_hash)
+                if item is None or not item.facts:
+                    continue
+                known = carriers.setdefault(item.item_hash, [])
+                known.extend(t for t in texts if t not in known)
+                turns.append((item.item_hash, turn.speaker, turn.role, turn.text))
+                said.setdefault(item.item_hash, turn.said_at)
+        if not turns:
+            return
+        missing = await uncovered(turns, carriers, self.embed)
+        for item_hash, parts in missing.items():
+            owner = out[item_hash]
+            for line in raw_lines(parts):
+                owner.units.append(_raw_unit(owner, line, len(owner.units), said[item_hash], resolution))
+            log.info("extraction: %d sentence(s) of an item no fact carries were kept raw", len(parts))
 
     async def _earlier(self, bank_id: str, sessions: list[str], exclude: list[str]) -> dict[str, list[str]]:
         if not sessions:
@@ -239,13 +270,29 @@ def _fact_unit(
     )
 
 
+def _raw_unit(
+    owner: ExtractedItem, text: str, part: int, said_at: datetime, resolution: Resolution
+) -> PreparedUnit:
+    source = owner.source
+    assert source is not None
+    metadata = {**source.metadata, "kept_raw": UNCOVERED}
+    return PreparedUnit(
+        id=uuid4(), text=text, fact_type="raw", item_hash=owner.item_hash, document_id=source.document_id,
+        session_key=session_key(source), part_index=part, context=source.context, metadata=metadata,
+        tags=list(source.tags), mentioned_at=said_at, occurred=extract_occurred(text, said_at),
+        entities=resolution.entities(extract_entities(text)), search_text=search_text(text), embed_text=text,
+    )
+
+
 async def write_translated(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, retry_after: float = 60.0
+    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
+    *, retry_after: float = 60.0, lease: float = 600.0,
 ) -> dict[str, list[UUID]]:
     """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the
-    record of items that became no fact, and the re-extraction queue for items kept raw."""
+    record of items that became no fact, and the extraction queue for items kept raw (failed: due again after
+    `retry_after`; pending, their extraction under way in this process: after `lease`, should it die)."""
     async with conn.transaction():
-        result = await write_items(conn, bank_id, items, vectors)
+        result = await write_items(conn, bank_id, items, vectors, link=False)
         extracted = [i for i in items if isinstance(i, ExtractedItem)]
         # Items a concurrent retain stored first were skipped by write_items: nothing of theirs is ours to add.
         ours = [i for i in extracted if result.get(i.item_hash) == [u.id for u in i.units]]
@@ -256,8 +303,13 @@ async def write_translated(
         if links:
             await conn.execute(CAUSAL_LINKS, bank_id, [f for f, _ in links], [t for _, t in links])
         await write_aliases(conn, bank_id, [a for i in extracted for a in i.aliases])
+        written = [u for i in items if result.get(i.item_hash) == [x.id for x in i.units] for u in i.units]
+        await link_names(conn, bank_id, unit_entities(written))  # after the model's aliases: its word comes first
         failed = [i for i in ours if i.error]
         for reason in dict.fromkeys(i.error for i in failed):
             hashes = [i.item_hash for i in failed if i.error == reason]
             await conn.execute(QUEUE, bank_id, hashes, reason, float(retry_after))
+        pending = [i.item_hash for i in ours if i.pending and not i.error]
+        if pending:
+            await conn.execute(QUEUE, bank_id, pending, None, float(lease))
     return result

@@ -12,8 +12,9 @@ from uuid import UUID, uuid4
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.defense import apply_policy
 from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.retain.speakers import keep_turn_breaks
 from memwrap.engine.retain.split import split_units
-from memwrap.engine.text import normalise_whitespace, search_text
+from memwrap.engine.text import search_text
 from memwrap.errors import SecretBlockedError
 from memwrap.models import RetainItem
 
@@ -114,7 +115,8 @@ def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> Pre
     mentioned = item.timestamp or now
     prepared = PreparedItem(item_hash=hashed, source=item)
     for index, part in enumerate(split_units(item.content)):
-        text = normalise_whitespace(part)
+        # Role labels keep their line: re-extraction reads the speakers back from this text.
+        text = keep_turn_breaks(part)
         if not text:
             continue
         entities: dict[str, str] = {}

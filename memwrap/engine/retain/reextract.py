@@ -1,11 +1,15 @@
-"""Re-extraction: raw turns whose extraction failed become facts later, and the raw units make way for them.
+"""Raw turns become facts: right after retain wrote them, and later again for those whose extraction failed.
 
-A retain whose extraction failed stored the turns raw (recall finds them meanwhile) and queued them in
-`extraction_queue`. `Reextractor.run_once` claims due rows (FOR UPDATE SKIP LOCKED, with a lease, so several
-processes can share the work), rebuilds each item from its raw units (already defended text), extracts, and
-in one transaction deletes the raw units and writes the facts in their place: nothing is lost and nothing
-appears twice. A failure pushes the row back with exponential backoff; after `extraction_max_attempts` the
-row is parked (next_attempt_at NULL) and the raw memory simply stays.
+Retain stores an item's turns raw (recall finds them from the moment retain returns) and queues the item in
+`extraction_queue`. `Reextractor.start_inline` extracts those items at once, in a task that retain waits on
+only up to `extraction_deadline`: past it retain returns the raw ids and the task goes on (nothing is
+cancelled). `Reextractor.run_once` claims due rows (FOR UPDATE SKIP LOCKED, with a lease, so several
+processes can share the work), rebuilds each item from its raw units (already defended text, with the line
+break before each speaker label kept), and extracts it. Either way one transaction deletes the raw units and
+writes the facts in their place, the first facts taking over the raw units' ids (an id retain returned still
+names a memory of that item): nothing is lost and nothing appears twice. A failure pushes the row back with
+exponential backoff; after `extraction_max_attempts` the row is parked (next_attempt_at NULL) and the raw
+memory simply stays.
 
 Seam for issue 6: once memwrap/engine/learn/jobs.py exists, the loop in `Reextractor.start` should become a
 periodic "reextract" job whose body is `run_once`; nothing else here needs to change.
@@ -15,16 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from uuid import UUID
 
 import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine.retain.defense import redact
+from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
+from memwrap.engine.retain.write import write_unit_entities
 from memwrap.models import RetainItem
 
 log = logging.getLogger("memwrap.extract")
@@ -50,7 +57,7 @@ RETURNING q.bank_id, q.item_hash, q.attempts
 RAW_UNITS = """
 SELECT item_hash, id, text, document_id, context, metadata, tags, mentioned_at, part_index, seq
 FROM memory_units
-WHERE bank_id = $1 AND item_hash = ANY($2::text[]) AND fact_type = 'raw'
+WHERE bank_id = $1 AND item_hash = ANY($2::text[]) AND fact_type = 'raw' AND NOT (metadata ? 'kept_raw')
 ORDER BY seq
 """
 
@@ -61,6 +68,15 @@ SET last_error = $3,
     next_attempt_at = CASE WHEN attempts >= $4 THEN NULL
                            ELSE now() + make_interval(secs => least($5 * power(2, attempts - 1), $6)) END
 WHERE bank_id = $1 AND item_hash = ANY($2::text[])
+"""
+
+# Raw units stored before their extraction carry no entities (the extraction names them, and an entity made
+# from a raw unit's guess would shadow the model's better name when its facts are resolved). Units whose
+# extraction failed get the no-LLM entities after all: the graph arm finds them while they wait.
+UNLINKED_RAW = """
+SELECT id, text FROM memory_units m
+WHERE m.bank_id = $1 AND m.item_hash = ANY($2::text[]) AND m.fact_type = 'raw'
+  AND NOT EXISTS (SELECT 1 FROM unit_entities e WHERE e.bank_id = m.bank_id AND e.unit_id = m.id)
 """
 
 STILL_QUEUED = """
@@ -83,13 +99,48 @@ class Reextractor:
         embed: Callable[[list[str]], Awaitable[np.ndarray]],
         settings: Settings,
         defense_policy: Callable[[str], Awaitable[str]],
+        converted: Callable[[str, int], Awaitable[None]] | None = None,
     ) -> None:
         self.pool = pool
         self.extractor = extractor
         self.embed = embed
         self.settings = settings
         self.defense_policy = defense_policy
+        self.converted = converted  # told (bank, new units) after facts landed: consolidation follows
         self._task: asyncio.Task[None] | None = None
+        self._inline: set[asyncio.Task[dict[str, list[UUID]]]] = set()
+        # (bank, item) under extraction by an inline task of this process: a pass never takes them up twice,
+        # however long a slow server makes them outlast their lease.
+        self._converting: set[tuple[str, str]] = set()
+
+    def start_inline(
+        self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str
+    ) -> asyncio.Task[dict[str, list[UUID]]]:
+        """Extract just-retained (raw, queued) items now, in a task of their own that outlives the retain."""
+        keys = {(bank_id, i.item_hash) for i in items}
+        self._converting |= keys
+        task = asyncio.get_running_loop().create_task(
+            self.convert(bank_id, list(items), now=now, policy=policy), name="memwrap-extract"
+        )
+        self._inline.add(task)
+        task.add_done_callback(lambda done: self._inline_done(done, keys))
+        return task
+
+    def _inline_done(self, task: asyncio.Task[dict[str, list[UUID]]], keys: set[tuple[str, str]]) -> None:
+        self._inline.discard(task)
+        self._converting -= keys
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.warning("extraction after retain failed (the turns stay raw and queued): %s: %s",
+                        type(exc).__name__, redact(str(exc)))
+
+    async def wait_inline(self, timeout: float | None = None) -> bool:
+        """Wait for the extractions started by retains of this process; False if some still run at `timeout`."""
+        tasks = set(self._inline)
+        if not tasks:
+            return True
+        _, pending = await asyncio.wait(tasks, timeout=timeout)
+        return not pending
 
     async def run_once(self, *, bank_id: str | None = None, limit: int = 64, force: bool = False) -> int:
         """One pass over the due rows (of one bank, or all); `force`: every queued row, due or parked.
@@ -97,7 +148,8 @@ class Reextractor:
         claimed = await self.pool.fetch(CLAIM, limit, LEASE_SECONDS, bank_id, force)
         by_bank: dict[str, list[str]] = {}
         for row in claimed:
-            by_bank.setdefault(row["bank_id"], []).append(row["item_hash"])
+            if (row["bank_id"], row["item_hash"]) not in self._converting:
+                by_bank.setdefault(row["bank_id"], []).append(row["item_hash"])
         converted = 0
         for bank, hashes in by_bank.items():
             converted += await self._convert_bank(bank, hashes)
@@ -113,7 +165,14 @@ class Reextractor:
         if not items:
             return 0
         policy = await self.defense_policy(bank_id)
-        translated = await self.extractor.translate(bank_id, items, now=datetime.now(UTC), policy=policy)
+        return len(await self.convert(bank_id, items, now=datetime.now(UTC), policy=policy))
+
+    async def convert(
+        self, bank_id: str, items: list[PreparedItem], *, now: datetime, policy: str
+    ) -> dict[str, list[UUID]]:
+        """Extract queued items and put their facts in place of their raw units; failures are rescheduled.
+        Returns item_hash → unit ids of the items converted (by this call; not those another process did)."""
+        translated = await self.extractor.translate(bank_id, items, now=now, policy=policy)
         failed = [i for i in translated if i.error]
         for reason in dict.fromkeys(i.error for i in failed):
             await self.pool.execute(
@@ -125,17 +184,28 @@ class Reextractor:
                 self.settings.extraction_retry_interval,
                 MAX_BACKOFF_SECONDS,
             )
+        if failed:
+            await self._link_raw_entities(bank_id, [i.item_hash for i in failed])
         done = [i for i in translated if not i.error]
         if not done:
-            return 0
+            return {}
         texts = [u.embed_text for i in done for u in i.units]
         vectors = await self.embed(texts)
         async with self.pool.acquire() as conn, conn.transaction():
-            return await self._replace(conn, bank_id, done, vectors)
+            result = await self._replace(conn, bank_id, done, vectors)
+        if result and self.converted is not None:
+            await self.converted(bank_id, sum(len(ids) for ids in result.values()))
+        return result
+
+    async def _link_raw_entities(self, bank_id: str, hashes: list[str]) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            rows = await conn.fetch(UNLINKED_RAW, bank_id, hashes)
+            found = [(r["id"], {entity_key(n): n for n in extract_entities(r["text"])}) for r in rows]
+            await write_unit_entities(conn, bank_id, [(i, e) for i, e in found if e])
 
     async def _replace(
         self, conn: asyncpg.Connection, bank_id: str, items: list[ExtractedItem], vectors: np.ndarray
-    ) -> int:
+    ) -> dict[str, list[UUID]]:
         hashes = [i.item_hash for i in items]
         # The same per-item locks as write_items: a concurrent retain of one of these items waits for us.
         await conn.execute(
@@ -145,8 +215,9 @@ class Reextractor:
         )
         still = sorted({r["item_hash"] for r in await conn.fetch(STILL_QUEUED, bank_id, hashes)})
         if not still:
-            return 0  # another process converted them first
-        raw_ids = [r["id"] for r in await conn.fetch(RAW_UNITS, bank_id, still)]
+            return {}  # another process converted them first
+        raw_rows = await conn.fetch(RAW_UNITS, bank_id, still)
+        raw_ids = [r["id"] for r in raw_rows]
         await conn.execute(FORGET_ENTITY_MENTIONS, bank_id, raw_ids)
         removed = await conn.execute(
             "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, raw_ids
@@ -170,10 +241,11 @@ class Reextractor:
                 rows.extend(vectors[offset : offset + count])
             offset += count
         matrix = np.stack(rows) if rows else np.zeros((0, vectors.shape[-1]), dtype=np.float32)
+        _take_over_ids(keep, raw_rows)
         # write_items sees these items as new now (their retained_items rows are gone): facts replace raw units.
-        await write_translated(conn, bank_id, keep, matrix)
-        log.info("re-extracted %d item(s) in bank %s", len(keep), bank_id)
-        return len(keep)
+        written = await write_translated(conn, bank_id, keep, matrix)
+        log.info("extracted %d item(s) in bank %s", len(keep), bank_id)
+        return {i.item_hash: written.get(i.item_hash, []) for i in keep}
 
     async def _rebuild(self, bank_id: str, hashes: list[str]) -> list[PreparedItem]:
         """Each queued item again, from its raw units (their text is the defended content)."""
@@ -229,10 +301,24 @@ class Reextractor:
             task.cancel()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        """Stop the loop and the extractions still running (their items stay queued: the next pass redoes them)."""
+        tasks = [t for t in (self._task, *self._inline) if t is not None]
+        self._task = None
+        for task in tasks:
             task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _take_over_ids(items: list[ExtractedItem], raw_rows: Sequence[asyncpg.Record]) -> None:
+    """The first units of each item take the ids of its raw units, in order: an id that retain returned
+    still names a memory of the same item (get() finds it) after its facts replaced the raw text."""
+    raw_by_item: dict[str, list[UUID]] = {}
+    for row in raw_rows:
+        raw_by_item.setdefault(row["item_hash"], []).append(row["id"])
+    renamed: dict[UUID, UUID] = {}
+    for item in items:
+        for unit, old in zip(item.units, raw_by_item.get(item.item_hash, []), strict=False):
+            renamed[unit.id] = old
+            unit.id = old
+    for item in items:
+        item.links = [(renamed.get(a, a), renamed.get(b, b)) for a, b in item.links]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
-from memwrap.engine.retain.entities import entity_key
+from memwrap.engine.retain.entities import entity_key, is_entity_name
 from memwrap.engine.retain.extract import EntityNames
 from memwrap.engine.text import has_cjk
 
@@ -115,7 +115,7 @@ class Resolution:
         out: dict[str, str] = {}
         for name in names:
             key = entity_key(name)
-            if not key:
+            if not is_entity_name(name):
                 continue
             canonical = self.names.get(key, Canonical(key, name))
             out.setdefault(canonical.key, canonical.name)
@@ -132,9 +132,8 @@ async def resolve(
     """Resolve the entity names of a batch of facts (`mentions`: one list of names per fact)."""
     surfaces: dict[str, str] = {}
     for name in [n for names in mentions for n in names] + [n for g in groups for n in (g.name, *g.aliases)]:
-        key = entity_key(name)
-        if key:
-            surfaces.setdefault(key, name)
+        if is_entity_name(name):
+            surfaces.setdefault(entity_key(name), name)
     resolution = Resolution()
     if not surfaces:
         return resolution
@@ -143,9 +142,11 @@ async def resolve(
     resolution.names.update(known)
 
     for group in groups:
-        members = [(entity_key(n), n) for n in (group.name, *group.aliases) if entity_key(n)]
+        members = [(entity_key(n), n) for n in (group.name, *group.aliases) if is_entity_name(n)]
+        if not members:
+            continue
         existing = [known[k] for k, _ in members if k in known]
-        canonical = existing[0] if existing else Canonical(entity_key(group.name), group.name)
+        canonical = existing[0] if existing else Canonical(*members[0])
         for key, name in members:
             if key in known or key == canonical.key:
                 resolution.names.setdefault(key, canonical)

@@ -8,6 +8,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 
 INSERT_UNIT = """
@@ -66,9 +67,12 @@ async def existing_items(conn: asyncpg.Connection, bank_id: str, hashes: Sequenc
 
 
 async def write_items(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray
+    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, link: bool = True
 ) -> dict[str, list[UUID]]:
     """Insert the items' units (vectors in unit order). Items already stored (a concurrent retain) are skipped.
+
+    `link`: also learn the romanised and familiar names of the entities (name_links.py); a caller that writes a
+    model's aliases in the same transaction links after them instead, so the model's word comes first.
 
     Returns item_hash → unit ids for every item, new or already present.
     """
@@ -114,6 +118,8 @@ async def write_items(
                 ],
             )
             await _write_entities(conn, bank_id, units)
+            if link:
+                await link_names(conn, bank_id, unit_entities(units))
             await _write_session_links(conn, bank_id, units, last_of_session)
             await conn.execute(BUMP_BANK, bank_id, len(units))
             await conn.execute(
@@ -129,11 +135,23 @@ async def write_items(
     return result
 
 
+def unit_entities(units: Sequence[PreparedUnit]) -> dict[str, str]:
+    """{entity key: name} of all the units."""
+    return {key: name for unit in units for key, name in unit.entities.items()}
+
+
 async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
+    await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units])
+
+
+async def write_unit_entities(
+    conn: asyncpg.Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]
+) -> None:
+    """Entities (entity_key → name) of stored units: counted, created where new, and linked."""
     mentions: dict[str, int] = {}
     names: dict[str, str] = {}
-    for unit in units:
-        for key, name in unit.entities.items():
+    for _, entities in units:
+        for key, name in entities.items():
             mentions[key] = mentions.get(key, 0) + 1
             names.setdefault(key, name)
     if not mentions:
@@ -141,7 +159,7 @@ async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequenc
     keys = sorted(mentions)
     rows = await conn.fetch(UPSERT_ENTITIES, bank_id, keys, [names[k] for k in keys], [mentions[k] for k in keys])
     entity_ids = {r["name_key"]: r["id"] for r in rows}
-    pairs = [(unit.id, entity_ids[key]) for unit in units for key in unit.entities]
+    pairs = [(unit_id, entity_ids[key]) for unit_id, entities in units for key in entities]
     await conn.execute(LINK_UNIT_ENTITIES, bank_id, [p[0] for p in pairs], [p[1] for p in pairs])
 
 

@@ -22,12 +22,25 @@ Choices worth knowing (each is also noted where it is made):
 * Calendar words are calendar periods: "last week" is the ISO week (Monday-Sunday) before this one,
   "last month" the previous calendar month, "去年" the previous calendar year.
 * Seasons are meteorological, northern hemisphere. "last spring" is the latest spring that has fully
-  ended; "in (the) spring" / bare "春天" the latest one that has begun; "spring 2023" / "winter 2023"
-  are labelled by the year they start in (winter 2023 = Dec 2023 - Feb 2024).
-* A month or day without a year ("in May", "5月2日", "May 8") is the latest one that has begun by
-  today; "last May" the latest that has ended. A bare weekday ("on Friday") is the latest one on or
-  before today; "last Friday" the latest strictly before today; "this Friday" the one in this ISO
-  week; "next Friday" the first one after today; "上周五" the Friday of last ISO week.
+  ended; "spring 2023" / "winter 2023" are labelled by the year they start in (winter 2023 = Dec 2023 -
+  Feb 2024).
+* A month, season, holiday or day without a year ("in May", "三月", "at Christmas", "May 8") and a bare
+  weekday or weekend ("on Friday", "周五", "over the weekend") have an occurrence behind and one ahead:
+  the tense of the words around them chooses (_tense.py; the caller may give it instead). Past tense or
+  a completed event ("I moved to Lisbon in March", "我三月搬到了里斯本") -> the latest that began before
+  today (a month still running counts; today's own weekday means last week's, since a speaker would
+  say "today"); future ("I'll visit Tokyo in March", "我三月要去东京") -> the first not over by the end
+  of today. No tense: the one running today; else a question looks back (the latest begun) and a
+  stored statement takes the clearly nearer occurrence (twice as near) -- or the span from the one
+  behind to the one ahead: a wider interval rather than a wrong year. A habit ("I usually ski in the
+  winter", "每周都会在周末去打球") names no one occurrence and gives no date.
+* "last May" is the latest May that has ended; "next May" the first that begins after today; "this May"
+  follows the tense, else the one running today or this calendar year's. "last Friday" is the latest
+  strictly before today; "this Friday" the one in this ISO week unless the tense says otherwise; "next
+  Friday" the first one after today; "上周五" the Friday of last ISO week. "two Marches ago" and "the
+  summer before last" count back over occurrences that are over.
+* A recurring period in the same sentence as a year or a week takes that one: "last year ... in March"
+  is March of last year, "上周我周五..." the Friday of last week.
 * Numeric dates like 8/5/2023 are used only when unambiguous (one part above 12, or both equal).
 * "recently", "lately", "最近" are vague (the last 30 days): a query uses them only when it has no
   precise expression, and a memory's span ignores them when it has a precise one.
@@ -38,13 +51,23 @@ Choices worth knowing (each is also noted where it is made):
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date, datetime, time, timezone, tzinfo
 
-from memwrap.engine.recall.timeparse._calendar import _NEAREST
-from memwrap.engine.recall.timeparse._scan import _scan
+from memwrap.engine.recall.timeparse._calendar import _READING, _Reading
+from memwrap.engine.recall.timeparse._scan import _Found, _scan
+from memwrap.engine.recall.timeparse._tense import Tense, detect_tense
 from memwrap.models import TimeWindow
 
-__all__ = ["extract_occurred", "parse_time_window", "strip_time_expression"]
+__all__ = [
+    "Tense",
+    "TimeExpression",
+    "detect_tense",
+    "extract_occurred",
+    "find_time_expressions",
+    "parse_time_window",
+    "strip_time_expression",
+]
 
 
 def _local(moment: datetime) -> tuple[date, tzinfo]:
@@ -60,14 +83,23 @@ def _utc_bounds(first: date, last: date, zone: tzinfo) -> tuple[datetime, dateti
     return start, end
 
 
-def parse_time_window(query: str, now: datetime) -> TimeWindow | None:
+def _read(text: str, today: date | None, reading: _Reading) -> list[_Found]:
+    token = _READING.set(reading)
+    try:
+        return _scan(text, today)
+    finally:
+        _READING.reset(token)
+
+
+def parse_time_window(query: str, now: datetime, *, tense: Tense | None = None) -> TimeWindow | None:
     """The period a query asks about, relative to `now`, or None when it names no time.
 
     `start` is the first instant of the first day, `end` the last instant of the last day, both in UTC;
     `expression` is the phrase as it appears in the query (with its preposition: "in May 2023").
+    `tense` overrides the tense read from the query's own words ("what will I do in March" -> "future").
     """
     today, zone = _local(now)
-    found = _scan(query, today)
+    found = _read(query, today, _Reading(statement=False, tense=tense))
     if not found:
         return None
     chosen = next((f for f in found if not f.vague), found[0])
@@ -95,23 +127,51 @@ def strip_time_expression(query: str, window: TimeWindow) -> str:
     return "" if not any(c.isalnum() for c in rest) else rest
 
 
-def extract_occurred(text: str, reference: datetime | None) -> tuple[datetime, datetime] | None:
+def _reference(reference: datetime | None) -> tuple[date | None, tzinfo]:
+    return (None, timezone.utc) if reference is None else _local(reference)
+
+
+def extract_occurred(
+    text: str, reference: datetime | None, *, tense: Tense | None = None
+) -> tuple[datetime, datetime] | None:
     """The span of time a memory talks about, from the dates in it, or None if it names none.
 
     Relative phrases ("yesterday", "last year", "三天前") are resolved against `reference`, the time the
     text was said, and are skipped when it is None. Several dates give the span covering them all;
     vague words ("recently") count only when nothing precise is there. Bounds are UTC.
+    `tense` is for a phrase cut out of its sentence (an LLM's "when": "in March"): pass the sentence's
+    tense (`detect_tense(sentence)`), and "in March" resolves as the sentence means it. None reads the
+    tense from `text` itself.
     """
-    if reference is None:
-        today, zone = None, timezone.utc
-    else:
-        today, zone = _local(reference)
-    token = _NEAREST.set(True)
-    try:
-        found = _scan(text, today)
-    finally:
-        _NEAREST.reset(token)
+    today, zone = _reference(reference)
+    found = _read(text, today, _Reading(statement=True, tense=tense))
     precise = [f for f in found if not f.vague] or found
     if not precise:
         return None
     return _utc_bounds(min(f.first for f in precise), max(f.last for f in precise), zone)
+
+
+@dataclass(frozen=True, slots=True)
+class TimeExpression:
+    """One time expression found in a text: the words, where they are, and the span of time they mean."""
+
+    phrase: str  # as written, with its preposition ("in March")
+    offset: int  # where the phrase starts in the text
+    start: datetime  # first instant of the first day, UTC
+    end: datetime  # last instant of the last day, UTC
+    vague: bool  # "recently", "最近": a rough window, not a date
+
+
+def find_time_expressions(
+    text: str, reference: datetime | None, *, tense: Tense | None = None
+) -> list[TimeExpression]:
+    """Every time expression in a stored text, each resolved on its own (extract_occurred joins them).
+
+    Read as a statement, like extract_occurred: each recurring period takes the tense of its own clause
+    ("I moved in March and will visit Tokyo in May" -> March behind, May ahead) unless `tense` is given.
+    """
+    today, zone = _reference(reference)
+    found = _read(text, today, _Reading(statement=True, tense=tense))
+    return [
+        TimeExpression(text[f.start : f.end], f.start, *_utc_bounds(f.first, f.last, zone), f.vague) for f in found
+    ]

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import calendar
 import contextvars
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Literal
+
+from memwrap.engine.recall.timeparse._tense import Tense
 
 _Span = tuple[date, date]
 # first day, last day, kind; kind decides which modifiers apply ("early 2023" narrows a year, not a day)
@@ -63,6 +67,10 @@ def _period_at(today: date, unit: str, step: int) -> _Period:
     return *_year_span(today.year + step), "year"
 
 
+def _as_period(span: _Span | None, kind: str) -> _Period | None:
+    return None if span is None else (*span, kind)
+
+
 def _valid_day(year: int, month: int, day: int) -> _Span | None:
     try:
         found = date(year, month, day)
@@ -81,48 +89,124 @@ def _season_instance(start_month: int) -> Callable[[int], _Span]:
     return instance
 
 
-# Set while reading stored text: a yearly period without a year ("in May") is the occurrence nearest to
-# when it was said, not only the latest one begun (which is right for questions: "what did I do in May?").
-_NEAREST: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_timeparse_nearest", default=False)
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """How the text being scanned is read.
 
-
-def _pick(instance: Callable[[int], _Span | None], today: date, mode: str) -> _Span | None:
-    """Choose one occurrence of a yearly period (a month, a season, a holiday, "May 8").
-
-    recent: the latest that has begun by today; last: the latest that is over before today;
-    this: the one containing today, else this year's; next: the first that begins after today.
+    `statement`: stored text (retain) rather than a question (recall). A question whose tense says nothing
+    looks back ("trip to Lisbon in March?" asks about the March behind us); a statement that says nothing
+    takes the nearer occurrence, or both when neither is clearly nearer.
+    `tense`: given by the caller (a bare phrase such as an LLM's "in March", whose sentence it knows);
+    None reads it from the words around each expression.
     """
-    # Eight years back reaches the previous Feb 29 from any date.
-    spans = [span for year in range(today.year - 8, today.year + 3) if (span := instance(year)) is not None]
-    if mode == "this":
-        current = [span for span in spans if span[0] <= today <= span[1]]
-        return current[0] if current else instance(today.year)
-    if mode == "next":
-        later = [span for span in spans if span[0] > today]
-        return min(later) if later else None
+
+    statement: bool = False
+    tense: Tense | None = None
+
+
+_READING: contextvars.ContextVar[_Reading] = contextvars.ContextVar("memwrap_timeparse_reading", default=_Reading())
+
+# The modes a named period resolves in: floating ("in May", "on Friday": the tense decides), last ("last May":
+# the latest that is over), this ("this May"), next ("next May": the first that begins after today).
+_Mode = Literal["floating", "last", "this", "next"]
+
+
+def _nearer(behind: _Span | None, ahead: _Span | None, today: date) -> _Span | None:
+    """The clearly nearer of the occurrence behind today and the one ahead; both when neither is twice as near.
+
+    Said on 1 December, "Maya visits in May" could be last May (6 months back) or next May (5 months ahead):
+    keeping May-to-May is honest, a guess would be wrong half the time. "My birthday is in March" (3 months
+    ahead, 8 back) is next March.
+    """
+    if behind is None or ahead is None:
+        return behind or ahead
+    back, forward = (today - behind[1]).days, (ahead[0] - today).days
+    if forward * 2 <= back:
+        return ahead
+    if back * 2 <= forward:
+        return behind
+    return behind[0], ahead[1]
+
+
+def _choose(spans: Sequence[_Span], today: date, mode: _Mode, tense: Tense) -> _Span | None:
+    """One occurrence of a recurring period among `spans` (sorted, around today), or None.
+
+    last: the latest that is over before today; next: the first that begins after today.
+    Floating ("in March", "on Friday"), by tense: past -> the latest that began before today (a month still
+    running counts: "I moved in December", said on 15 December; on 1 December it is last December, and a
+    Friday said on a Friday is last week's); future -> the first that is not over by the end of today.
+    "this", by tense: the same, but today's own occurrence always counts ("this December I moved").
+    No tense: the one running today; else a question looks back (the latest begun) and a statement takes the
+    nearer (see _nearer). A habit ("I usually ski in the winter") is no one occurrence: None. "this" without a
+    tense is the caller's (_pick, _weekday_span).
+    """
+    if tense == "habitual" and mode == "floating":
+        return None
     if mode == "last":
-        earlier = [span for span in spans if span[1] < today]
-    else:
-        earlier = [span for span in spans if span[0] <= today]
-    latest = max(earlier) if earlier else None
-    if mode == "recent" and _NEAREST.get():
-        # A statement ("my sister is visiting in May", said in April) may look ahead: take the closer one.
-        later = [span for span in spans if span[0] > today]
-        upcoming = min(later) if later else None
-        if upcoming is not None and (latest is None or (upcoming[0] - today) < (today - latest[1])):
-            return upcoming
+        return next((s for s in reversed(spans) if s[1] < today), None)
+    if mode == "next":
+        return next((s for s in spans if s[0] > today), None)
+    inclusive = mode == "this"
+    if tense == "past":
+        return next((s for s in reversed(spans) if s[0] < today or (inclusive and s[0] == today)), None)
+    if tense == "future":
+        return next((s for s in spans if s[1] > today or (inclusive and s[1] == today)), None)
+    latest = next((s for s in reversed(spans) if s[0] <= today), None)
+    if latest is not None and latest[1] >= today:
+        return latest
+    if mode == "floating" and _READING.get().statement:
+        return _nearer(latest, next((s for s in spans if s[0] > today), None), today)
     return latest
 
 
-def _weekday_date(today: date, weekday: int, mode: str, weeks: int = 0) -> date:
-    """recent: on or before today; before: strictly before; after: strictly after; week: in the ISO week
-    `weeks` away from this one."""
-    if mode == "recent":
-        return today - timedelta(days=(today.weekday() - weekday) % 7)
-    if mode == "before":
-        return today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
-    if mode == "after":
-        return today + timedelta(days=(weekday - today.weekday()) % 7 or 7)
+def _yearly_spans(instance: Callable[[int], _Span | None], today: date, back: int = 8) -> list[_Span]:
+    # Eight years each way reach a Feb 29 from any date.
+    return [span for year in range(today.year - back, today.year + 9) if (span := instance(year)) is not None]
+
+
+def _pick(instance: Callable[[int], _Span | None], today: date, mode: _Mode, tense: Tense = "unknown") -> _Span | None:
+    """One occurrence of a yearly period (a month, a season, a holiday, "May 8"); see _choose.
+
+    "this May" with no tense to go by is the May running today, else this calendar year's.
+    """
+    if mode == "this" and tense in ("unknown", "habitual"):
+        current = [span for span in _yearly_spans(instance, today) if span[0] <= today <= span[1]]
+        return current[0] if current else instance(today.year)
+    return _choose(_yearly_spans(instance, today), today, mode, tense)
+
+
+def _pick_nth(instance: Callable[[int], _Span | None], today: date, count: int) -> _Span | None:
+    """"two Marches ago" (count 2), "the summer after next" (count -2): the count-th occurrence that is over
+    before today (or that begins after it)."""
+    spans = _yearly_spans(instance, today, back=8 + abs(count))
+    return _nth(spans, today, count)
+
+
+def _nth(spans: Sequence[_Span], today: date, count: int) -> _Span | None:
+    if count > 0:
+        over = [s for s in spans if s[1] < today]
+        return over[-count] if len(over) >= count else None
+    ahead = [s for s in spans if s[0] > today]
+    return ahead[-count - 1] if len(ahead) >= -count else None
+
+
+def _weekly_spans(today: date, first_weekday: int, days: int = 1, weeks: int = 3) -> list[_Span]:
+    """The same weekday (or weekend: Saturday, two days) in the ISO weeks around today's."""
+    monday = today - timedelta(days=today.weekday())
+    starts = [monday + timedelta(weeks=k, days=first_weekday) for k in range(-weeks, weeks + 1)]
+    return [(start, start + timedelta(days=days - 1)) for start in starts]
+
+
+def _weekday_span(today: date, weekday: int, mode: _Mode, tense: Tense = "unknown") -> _Span | None:
+    """A weekday by name; see _choose. "this Friday" without a tense is the one in this ISO week."""
+    if mode == "this" and tense in ("unknown", "habitual"):
+        day = _weekday_date(today, weekday)
+        return day, day
+    return _choose(_weekly_spans(today, weekday), today, mode, tense)
+
+
+def _weekday_date(today: date, weekday: int, weeks: int = 0) -> date:
+    """The weekday in the ISO week `weeks` away from this one."""
     return today - timedelta(days=today.weekday()) + timedelta(weeks=weeks, days=weekday)
 
 
@@ -157,14 +241,16 @@ def _narrow(first: date, last: date, kind: str, part: str) -> _Span:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _day_of_month(month: int, day: int, year: int | None, today: date | None) -> _Period | None:
-    """A day with or without its year; without one it is the latest that is not after today."""
+def _day_of_month(
+    month: int, day: int, year: int | None, today: date | None, tense: Tense = "unknown"
+) -> _Period | None:
+    """A day with or without its year; without one the tense chooses which (see _choose)."""
     if year is not None:
         span = _valid_day(year, month, day)
     elif today is None:
         return None
     else:
-        span = _pick(lambda y: _valid_day(y, month, day), today, "recent")
+        span = _pick(lambda y: _valid_day(y, month, day), today, "floating", tense)
     return None if span is None else (*span, "day")
 
 
@@ -172,10 +258,12 @@ def _fixed(month: int, day: int, days: int = 1) -> Callable[[int], _Span]:
     return lambda year: (date(year, month, day), date(year, month, day) + timedelta(days=days - 1))
 
 
-def _holiday(instance: Callable[[int], _Span], year: int | None, mode: str, today: date | None) -> _Period | None:
+def _holiday(
+    instance: Callable[[int], _Span], year: int | None, mode: _Mode, today: date | None, tense: Tense = "unknown"
+) -> _Period | None:
     if year is not None:
         return *instance(year), "day"
     if today is None:
         return None
-    span = _pick(instance, today, mode)
+    span = _pick(instance, today, mode, tense)
     return None if span is None else (*span, "day")

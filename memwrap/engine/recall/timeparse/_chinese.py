@@ -8,8 +8,8 @@ from datetime import date, timedelta
 
 from memwrap.engine.recall.timeparse._calendar import (
     _VAGUE_DAYS,
-    _Period,
-    _Span,
+    _as_period,
+    _choose,
     _day_of_month,
     _fixed,
     _holiday,
@@ -17,14 +17,18 @@ from memwrap.engine.recall.timeparse._calendar import (
     _narrow,
     _offset_window,
     _period_at,
+    _Period,
     _pick,
     _season_instance,
     _shift,
+    _Span,
     _valid_day,
     _weekday_date,
+    _weekday_span,
+    _weekly_spans,
     _year_span,
 )
-from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule
+from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
 
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_NUM = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3})"
@@ -115,23 +119,27 @@ def _cn_weekday(m: re.Match[str], today: date | None) -> _Period | None:
         return None
     weekday = _CN_WEEKDAYS[m["wd"]]
     if m["rel"]:  # 上周五: the Friday of last ISO week
-        day = _weekday_date(today, weekday, "week", _CN_REL_STEP[m["rel"]])
-    else:
-        # 每周五 (every Friday) and 一周五天 (five days a week) are no dates.
-        if m.start() > 0 and m.string[m.start() - 1] in "每几一二两三四五六七八九十0123456789":
-            return None
-        day = _weekday_date(today, weekday, "recent")
-    return day, day, "day"
+        day = _weekday_date(today, weekday, _CN_REL_STEP[m["rel"]])
+        return day, day, "day"
+    # 每周五 (every Friday) and 一周五天 (five days a week) are no dates.
+    if m.start() > 0 and m.string[m.start() - 1] in "每几一二两三四五六七八九十0123456789":
+        return None
+    if m.string.endswith(("今天是", "今天", "今日是"), 0, m.start()):  # 今天是星期天: the name of today
+        return today, today, "day"
+    return _as_period(_weekday_span(today, weekday, "floating", _tense_of(m)), "day")
+
+
+def _cn_weekday_of(m: re.Match[str]) -> int | None:
+    return None if m["rel"] else _CN_WEEKDAYS[m["wd"]]
 
 
 def _cn_weekend(m: re.Match[str], today: date | None) -> _Period | None:
     if today is None:
         return None
     if m["rel"]:
-        saturday = _weekday_date(today, 5, "week", _CN_REL_STEP[m["rel"]])
-    else:
-        saturday = _weekday_date(today, 5, "recent")
-    return saturday, saturday + timedelta(days=1), "weekend"
+        saturday = _weekday_date(today, 5, _CN_REL_STEP[m["rel"]])
+        return saturday, saturday + timedelta(days=1), "weekend"
+    return _as_period(_choose(_weekly_spans(today, 5, days=2), today, "floating", _tense_of(m)), "weekend")
 
 
 def _cn_rel_month(m: re.Match[str], today: date | None) -> _Period | None:
@@ -163,14 +171,28 @@ def _cn_month(m: re.Match[str], today: date | None) -> _Period | None:
     year = _cn_which_year(m, today)
     if year is None and (m["y"] or m["ry"]):  # 去年 with nothing to count from
         return None
+    if year is None and today is None:
+        return None
     if day is not None:
-        return _day_of_month(month, day, year, today)
+        return _day_of_month(month, day, year, today, _tense_of(m) if year is None else "unknown")
     if year is not None:
         return *_month_span(year, month), "month"
-    if today is None:
-        return None
-    span = _pick(lambda y: _month_span(y, month), today, "recent")
+    assert today is not None
+    span = _pick(lambda y: _month_span(y, month), today, "floating", _tense_of(m))
     return None if span is None else (*span, "month")
+
+
+def _cn_month_of(m: re.Match[str]) -> Callable[[int], _Span | None] | None:
+    """The yearly instance of a month (or a day of it) that names no year, for _within_year."""
+    if m["y"] or m["ry"]:
+        return None
+    month = _cn_int(m["m"])
+    day = _cn_int(m["d"]) if m["d"] else None
+    if month is None or not 1 <= month <= 12:
+        return None
+    if day is not None:
+        return lambda year: _valid_day(year, month, day)
+    return lambda year: _month_span(year, month)
 
 
 def _cn_offset(m: re.Match[str], today: date | None) -> _Period | None:
@@ -226,8 +248,12 @@ def _cn_season(m: re.Match[str], today: date | None) -> _Period | None:
         return *instance(year), "season"
     if today is None or m["y"] or m["ry"]:
         return None
-    span = _pick(instance, today, "recent")
+    span = _pick(instance, today, "floating", _tense_of(m))
     return None if span is None else (*span, "season")
+
+
+def _cn_season_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
+    return None if m["y"] or m["ry"] else _season_instance(_CN_SEASON_START[m["s"]])
 
 
 def _cn_decade(m: re.Match[str], today: date | None) -> _Period | None:
@@ -252,7 +278,12 @@ def _cn_holiday(m: re.Match[str], today: date | None) -> _Period | None:
     year = _cn_which_year(m, today)
     if year is None and (m["y"] or m["ry"]):
         return None
-    return _holiday(_CN_HOLIDAYS[m["h"]], year, "recent", today)
+    tense = _tense_of(m) if year is None and today is not None else "unknown"
+    return _holiday(_CN_HOLIDAYS[m["h"]], year, "floating", today, tense)
+
+
+def _cn_holiday_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
+    return None if m["y"] or m["ry"] else _CN_HOLIDAYS[m["h"]]
 
 
 def _cn_bare_part(m: re.Match[str], today: date | None) -> _Period | None:
@@ -268,8 +299,8 @@ def _cn_bare_part(m: re.Match[str], today: date | None) -> _Period | None:
 _CN_YEAR_OR_REL = r"(?:(?:(?P<y>" + _CN_YEAR_DIGITS + r")\s*年|(?P<ry>" + _CN_REL_YEAR + r"))的?)?"
 
 
-def _cn(pattern: str, resolve: _Resolver, *gate: str, vague: bool = False) -> _Rule:
-    return _Rule(re.compile(pattern), resolve, frozenset(gate), chinese=True, vague=vague)
+def _cn(pattern: str, resolve: _Resolver, *gate: str, vague: bool = False, within: _Within | None = None) -> _Rule:
+    return _Rule(re.compile(pattern), resolve, frozenset(gate), chinese=True, vague=vague, within=within)
 
 
 _CN_UNIT = r"(?P<u>个月|个星期|个礼拜|个周|星期|礼拜|周|天|日|年)"
@@ -279,22 +310,22 @@ _CN_RULES: tuple[_Rule, ...] = (
         r"(?:早上|上午|中午|下午|傍晚|晚上|夜里)?", _cn_day_word, "天", "日", "晚", "夜", "早"),
     _cn(r"(?P<rel>" + _CN_REL + r")个?" + _CN_WEEK + r"(?![围边期刊年岁到全])", _cn_rel_week, "周", "星期", "礼拜"),
     _cn(r"(?P<rel>" + _CN_REL + r")?个?" + _CN_WEEK + r"(?P<wd>[一二三四五六日天1-7])(?![次个年岁期十])", _cn_weekday,
-        "周", "星期", "礼拜"),
+        "周", "星期", "礼拜", within=_within_week(_cn_weekday_of)),
     _cn(r"(?P<rel>" + _CN_REL + r")?个?周末", _cn_weekend, "周末"),
     _cn(r"(?P<rel>" + _CN_REL + r")个?月(?:(?P<d>" + _CN_DAY + r")[日号])?", _cn_rel_month, "月"),
     _cn(r"(?P<w>" + _CN_REL_YEAR + r")", _cn_rel_year, "年"),
     _cn(r"(?<!\d)(?P<y>" + _CN_YEAR_DIGITS + r")\s*年(?![代级龄前后内间来])", _cn_abs_year, "年"),
     _cn(_CN_YEAR_OR_REL + r"(?<![\d一二三四五六七八九十两几])(?P<m>" + _CN_MONTH + r")月份?(?:(?P<d>" + _CN_DAY
-        + r")[日号])?", _cn_month, "月"),
+        + r")[日号])?", _cn_month, "月", within=_within_year(_cn_month_of)),
     _cn(r"(?<!\d)(?P<n>" + _CN_NUM + r"|几|半)" + _CN_UNIT + r"(?:之|以)?(?P<dir>前|后)", _cn_offset, "前", "后"),
     _cn(r"(?<![将接靠附])(?:最近|过去的?|近|这)(?P<n>" + _CN_NUM + r"|几)" + _CN_UNIT + r"(?:里|内|以来|来)?",
         _cn_rolling, "近", "过去", "这"),
     _cn(r"(?P<w>前几天|前些天|前两天|近日)", _cn_few_days, "前", "近日"),
     _cn(r"(?P<w>最近|近来|近期|这段时间|这阵子|这些天|前阵子|前段时间|前些日子)", _cn_vague,
         "最近", "近来", "近期", "这段", "这阵", "这些天", "前阵", "前段", "前些", vague=True),
-    _cn(_CN_YEAR_OR_REL + r"(?P<s>[春夏秋冬])[天季]", _cn_season, "春", "夏", "秋", "冬"),
+    _cn(_CN_YEAR_OR_REL + r"(?P<s>[春夏秋冬])[天季]", _cn_season, "春", "夏", "秋", "冬", within=_within_year(_cn_season_of)),
     _cn(r"(?:(?<!\d)(?P<yy>\d0|[二三四五六七八九]十)|(?P<y>\d{3}0))年代", _cn_decade, "年代"),
     _cn(_CN_YEAR_OR_REL + r"(?P<h>元旦|情人节|劳动节|国庆节|国庆|万圣节|平安夜|圣诞节|圣诞)", _cn_holiday,
-        "元旦", "情人节", "劳动节", "国庆", "万圣节", "平安夜", "圣诞"),
+        "元旦", "情人节", "劳动节", "国庆", "万圣节", "平安夜", "圣诞", within=_within_year(_cn_holiday_of)),
     _cn(r"(?P<w>年初|年底|年末|上半年|下半年|月初|月底|月末)", _cn_bare_part, "年初", "年底", "年末", "半年", "月初", "月底", "月末"),
 )

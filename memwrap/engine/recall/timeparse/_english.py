@@ -8,21 +8,30 @@ from datetime import date, timedelta
 
 from memwrap.engine.recall.timeparse._calendar import (
     _VAGUE_DAYS,
-    _Period,
-    _Span,
+    _as_period,
+    _choose,
     _day_of_month,
     _fixed,
     _holiday,
+    _Mode,
     _month_span,
+    _nth,
     _offset_window,
     _period_at,
+    _Period,
     _pick,
+    _pick_nth,
     _season_instance,
     _shift,
+    _Span,
+    _valid_day,
     _weekday_date,
+    _weekday_span,
+    _weekly_spans,
     _year_span,
 )
-from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule
+from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
+from memwrap.engine.recall.timeparse._tense import _ARRIVING_AFTER
 
 _MONTHS = {
     "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
@@ -51,8 +60,8 @@ _NUM = (
 )
 _UNIT = r"(?:day|week|month|year)"
 _EN_REL = r"(?:this\s+past|this\s+coming|last|this|next|past)"
-_EN_REL_MODE = {"": "recent", "last": "last", "past": "last", "this past": "last", "this": "this",
-                "next": "next", "this coming": "next"}  # fmt: skip
+_EN_REL_MODE: dict[str, _Mode] = {"": "floating", "last": "last", "past": "last", "this past": "last",
+                                  "this": "this", "next": "next", "this coming": "next"}  # fmt: skip
 
 # Words that make a bare year or month a date: "in 2023", "during May", "the summer" after "over".
 _YEAR_CONTEXT = re.compile(
@@ -61,7 +70,8 @@ _YEAR_CONTEXT = re.compile(
     re.IGNORECASE,
 )
 _PERIOD_CONTEXT = re.compile(
-    r"(?:\b(?:in|during|since|from|through|throughout|around|over|for|on|at|all|early|mid|late|"
+    r"(?:\b(?:in|during|since|from|through|throughout|around|over|for|on|at|all|by|until|till|before|after|"
+    r"early|mid|late|"
     r"beginning\s+of|start\s+of|end\s+of|middle\s+of)\s+(?:the\s+)?|\bmid-)$",
     re.IGNORECASE,
 )
@@ -173,26 +183,38 @@ def _en_ago(m: re.Match[str], today: date | None) -> _Period | None:
 
 
 _EVERY = re.compile(r"\b(?:every|each)\s+$", re.IGNORECASE)
+# "Today is Sunday", "it's Friday": the name of today, whichever weekday the calendar says it is.
+_NAMES_TODAY = re.compile(r"\b(?:(?:today|tonight)\s+is|it['’]s|it\s+is)\s+(?:a\s+)?$", re.IGNORECASE)
 
 
 def _en_weekday(m: re.Match[str], today: date | None) -> _Period | None:
     # "every Monday" is a habit, not a date
     if today is None or (not m["rel"] and _has_context(m, _EVERY)):
         return None
-    weekday = _WEEKDAYS[m["wd"].lower()]
-    mode = {"recent": "recent", "last": "before", "this": "week", "next": "after"}[_EN_REL_MODE[_norm(m["rel"] or "")]]
-    day = _weekday_date(today, weekday, mode)
-    return day, day, "day"
+    if not m["rel"] and _has_context(m, _NAMES_TODAY):
+        return today, today, "day"
+    mode = _EN_REL_MODE[_norm(m["rel"] or "")]
+    tense = _tense_of(m) if mode in ("floating", "this") else "unknown"
+    return _as_period(_weekday_span(today, _WEEKDAYS[m["wd"].lower()], mode, tense), "day")
+
+
+def _en_weekday_of(m: re.Match[str]) -> int | None:
+    return None if m["rel"] else _WEEKDAYS[m["wd"].lower()]
 
 
 def _en_weekend(m: re.Match[str], today: date | None) -> _Period | None:
     if today is None:
         return None
     rel = _norm(m["rel"])
-    if rel in ("the", "the past", "this past"):  # the latest weekend that has begun
-        saturday = _weekday_date(today, 5, "recent")
-    else:  # by ISO week: last = the previous week's, this = this week's, next = the next week's
-        saturday = _weekday_date(today, 5, "week", {"last": -1, "this": 0}.get(rel, 1))
+    weekends = _weekly_spans(today, 5, days=2)
+    if rel in ("the past", "this past"):  # the latest weekend that has begun
+        return _as_period(_choose(weekends, today, "this", "past"), "weekend")
+    if rel in ("the", "this"):  # the tense decides; "this weekend" without one is this ISO week's
+        tense = _tense_of(m)
+        if rel == "the" or tense in ("past", "future"):
+            return _as_period(_choose(weekends, today, "floating" if rel == "the" else "this", tense), "weekend")
+    # by ISO week: last = the previous week's, this = this week's, next = the next week's
+    saturday = _weekday_date(today, 5, {"last": -1, "this": 0}.get(rel, 1))
     return saturday, saturday + timedelta(days=1), "weekend"
 
 
@@ -201,11 +223,18 @@ def _en_season(m: re.Match[str], today: date | None) -> _Period | None:
     if m["y"]:
         return *instance(int(m["y"])), "season"
     rel = _norm(m["rel"] or "")
-    # "fall", "spring" are common words; alone they need "in/during/over the ..." to be a season.
-    if today is None or (not rel and not _has_context(m, _PERIOD_CONTEXT)):
+    # "fall", "spring" are common words; alone they need "in/during/over the ..." to be a season, or to be
+    # arriving ("summer is almost here").
+    arriving = _ARRIVING_AFTER.match(m.string, m.end()) is not None
+    if today is None or (not rel and not arriving and not _has_context(m, _PERIOD_CONTEXT)):
         return None
-    span = _pick(instance, today, _EN_REL_MODE[rel])
+    mode = _EN_REL_MODE[rel]
+    span = _pick(instance, today, mode, _tense_of(m) if mode in ("floating", "this") else "unknown")
     return None if span is None else (*span, "season")
+
+
+def _en_season_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
+    return None if m["rel"] or m["y"] else _season_instance(_SEASON_START[m["s"].lower()])
 
 
 def _en_month_alone(m: re.Match[str], today: date | None) -> _Period | None:
@@ -217,8 +246,17 @@ def _en_month_alone(m: re.Match[str], today: date | None) -> _Period | None:
     if today is None or not (in_context or (rel and not (rel == "this" and m["mon"] == "may"))):
         return None
     month = _MONTHS[m["mon"].lower()]
-    span = _pick(lambda year: _month_span(year, month), today, _EN_REL_MODE[rel])
+    mode = _EN_REL_MODE[rel]
+    span = _pick(lambda year: _month_span(year, month), today, mode,
+                 _tense_of(m) if mode in ("floating", "this") else "unknown")
     return None if span is None else (*span, "month")
+
+
+def _en_month_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
+    if m["rel"]:
+        return None
+    month = _MONTHS[m["mon"].lower()]
+    return lambda year: _month_span(year, month)
 
 
 def _en_month_year(m: re.Match[str], today: date | None) -> _Period | None:
@@ -226,7 +264,16 @@ def _en_month_year(m: re.Match[str], today: date | None) -> _Period | None:
 
 
 def _en_month_day(m: re.Match[str], today: date | None) -> _Period | None:
-    return _day_of_month(_MONTHS[m["mon"].lower()], int(m["d"]), int(m["y"]) if m["y"] else None, today)
+    if m["y"]:
+        return _day_of_month(_MONTHS[m["mon"].lower()], int(m["d"]), int(m["y"]), today)
+    return _day_of_month(_MONTHS[m["mon"].lower()], int(m["d"]), None, today, _tense_of(m) if today else "unknown")
+
+
+def _en_month_day_of(m: re.Match[str]) -> Callable[[int], _Span | None] | None:
+    if m["y"]:
+        return None
+    month, day = _MONTHS[m["mon"].lower()], int(m["d"])
+    return lambda year: _valid_day(year, month, day)
 
 
 def _iso_date(m: re.Match[str], today: date | None) -> _Period | None:
@@ -299,7 +346,59 @@ def _en_holiday(m: re.Match[str], today: date | None) -> _Period | None:
     if not rel and not m["y"] and not _has_context(m, _PERIOD_CONTEXT):  # "I love Christmas" is no date
         return None
     instance = _EN_HOLIDAYS[_norm(m["h"]).replace("'", "")]
-    return _holiday(instance, int(m["y"]) if m["y"] else None, _EN_REL_MODE[rel], today)
+    mode = _EN_REL_MODE[rel]
+    tense = _tense_of(m) if mode in ("floating", "this") and not m["y"] and today else "unknown"
+    return _holiday(instance, int(m["y"]) if m["y"] else None, mode, today, tense)
+
+
+def _en_holiday_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
+    return None if m["rel"] or m["y"] else _EN_HOLIDAYS[_norm(m["h"]).replace("'", "")]
+
+
+# "two Marches ago", "three summers ago", "two Fridays ago", "the March before last", "the summer after next".
+_EN_PLURAL_MONTHS = {
+    "januaries": 1, "januarys": 1, "februaries": 2, "februarys": 2, "marches": 3, "aprils": 4, "mays": 5,
+    "junes": 6, "julies": 7, "julys": 7, "augusts": 8, "septembers": 9, "octobers": 10, "novembers": 11,
+    "decembers": 12,
+}  # fmt: skip
+_EN_PLURAL_HOLIDAYS = {"christmases": "christmas", "thanksgivings": "thanksgiving", "halloweens": "halloween"}
+_EN_RECURRING_ONE = "(?:" + "|".join(
+    [*sorted(_MONTHS, key=len, reverse=True), *_SEASON_START, *_WEEKDAYS, "christmas", "thanksgiving", "halloween"]
+) + ")"
+_EN_RECURRING_MANY = "(?:" + "|".join(
+    [*_EN_PLURAL_MONTHS, *(f"{s}s" for s in _SEASON_START), *(f"{w}s" for w in _WEEKDAYS), *_EN_PLURAL_HOLIDAYS]
+) + ")"
+
+
+def _en_recurring(name: str) -> Callable[[date, int], _Span | None]:
+    """A month, season, weekday or holiday by name (singular or plural) -> (today, count) -> that occurrence."""
+    name = name.lower()
+    month = _EN_PLURAL_MONTHS.get(name) or _MONTHS.get(name)
+    season = _SEASON_START.get(name) or _SEASON_START.get(name[:-1])
+    weekday = _WEEKDAYS.get(name, _WEEKDAYS.get(name[:-1]))
+    if month is not None:
+        return lambda today, count: _pick_nth(lambda year: _month_span(year, month), today, count)
+    if season is not None:
+        instance = _season_instance(season)
+        return lambda today, count: _pick_nth(instance, today, count)
+    if weekday is not None:
+        return lambda today, count: _nth(_weekly_spans(today, weekday, weeks=abs(count) + 2), today, count)
+    holiday = _EN_HOLIDAYS[_EN_PLURAL_HOLIDAYS.get(name, name)]
+    return lambda today, count: _pick_nth(holiday, today, count)
+
+
+def _en_occurrences_ago(m: re.Match[str], today: date | None) -> _Period | None:
+    if today is None:
+        return None
+    occurrence = _en_recurring(m["what"] or m["what2"])
+    if m["w"]:  # the March before last / the summer after next
+        span = occurrence(today, 2 if m["w"].lower().startswith("before") else -2)
+        return None if span is None else (*span, "range")
+    amount = _en_amount(m["n"], "year")
+    if amount is None or amount[2] != "year" or not 0 < amount[0] <= 20:  # "half a March ago" means nothing
+        return None
+    near, far = occurrence(today, amount[0]), occurrence(today, amount[1])
+    return None if near is None or far is None else (far[0], near[1], "range")
 
 
 def _en_vague(m: re.Match[str], today: date | None) -> _Period | None:
@@ -310,9 +409,11 @@ def _en_vague(m: re.Match[str], today: date | None) -> _Period | None:
     return today - timedelta(days=_VAGUE_DAYS), today, "range"
 
 
-def _en(pattern: str, resolve: _Resolver, gate: frozenset[str] | str, vague: bool = False) -> _Rule:
+def _en(
+    pattern: str, resolve: _Resolver, gate: frozenset[str] | str, vague: bool = False, within: _Within | None = None
+) -> _Rule:
     words = _words(gate) if isinstance(gate, str) else gate
-    return _Rule(re.compile(pattern, re.IGNORECASE), resolve, words, vague=vague)
+    return _Rule(re.compile(pattern, re.IGNORECASE), resolve, words, vague=vague, within=within)
 
 
 _EN_NOT_A_TIME = r"(?!\s*(?::|[ap]\.?m\b|%|\.\d))"  # "May 5 pm", "Dec 3:30", "March 3.5" are not days
@@ -341,26 +442,26 @@ _EN_RULES: tuple[_Rule, ...] = (
     _en(r"\b(?P<n>" + _NUM + r")\s+(?P<unit>" + _UNIT + r")s?\s+(?P<dir>ago|back|from\s+(?:now|today))\b", _en_ago,
         "ago back from"),
     _en(r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<wd>" + _WD + r")\b(?:\s+(?:morning|afternoon|evening|night)\b)?",
-        _en_weekday, _WEEKDAY_WORDS),
+        _en_weekday, _WEEKDAY_WORDS, within=_within_week(_en_weekday_of)),
     _en(r"\b(?P<rel>this\s+past|this\s+coming|the\s+past|last|this|next|the)\s+weekend\b", _en_weekend, "weekend"),
     _en(
         r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<s>spring|summer|autumn|fall|winter)\b"
         r"(?:,?\s+(?:of\s+)?(?P<y>" + _Y4 + r")\b)?",
-        _en_season, "spring summer autumn fall winter",
+        _en_season, "spring summer autumn fall winter", within=_within_year(_en_season_of),
     ),
     # Month rules: alone ("in May"), with a year ("May 2023"), with a day ("May 8, 2023", "8th of May").
     _en(r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<mon>" + _MON + r")\b(?!\.?\s*\d|['’])", _en_month_alone,
-        _MONTH_WORDS),
+        _MONTH_WORDS, within=_within_year(_en_month_of)),
     _en(r"\b(?P<mon>" + _MON + r")\.?,?\s+(?:of\s+)?(?P<y>" + _Y4 + r")\b", _en_month_year, _MONTH_WORDS),
     _en(
         r"\b(?:" + _WD + r",?\s+)?(?P<mon>" + _MON + r")\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b" + _EN_NOT_A_TIME
         + r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_month_day, _MONTH_WORDS,
+        _en_month_day, _MONTH_WORDS, within=_within_year(_en_month_day_of),
     ),
     _en(
         r"\b(?:" + _WD + r",?\s+)?(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>" + _MON + r")\b\.?"
         r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_month_day, _MONTH_WORDS,
+        _en_month_day, _MONTH_WORDS, within=_within_year(_en_month_day_of),
     ),
     # Numbers: 2023-05-08, 13/5/2023, a year after "in", a range of years, a decade.
     _en(r"(?<![\d.])(?P<y>" + _Y4 + r")(?P<s>[-/.])(?P<m>\d{1,2})(?:(?P=s)(?P<d>\d{1,2}))?(?!\d)", _iso_date,
@@ -381,7 +482,12 @@ _EN_RULES: tuple[_Rule, ...] = (
         r"\b(?:(?P<rel>last|this|next)\s+)?(?P<h>christmas\s+eve|christmas(?:\s+day)?|new\s+year['’]?s\s+eve|"
         r"new\s+year['’]?s(?:\s+day)?|new\s+year|halloween|valentine['’]?s(?:\s+day)?|thanksgiving)\b"
         r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_holiday, "christmas year halloween valentine valentines thanksgiving",
+        _en_holiday, "christmas year halloween valentine valentines thanksgiving", within=_within_year(_en_holiday_of),
+    ),
+    _en(
+        r"\b(?P<n>" + _NUM + r")\s+(?P<what>" + _EN_RECURRING_MANY + r")\s+ago\b"
+        r"|\bthe\s+(?P<what2>" + _EN_RECURRING_ONE + r")\s+(?P<w>before\s+last|after\s+next)\b",
+        _en_occurrences_ago, "ago before after",
     ),
     _en(r"\b(?P<w>recently|lately|the\s+other\s+day)\b", _en_vague, "recently lately other", vague=True),
 )

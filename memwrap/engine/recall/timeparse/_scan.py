@@ -45,6 +45,7 @@ class _Found:
     vague: bool
     chinese: bool
     order: int  # rule index: breaks ties between equally long matches
+    match: re.Match[str]
     since: bool = False
 
 
@@ -129,7 +130,7 @@ def _scan(text: str, today: date | None) -> list[_Found]:
             period = rule.resolve(m, today)
             if period is None:
                 continue
-            found = _Found(m.start(), m.end(), *period, vague=rule.vague, chinese=rule.chinese, order=order)
+            found = _Found(m.start(), m.end(), *period, vague=rule.vague, chinese=rule.chinese, order=order, match=m)
             _absorb_suffix(text, found)
             candidates.append(found)
     candidates.sort(key=lambda f: (f.start, -f.end, f.order))
@@ -139,8 +140,46 @@ def _scan(text: str, today: date | None) -> list[_Found]:
         if found.start < floor:
             continue
         _absorb_prefix(text, found, floor)
-        if found.since and today is not None and today > found.last:  # "since 2020": up to today
-            found.last = today
         chosen.append(found)
         floor = found.end
+    chosen = _place_within(text, chosen)
+    for found in chosen:
+        if found.since and today is not None and today > found.last:  # "since 2020": up to today
+            found.last = today
     return _join_ranges(text, chosen)
+
+
+# The year or week that holds a recurring period must be in the same sentence, and not across a conjunction that
+# starts another statement ("..., and", "but", "然后"); a bare "and" may join subjects ("my wife and I").
+_ANOTHER_STATEMENT = re.compile(
+    r"[.!?;。！？；\n]|,\s*and\b|\band\s+then\b|\b(?:but|so|because|although|though|whereas|while)\b"
+    r"|但是|可是|然后|所以|而且|不过|因为|后来",
+    re.IGNORECASE,
+)
+
+
+def _place_within(text: str, chosen: list[_Found]) -> list[_Found]:
+    """"Last year I moved to Lisbon in March": March of last year, and the year said no more than that.
+
+    A recurring period without its own year or week (a month, season, holiday, day of a month, weekday) is
+    placed inside the nearest year (or week) named in its sentence; that year is then context, not a time of
+    its own, and is dropped.
+    """
+    holders = [f for f in chosen if f.kind in ("year", "week") and not f.vague and not f.since]
+    if not holders:
+        return chosen
+    used: set[int] = set()
+    for found in chosen:
+        within = _RULES[found.order].within
+        if within is None or found.vague:
+            continue
+        for holder in sorted(holders, key=lambda h: abs(h.start - found.start)):
+            between = text[min(holder.end, found.end) : max(holder.start, found.start)]
+            if holder is found or _ANOTHER_STATEMENT.search(between):
+                continue
+            span = within(found.match, holder.first, holder.last, holder.kind)
+            if span is not None:
+                found.first, found.last = span
+                used.add(id(holder))
+                break
+    return [f for f in chosen if id(f) not in used]

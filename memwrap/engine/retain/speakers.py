@@ -1,0 +1,60 @@
+"""Who said what, in retained text: the role labels of a transcript ("user: …\nassistant: …").
+
+The wrappers retain an exchange as "user: ...\nassistant: ...". A label must start a line for the text to be
+read this way; later lines without a label continue the turn before them. Raw memory units keep the line
+break before each label (`keep_turn_breaks`), so an exchange rebuilt from them for re-extraction is read
+with the same speakers as the original.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memwrap.engine.text import normalise_whitespace
+
+ROLE_LINE = re.compile(r"^(user|assistant|tool result|tool|system|human|ai)\s*:\s?", re.IGNORECASE | re.MULTILINE)
+ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
+# "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
+NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*[:：]\s+")
+METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
+
+
+def keep_turn_breaks(text: str) -> str:
+    """`text` with whitespace collapsed, except the line break before each role label (when it is a transcript)."""
+    marks = [m.start() for m in ROLE_LINE.finditer(text)]
+    if not marks or marks[0] != len(text) - len(text.lstrip()):
+        return normalise_whitespace(text)
+    bounds = [*marks, len(text)]
+    turns = (normalise_whitespace(text[start:end]) for start, end in zip(bounds, bounds[1:], strict=False))
+    return "\n".join(t for t in turns if t)
+
+
+# A fact is written in the third person. In a chat between the user and the assistant "you" is the user, and in
+# what the user said "I"/"my" is the user too; a small model leaves them in ("Zhang Wei is your team lead").
+_SECOND_PERSON = [
+    (re.compile(r"\byou(?:'re| are)\b", re.IGNORECASE), "the user is"),
+    (re.compile(r"\byou(?:'ve| have)\b", re.IGNORECASE), "the user has"),
+    (re.compile(r"\byours\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\byour\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\byou\b", re.IGNORECASE), "the user"),
+]
+_FIRST_PERSON = [
+    (re.compile(r"\bI(?:'m| am)\b"), "the user is"),
+    (re.compile(r"\bI(?:'ve| have)\b"), "the user has"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"),
+    (re.compile(r"\bI\b"), "the user"),
+]
+
+
+def third_person(text: str, roles: set[str]) -> str:
+    """`text` with the user's pronouns replaced by "the user": "you" when only the user and the assistant speak,
+    "I"/"my" when only the user does. Elsewhere (people talking to each other) pronouns are left as they are."""
+    if not roles or not roles <= {"user", "assistant", "tool"}:
+        return text
+    rules = _SECOND_PERSON + (_FIRST_PERSON if roles == {"user"} else [])
+    for pattern, replacement in rules:
+        text = pattern.sub(replacement, text)
+    return text[:1].upper() + text[1:] if text.startswith("the user") else text
+
+
+__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person"]

