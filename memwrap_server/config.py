@@ -28,3 +28,6 @@ class ServerSettings(BaseSettings):
     proxy_max_tokens: int = Field(default=1024, ge=1)
     # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).
     proxy_max_inflight: int = Field(default=256, ge=1)
+    # Largest request body accepted, in bytes (413 past it): the proxy holds a call's body in memory while it
+    # reads the conversation, so an unbounded body is unbounded memory. 32 MiB fits images sent inline.
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Request
 from memwrap.api import AsyncMemory
 from memwrap_server.auth import ApiKey, allowed
 from memwrap_server.errors import ApiError
-from memwrap_server.schemas import BANK_ID_PATTERN
+from memwrap_server.schemas import BANK_ID_PATTERN, BankId
 
 
 def get_memory(request: Request) -> AsyncMemory:
@@ -29,7 +29,7 @@ def check_bank(key: ApiKey | None, bank_id: str) -> str:
 
 def bank_access(
     request: Request,
-    bank_id: Annotated[str, Path(pattern=BANK_ID_PATTERN, max_length=128, examples=["alice"])],
+    bank_id: Annotated[BankId, Path(max_length=128, examples=["alice"], json_schema_extra={"pattern": BANK_ID_PATTERN})],
 ) -> str:
     return check_bank(caller(request), bank_id)
 
