@@ -8,6 +8,9 @@ same spool takes over rows whose owner is dead (or whose lease ran out) and repl
 
 Delivery is at-least-once; the wrappers give every item a stable `document_id`, so a replay after a crash
 between "engine stored it" and "row deleted" is recognised by the engine instead of stored twice.
+
+Nothing secret reaches the disk: rows are redacted (engine/retain/defense.py, every field) before they are
+written, unless the memory-defense policy is "off", and the file is its owner's alone (0600, folder 0700).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memwrap.config import load_settings
+from memwrap.engine.retain.defense import redact_item
 from memwrap.errors import ClosedError, InvalidInputError, StoreError
+from memwrap.private_files import private_dir, private_file
 
 log = logging.getLogger("memwrap.wrappers")
 
@@ -78,12 +84,14 @@ class Row:
 class Spool:
     """The SQLite file. Used from one thread (the worker's)."""
 
-    def __init__(self, path: Path | str, owner: str) -> None:
+    def __init__(self, path: Path | str, owner: str, *, redact: bool = True) -> None:
         self.in_memory = path == ":memory:"  # the fallback when no file can be written: one connection, shared
         if not self.in_memory:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(path).parent)
+            private_file(path)
         self.path = path
         self.owner = owner
+        self.redact = redact
         self.lock = threading.RLock()
         self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=not self.in_memory)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -95,6 +103,8 @@ class Spool:
         ids = []
         with self._tx():
             for bank_id, item in rows:
+                if self.redact:
+                    item = redact_item(item)
                 cur = self.db.execute(
                     "INSERT INTO spool (bank_id, item, created, owner, lease) VALUES (?, ?, ?, ?, ?)",
                     (bank_id, json.dumps(item, ensure_ascii=False, default=str), now, self.owner, now + LEASE_SECONDS),
@@ -212,8 +222,12 @@ class Retainer:
         reachable: Callable[[], bool] = lambda: True,
         max_attempts: int = MAX_ATTEMPTS,
         max_backoff: float = MAX_BACKOFF,
+        defense_policy: str | None = None,
     ) -> None:
         self.path: Path | str = Path(path)
+        # Rows are redacted before they touch the disk unless the policy (MEMWRAP_DEFENSE_POLICY) is "off";
+        # under "block" the engine then stores the redacted turn instead of refusing the raw one.
+        self.redact = (defense_policy or load_settings().defense_policy) != "off"
         self.max_attempts = max_attempts
         self.max_backoff = max_backoff
         self.deliver = deliver
@@ -297,13 +311,13 @@ class Retainer:
     def _run(self) -> None:
         """Writer: queue -> disk, promptly, whatever the engine does (a hung delivery must not delay fsync)."""
         try:
-            spool = Spool(self.path, self.owner)
+            spool = Spool(self.path, self.owner, redact=self.redact)
         except (sqlite3.Error, OSError) as exc:
             # Still deliver, through the same code, but from memory: durability is lost, retains are not.
             log.error("memwrap: cannot open the retain spool at %s (%s); retains are not crash-safe", self.path, exc)
             self._error = exc
             self.path = ":memory:"
-            spool = self._shared = Spool(self.path, self.owner)
+            spool = self._shared = Spool(self.path, self.owner, redact=self.redact)
         self._deliverer.start()
         next_renew = 0.0
         try:
@@ -338,7 +352,7 @@ class Retainer:
         New rows wake it only when idle: during a backoff only flush()/close() (`_retry`) cut the wait short,
         so a busy app does not turn a down engine into a retry storm.
         """
-        spool = self._shared or Spool(self.path, self.owner)
+        spool = self._shared or Spool(self.path, self.owner, redact=self.redact)
         backoff = min(0.5, self.max_backoff)
         try:
             while True:
