@@ -86,6 +86,7 @@ class ServerLogging:
             found.handlers.clear()
             found.propagate = True
         logging.getLogger("uvicorn.access").setLevel(logging.INFO if self.level <= logging.DEBUG else logging.WARNING)
+        logging.captureWarnings(True)  # Python warnings become log lines too, not text of their own on stderr
         self.listener.start()
         return self
 

@@ -95,7 +95,8 @@ class Memwrap:
         self.family = family
         self.stats = Stats()
         self._lock = threading.Lock()
-        self._responses: OrderedDict[str, tuple[str, int]] = OrderedDict()  # response id -> (session, next turn)
+        # (bank, response id) -> (session, next turn): an id continues a session only in the bank it was made in
+        self._responses: OrderedDict[tuple[str, str], tuple[str, int]] = OrderedDict()
         self._warned_no_bank = False
         self._last_warning = 0.0
 
@@ -175,15 +176,15 @@ class Memwrap:
             self.internal_error(exc)
             return None, body
 
-    def remember_response(self, response_id: str, session: str, next_turn: int) -> None:
+    def remember_response(self, bank: str, response_id: str, session: str, next_turn: int) -> None:
         with self._lock:
-            self._responses[response_id] = (session, next_turn)
+            self._responses[(bank, response_id)] = (session, next_turn)
             while len(self._responses) > 10_000:
                 self._responses.popitem(last=False)
 
-    def session_of_response(self, response_id: str) -> tuple[str, int] | None:
+    def session_of_response(self, bank: str, response_id: str) -> tuple[str, int] | None:
         with self._lock:
-            return self._responses.get(response_id)
+            return self._responses.get((bank, response_id))
 
     def recall_failed(self, error: Exception) -> None:
         kind = {RecallTimeout: "recall_timeouts", RecallSkipped: "recall_skipped"}.get(type(error), "recall_errors")
@@ -254,7 +255,7 @@ class Call:
         if self.provider.name == "openai.responses":
             previous = self.body.get("previous_response_id")
             if previous:
-                known = self.handle.session_of_response(str(previous))
+                known = self.handle.session_of_response(self.bank, str(previous))
                 session, base = known or (f"resp-{previous}", 1)
                 return session, base + answered
             conversation = self.body.get("conversation")
@@ -335,7 +336,7 @@ class Call:
 
     def _retain(self, answer: list[Turn], *, partial: bool, response_id: str | None) -> None:
         if response_id and self.provider.name == "openai.responses":
-            self.handle.remember_response(response_id, self.session, self.turn + 1)
+            self.handle.remember_response(self.bank, response_id, self.session, self.turn + 1)
         if not self.options.retain:
             return
         model = self.body.get("model")
