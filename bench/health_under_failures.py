@@ -1,0 +1,176 @@
+"""Does a stream of failing requests slow the server down for everyone? /health latency, idle and while N
+workers with a valid (bank-restricted) key send requests that fail, as fast as they can.
+
+    python -m bench.health_under_failures                     # starts its own server (temp home), 16 workers
+    python -m bench.health_under_failures --concurrency 16 --probes 300
+
+The failing requests are the ones a black-box review found expensive: a bank outside the key's list (403),
+NaN in metadata and years 1 and 9999 (422), NUL in a path parameter (422), a proxy body nested 5,000 deep
+(400), an unknown memory (404), a bank id with a newline over MCP (422). Each worker sends them in turn on its
+own keep-alive connection; the probe sends /health one at a time. Client and server share this machine's
+cores: the ratio (loaded p50 / idle p50) is the figure to read, not the milliseconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ADMIN, RESTRICTED = "bench-admin-key", "bench-alice-key"
+
+
+def failing_requests() -> list[dict[str, Any]]:
+    deep = b'{"model":"m","messages":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    json_type = {"content-type": "application/json"}
+    return [
+        {"method": "POST", "url": "/v1/banks/bob/recall", "json": {"query": "plans"}},
+        {"method": "POST", "url": "/v1/banks/alice/memories", "content": b'{"content":"n1","metadata":{"k":NaN}}',
+         "headers": json_type},
+        {"method": "GET", "url": "/v1/banks/alice/observations", "params": {"now": "0001-01-01T00:00:00"}},
+        {"method": "GET", "url": "/v1/banks/alice/observations", "params": {"now": "9999-12-31T23:59:59"}},
+        {"method": "GET", "url": "/v1/banks/alice/mental-models/x%00y"},
+        {"method": "POST", "url": "/v1/chat/completions", "content": deep,
+         "headers": {**json_type, "X-Memwrap-Key": RESTRICTED, "X-Memwrap-Bank": "alice"}},
+        {"method": "GET", "url": f"/v1/banks/alice/memories/{uuid.uuid4()}"},
+        {"method": "POST", "url": "/mcp/alice%0A/", "json": {}},
+    ]
+
+
+async def probe(url: str, count: int) -> list[float]:
+    timings = []
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        await client.get("/health")
+        for _ in range(count):
+            started = time.perf_counter()
+            response = await client.get("/health")
+            timings.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.text
+    return timings
+
+
+async def failing_worker(url: str, stop: asyncio.Event, statuses: dict[int, int], timings: list[float]) -> None:
+    requests = failing_requests()
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": f"Bearer {RESTRICTED}"}) as client:
+        index = 0
+        while not stop.is_set():
+            spec = requests[index % len(requests)]
+            index += 1
+            started = time.perf_counter()
+            try:
+                response = await client.request(**spec)
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            except httpx.HTTPError:
+                statuses[0] = statuses.get(0, 0) + 1  # a dropped connection
+            timings.append((time.perf_counter() - started) * 1000)
+
+
+def _workers_process(url: str, concurrency: int, ready: Any, stop: Any, results: Any) -> None:
+    """The failing traffic, in a process of its own: the probe's latency must not include the client's queue."""
+
+    async def run() -> None:
+        stopping = asyncio.Event()
+        statuses: dict[int, int] = {}
+        timings: list[float] = []
+        workers = [asyncio.create_task(failing_worker(url, stopping, statuses, timings)) for _ in range(concurrency)]
+        started = time.monotonic()
+        ready.set()
+        while not stop.is_set():
+            await asyncio.sleep(0.05)
+        stopping.set()
+        await asyncio.gather(*workers)
+        results.put({"statuses": statuses, "timings": timings, "elapsed": time.monotonic() - started})
+
+    asyncio.run(run())
+
+
+def measure(url: str, concurrency: int, probes: int) -> dict[str, Any]:
+    import multiprocessing
+
+    idle = asyncio.run(probe(url, probes))
+    context = multiprocessing.get_context("spawn")
+    ready, stop, results = context.Event(), context.Event(), context.Queue()
+    process = context.Process(target=_workers_process, args=(url, concurrency, ready, stop, results))
+    process.start()
+    ready.wait(60)
+    time.sleep(1.0)  # let the load build up
+    loaded = asyncio.run(probe(url, probes))
+    stop.set()
+    found = results.get(timeout=120)
+    process.join(60)
+    statuses, failing = found["statuses"], found["timings"]
+    idle_p50, loaded_p50 = statistics.median(idle), statistics.median(loaded)
+    return {
+        "concurrency": concurrency, "probes": probes,
+        "idle_p50_ms": round(idle_p50, 2), "idle_p90_ms": round(statistics.quantiles(idle, n=10)[-1], 2),
+        "loaded_p50_ms": round(loaded_p50, 2), "loaded_p90_ms": round(statistics.quantiles(loaded, n=10)[-1], 2),
+        "ratio_p50": round(loaded_p50 / idle_p50, 2),
+        "failing_requests": sum(statuses.values()), "failing_per_s": round(len(failing) / max(found["elapsed"], 1e-9), 1),
+        "failing_p50_ms": round(statistics.median(failing), 1) if failing else None,
+        "statuses": dict(sorted(statuses.items())), "server_errors": sum(n for s, n in statuses.items() if s >= 500),
+        "dropped": statuses.get(0, 0),
+    }
+
+
+def _start_server(port: int, home: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "MEMWRAP_HOME": str(home), "MEMWRAP_PORT": str(port), "MEMWRAP_HOST": "127.0.0.1",
+           "MEMWRAP_LOG_LEVEL": "info", "HF_HUB_OFFLINE": "1", "MEMWRAP_WORKER": "off",
+           "MEMWRAP_API_KEYS": f"{ADMIN},{RESTRICTED}:alice",
+           "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1"}  # never reached: every proxy call here fails first
+    proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the server did not start in 300 s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.health_under_failures", description=__doc__.split("\n")[0])
+    parser.add_argument("--url", help="a running server whose MEMWRAP_API_KEYS include the two bench keys")
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--probes", type=int, default=300)
+    parser.add_argument("--json", type=Path, help="also write the result here")
+    args = parser.parse_args(argv)
+    proc = None
+    url = args.url
+    if url is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        proc = _start_server(port, Path(tempfile.mkdtemp(prefix="memwrap-health-")))
+        url = f"http://127.0.0.1:{port}"
+    try:
+        result = measure(url, args.concurrency, args.probes)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(60)
+    print(f"/health p50 idle {result['idle_p50_ms']} ms, with {result['concurrency']} workers sending failing "
+          f"requests {result['loaded_p50_ms']} ms (x{result['ratio_p50']}); {result['failing_requests']} failing "
+          f"requests ({result['failing_per_s']}/s, p50 {result['failing_p50_ms']} ms), statuses {result['statuses']}")
+    if args.json:
+        args.json.write_text(json.dumps({**result, "cpu_count": os.cpu_count()}, indent=2))
+    return 0 if result["server_errors"] == 0 and result["dropped"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
