@@ -17,17 +17,16 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from bench.server_load import local_server
 
 ADMIN, RESTRICTED = "bench-admin-key", "bench-alice-key"
 
@@ -124,25 +123,6 @@ def measure(url: str, concurrency: int, probes: int) -> dict[str, Any]:
     }
 
 
-def _start_server(port: int, home: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "MEMWRAP_HOME": str(home), "MEMWRAP_PORT": str(port), "MEMWRAP_HOST": "127.0.0.1",
-           "MEMWRAP_LOG_LEVEL": "info", "HF_HUB_OFFLINE": "1", "MEMWRAP_WORKER": "off",
-           "MEMWRAP_API_KEYS": f"{ADMIN},{RESTRICTED}:alice",
-           "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1"}  # never reached: every proxy call here fails first
-    proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=env, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not start in 300 s")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.health_under_failures", description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="a running server whose MEMWRAP_API_KEYS include the two bench keys")
@@ -153,11 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     proc = None
     url = args.url
     if url is None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = _start_server(port, Path(tempfile.mkdtemp(prefix="memwrap-health-")))
-        url = f"http://127.0.0.1:{port}"
+        # The upstream is never reached: every proxy call here fails before it.
+        env = {"MEMWRAP_LOG_LEVEL": "info", "MEMWRAP_WORKER": "off", "MEMWRAP_API_KEYS": f"{ADMIN},{RESTRICTED}:alice",
+               "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1"}
+        proc, url = local_server("memwrap-health-", env, quiet=True, timeout=300)
     try:
         result = measure(url, args.concurrency, args.probes)
     finally:
