@@ -191,7 +191,7 @@ class Proxy:
         backend, retainer = backend_for(self.memory)
         backend.bind_loop()
         retainer.flush(timeout=0)  # wakes the delivery thread and cuts its backoff short; does not wait
-        asyncio.get_running_loop().create_task(self.handle.expire_responses())
+        self.handle.background(self.handle.expire_responses())
 
     def stats(self) -> dict[str, Any]:
         return asdict(self.handle.stats)

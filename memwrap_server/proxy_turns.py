@@ -77,7 +77,11 @@ class ProxyMemwrap(Memwrap):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # only ever called on the server's loop; anywhere else there is no database to write to
-        task = loop.create_task(self._save(bank, response_id, session, next_turn))
+        self.background(self._save(bank, response_id, session, next_turn), loop)
+
+    def background(self, work: Any, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        """Run `work` on the server's loop, held until it ends (the loop keeps only weak references to tasks)."""
+        task = (loop or asyncio.get_running_loop()).create_task(work)
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
