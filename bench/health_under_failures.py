@@ -61,30 +61,60 @@ async def probe(url: str, count: int) -> list[float]:
     return timings
 
 
-async def failing_worker(url: str, stop: asyncio.Event, statuses: dict[int, int], timings: list[float]) -> None:
-    requests = failing_requests()
-    async with httpx.AsyncClient(base_url=url, timeout=60, headers={"Authorization": f"Bearer {RESTRICTED}"}) as client:
-        index = 0
-        while not stop.is_set():
-            spec = requests[index % len(requests)]
-            index += 1
-            started = time.perf_counter()
-            try:
-                response = await client.request(**spec)
-                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-            except httpx.HTTPError:
-                statuses[0] = statuses.get(0, 0) + 1  # a dropped connection
-            timings.append((time.perf_counter() - started) * 1000)
+def _raw_requests(url: str, control: bool) -> list[bytes]:
+    """The load as ready-made HTTP/1.1 bytes: the load generator spends its CPU sending, not building requests
+    (this machine's cores are shared by the server, the load and the probe)."""
+    specs = [{"method": "GET", "url": "/health"}] if control else failing_requests()
+    out = []
+    for spec in specs:
+        headers = {"Authorization": f"Bearer {RESTRICTED}", **spec.pop("headers", {})}
+        request = httpx.Request(url=url + spec.pop("url"), headers=headers, **spec)
+        body = request.read()
+        lines = [f"{request.method} {request.url.raw_path.decode()} HTTP/1.1"]
+        lines += [f"{k}: {v}" for k, v in request.headers.items()]
+        out.append(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    return out
 
 
-def _workers_process(url: str, concurrency: int, ready: Any, stop: Any, results: Any) -> None:
+async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> int:
+    writer.write(request)
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    await reader.readexactly(length)
+    return status
+
+
+async def failing_worker(url: str, stop: asyncio.Event, statuses: dict[int, int], timings: list[float],
+                         control: bool = False) -> None:
+    requests = _raw_requests(url, control)
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    reader, writer = await asyncio.open_connection(host, port)
+    index = 0
+    while not stop.is_set():
+        started = time.perf_counter()
+        try:
+            status = await _exchange(reader, writer, requests[index % len(requests)])
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            status = 0  # a dropped connection
+            writer.close()
+            reader, writer = await asyncio.open_connection(host, port)
+        index += 1
+        statuses[status] = statuses.get(status, 0) + 1
+        timings.append((time.perf_counter() - started) * 1000)
+    writer.close()
+
+
+def _workers_process(url: str, concurrency: int, ready: Any, stop: Any, results: Any, control: bool) -> None:
     """The failing traffic, in a process of its own: the probe's latency must not include the client's queue."""
 
     async def run() -> None:
         stopping = asyncio.Event()
         statuses: dict[int, int] = {}
         timings: list[float] = []
-        workers = [asyncio.create_task(failing_worker(url, stopping, statuses, timings)) for _ in range(concurrency)]
+        workers = [asyncio.create_task(failing_worker(url, stopping, statuses, timings, control))
+                   for _ in range(concurrency)]
         started = time.monotonic()
         ready.set()
         while not stop.is_set():
@@ -96,13 +126,13 @@ def _workers_process(url: str, concurrency: int, ready: Any, stop: Any, results:
     asyncio.run(run())
 
 
-def measure(url: str, concurrency: int, probes: int) -> dict[str, Any]:
+def measure(url: str, concurrency: int, probes: int, *, control: bool = False) -> dict[str, Any]:
     import multiprocessing
 
     idle = asyncio.run(probe(url, probes))
     context = multiprocessing.get_context("spawn")
     ready, stop, results = context.Event(), context.Event(), context.Queue()
-    process = context.Process(target=_workers_process, args=(url, concurrency, ready, stop, results))
+    process = context.Process(target=_workers_process, args=(url, concurrency, ready, stop, results, control))
     process.start()
     ready.wait(60)
     time.sleep(1.0)  # let the load build up
@@ -130,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--probes", type=int, default=300)
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--control", action="store_true",
+                        help="the workers send /health itself (cheap, successful): the same load without failures")
     args = parser.parse_args(argv)
     proc = None
     url = args.url
@@ -139,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1"}
         proc, url = local_server("memwrap-health-", env, quiet=True, timeout=300)
     try:
-        result = measure(url, args.concurrency, args.probes)
+        result = measure(url, args.concurrency, args.probes, control=args.control)
     finally:
         if proc is not None:
             proc.terminate()
@@ -147,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
                 proc.wait(60)
             except subprocess.TimeoutExpired:  # a server stuck in its own shutdown: not what is measured here
                 proc.kill()
-    print(f"/health p50 idle {result['idle_p50_ms']} ms, with {result['concurrency']} workers sending failing "
-          f"requests {result['loaded_p50_ms']} ms (x{result['ratio_p50']}); {result['failing_requests']} failing "
+    load = "/health requests (control)" if args.control else "failing requests"
+    print(f"/health p50 idle {result['idle_p50_ms']} ms, with {result['concurrency']} workers sending {load} "
+          f"{result['loaded_p50_ms']} ms (x{result['ratio_p50']}); {result['failing_requests']} "
           f"requests ({result['failing_per_s']}/s, p50 {result['failing_p50_ms']} ms), statuses {result['statuses']}")
     if args.json:
         args.json.write_text(json.dumps({**result, "cpu_count": os.cpu_count()}, indent=2))

@@ -8,6 +8,8 @@ load balancer's rotation; it comes back by itself).
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
@@ -17,25 +19,27 @@ from memwrap_server.schemas import ERRORS, Health
 router = APIRouter(tags=["system"])
 
 
-def _health(request: Request) -> Health:
+def _health(request: Request) -> tuple[dict[str, Any], bool]:
+    """The body of /health and /ready as a plain dict (no model validation per call: it is probed constantly)."""
     state = request.app.state
-    engine = "postgres" if state.memory.settings.database_url else "embedded"
     report = state.database.report()
-    return Health(status="ok" if report["database"] == "up" else "degraded", version=memwrap.__version__,
-                  engine=engine, **report)
+    up = report["database"] == "up"
+    body = {"status": "ok" if up else "degraded", "version": memwrap.__version__,
+            "engine": "postgres" if state.memory.settings.database_url else "embedded", **report}
+    return body, up
 
 
 @router.get("/health", response_model=Health, summary="Liveness, and whether the database is reachable")
-async def health(request: Request) -> Health:
-    return _health(request)
+async def health(request: Request) -> Response:
+    body, _ = _health(request)
+    return JSONResponse(body)
 
 
 @router.get("/ready", response_model=Health, responses={503: {"model": Health, "description": "Database down"}},
             summary="Readiness: 200 while the database is reachable, 503 while it is not")
 async def ready(request: Request) -> Response:
-    found = _health(request)
-    return JSONResponse(found.model_dump(mode="json"), status_code=200 if found.database == "up" else 503,
-                        headers=None if found.database == "up" else {"Retry-After": "1"})
+    body, up = _health(request)
+    return JSONResponse(body, status_code=200 if up else 503, headers=None if up else {"Retry-After": "1"})
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response,
