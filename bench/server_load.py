@@ -115,11 +115,14 @@ async def run_load(url: str, *, bank: str = "load-test", concurrency: int = 200,
     return result
 
 
-def _start_server(port: int, home: Path) -> subprocess.Popen[bytes]:
+def start_server(port: int, home: Path, env: dict[str, str] | None = None, *, quiet: bool = False,
+                 timeout: float = 180.0) -> subprocess.Popen[bytes]:
+    """`python -m memwrap_server` on 127.0.0.1:`port` with `home`, once /health answers (`env` adds settings)."""
     env = {**os.environ, "MEMWRAP_HOME": str(home), "MEMWRAP_PORT": str(port), "MEMWRAP_HOST": "127.0.0.1",
-           "MEMWRAP_LOG_LEVEL": "warning", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=env)
-    deadline = time.monotonic() + 180
+           "MEMWRAP_LOG_LEVEL": "warning", "HF_HUB_OFFLINE": "1", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=env,
+                            stderr=subprocess.DEVNULL if quiet else None)
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"the server exited with {proc.returncode}")
@@ -129,7 +132,18 @@ def _start_server(port: int, home: Path) -> subprocess.Popen[bytes]:
         except httpx.HTTPError:
             time.sleep(0.2)
     proc.kill()
-    raise RuntimeError("the server did not start in 180 s")
+    raise RuntimeError(f"the server did not start in {timeout:.0f} s")
+
+
+def local_server(prefix: str, env: dict[str, str] | None = None, **options: Any) -> tuple[subprocess.Popen[bytes], str]:
+    """A server of its own on a free loopback port and a new temporary home: (process, base URL)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start_server(port, Path(tempfile.mkdtemp(prefix=prefix)), env, **options)
+    return proc, f"http://127.0.0.1:{port}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,13 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     proc = None
     url = args.url
     if url is None:
-        import socket
-
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        proc = _start_server(port, Path(tempfile.mkdtemp(prefix="memwrap-load-")))
-        url = f"http://127.0.0.1:{port}"
+        proc, url = local_server("memwrap-load-")
     try:
         headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
         if args.memories:
@@ -176,4 +184,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__: list[Any] = ["LoadResult", "main", "run_load", "seed"]
+__all__: list[Any] = ["LoadResult", "main", "run_load", "local_server", "seed", "start_server"]

@@ -43,6 +43,7 @@ def serve(
 
     from memwrap_server.app import create_app
     from memwrap_server.config import ServerSettings
+    from memwrap_server.logs import ServerLogging
 
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it with the handler it found installed. The
     # default one kills the process on the spot, so atexit (which stops the embedded PostgreSQL this process
@@ -50,15 +51,21 @@ def serve(
     signal.signal(signal.SIGTERM, _exit_normally)
     overrides = {k: v for k, v in {"host": host, "port": port, "log_level": log_level}.items() if v is not None}
     settings = ServerSettings(**overrides)  # type: ignore[arg-type]
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        timeout_graceful_shutdown=int(settings.graceful_timeout),
-        # Our own /metrics counts requests; uvicorn's access log would print every call's path (bank ids).
-        access_log=settings.log_level == "debug",
-    )
+    # Our logging first (plain lines, written off the event loop), so no library installs its own on the root.
+    logs = ServerLogging(settings.log_level).install()
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level=settings.log_level,
+            log_config=None,  # uvicorn's loggers write through ours
+            timeout_graceful_shutdown=int(settings.graceful_timeout),
+            # Our own /metrics counts requests; uvicorn's access log would print every call's path (bank ids).
+            access_log=settings.log_level == "debug",
+        )
+    finally:
+        logs.stop()
     return 0
 
 

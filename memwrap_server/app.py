@@ -11,19 +11,21 @@ engine closes last.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 import memwrap
 from memwrap.api import AsyncMemory
 from memwrap_server import errors as server_errors
-from memwrap_server.auth import PUBLIC_PATHS, Auth, parse_api_keys
+from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
-from memwrap_server.errors import error_response
+from memwrap_server.database import DatabaseMonitor
+from memwrap_server.gate import Gate
+from memwrap_server.logs import remove_foreign_handlers
 from memwrap_server.mcp import McpEndpoint, build_server, session_manager
 from memwrap_server.metrics import Metrics, MetricsMiddleware
 from memwrap_server.proxy import Proxy
@@ -38,37 +40,20 @@ DESCRIPTION = """Long-term memory as a service.
 * **MCP**: `/mcp/{bank_id}/` (streamable HTTP).
 
 Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
-but `/health` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the latter).
+but `/health` and `/ready` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the
+latter). While the database is unreachable, data routes answer 503 `store_unavailable` at once and `/ready` is 503.
 """
 
 
-class Gate:
-    """Outermost ASGI layer: authentication for every route but /health, then MCP or the FastAPI routes."""
+def _database_url(memory: AsyncMemory) -> str | None:
+    """The URL the engine's pool uses, for the monitor's own probe connection (None: an HTTP-backed memory)."""
+    if getattr(memory, "url", None):
+        return None
+    if memory.settings.database_url:
+        return memory.settings.database_url
+    from memwrap.store.embedded_pg import embedded_database_url
 
-    def __init__(self, app: ASGIApp, auth: Auth, mcp: ASGIApp) -> None:
-        self.app, self.auth, self.mcp = app, auth, mcp
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        path = scope["path"]
-        if self.auth.enabled and path not in PUBLIC_PATHS:
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-            key = self.auth.authenticate(self.auth.presented_key(path, headers))
-            if key is None:
-                response = error_response(
-                    401, "unauthorized", "Missing or unknown API key: send `Authorization: Bearer <key>` "
-                    "(or `X-Memwrap-Key: <key>`; on the proxy routes only the latter).",
-                    path=path, headers={"WWW-Authenticate": 'Bearer realm="memwrap"'},
-                )
-                await response(scope, receive, send)
-                return
-            scope.setdefault("state", {})["memwrap_key"] = key
-        if path.startswith("/mcp/"):
-            await self.mcp(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+    return embedded_database_url(memory.settings.pgdata)  # started by warmup already: this only reads its URL
 
 
 def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | None = None) -> FastAPI:
@@ -77,23 +62,29 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     auth = Auth(parse_api_keys(settings.api_keys))
     metrics = Metrics()
     state: dict[str, Any] = {}
+    handlers_before = list(logging.getLogger().handlers)
     mcp_server = build_server(lambda: state["memory"])
+    remove_foreign_handlers(handlers_before)  # the MCP SDK's RichHandler renders tracebacks on the event loop
     mcp_manager = session_manager(mcp_server, settings.host)
+    database = DatabaseMonitor(lambda: _database_url(state["memory"]))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
         mem = memory or AsyncMemory()
         # Open the engine now: start-up fails loudly if the database is unreachable, and no call pays for it.
-        await (mem.warmup() if hasattr(mem, "warmup") else mem.banks())
+        await mem.warmup()
         state["memory"] = app.state.memory = mem
-        proxy = app.state.proxy = Proxy(settings, mem)
+        await database.start()
+        proxy = app.state.proxy = Proxy(settings, mem, database)
         metrics.add_stats_source("proxy", proxy.stats)
+        proxy.start()  # turns a previous run left in the spool are delivered now, not on the next call
         try:
             async with mcp_manager.run():
                 yield
         finally:
             await proxy.close()
+            await database.stop()
             if owned:
                 await mem.close()
 
@@ -101,12 +92,14 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.auth = auth
+    app.state.database = database
     server_errors.install(app)
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(proxy_router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
-    app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager))
+    app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,
+                       max_body=settings.max_request_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -1,7 +1,7 @@
 """API keys and bank isolation.
 
 `MEMWRAP_API_KEYS="k1,k2:alice|team-*"`: k1 may use every bank, k2 only `alice` and banks matching `team-*`.
-When keys are set, every route but `/health` needs one: `Authorization: Bearer <key>`, or `X-Memwrap-Key: <key>`
+When keys are set, every route but `/health` and `/ready` needs one: `Authorization: Bearer <key>`, or `X-Memwrap-Key: <key>`
 (the proxy routes accept only the latter, because their `Authorization` header belongs to the upstream LLM).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 PROXY_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
-PUBLIC_PATHS = ("/health",)
+PUBLIC_PATHS = ("/health", "/ready")
 KEY_HEADER = "x-memwrap-key"
 
 

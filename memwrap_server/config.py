@@ -28,3 +28,9 @@ class ServerSettings(BaseSettings):
     proxy_max_tokens: int = Field(default=1024, ge=1)
     # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).
     proxy_max_inflight: int = Field(default=256, ge=1)
+    # Seconds one delivery of spooled turns may take before it is retried: a server has time, and a turn of
+    # 500k characters is ~500 units to embed (the wrappers' 60 s would retry such a turn forever on a busy host).
+    proxy_retain_timeout: float = Field(default=600.0, gt=0)
+    # Largest request body accepted, in bytes (413 past it): the proxy holds a call's body in memory while it
+    # reads the conversation, so an unbounded body is unbounded memory. 32 MiB fits images sent inline.
+    max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)

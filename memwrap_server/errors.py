@@ -15,30 +15,29 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memwrap import errors
+from memwrap_server.database import is_connection_error
 
 log = logging.getLogger("memwrap.server")
 
-# Most specific first: the first class an error is an instance of decides its status. By name, so a class that
-# a newer engine adds (or an older one lacks) needs no change here.
-_STATUS_BY_NAME = [
-    ("MemoryNotFoundError", 404),
-    ("BankNotFoundError", 404),
-    ("BankExistsError", 409),
-    ("ContextOverflowError", 422),
-    ("InvalidInputError", 422),
-    ("LLMNotConfiguredError", 409),
-    ("LLMUnavailableError", 503),  # the engine's own LLM is down or rate-limited: try again later
-    ("LLMError", 502),  # it refused the request or answered nonsense
-    ("StoreError", 503),
-    ("EmbeddingModelError", 503),
-    ("ClosedError", 503),
-]
+# Most specific first: the first class an error is an instance of decides its status.
 STATUS: list[tuple[type[errors.MemwrapError], int]] = [
-    (getattr(errors, name), status) for name, status in _STATUS_BY_NAME if hasattr(errors, name)
+    (errors.MemoryNotFoundError, 404),
+    (errors.BankNotFoundError, 404),
+    (errors.BankExistsError, 409),
+    (errors.ContextOverflowError, 422),
+    (errors.InvalidInputError, 422),
+    (errors.LLMNotConfiguredError, 409),
+    (errors.LLMUnavailableError, 503),  # the engine's own LLM is down or rate-limited: try again later
+    (errors.LLMError, 502),  # it refused the request or answered nonsense
+    (errors.StoreError, 503),
+    (errors.EmbeddingModelError, 503),
+    (errors.ClosedError, 503),
 ]
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-          409: "conflict_error", 422: "invalid_request_error", 502: "api_error", 503: "api_error", 504: "api_error"}
+          409: "conflict_error", 413: "request_too_large", 422: "invalid_request_error", 502: "api_error",
+          503: "api_error", 504: "api_error"}
+_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
 
 
 class ApiError(Exception):
@@ -67,8 +66,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(errors.MemwrapError)
     async def memwrap_error(request: Request, exc: errors.MemwrapError) -> JSONResponse:
         status = status_of(exc)
-        if status >= 500:
-            log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+        if status >= 500:  # one line, no traceback: these are known conditions, not bugs
+            log.warning("%s %s failed: %s", request.method, _route(request), exc)
         return error_response(status, exc.code, str(exc), path=request.url.path)
 
     @app.exception_handler(ApiError)
@@ -88,10 +87,44 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, f"http_{exc.status_code}")
-        return error_response(exc.status_code, code, str(exc.detail), path=request.url.path, headers=exc.headers)
+        code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
+        message = str(exc.detail)
+        if exc.status_code == 400:  # FastAPI's only 400: a body json.loads gave up on (nested too deeply, ...)
+            code, message = "invalid_json", "The request body could not be read as JSON (malformed, or nested too deeply)."
+        return error_response(exc.status_code, code, message, path=request.url.path, headers=exc.headers)
 
-    @app.exception_handler(Exception)
-    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("%s %s: unexpected error", request.method, request.url.path)
-        return error_response(500, "internal_error", "Internal server error (logged on the server).", path=request.url.path)
+
+def unexpected(scope: dict[str, Any], exc: BaseException, database: Any) -> JSONResponse:
+    """The answer to an exception no handler took (called by the Gate, outside FastAPI's stack, so that the
+    exception is logged once, by us, and is not re-raised to the server to be logged again with a traceback).
+
+    A connection error means the database went away under this request: 503, and the monitor looks now.
+    """
+    path, method = scope.get("path", ""), scope.get("method", "")
+    route = getattr(scope.get("route"), "path", None) or path
+    cause = _connection_error(exc)
+    if cause is not None:
+        database.suspect(cause)
+        log.warning("%s %s: the database is unreachable (%s)", method, route, type(cause).__name__)
+        return error_response(503, "store_unavailable", "The memory database is unavailable; try again shortly.",
+                              path=path, headers={"Retry-After": "1"})
+    # Formatted by the log's own thread (memwrap_server/logs.py), never on the event loop.
+    log.error("%s %s: unexpected error", method, route, exc_info=exc)
+    return error_response(500, "internal_error", "Internal server error (logged on the server).", path=path)
+
+
+def _route(request: Request) -> str:
+    """The route's template (bank ids and document ids are the callers' data, not log material)."""
+    route = request.scope.get("route")
+    return getattr(route, "path", None) or request.url.path
+
+
+def _connection_error(exc: BaseException) -> BaseException | None:
+    seen: BaseException | None = exc
+    for _ in range(5):  # the error itself or what it was raised from
+        if seen is None:
+            return None
+        if is_connection_error(seen):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -8,23 +8,27 @@ Stateless mode keeps the server free of session state: any of several `memwrap s
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
 from memwrap.api import AsyncMemory
-from memwrap.errors import MemwrapError
+from memwrap.engine import validate
+from memwrap.errors import InvalidBankIdError, MemwrapError
 from memwrap_server.auth import allowed
 from memwrap_server.errors import error_response
 
 BANK_HEADER = "x-memwrap-mcp-bank"
-_PATH = re.compile(r"^/mcp/([^/]+)/?$")
+_PATH = re.compile(r"/mcp/([^/]+)/?")  # fullmatch; the bank itself is checked by validate.bank_id
+T = TypeVar("T")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 INSTRUCTIONS = (
@@ -41,10 +45,24 @@ def _bank(ctx: Context) -> str:
     return str(bank)
 
 
+def _explained(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
+    """memwrap's errors reach the MCP client with their message (the SDK hides other exceptions' text)."""
+
+    @functools.wraps(tool)
+    async def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return await tool(*args, **kwargs)
+        except MemwrapError as exc:
+            raise ToolError(f"{exc.code}: {exc}") from None
+
+    return run
+
+
 def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
     server: MCPServer = MCPServer(name="memwrap", instructions=INSTRUCTIONS)
 
     @server.tool()
+    @_explained
     async def recall(query: str, ctx: Context, max_tokens: int = 1024) -> dict[str, Any]:
         """Memories relevant to `query`, rendered as one block within `max_tokens` (plus the memories themselves)."""
         result = await memory_of().recall(_bank(ctx), query, max_tokens=max_tokens)
@@ -58,6 +76,7 @@ def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
         }
 
     @server.tool()
+    @_explained
     async def retain(
         content: str,
         ctx: Context,
@@ -73,45 +92,45 @@ def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
         return {"ids": [str(i) for i in ids]}
 
     @server.tool()
+    @_explained
     async def list_memories(ctx: Context, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         """Stored memories of this bank, oldest first, `limit` at a time."""
         records = await memory_of().list(_bank(ctx), limit=limit, offset=offset)
         return {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]}
 
     @server.tool()
+    @_explained
     async def get_memory(memory_id: str, ctx: Context) -> dict[str, Any]:
         """One stored memory by id."""
         record = await memory_of().get(_bank(ctx), memory_id)
         return record.model_dump(mode="json", exclude={"bank_id"})
 
-    if hasattr(AsyncMemory, "mental_models"):  # learning (issue 6)
+    @server.tool()
+    @_explained
+    async def mental_models(ctx: Context) -> dict[str, Any]:
+        """This bank's mental models: named standing questions and their current answers."""
+        found = await memory_of().mental_models(_bank(ctx))
+        return {"mental_models": [{"name": m.name, "question": m.question, "content": m.content,
+                                   "status": m.status} for m in found]}
 
-        @server.tool()
-        async def mental_models(ctx: Context) -> dict[str, Any]:
-            """This bank's mental models: named standing questions and their current answers."""
-            found = await memory_of().mental_models(_bank(ctx))
-            return {"mental_models": [{"name": m.name, "question": m.question, "content": m.content,
-                                       "status": m.status} for m in found]}
+    @server.tool()
+    @_explained
+    async def get_mental_model(name: str, ctx: Context) -> dict[str, Any]:
+        """One mental model's current answer, by name."""
+        model = await memory_of().get_mental_model(_bank(ctx), name)
+        return model.model_dump(mode="json", exclude={"bank_id"})
 
-        @server.tool()
-        async def get_mental_model(name: str, ctx: Context) -> dict[str, Any]:
-            """One mental model's current answer, by name."""
-            model = await memory_of().get_mental_model(_bank(ctx), name)
-            return model.model_dump(mode="json", exclude={"bank_id"})
-
-    if hasattr(AsyncMemory, "reflect"):  # reflect (issue 8): needs the server's LLM (MEMWRAP_LLM_*)
-
-        @server.tool()
-        async def reflect(
-            query: str, ctx: Context, context: str | None = None, max_tokens: int | None = None
-        ) -> dict[str, Any]:
-            """Answer `query` from this bank's memory: an agent reads mental models, observations and facts and
-            answers citing the memories it used (`forced`: a limit cut the search short)."""
-            result = await memory_of().reflect(_bank(ctx), query, context=context, max_tokens=max_tokens)
-            return result.model_dump(
-                mode="json", include={"answer", "structured", "memory_ids", "mental_model_ids", "unknown_ids",
-                                      "iterations", "forced", "forced_reason"},
-            )
+    @server.tool()
+    @_explained
+    async def reflect(query: str, ctx: Context, context: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
+        """Answer `query` from this bank's memory: an agent reads mental models, observations and facts and
+        answers citing the memories it used (`forced`: a limit cut the search short). Needs the server's LLM
+        (MEMWRAP_LLM_*); without one the tool answers with the error `llm_not_configured`."""
+        result = await memory_of().reflect(_bank(ctx), query, context=context, max_tokens=max_tokens)
+        return result.model_dump(
+            mode="json", include={"answer", "structured", "memory_ids", "mental_model_ids", "unknown_ids",
+                                  "iterations", "forced", "forced_reason"},
+        )
 
     return server
 
@@ -142,11 +161,15 @@ class McpEndpoint:
         self.manager = manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = _PATH.match(scope["path"])
+        match = _PATH.fullmatch(scope["path"])
         if match is None:
             await error_response(404, "not_found", "MCP lives at /mcp/{bank_id}/.")(scope, receive, send)
             return
-        bank = match.group(1)
+        try:
+            bank = validate.bank_id(match.group(1))  # the one rule of every surface: no "team-a\n" banks
+        except InvalidBankIdError as exc:
+            await error_response(422, exc.code, str(exc))(scope, receive, send)
+            return
         key = scope.get("state", {}).get("memwrap_key")
         if not allowed(key, bank):
             await error_response(403, "bank_forbidden", f"This API key may not use bank {bank!r}.")(scope, receive, send)

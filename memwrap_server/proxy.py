@@ -10,7 +10,12 @@ retain when the stream ends (or is cut: then marked partial).
 Headers: X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Max-Tokens,
 X-Memwrap-Tags (comma-separated), X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they
-are and are never stored or logged.
+are and are never stored or logged. The headers are checked before anything is sent (400 with the reason):
+a call memwrap could not file is refused up front, never answered and then silently not remembered.
+
+Failures are relayed, not smoothed over: a stream the upstream cuts ends with the provider's error event and a
+broken connection, as it would directly. A caller that hangs up before its answer arrives still has the turn
+retained, marked `unseen`. Error bodies never name the upstream's address.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from memwrap.api import AsyncMemory
+from memwrap.engine import validate
 from memwrap.errors import InvalidInputError
-from memwrap.wrappers.core import Call, Memwrap, backend_for
+from memwrap.wrappers.core import Call, backend_for
 from memwrap.wrappers.scope import Options, scope
 from memwrap.wrappers.streams import ACCUMULATORS, Capture
 from memwrap_server.auth import ApiKey, allowed
 from memwrap_server.config import ServerSettings
+from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_body
+from memwrap_server.proxy_turns import ProxyMemwrap, turn_marks
 
 log = logging.getLogger("memwrap.server.proxy")
 
@@ -43,6 +51,13 @@ _DROP_REQUEST = {"host", "content-length", "connection", "keep-alive", "transfer
 # Response headers passed back to the caller (the rest is hop-by-hop or describes our own framing).
 _KEEP_RESPONSE_PREFIXES = ("x-ratelimit-", "openai-", "anthropic-", "x-request-id", "request-id", "retry-after",
                            "cf-ray", "x-should-retry")
+
+# A session id becomes document ids "session:turn-N" (at most validate.MAX_DOCUMENT_ID_CHARS).
+MAX_SESSION_CHARS = 256
+MAX_TAGS = 50
+# Provider bodies are shallow (a JSON schema for structured output is the deepest part); deeper is an attack
+# on recursive code somewhere, refused before any of it runs.
+MAX_BODY_DEPTH = 128
 
 ROUTES = {
     "/v1/chat/completions": ("openai.chat", "openai", "/chat/completions"),
@@ -78,8 +93,79 @@ class SSEParser:
         return events
 
 
+class RequestRefused(InvalidInputError):
+    code = "invalid_request"
+
+
+class UpstreamStreamCut(Exception):
+    """The upstream broke a stream off; raised after the error event is relayed, so the connection breaks too."""
+
+    expected = True  # the Gate does not log it again as an unexpected error
+
+
+def _depth(value: Any) -> int:
+    """How deeply `value` nests (iterative: a body deeper than the recursion limit is measured, not crashed on)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_BODY_DEPTH:
+                stack.extend((inner, depth + 1) for inner in node)
+    return deepest
+
+
+def _parse(raw: bytes) -> Any:
+    """The body as JSON, None when it is not JSON (the upstream then says what is wrong with it)."""
+    if not raw:
+        return None
+    try:
+        body = json.loads(raw)
+    except RecursionError:
+        raise RequestRefused(f"The request body nests deeper than {MAX_BODY_DEPTH} levels.") from None
+    except ValueError:
+        return None
+    if _depth(body) > MAX_BODY_DEPTH:
+        raise RequestRefused(f"The request body nests deeper than {MAX_BODY_DEPTH} levels.")
+    return body
+
+
+def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
+    """The X-Memwrap-* headers as wrapper options, checked: RequestRefused says which one is wrong and why."""
+    options: dict[str, Any] = {"bank_id": validate.bank_id(headers["x-memwrap-bank"])}
+    session = headers.get("x-memwrap-session")
+    if session is not None:
+        if len(session) > MAX_SESSION_CHARS:
+            raise RequestRefused(f"X-Memwrap-Session is {len(session)} characters; the limit is {MAX_SESSION_CHARS}.")
+        if session.strip():
+            options["session_id"] = validate.text_field(session.strip(), what="X-Memwrap-Session",
+                                                        max_chars=MAX_SESSION_CHARS)
+    budget = headers.get("x-memwrap-max-tokens")
+    if budget is not None:
+        if not budget.strip().isascii() or not budget.strip().isdigit():
+            raise RequestRefused(f"X-Memwrap-Max-Tokens must be an integer from 1 to {validate.MAX_BUDGET_TOKENS:,}.")
+        options["max_tokens"] = validate.budget(int(budget.strip()))
+    tags = headers.get("x-memwrap-tags")
+    if tags is not None:
+        found = [t.strip() for t in tags.split(",") if t.strip()]
+        if len(found) > MAX_TAGS:
+            raise RequestRefused(f"X-Memwrap-Tags has {len(found)} tags; the limit is {MAX_TAGS}.")
+        too_long = [t for t in found if len(t) > validate.MAX_TAG_CHARS]
+        if too_long:
+            raise RequestRefused(f"X-Memwrap-Tags: a tag is {len(too_long[0])} characters; the limit is "
+                                 f"{validate.MAX_TAG_CHARS}.")
+        options["tags"] = found
+    if _false(headers.get("x-memwrap-inject")):
+        options["inject"] = False
+    if _false(headers.get("x-memwrap-retain")):
+        options["retain"] = False
+    return options
+
+
 class Proxy:
-    def __init__(self, settings: ServerSettings, memory: AsyncMemory) -> None:
+    def __init__(self, settings: ServerSettings, memory: AsyncMemory, database: DatabaseMonitor) -> None:
         self.settings = settings
         self.memory = memory
         self.bases = {
@@ -91,9 +177,21 @@ class Proxy:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
         )
         # One handle for the whole server: its statistics are the proxy's, its spool the server's.
-        self.handle = Memwrap(memory, Options(recall_timeout=settings.proxy_recall_timeout,
-                                              max_tokens=settings.proxy_max_tokens), family="proxy")
-        backend_for(memory)[0].max_inflight = settings.proxy_max_inflight
+        self.handle = ProxyMemwrap(memory, Options(recall_timeout=settings.proxy_recall_timeout,
+                                                   max_tokens=settings.proxy_max_tokens),
+                                   family="proxy", database=database)
+        backend = backend_for(memory)[0]
+        backend.max_inflight = settings.proxy_max_inflight
+        backend.retain_timeout = settings.proxy_retain_timeout
+
+    def start(self) -> None:
+        """On the server's loop, before the first call: turns that a previous run left in the spool are
+        delivered now. The spool delivers to an async memory through the loop it was first used on; without
+        this, it learnt that loop only from the next proxied call (and backed off until then)."""
+        backend, retainer = backend_for(self.memory)
+        backend.bind_loop()
+        retainer.flush(timeout=0)  # wakes the delivery thread and cuts its backoff short; does not wait
+        self.handle.background(self.handle.expire_responses())
 
     def stats(self) -> dict[str, Any]:
         return asdict(self.handle.stats)
@@ -101,6 +199,7 @@ class Proxy:
     async def close(self, timeout: float = 10.0) -> None:
         # Deliver queued retains while the event loop (which runs the engine) still turns; the rest stays
         # spooled on disk and is replayed by the next process on this home.
+        await self.handle.drain()
         await asyncio.to_thread(self.handle.close, timeout)
         await self.client.aclose()
 
@@ -114,37 +213,25 @@ class Proxy:
         bank = headers.get("x-memwrap-bank")
         call: Call | None = None
         try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None  # not JSON: the upstream says what is wrong with it
-        if isinstance(body, dict):
-            body.pop("memwrap", None)  # options come from headers only: the bank is what the key was checked for
-            if bank:
-                if not allowed(key, bank):
-                    return _error(403, "bank_forbidden", f"This API key may not use bank {bank!r}.", anthropic)
-                try:
-                    call, body = self._begin(provider, body, headers)
-                except (InvalidInputError, ValueError) as exc:
-                    return _error(400, getattr(exc, "code", "invalid_request"), str(exc), anthropic)
-                if call is not None:
-                    body = await call.prepare_async()
-            raw = json.dumps(body).encode()  # ASCII escapes: a lone surrogate in the JSON still encodes
+            body = _parse(raw)
+            if isinstance(body, dict):
+                body.pop("memwrap", None)  # options come from headers only: the bank is what the key was checked for
+                if bank:
+                    options = memwrap_options(headers)
+                    if not allowed(key, options["bank_id"]):
+                        return _error(403, "bank_forbidden", f"This API key may not use bank {bank!r}.", anthropic)
+                    call, body = await self._begin(provider, body, options)
+                    if call is not None:
+                        body = await call.prepare_async()
+                raw = json.dumps(body).encode()  # ASCII escapes: a lone surrogate in the JSON still encodes
+        except InvalidInputError as exc:
+            return _error(400, exc.code, str(exc), anthropic)
         return await self._forward(request, family, upstream_path, raw, call, anthropic)
 
-    def _begin(self, provider: str, body: dict[str, Any], headers: Mapping[str, str]) -> tuple[Call | None, dict[str, Any]]:
-        options: dict[str, Any] = {"bank_id": headers["x-memwrap-bank"]}
-        if headers.get("x-memwrap-session"):
-            options["session_id"] = headers["x-memwrap-session"]
-        if headers.get("x-memwrap-max-tokens"):
-            options["max_tokens"] = int(headers["x-memwrap-max-tokens"])
-            if options["max_tokens"] < 1:
-                raise ValueError("X-Memwrap-Max-Tokens must be a positive integer.")
-        if headers.get("x-memwrap-tags"):
-            options["tags"] = [t.strip() for t in headers["x-memwrap-tags"].split(",") if t.strip()]
-        if _false(headers.get("x-memwrap-inject")):
-            options["inject"] = False
-        if _false(headers.get("x-memwrap-retain")):
-            options["retain"] = False
+    async def _begin(self, provider: str, body: dict[str, Any], options: dict[str, Any]) -> tuple[Call | None, dict[str, Any]]:
+        previous = body.get("previous_response_id")
+        if provider == "openai.responses" and isinstance(previous, str) and "session_id" not in options:
+            await self.handle.load_response(options["bank_id"], previous)  # the bank's map, from the database
         # A scope is a ContextVar: it applies to this request's task only, as for concurrent users of a wrapper.
         with scope(**options):
             return self.handle.begin(provider, body)
@@ -162,28 +249,39 @@ class Proxy:
         try:
             response = await self.client.send(upstream, stream=True)
         except httpx.TimeoutException as exc:
-            return _error(504, "upstream_timeout", f"The upstream at {self.bases[family]} timed out ({exc!r}).", anthropic)
+            log.warning("the %s upstream timed out (%s)", family, type(exc).__name__)
+            return _error(504, "upstream_timeout", "The upstream LLM API did not answer in time.", anthropic)
         except httpx.TransportError as exc:
-            return _error(502, "upstream_unavailable", f"Could not reach the upstream at {self.bases[family]} ({exc!r}).", anthropic)
+            log.warning("the %s upstream could not be reached (%s)", family, type(exc).__name__)
+            return _error(502, "upstream_unavailable", "Could not reach the upstream LLM API.", anthropic)
         keep = {k: v for k, v in response.headers.items() if k.lower().startswith(_KEEP_RESPONSE_PREFIXES)}
         content_type = response.headers.get("content-type", "application/json")
         if response.status_code < 400 and content_type.startswith("text/event-stream"):
-            return StreamingResponse(self._relay(response, call), status_code=response.status_code,
+            return StreamingResponse(self._relay(response, call, anthropic), status_code=response.status_code,
                                      headers={**keep, "cache-control": "no-cache"}, media_type=content_type)
         try:
             content = await response.aread()
+        except httpx.HTTPError as exc:
+            log.warning("the %s upstream broke off its answer (%s)", family, type(exc).__name__)
+            return _error(502, "upstream_unavailable", "The upstream LLM API broke off its answer.", anthropic)
         finally:
             await response.aclose()
         if call is not None and response.status_code < 400:
+            # The caller may have hung up while the upstream worked: the answer is still kept, marked unseen.
+            unseen = await request.is_disconnected()
+            token = turn_marks.set({"unseen": True} if unseen else None)
             try:
                 call.finish_result(json.loads(content))
             except ValueError:
                 pass  # a 2xx that is not JSON: nothing we can read an answer from
+            finally:
+                turn_marks.reset(token)
         return Response(content, status_code=response.status_code, headers=keep, media_type=content_type)
 
-    async def _relay(self, response: httpx.Response, call: Call | None) -> AsyncIterator[bytes]:
+    async def _relay(self, response: httpx.Response, call: Call | None, anthropic: bool) -> AsyncIterator[bytes]:
         capture = Capture(call, ACCUMULATORS[call.provider.name]()) if call is not None else None
         parser = SSEParser()
+        broken: httpx.HTTPError | None = None
         try:
             async for chunk in response.aiter_raw():
                 yield chunk  # the caller gets each chunk as it came; reading it for memory comes second
@@ -191,11 +289,26 @@ class Proxy:
                     for event in parser.feed(chunk):
                         capture.feed(event)
         except httpx.HTTPError as exc:
-            log.warning("memwrap proxy: upstream stream broke off: %r", exc)
+            broken = exc
         finally:
             if capture is not None:  # first: a caller that hung up cancels us, and the await below may not return
                 capture.finish()  # complete or cut short (then retained as partial), as the wrapper does
             await response.aclose()
+        if broken is not None:
+            log.warning("the upstream broke a stream off (%s); relaying the failure", type(broken).__name__)
+            # The provider's own error event (its SDK raises on it), then a broken connection (what a client
+            # talking to the upstream directly would have seen).
+            yield _stream_error_event(anthropic)
+            raise UpstreamStreamCut(str(broken))
+
+
+def _stream_error_event(anthropic: bool) -> bytes:
+    message = "The upstream LLM API broke the stream off before it was complete."
+    if anthropic:
+        data = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    data = {"error": {"message": message, "type": "api_error", "code": "upstream_stream_cut"}}
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 
 def _error(status: int, code: str, message: str, anthropic: bool) -> JSONResponse:
@@ -211,8 +324,35 @@ async def _proxy(request: Request) -> Response:
 
 
 _DESCRIPTION = ("Forwarded to the configured upstream with memory added (X-Memwrap-Bank) and the turn retained. "
-                "The body is the provider's own; streaming is relayed event by event.")
+                "The body is the provider's own; streaming is relayed event by event. Without X-Memwrap-Bank the "
+                "call passes through untouched.")
+_HEADERS = [
+    {"name": "X-Memwrap-Key", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "memwrap's API key (when MEMWRAP_API_KEYS is set); Authorization goes upstream."},
+    {"name": "X-Memwrap-Bank", "in": "header", "required": False,
+     "schema": {"type": "string", "pattern": validate.BANK_ID_PATTERN, "maxLength": 128}},
+    {"name": "X-Memwrap-Session", "in": "header", "required": False,
+     "schema": {"type": "string", "maxLength": MAX_SESSION_CHARS}},
+    {"name": "X-Memwrap-Max-Tokens", "in": "header", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS}},
+    {"name": "X-Memwrap-Tags", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "Comma-separated tags for the retained turn and the recall filter."},
+    {"name": "X-Memwrap-Inject", "in": "header", "required": False, "schema": {"type": "string"}},
+    {"name": "X-Memwrap-Retain", "in": "header", "required": False, "schema": {"type": "string"}},
+]
+_OPENAPI = {
+    "parameters": _HEADERS,
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "description": "The provider's request body (OpenAI or Anthropic), forwarded as it is.",
+        "additionalProperties": True,
+    }}}},
+    "responses": {"200": {"description": "The upstream's answer (JSON, or text/event-stream when streaming)"},
+                  "400": {"description": "An X-Memwrap-* header or the body is invalid"},
+                  "413": {"description": "The body is larger than MEMWRAP_MAX_REQUEST_BYTES"},
+                  "502": {"description": "The upstream could not be reached"},
+                  "504": {"description": "The upstream did not answer in time"}},
+}
 
 for _path, (_provider, _, _) in ROUTES.items():
     router.add_api_route(_path, _proxy, methods=["POST"], summary=f"Memory proxy: {_provider}",
-                         description=_DESCRIPTION, include_in_schema=False)
+                         description=_DESCRIPTION, openapi_extra=_OPENAPI)

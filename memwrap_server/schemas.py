@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from memwrap.engine import validate
 from memwrap.models import MemoryRecord, MemoryType, RetainItem
 
-BANK_ID_PATTERN = r"^[\w][\w.:@+\-]{0,127}$"
+BANK_ID_PATTERN = validate.BANK_ID_PATTERN  # documentation; the check itself is validate.bank_id (fullmatch)
 DefensePolicy = Literal["redact", "block", "off"]
 MAX_BATCH = 1000
 
@@ -19,18 +20,24 @@ MAX_BATCH = 1000
 _UNSTORABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
-def _storable(value: Any, where: str = "metadata") -> Any:
-    if isinstance(value, str):
-        if _UNSTORABLE.search(value):
-            raise ValueError(f"{where} holds a NUL character or a lone surrogate, which cannot be stored")
-    elif isinstance(value, dict):
-        for key, inner in value.items():
-            _storable(key, where)
-            _storable(inner, where)
-    elif isinstance(value, list):
-        for inner in value:
-            _storable(inner, where)
+def storable_text(value: str | None, where: str = "text") -> str | None:
+    if value is not None and _UNSTORABLE.search(value):
+        raise ValueError(f"{where} holds a NUL character or a lone surrogate, which cannot be stored")
     return value
+
+
+def _storable(value: Any, where: str = "metadata") -> Any:
+    """Any JSON value (strings at any depth) that PostgreSQL can store: validate.metadata's rules."""
+    validate.metadata({"value": value}, what=where)
+    return value
+
+
+# Types that carry their check, for bodies, query strings and paths alike (a ValueError from a validator is a
+# 422 with the documented body, wherever the value came from).
+BankId = Annotated[str, AfterValidator(validate.bank_id)]
+Timestamp = Annotated[datetime, AfterValidator(lambda value: validate.timestamp(value))]
+Text = Annotated[str, AfterValidator(storable_text)]
+Metadata = Annotated[dict[str, Any], AfterValidator(validate.metadata)]
 
 
 class RetainBody(RetainItem):
@@ -43,12 +50,12 @@ class RetainBody(RetainItem):
     @field_validator("metadata")
     @classmethod
     def _metadata_storable(cls, value: dict[str, Any]) -> dict[str, Any]:
-        return _storable(value)
+        return validate.metadata(value)
 
     @field_validator("timestamp")
     @classmethod
     def _timestamp_in_range(cls, value: datetime | None) -> datetime | None:
-        return _in_range(value, "timestamp")
+        return validate.timestamp(value)
 
 
 class RetainBatch(BaseModel):
@@ -62,17 +69,6 @@ class RetainResult(BaseModel):
     ids: list[UUID]
 
 
-def _in_range(value: datetime | None, what: str) -> datetime | None:
-    # Dates at the very ends of the calendar overflow once shifted to UTC or widened into periods.
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    if not 2 <= value.year <= 9997:
-        raise ValueError(f"{what} must be between the years 2 and 9997")
-    return value
-
-
 class RecallBody(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
         {"query": "Where does Alice work?", "max_tokens": 512}
@@ -80,16 +76,14 @@ class RecallBody(BaseModel):
 
     query: str = Field(description="What the memories are for: usually the user's last message.")
     max_tokens: int = Field(default=1024, ge=1, le=2_000_000, description="Exact budget of the rendered block.")
-    now: datetime | None = Field(default=None, description="Resolve 'last spring' against this time (default: now).")
+    now: Timestamp | None = Field(default=None, description="Resolve 'last spring' against this time (default: now).")
     types: list[MemoryType] | None = None
     tags: list[str] | None = None
     model: str | None = Field(default=None, description="Model the block is for (picks the token encoding).")
     neighbours: bool | None = None
-
-    @field_validator("now")
-    @classmethod
-    def _now_in_range(cls, value: datetime | None) -> datetime | None:
-        return _in_range(value, "now")
+    prefer_observations: bool | None = Field(
+        default=None, description="An observation takes the place of the facts it covers (default: the server's)."
+    )
 
     @field_validator("model")
     @classmethod
@@ -124,7 +118,7 @@ class DispositionIn(BaseModel):
 
 class BankCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    bank_id: str = Field(pattern=BANK_ID_PATTERN, examples=["alice"])
+    bank_id: BankId = Field(json_schema_extra={"pattern": BANK_ID_PATTERN}, max_length=128, examples=["alice"])
     defense_policy: DefensePolicy | None = Field(
         default=None, description="Secrets in retained text: redact (default), block (refuse the retain) or off."
     )
@@ -155,9 +149,11 @@ class BankDeleted(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"] = Field(description="degraded: the database is unreachable.")
     version: str
     engine: Literal["embedded", "postgres"]
+    database: Literal["up", "down"]
+    database_since: float = Field(description="Unix time of the last change of `database`.")
 
 
 class ErrorDetail(BaseModel):

@@ -18,6 +18,13 @@ from memwrap import (
 NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 
+def _nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
 @pytest.fixture
 def stored(memory: Memory, bank: str) -> list:
     return memory.retain_many(bank, ["Keep me safe.", "Me too."])
@@ -93,3 +100,47 @@ def test_errors_are_memwrap_errors_with_codes(memory: Memory, bank: str) -> None
     with pytest.raises(MemwrapError) as info:
         memory.retain(bank, "")
     assert info.value.code == "invalid_content"
+
+
+@pytest.mark.parametrize(
+    ("item", "words"),
+    [
+        ({"content": "x", "metadata": {"k": float("nan")}}, "nan"),
+        ({"content": "x", "metadata": {"k": [float("inf")]}}, "inf"),
+        ({"content": "x", "metadata": {"k": "a\x00b"}}, "NUL"),
+        ({"content": "x", "metadata": {"a\x00": 1}}, "NUL"),
+        ({"content": "x", "metadata": {"k": object()}}, "object"),
+        ({"content": "x", "metadata": {"a": _nested(40)}}, "nested"),
+        ({"content": "x", "timestamp": datetime(1, 1, 1)}, "years"),
+        ({"content": "x", "timestamp": datetime(9999, 12, 31)}, "years"),
+    ],
+)
+def test_unstorable_metadata_and_dates_are_refused(memory: Memory, bank: str, stored: list, item: dict, words: str) -> None:
+    with pytest.raises(InvalidInputError, match=words):
+        memory.retain_many(bank, [item])
+    _intact(memory, bank, stored)
+
+
+def test_bank_ids_are_matched_whole(memory: Memory) -> None:
+    for bad in ("team-a\n", "team-a\r\n", "\nteam-a", "team a"):
+        with pytest.raises(InvalidBankIdError):
+            memory.recall(bad, "anything")
+
+
+def test_traffic_is_made_storable_not_refused() -> None:
+    from memwrap.engine import validate
+
+    item = {"content": "a\x00b \ud800 c", "document_id": "d\x00" + "x" * 600, "tags": ["t" * 300, "\x00ok", " "],
+            "metadata": {"source": "memwrap.openai.chat", "note\x00": "v\x00"}}
+    (fixed,) = validate.storable_items(item)
+    assert fixed["content"] == "a\ufffdb \ufffd c"
+    assert len(fixed["document_id"]) == validate.MAX_DOCUMENT_ID_CHARS and "\x00" not in fixed["document_id"]
+    assert fixed["tags"] == ["t" * validate.MAX_TAG_CHARS, "\ufffdok"]
+    assert fixed["metadata"] == {"source": "memwrap.openai.chat", "note\ufffd": "v\ufffd"}
+    validate.retain_items([fixed])  # what the engine then accepts
+
+    long = {"content": ("word " * 30_000 + "\n") * 4, "metadata": {"turn": 3}}
+    parts = validate.storable_items(long)
+    assert len(parts) == 2 and all(len(p["content"]) <= validate.MAX_CONTENT_CHARS for p in parts)
+    assert [p["metadata"]["part"] for p in parts] == [1, 2] and parts[0]["metadata"]["parts"] == 2
+    assert " ".join(p["content"] for p in parts).split() == long["content"].split()  # nothing lost

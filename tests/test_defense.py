@@ -185,6 +185,9 @@ def _cases() -> list[Case]:
     add("aws_access_key", "临时凭证{s}过期了", "ASIA" + rand(UPPER + DIGITS, 16))
     add("aws_secret_key", "aws_secret_access_key = {s}", rand(B64, 40))
     add("aws_secret_key", '{{"AccessKeyId": "x", "SecretAccessKey": "{s}"}}', rand(B64, 40))
+    # Bare, unlabelled: AWS's own documentation example, and a line of a pasted credentials dump.
+    add("aws_secret_key", "my aws secret is {s} ok", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    add("aws_secret_key", "AKIA-less dump:\n{s}\n", "Zq8r/2LmNw+Xp4Ts7VbKc1YhDf9GjE3uQa6oRi0s")
     add("aws_session_token", "aws_session_token={s}", rand(B64, 300))
     add("aws_session_token", 'AWS_SESSION_TOKEN="{s}"', rand(B64, 200))
     add("gcp_private_key_id", '{{"type": "service_account", "private_key_id": "{s}"}}', rand(HEX, 40))
@@ -527,6 +530,9 @@ NEGATIVES = [
     "The bearer of bad news arrived.",
     "Use the private key stored in your keychain.",
     "I ran 5k in 25:13 and 10k in 52:40.",
+    # 40-character runs that are not random keys: identifiers, paths, hex digests.
+    "See AbstractSingletonProxyFactoryBean1234567 and HTTPServerRequestHandlerForV2APIAccess01.",
+    "Open com/example/project/Main4Application/Ok or iPhone13ProMaxUserGuideDownloadPDF2023v2.",
 ]
 
 

@@ -86,8 +86,6 @@ def test_wrapper_with_a_sidecar_url(
 
 
 def test_learning_surface_over_http(remote: Memory, bank: str) -> None:
-    if not hasattr(remote, "mental_models"):
-        pytest.skip("the engine has no learning verbs")
     ids = remote.retain(bank, "Alice drinks her coffee black every morning.")
     model = remote.create_mental_model(bank, "coffee", "How does Alice take her coffee?")
     assert model.name == "coffee" and model.bank_id == bank
@@ -103,6 +101,9 @@ def test_learning_surface_over_http(remote: Memory, bank: str) -> None:
     assert all(m.id != ids[0] for m in remote.recall(bank, "coffee").memories)
     remote.restore(bank, ids[0])
     assert remote.recall(bank, "How does Alice take her coffee?").memories[0].id == ids[0]
+    # Every parameter travels (tests/test_http_parity.py checks them all against the OpenAPI document).
+    preferred = remote.recall(bank, "How does Alice take her coffee?", prefer_observations=True)
+    assert preferred.memories and preferred.memories[0].id == ids[0]
     remote.set_raw_ttl(bank, 30)
     assert remote.bank_config(bank)["raw_ttl_days"] == 30
     remote.delete_mental_model(bank, "coffee")

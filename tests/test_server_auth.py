@@ -1,4 +1,5 @@
-"""MEMWRAP_API_KEYS: 401 without a key on every route but /health, 403 for a bank outside a key's allow-list."""
+"""MEMWRAP_API_KEYS: 401 without a key on every route but /health and /ready, 403 for a bank outside a key's
+allow-list."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import uuid
 
 import httpx
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
+
+from memwrap_server.auth import PROXY_PATHS, PUBLIC_PATHS
 
 EXTRA_ROUTES = [("GET", "/openapi.json"), ("GET", "/docs"), ("POST", "/v1/chat/completions"), ("POST", "/v1/responses"),
                 ("POST", "/v1/messages"), ("POST", "/mcp/alice/"), ("GET", "/metrics")]
@@ -15,7 +18,7 @@ def _routes(admin: httpx.Client, bank: str) -> list[tuple[str, str]]:
     spec = admin.get("/openapi.json").json()
     found = []
     for path, operations in spec["paths"].items():
-        if path == "/health":
+        if path in PUBLIC_PATHS:
             continue
         concrete = path.replace("{bank_id}", bank).replace("{memory_id}", str(uuid.uuid4()))
         found += [(method.upper(), concrete) for method in operations]
@@ -31,6 +34,7 @@ def test_every_route_but_health_needs_a_key(sidecar: ServerProcess, admin: httpx
             assert response.status_code == 401, (method, path, headers, response.text)
             assert response.headers["www-authenticate"].startswith("Bearer")
     assert httpx.get(sidecar.url + "/health").status_code == 200
+    assert httpx.get(sidecar.url + "/ready").status_code == 200
     # The proxy's Authorization header belongs to the upstream: a memwrap key there is not memwrap's key.
     proxied = httpx.post(sidecar.url + "/v1/chat/completions", headers={"Authorization": f"Bearer {ADMIN_KEY}"}, json={})
     assert proxied.status_code == 401
@@ -40,7 +44,7 @@ def test_bank_allow_list(sidecar: ServerProcess, admin: httpx.Client) -> None:
     admin.post("/v1/banks/bob/memories", json={"content": "Bob's secret plan."})
     alice = httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ALICE_KEY}"})
     for method, path in _routes(admin, "bob"):
-        if "{" in path or path == "/v1/banks" or path == "/metrics":
+        if "{" in path or path in ("/v1/banks", "/metrics", *PROXY_PATHS):  # the proxy: checked below
             continue
         response = alice.request(method, path, json={"query": "plan", "content": "x", "items": []})
         assert response.status_code == 403, (method, path, response.text)

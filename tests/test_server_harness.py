@@ -82,7 +82,7 @@ class ServerProcess:
             self.wait_ready()
         return self
 
-    def wait_ready(self, timeout: float = 120.0) -> None:
+    def wait_ready(self, timeout: float = 300.0) -> None:  # a fresh home exports the ONNX model first
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc is not None

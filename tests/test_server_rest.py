@@ -129,8 +129,6 @@ def test_recall_after_deleting_the_only_mention_of_an_entity(admin: httpx.Client
 
 def test_reflect_without_an_llm_is_a_409(admin: httpx.Client, bank: str) -> None:
     response = admin.post(f"/v1/banks/{bank}/reflect", json={"query": "What do you know?"})
-    if response.status_code == 404 and response.json()["error"]["code"] == "not_found":
-        pytest.skip("this engine has no reflect")
     assert response.status_code == 409 and response.json()["error"]["code"] == "llm_not_configured"
     bad = admin.post(f"/v1/banks/{bank}/reflect", json={"query": "q", "disposition": {"empathy": 7}})
     assert bad.status_code == 422

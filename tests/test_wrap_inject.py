@@ -35,7 +35,8 @@ from memwrap.wrappers.transcript import (
     turn_number,
 )
 
-BLOCK = f"{OPEN_TAG}\nRecalled from long-term memory. Current date: 2026-01-02.\n- likes teal\n{CLOSE_TAG}\n"
+# A block exactly as the engine renders it: only such blocks (or ones this process injected) are ever stripped.
+BLOCK = pack.header(datetime(2026, 1, 2)) + "- likes teal\n" + pack.footer()
 
 
 def test_fence_matches_the_engine_renderer() -> None:

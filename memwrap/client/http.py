@@ -27,6 +27,17 @@ DEFAULT_TIMEOUT = 30.0
 BATCH = 500  # items per retain request
 API_KEY_ENV = "MEMWRAP_API_KEY"
 
+# What `Memory(url=...)` cannot do, and why: every other public verb and parameter of AsyncMemory travels over
+# HTTP (tests/test_http_parity.py checks it against the server's OpenAPI document).
+LOCAL_ONLY: dict[str, str] = {
+    "warmup": "starts an in-process engine; over HTTP there is none to start (the server warmed up at its start)",
+    "use_llm": "the engine's LLM is the server's: configure it there with MEMWRAP_LLM_*",
+    "export": "writes Markdown files where the database is: run `memwrap export` on the server side",
+    "reembed": "rewrites every vector where the database is: run `memwrap reembed` on the server side",
+    "jobs(bank_id=None)": "the queue of every bank at once; over HTTP jobs are listed per bank",
+    "wait_for_jobs(bank_id=None)": "waits for every bank at once; over HTTP it waits for one bank",
+}
+
 
 def _error_classes() -> dict[str, type[errors.MemwrapError]]:
     found: dict[str, type[errors.MemwrapError]] = {}
@@ -119,6 +130,7 @@ class HttpEngine:
         tags: Sequence[str] | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
     ) -> Recall:
         body: dict[str, Any] = {"query": query, "max_tokens": max_tokens}
         if now is not None:
@@ -128,8 +140,9 @@ class HttpEngine:
                 body[key] = [value] if isinstance(value, str) else list(value)
         if model is not None:
             body["model"] = model
-        if neighbours is not None:
-            body["neighbours"] = neighbours
+        for key, flag in (("neighbours", neighbours), ("prefer_observations", prefer_observations)):
+            if flag is not None:
+                body[key] = flag
         response = await self._request("POST", f"/v1/banks/{_bank(bank_id)}/recall", json=body)
         return Recall.model_validate(response.json())
 
@@ -261,7 +274,8 @@ class HttpEngine:
         from memwrap.models import Observation
 
         oid = validate.memory_id(observation_id)
-        response = await self._request("GET", f"/v1/banks/{_bank(bank_id)}/observations/{oid}")
+        params = {"now": validate.timestamp(now, what="now").isoformat()} if now is not None else None  # type: ignore[union-attr]
+        response = await self._request("GET", f"/v1/banks/{_bank(bank_id)}/observations/{oid}", params=params)
         return Observation.model_validate(response.json())
 
     async def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[Any]:
@@ -323,10 +337,10 @@ class HttpEngine:
         await self._request("PATCH", f"/v1/banks/{_bank(bank_id)}", json={"raw_ttl_days": days})
 
     async def export(self, directory: Any, *, bank_id: str | None = None) -> list[Any]:
-        raise errors.MemwrapError("export writes files where the database is: run `memwrap export` on the server side.")
+        raise errors.MemwrapError(f"Not over HTTP: export {LOCAL_ONLY['export']}.")
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        raise errors.MemwrapError("reembed runs where the database is: run `memwrap reembed` on the server side.")
+        raise errors.MemwrapError(f"Not over HTTP: reembed {LOCAL_ONLY['reembed']}.")
 
     async def close(self) -> None:
         await self._client.aclose()

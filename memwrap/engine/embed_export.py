@@ -32,6 +32,7 @@ from memwrap.engine.embed_encoders import (
     _quiet_transformers,
     resolve_model_path,
 )
+from memwrap.private_files import FILE_MODE, private_dir, private_file
 
 log = logging.getLogger("memwrap.embed")
 
@@ -149,13 +150,13 @@ def cache_dir_for(model_name: str, spec: _Spec, models_home: Path) -> Path:
 @contextlib.contextmanager
 def _export_lock(directory: Path) -> Iterator[None]:
     """One exporting process at a time per cache directory; the others wait, then find the file there."""
-    directory.mkdir(parents=True, exist_ok=True)
+    private_dir(directory)
     try:
         import fcntl
     except ImportError:  # Windows: no lock; the atomic rename still keeps readers safe
         yield
         return
-    with open(directory / ".lock", "a+b") as handle:
+    with open(private_file(directory / ".lock"), "a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -171,7 +172,7 @@ def _temp_path(directory: Path, suffix: str) -> Path:
 
 def _publish(temp: Path, destination: Path) -> None:
     """Atomically into place: a reader sees no file or the whole file, never a part."""
-    temp.chmod(0o644)  # mkstemp's 0600 would keep other users of a shared home out
+    temp.chmod(FILE_MODE)  # like everything under MEMWRAP_HOME (memwrap/private_files.py)
     os.replace(temp, destination)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -19,7 +20,11 @@ from memwrap.errors import (
 )
 from memwrap.models import MEMORY_TYPES, Disposition, RetainItem
 
-_BANK_ID = re.compile(r"^[\w][\w.:@+\-]{0,127}$")
+# One rule for every surface (REST path, MCP path, proxy header, Python API), always applied with fullmatch:
+# `$` would let a trailing newline through ("team-a\n"), creating banks no URL can name.
+BANK_ID_RE = re.compile(r"[\w][\w.:@+\-]{0,127}")
+# The same rule as a JSON-schema pattern, for the OpenAPI document (validation itself goes through bank_id()).
+BANK_ID_PATTERN = r"^[\w][\w.:@+\-]{0,127}$"
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _BAD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
@@ -27,10 +32,17 @@ _BAD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 MAX_BUDGET_TOKENS = 2_000_000
 MAX_CONTENT_CHARS = 500_000
 MAX_QUERY_CHARS = 20_000
+MAX_DOCUMENT_ID_CHARS = 512
+MAX_TAG_CHARS = 200
+# Metadata is a JSON document stored as jsonb: nested this deep it is a mistake (or an attack on a recursive
+# encoder somewhere down the line), not data.
+MAX_METADATA_DEPTH = 32
+# Dates at the very ends of the calendar overflow once shifted to UTC or widened into periods.
+MIN_YEAR, MAX_YEAR = 2, 9997
 
 
 def bank_id(value: object) -> str:
-    if not isinstance(value, str) or not _BANK_ID.match(value):
+    if not isinstance(value, str) or not BANK_ID_RE.fullmatch(value):
         raise InvalidBankIdError(
             f"Invalid bank id {value!r}: use 1-128 characters, letters, digits and . _ : @ + - "
             "(starting with a letter, digit or underscore), e.g. 'alice' or 'user:42'."
@@ -59,14 +71,57 @@ def text_field(value: object, *, what: str, max_chars: int) -> str:
     return _BAD_CONTROL.sub(" ", value)
 
 
-def timestamp(value: datetime | None) -> datetime | None:
+def timestamp(value: datetime | None, *, what: str = "timestamp") -> datetime | None:
+    """A timezone-aware datetime (naive ones are UTC) within the years 2..9997."""
     if value is None:
         return None
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{what} must be a datetime, not {type(value).__name__}.")
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise InvalidInputError(f"{what} must be between the years {MIN_YEAR} and {MAX_YEAR} (got {value.year}).")
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
+def metadata(value: object, *, what: str = "metadata") -> dict[str, Any]:
+    """A JSON object PostgreSQL's jsonb can store and any JSON encoder can write back: string keys, finite
+    numbers (no NaN or Infinity), no NUL or lone surrogate in any string, at most MAX_METADATA_DEPTH levels."""
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a mapping of string keys to JSON values.")
+    # Iterative, so that a document nested deeper than Python's recursion limit is refused, not crashed on.
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            if depth > MAX_METADATA_DEPTH:
+                raise InvalidInputError(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep.")
+            for key, inner in node.items():
+                if not isinstance(key, str):
+                    raise InvalidInputError(f"{what} keys must be strings, not {type(key).__name__}.")
+                _json_string(key, what)
+                stack.append((inner, depth + 1))
+        elif isinstance(node, (list, tuple)):
+            if depth > MAX_METADATA_DEPTH:
+                raise InvalidInputError(f"{what} is nested more than {MAX_METADATA_DEPTH} levels deep.")
+            stack.extend((inner, depth + 1) for inner in node)
+        elif isinstance(node, str):
+            _json_string(node, what)
+        elif isinstance(node, float):
+            if not math.isfinite(node):
+                raise InvalidInputError(f"{what} holds {node!r}, which JSON cannot represent; use null or a string.")
+        elif node is not None and not isinstance(node, (bool, int)):
+            raise InvalidInputError(
+                f"{what} holds a {type(node).__name__}; use JSON values (string, number, bool, null, list, object)."
+            )
+    return dict(value)
+
+
+def _json_string(value: str, what: str) -> None:
+    if "\x00" in value or _LONE_SURROGATE.search(value):
+        raise InvalidInputError(f"{what} holds a NUL character or a lone surrogate, which cannot be stored.")
+
+
 def now_or(value: datetime | None) -> datetime:
-    return timestamp(value) or datetime.now(UTC)
+    return timestamp(value, what="now") or datetime.now(UTC)
 
 
 def retain_items(items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[RetainItem]:
@@ -95,11 +150,12 @@ def retain_items(items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[
             if item.context is not None:
                 item.context = text_field(item.context, what="context", max_chars=MAX_CONTENT_CHARS) if item.context.strip() else None
             if item.document_id is not None:
-                item.document_id = text_field(item.document_id, what="document_id", max_chars=512)
-            item.tags = [text_field(t, what="tag", max_chars=200) for t in item.tags]
+                item.document_id = text_field(item.document_id, what="document_id", max_chars=MAX_DOCUMENT_ID_CHARS)
+            item.tags = [text_field(t, what="tag", max_chars=MAX_TAG_CHARS) for t in item.tags]
+            item.metadata = metadata(item.metadata)
+            item.timestamp = timestamp(item.timestamp)
         except InvalidInputError as exc:
             raise type(exc)(f"item {index}: {exc}") from None
-        item.timestamp = timestamp(item.timestamp)
         checked.append(item)
     return checked
 
@@ -137,7 +193,7 @@ def tags(values: Sequence[str] | None) -> list[str] | None:
         return None
     if isinstance(values, str):
         values = [values]
-    return [text_field(t, what="tag", max_chars=200) for t in values]
+    return [text_field(t, what="tag", max_chars=MAX_TAG_CHARS) for t in values]
 
 
 def memory_id(value: UUID | str) -> UUID:
@@ -193,3 +249,52 @@ def disposition(value: object) -> Disposition:
         ) from None
     checked.directives = [text_field(d, what="a directive", max_chars=2000) for d in checked.directives]
     return checked
+
+
+# -- traffic: make it storable instead of refusing it ---------------------------------------------------------
+
+_NOT_STORABLE = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def storable_text(value: str) -> str:
+    """`value` with what PostgreSQL text cannot hold (NUL, lone surrogates) replaced by U+FFFD."""
+    return _NOT_STORABLE.sub("\ufffd", value) if _NOT_STORABLE.search(value) else value
+
+
+def storable_items(item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A retain item built from traffic (a proxied turn), made storable rather than refused: the caller's
+    conversation already happened, and a turn the engine would reject must not be dropped on the way.
+
+    NUL characters and lone surrogates become U+FFFD in every string; a content over MAX_CONTENT_CHARS is
+    split (at a line break or a space where one is near) into several items of the same document, marked
+    `part`/`parts` in their metadata. An over-long tag or document id is cut to its limit.
+    """
+    out = dict(item)
+    for key in ("content", "context", "document_id"):
+        if isinstance(out.get(key), str):
+            out[key] = storable_text(out[key])
+    if isinstance(out.get("document_id"), str):
+        out["document_id"] = out["document_id"][:MAX_DOCUMENT_ID_CHARS]
+    out["tags"] = [storable_text(t)[:MAX_TAG_CHARS] for t in out.get("tags") or [] if isinstance(t, str) and t.strip()]
+    out["metadata"] = {storable_text(k): storable_text(v) if isinstance(v, str) else v
+                       for k, v in dict(out.get("metadata") or {}).items()}
+    content = out.get("content")
+    if not isinstance(content, str) or len(content) <= MAX_CONTENT_CHARS:
+        return [out]
+    parts = _split_text(content, MAX_CONTENT_CHARS)
+    return [{**out, "content": part, "metadata": {**out["metadata"], "part": index, "parts": len(parts)}}
+            for index, part in enumerate(parts, 1)]
+
+
+def _split_text(text: str, limit: int) -> list[str]:
+    parts: list[str] = []
+    while len(text) > limit:
+        window = text[:limit]
+        cut = max(window.rfind("\n"), window.rfind(" "))
+        if cut < limit // 2:  # no break near the end of the window: cut hard
+            cut = limit
+        parts.append(text[:cut])
+        text = text[cut:].lstrip("\n ")
+    if text.strip():
+        parts.append(text)
+    return parts

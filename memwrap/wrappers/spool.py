@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from memwrap import lifecycle
+from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError, StoreError
 from memwrap.wrappers.spool_store import LEASE_SECONDS, SPOOL_FILE, Row, Spool
 
@@ -85,11 +86,15 @@ class Retainer:
         engine_down: Callable[[], bool] = lambda: False,
         max_attempts: int = MAX_ATTEMPTS,
         max_backoff: float = MAX_BACKOFF,
+        defense_policy: str | None = None,
         exit_timeout: float = 5.0,
     ) -> None:
         self.path: Path | str = Path(path)
         self.max_attempts = max_attempts
         self.max_backoff = max_backoff
+        # Rows are redacted before they touch the disk unless the policy (MEMWRAP_DEFENSE_POLICY) is "off";
+        # under "block" the engine then stores the redacted turn instead of refusing the raw one.
+        self.redact = (defense_policy or load_settings().defense_policy) != "off"
         self.deliver = deliver
         self.reachable = reachable  # False once the memory is closed: waiting for delivery is then pointless
         self.engine_down = engine_down  # True while the engine is known to fail: exit does not wait for it
@@ -157,7 +162,9 @@ class Retainer:
         """The connection callers write through (any thread; commits without fsync, see the module docstring)."""
         with self._callers_lock:
             if self._callers is None:
-                self._callers = Spool(self.path, self.owner, synchronous="NORMAL", busy_timeout=2.0)
+                self._callers = Spool(
+                    self.path, self.owner, synchronous="NORMAL", busy_timeout=2.0, redact=self.redact
+                )
             return self._callers
 
     def flush(self, timeout: float | None = None, *, give_up_on_failure: bool = False) -> bool:
@@ -230,13 +237,13 @@ class Retainer:
     def _run(self) -> None:
         """Writer: fsync what callers wrote, write what they could not, renew the lease."""
         try:
-            spool = Spool(self.path, self.owner)
+            spool = Spool(self.path, self.owner, redact=self.redact)
         except (sqlite3.Error, OSError) as exc:
             # Still deliver, through the same code, but from memory: durability is lost, retains are not.
             log.error("memwrap: cannot open the retain spool at %s (%s); retains are not crash-safe", self.path, exc)
             self._error = exc
             self.path = ":memory:"
-            spool = self._shared = Spool(self.path, self.owner)
+            spool = self._shared = Spool(self.path, self.owner, redact=self.redact)
         self._deliverer.start()
         next_renew = 0.0
         try:
@@ -272,7 +279,7 @@ class Retainer:
         New rows wake it only when idle: during a backoff only flush()/close() (`_retry`) cut the wait short,
         so a busy app does not turn a down engine into a retry storm.
         """
-        spool = self._shared or Spool(self.path, self.owner)
+        spool = self._shared or Spool(self.path, self.owner, redact=self.redact)
         backoff = min(0.5, self.max_backoff)
         try:
             spool.adopt_orphans()  # rows of processes that died: delivered first, before this process's own

@@ -6,6 +6,9 @@ died are freed for the next process. `dead` holds rows that failed alone too oft
 
 Fork: SQLite connections must not cross a fork. Every statement runs under one process-wide lock; before a fork
 it is taken and every connection is closed (reopened on next use), so a child inherits none.
+
+Nothing secret reaches the disk: rows are redacted (engine/retain/defense.py, every field) before they are
+written, unless the memory-defense policy is "off", and the file is its owner's alone (0600, folder 0700).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from memwrap import lifecycle
+from memwrap.engine.retain.defense import redact_item
+from memwrap.private_files import private_dir, private_file
 
 SPOOL_FILE = "retains.sqlite3"  # under MEMWRAP_HOME/spool
 LEASE_SECONDS = 30.0  # a live owner renews well within this; a silent one loses its rows after it
@@ -64,12 +69,17 @@ class Spool:
     """The SQLite file, through one connection. `synchronous`: FULL fsyncs every commit (the worker threads);
     NORMAL commits to the file without fsync (callers: fast, and safe from a process crash)."""
 
-    def __init__(self, path: Path | str, owner: str, *, synchronous: str = "FULL", busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: Path | str, owner: str, *, synchronous: str = "FULL", busy_timeout: float = 30.0,
+        redact: bool = True,
+    ) -> None:
         self.in_memory = path == ":memory:"  # the fallback when no file can be written: one connection, shared
         if not self.in_memory:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            private_dir(Path(path).parent)
+            private_file(path)
         self.path = path
         self.owner = owner
+        self.redact = redact
         self.synchronous = synchronous
         self.busy_timeout = busy_timeout
         self._db: sqlite3.Connection | None = None
@@ -117,6 +127,8 @@ class Spool:
         ids = []
         with self._tx():
             for bank_id, item in rows:
+                if self.redact:
+                    item = redact_item(item)
                 cur = self.db.execute(
                     "INSERT INTO spool (bank_id, item, created, owner, lease) VALUES (?, ?, ?, ?, ?)",
                     (bank_id, json.dumps(item, ensure_ascii=False, default=str), now, self.owner, now + LEASE_SECONDS),

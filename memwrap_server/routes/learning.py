@@ -6,26 +6,21 @@ its own beside this one when the engine has `reflect`.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memwrap import models
 from memwrap_server.deps import BankDep, MemoryDep
-from memwrap_server.schemas import ERRORS, _in_range, _storable
+from memwrap_server.schemas import ERRORS, Text, Timestamp, _storable
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["learning"], responses=ERRORS)
 NOT_FOUND = {404: ERRORS[422] | {"description": "No such observation, mental model or memory in this bank"}}
 
 
-def model_name(name: Annotated[str, Path(min_length=1, max_length=200)]) -> str:
-    return _storable(name, "name")  # type: ignore[no-any-return]
-
-
-NameDep = Annotated[str, Depends(model_name)]
+NameDep = Annotated[Text, Path(min_length=1, max_length=200, description="The mental model's name.")]
 
 
 class MentalModelCreate(BaseModel):
@@ -75,20 +70,22 @@ async def consolidate(bank_id: BankDep, memory: MemoryDep) -> models.Consolidati
 async def observations(
     bank_id: BankDep,
     memory: MemoryDep,
-    tag: Annotated[list[str] | None, Query()] = None,
+    tag: Annotated[list[Text] | None, Query()] = None,
     include_invalidated: bool = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-    now: datetime | None = None,
+    now: Timestamp | None = None,
 ) -> list[models.Observation]:
     return await memory.observations(bank_id, tags=tag, include_invalidated=include_invalidated, limit=limit,
-                                     offset=offset, now=_in_range(now, "now"))
+                                     offset=offset, now=now)
 
 
 @router.get("/observations/{observation_id}", response_model=models.Observation, responses=NOT_FOUND,
             summary="One observation with its evidence")
-async def observation(bank_id: BankDep, observation_id: UUID, memory: MemoryDep) -> models.Observation:
-    return await memory.get_observation(bank_id, observation_id)
+async def observation(
+    bank_id: BankDep, observation_id: UUID, memory: MemoryDep, now: Timestamp | None = None
+) -> models.Observation:
+    return await memory.get_observation(bank_id, observation_id, now=now)
 
 
 @router.get("/observations/{observation_id}/history", response_model=list[models.ObservationVersion],

@@ -73,5 +73,5 @@ async def recall(bank_id: BankDep, body: RecallBody, memory: MemoryDep, request:
     _count(request, "recalls")
     return await memory.recall(
         bank_id, body.query, max_tokens=body.max_tokens, now=body.now, types=body.types, tags=body.tags,
-        model=body.model, neighbours=body.neighbours,
+        model=body.model, neighbours=body.neighbours, prefer_observations=body.prefer_observations,
     )

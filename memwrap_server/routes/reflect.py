@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
@@ -11,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memwrap import models
 from memwrap_server.deps import BankDep, MemoryDep
-from memwrap_server.schemas import ERRORS, DispositionIn, _in_range, _storable
+from memwrap_server.schemas import ERRORS, DispositionIn, Timestamp, _storable
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["reflect"], responses=ERRORS)
 
@@ -29,17 +28,12 @@ class ReflectBody(BaseModel):
     disposition: DispositionIn | None = None
     max_iterations: int | None = Field(default=None, ge=1, le=100)
     timeout: float | None = Field(default=None, gt=0, le=3600, description="Seconds; then it answers from what it has.")
-    now: datetime | None = None
+    now: Timestamp | None = None
 
     @field_validator("query", "context", "response_schema")
     @classmethod
     def _text(cls, value: Any) -> Any:
         return _storable(value, "query, context and response_schema")
-
-    @field_validator("now")
-    @classmethod
-    def _now(cls, value: datetime | None) -> datetime | None:
-        return _in_range(value, "now")
 
 
 @router.post("/reflect", response_model=models.ReflectResult,

@@ -172,7 +172,7 @@ class FakeLLMServer:
             raw = await http.body()
             try:
                 body = json.loads(raw) if raw else {}
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, UnicodeDecodeError):  # a real API answers 400 to either
                 body = raw.decode(errors="replace")
             request = RecordedRequest(http.method, http.url.path, dict(http.headers), body, provider)
             with self._lock:

@@ -13,11 +13,11 @@ from datetime import datetime
 
 import tiktoken
 
+from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, neutralise
 from memwrap.engine.text import normalise_whitespace
 from memwrap.models import RecalledMemory
 
-OPEN_TAG = "<memwrap_memories>"
-CLOSE_TAG = "</memwrap_memories>"
+__all__ = ["CLOSE_TAG", "OPEN_TAG", "footer", "header", "pack", "render_line"]
 
 
 def header(now: datetime) -> str:
@@ -45,7 +45,8 @@ def render_line(memory: RecalledMemory) -> str:
         when = f"{when}, about {about}" if when else f"about {about}"
     label = "" if memory.type == "raw" else f"({memory.type}) "
     prefix = f"[{when}] " if when else ""
-    return f"- {prefix}{label}{normalise_whitespace(memory.text)}\n"
+    # Memory text is data someone once said: it must never be able to close (or open) the fence.
+    return f"- {prefix}{label}{neutralise(normalise_whitespace(memory.text))}\n"
 
 
 def pack(

@@ -29,7 +29,8 @@ SSNs, IBANs, e-mail, IDs, phones).
 from __future__ import annotations
 
 from bisect import bisect_right
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -44,7 +45,8 @@ from memwrap.engine.retain.defense_credentials import (
 from memwrap.engine.retain.defense_personal import _PERSONAL_DATA_RULES
 from memwrap.engine.retain.defense_rule import _Rule, _secret_span
 
-__all__ = ["KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "redact", "scan"]
+__all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "map_strings", "redact",
+           "redact_item", "scan"]
 
 Policy = Literal["redact", "block", "off"]
 _POLICIES: frozenset[str] = frozenset({"redact", "block", "off"})
@@ -164,3 +166,32 @@ def apply_policy(text: str, policy: Policy = "redact") -> DefenseResult:
 def redact(text: str) -> str:
     """`text` with every secret replaced by "[REDACTED:kind]"; safe to use on log lines."""
     return apply_policy(text, "redact").text
+
+
+# The string fields of a retain item, besides tags and metadata: everything of an item that gets stored.
+ITEM_TEXT_FIELDS = ("content", "context", "document_id")
+
+
+def map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (a JSON-like structure) with `change` applied to every string in it, mapping keys included."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, Mapping):
+        return {(change(k) if isinstance(k, str) else k): map_strings(v, change) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [map_strings(v, change) for v in value]
+    return value
+
+
+def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A retain item (as a plain dict) with every secret redacted in every field that would be stored:
+    content, context, document_id, tags and metadata (keys and values, at any depth). For copies of items
+    that are written somewhere before the engine sees them (the wrappers' on-disk spool)."""
+    out = dict(item)
+    for key in ITEM_TEXT_FIELDS:
+        if isinstance(out.get(key), str):
+            out[key] = redact(out[key])
+    for key in ("tags", "metadata"):
+        if out.get(key):
+            out[key] = map_strings(out[key], redact)
+    return out

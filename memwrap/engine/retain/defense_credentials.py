@@ -9,6 +9,7 @@ from __future__ import annotations
 from memwrap.engine.retain.defense_checks import (
     _discord_token_ok,
     _mixed,
+    _random_base64_40,
     _refine_api_secret,
     _refine_password,
     _twilio_context,
@@ -114,6 +115,16 @@ _CLOUD_RULES: tuple[_Rule, ...] = (
         _R_LABELLED,
         needles=("secret",),
         folded=True,
+    ),
+    # ... and unlabelled, alone on a line of an env dump or a chat message: only a random-looking run of
+    # exactly 40 base64 characters (defense_checks._random_base64_40), so identifiers and paths stay.
+    _Rule(
+        "aws_secret_key",
+        _rx(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}" + _E_B64),
+        _R_GENERIC - 5,
+        min_len=40,
+        min_digits=1,
+        refine=_accept_if(_random_base64_40),
     ),
     _Rule(
         "aws_session_token",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
 from memwrap.engine.recall.timeparse import extract_occurred
-from memwrap.engine.retain.defense import apply_policy
+from memwrap.engine.retain.defense import apply_policy, map_strings
 from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.speakers import keep_turn_breaks
 from memwrap.engine.retain.split import split_units
@@ -67,7 +66,7 @@ def session_key(item: RetainItem) -> str | None:
 
 def defend_item(item: RetainItem, defense_policy: str) -> RetainItem:
     """The item with the bank's memory-defense policy applied to everything that gets stored or sent to an
-    LLM: content, context, tags, and metadata (string values and keys, at any depth).
+    LLM: content, context, document_id, tags, and metadata (string values and keys, at any depth).
 
     Raises SecretBlockedError under the 'block' policy, naming the kinds and the fields (never the secret).
     """
@@ -81,27 +80,18 @@ def defend_item(item: RetainItem, defense_policy: str) -> RetainItem:
 
     content = defend(item.content, "content")
     context = defend(item.context, "context") if item.context else item.context
+    document_id = defend(item.document_id, "document_id") if item.document_id else item.document_id
     tags = [defend(tag, "tags") for tag in item.tags]
-    metadata = _defend_value(item.metadata, defend) if item.metadata else {}
+    metadata = map_strings(item.metadata, lambda text: defend(text, "metadata")) if item.metadata else {}
     if defense_policy == "block" and kinds:
         found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
         raise SecretBlockedError(
             f"Not stored: the item holds what looks like a secret ({found}) and this bank's memory-defense "
             "policy is 'block'. Remove it, or set the policy to 'redact'."
         )
-    return item.model_copy(update={"content": content, "context": context, "tags": tags, "metadata": metadata})
-
-
-def _defend_value(value: Any, defend: Callable[[str, str], str]) -> Any:
-    if isinstance(value, str):
-        return defend(value, "metadata")
-    if isinstance(value, dict):
-        return {
-            (defend(k, "metadata") if isinstance(k, str) else k): _defend_value(v, defend) for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_defend_value(v, defend) for v in value]
-    return value
+    return item.model_copy(
+        update={"content": content, "context": context, "document_id": document_id, "tags": tags, "metadata": metadata}
+    )
 
 
 def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> PreparedItem:

@@ -1,0 +1,65 @@
+"""Files and folders under MEMWRAP_HOME are the user's own: memories, spooled turns, the database.
+
+Folders are created 0700 and files 0600 (and tightened when an older version left them open). One exception:
+when we run as root, the embedded PostgreSQL runs as an unprivileged user of its own, which must be able to
+pass through the home to its data folder, so the home itself is 0711 (others may traverse, not list or read).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+TRAVERSABLE_DIR_MODE = 0o711
+
+
+def private_dir(path: Path | str) -> Path:
+    """Create `path` (and missing parents, each the same way) readable by its owner only; tighten it if it
+    exists and is ours."""
+    path = Path(path).expanduser()
+    missing = []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        folder.mkdir(exist_ok=True, mode=DIR_MODE)
+    _tighten(path, DIR_MODE)
+    return path
+
+
+def private_file(path: Path | str, *, create: bool = True) -> Path:
+    """Create `path` empty if missing (`create`), mode 0600; tighten an existing file of ours (and SQLite's
+    side files)."""
+    path = Path(path).expanduser()
+    if create:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+        os.close(fd)
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        if candidate.exists():
+            _tighten(candidate, FILE_MODE)
+    return path
+
+
+def home_dir(path: Path | str) -> Path:
+    """MEMWRAP_HOME itself: private, but traversable when the embedded database runs as another user (root)."""
+    path = private_dir(path)
+    if _running_as_root():
+        with contextlib.suppress(OSError):
+            if path.stat().st_uid == os.getuid() and (path.stat().st_mode & 0o777) != TRAVERSABLE_DIR_MODE:
+                path.chmod(TRAVERSABLE_DIR_MODE)
+    return path
+
+
+def _running_as_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _tighten(path: Path, mode: int) -> None:
+    with contextlib.suppress(OSError):  # not ours (a shared folder): leave it as its owner set it
+        st = path.stat()
+        if st.st_uid == os.getuid() and (st.st_mode & 0o777) & ~mode:
+            path.chmod(mode)

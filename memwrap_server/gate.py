@@ -1,0 +1,115 @@
+"""The outermost ASGI layer: what every request passes before any route sees it.
+
+In order: the API key (every route but /health and /ready), the body limit (413 past MEMWRAP_MAX_REQUEST_BYTES,
+from Content-Length up front or counted as the body streams in), the database (503 at once on data routes while
+the monitor says it is down), then MCP or the FastAPI routes. An exception no route handler took is answered
+here (500, or 503 for a lost database connection) and logged once, without reaching the server's own logger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memwrap_server.auth import PUBLIC_PATHS, Auth
+from memwrap_server.database import DatabaseMonitor
+from memwrap_server.errors import error_response, unexpected
+
+DATA_PREFIXES = ("/v1/banks", "/mcp/")
+
+
+class BodyTooLarge(HTTPException):
+    """Raised from `receive` once the body passes the limit. An HTTPException, so FastAPI's body reading lets
+    it through as it is (it turns other errors into 400) and our handler answers 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, f"The request body is larger than this server accepts ({limit:,} bytes; "
+                              "MEMWRAP_MAX_REQUEST_BYTES).")
+
+
+def too_large(limit: int, path: str) -> Any:
+    return error_response(413, "request_too_large", BodyTooLarge(limit).detail, path=path)
+
+
+class Gate:
+    def __init__(self, app: ASGIApp, auth: Auth, mcp: ASGIApp, database: DatabaseMonitor, max_body: int) -> None:
+        self.app, self.auth, self.mcp, self.database, self.max_body = app, auth, mcp, database, max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if self.auth.enabled and path not in PUBLIC_PATHS:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            key = self.auth.authenticate(self.auth.presented_key(path, headers))
+            if key is None:
+                response = error_response(
+                    401, "unauthorized", "Missing or unknown API key: send `Authorization: Bearer <key>` "
+                    "(or `X-Memwrap-Key: <key>`; on the proxy routes only the latter).",
+                    path=path, headers={"WWW-Authenticate": 'Bearer realm="memwrap"'},
+                )
+                await response(scope, receive, send)
+                return
+            scope.setdefault("state", {})["memwrap_key"] = key
+        declared = _content_length(scope)
+        if declared is not None and declared > self.max_body:
+            await too_large(self.max_body, path)(scope, receive, send)
+            return
+        if self.database.down and path.startswith(DATA_PREFIXES):
+            response = error_response(
+                503, "store_unavailable", "The memory database is unavailable; try again shortly.",
+                path=path, headers={"Retry-After": "1"},
+            )
+            await response(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        inner = self.mcp if path.startswith("/mcp/") else self.app
+        try:
+            await inner(scope, self._limited(receive), tracking_send)
+        except BodyTooLarge:
+            # Reached only where no FastAPI handler answered (MCP reads bodies itself).
+            if not started:
+                await too_large(self.max_body, path)(scope, receive, send)
+        except Exception as exc:  # noqa: BLE001 - what no handler took: answered and logged here, once
+            if started:
+                # A stream broke after its first byte: nothing can be answered any more. Returning leaves the
+                # response incomplete, so the server closes the connection and the client sees the failure.
+                if not getattr(exc, "expected", False):
+                    unexpected(scope, exc, self.database)
+                return
+            await unexpected(scope, exc, self.database)(scope, receive, send)
+
+    def _limited(self, receive: Receive) -> Receive:
+        received = 0
+        limit = self.max_body
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        return limited
+
+
+def _content_length(scope: Scope) -> int | None:
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None

@@ -1,0 +1,177 @@
+"""Secrets seeded in every field a caller controls (content, context, metadata keys and values, tags,
+document_id, the proxy's session header, MCP arguments) are absent from the database, the spool, the server's
+log and every API answer; and nothing under MEMWRAP_HOME is readable by other users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import stat
+import string
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fakes.llm_server import FakeLLMServer
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
+
+from memwrap.engine.retain.defense_checks import _random_base64_40
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _openai() -> str:
+    return "sk-proj-" + "".join(random.choices(ALNUM, k=48))
+
+
+def _github() -> str:
+    return "ghp_" + "".join(random.choices(ALNUM, k=36))
+
+
+def _aws_secret() -> str:
+    while True:
+        candidate = "".join(random.choices(ALNUM + "/+", k=40))
+        if _random_base64_40(candidate):
+            return candidate
+
+
+def _card() -> str:
+    digits = [4] + [random.randrange(10) for _ in range(14)]
+    total = sum(d if i % 2 else (d * 2 - 9 if d * 2 > 9 else d * 2) for i, d in enumerate(reversed(digits)))
+    return "".join(map(str, digits)) + str((10 - total % 10) % 10)
+
+
+@pytest.fixture(scope="module")
+def secrets() -> dict[str, str]:
+    found = {f"openai{i}": _openai() for i in range(6)}
+    found |= {f"github{i}": _github() for i in range(4)}
+    found |= {f"aws{i}": _aws_secret() for i in range(3)}
+    found |= {f"card{i}": _card() for i in range(2)}
+    return found
+
+
+def _leaks(text: str, secrets: dict[str, str]) -> list[str]:
+    return [name for name, value in secrets.items() if value in text]
+
+
+async def _mcp(sidecar: ServerProcess, bank: str, secrets: dict[str, str]) -> list[str]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    answers = []
+    async with Client(streamable_http_client(f"{sidecar.url}/mcp/{bank}/", http_client=http)) as client:
+        stored = await client.call_tool("retain", {
+            "content": f"MCP note with {secrets['openai5']}", "document_id": f"mcp-{secrets['github3']}:1",
+            "tags": [secrets["aws2"]], "context": f"card {secrets['card1']}"})
+        answers.append(json.dumps(stored.structured_content or stored.content[0].text))
+        for name, arguments in (("list_memories", {"limit": 100}), ("recall", {"query": "note key token card"})):
+            result = await client.call_tool(name, arguments)
+            answers.append(json.dumps(result.structured_content) + result.content[0].text)
+    return answers
+
+
+@pytest.fixture(scope="module")
+def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict[str, str]) -> dict[str, Any]:
+    """Everything sent in, once for the module: the bank, and every answer memwrap gave on the way."""
+    bank = f"secrets-{random.randrange(10**9)}"
+    answers: list[str] = []
+    with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=60) as admin:
+        answers.append(admin.post(f"/v1/banks/{bank}/memories", json={
+            "content": f"Alice's OpenAI key is {secrets['openai0']} and her card {secrets['card0']}.",
+            "context": f"pasted from {secrets['github0']}",
+            "document_id": f"doc-{secrets['openai1']}:1",
+            "metadata": {"note": secrets["aws0"], secrets["github1"]: "as a key", "deep": {"list": [secrets["openai2"]]}},
+            "tags": [secrets["github2"], "work"],
+        }).text)
+        answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
+            {"content": f"AWS secret alone: {secrets['aws1']}", "document_id": "batch:1"}]}).text)
+        upstream_server.reset()
+        upstream_server.script(["Noted, I will not repeat it.", "Stored it."])
+        proxy = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "Authorization": f"Bearer {secrets['openai3']}"}
+        chat = httpx.post(f"{sidecar.url}/v1/chat/completions", timeout=60,
+                          headers={**proxy, "X-Memwrap-Session": f"sess-{secrets['openai4']}"},
+                          json={"model": "m", "messages": [{"role": "user", "content": f"My card is {secrets['card1']}"}]})
+        assert chat.status_code == 200
+        responses = httpx.post(f"{sidecar.url}/v1/responses", timeout=60,
+                               headers={**proxy, "X-Memwrap-Session": f"resp-{secrets['github3']}"},
+                               json={"model": "m", "input": f"Keep {secrets['aws2']} for me"})
+        assert responses.status_code == 200
+        answers += asyncio.run(_mcp(sidecar, bank, secrets))
+        wait_until(lambda: len(admin.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 5, 60)
+        items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()
+        answers.append(json.dumps(items))
+        for item in items["items"]:
+            answers.append(admin.get(f"/v1/banks/{bank}/memories/{item['id']}").text)
+        for query in ("OpenAI key card", "AWS secret", "card", "Keep for me"):
+            answers.append(admin.post(f"/v1/banks/{bank}/recall", json={"query": query}).text)
+        for path in ("", "/jobs", "/observations", "/mental-models"):
+            answers.append(admin.get(f"/v1/banks/{bank}{path}").text)
+        answers.append(admin.get("/v1/banks").text)
+        answers.append(admin.get(f"/v1/banks/{bank}/memories", params={"document_id": "batch:1"}).text)
+    return {"bank": bank, "answers": answers, "items": items["items"]}
+
+
+def test_everything_was_stored_redacted(seeded: dict[str, Any]) -> None:
+    texts = json.dumps(seeded["items"])
+    assert len(seeded["items"]) >= 5
+    assert "[REDACTED:" in texts
+    for kind in ("openai_key", "github_token", "aws_secret_key"):
+        assert f"[REDACTED:{kind}]" in texts, kind
+
+
+def test_no_api_answer_holds_a_secret(seeded: dict[str, Any], secrets: dict[str, str]) -> None:
+    for answer in seeded["answers"]:
+        assert not _leaks(answer, secrets), answer[:500]
+
+
+def test_the_database_holds_no_secret(seeded: dict[str, Any], secrets: dict[str, str], memwrap_home: Path) -> None:
+    import asyncpg
+
+    from memwrap.store.embedded_pg import embedded_database_url
+
+    async def dump() -> str:
+        conn = await asyncpg.connect(embedded_database_url(memwrap_home / "pg"))
+        try:
+            tables = [r[0] for r in await conn.fetch(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")]
+            parts = []
+            for table in tables:
+                rows = await conn.fetch(f'SELECT t::text FROM "{table}" t')  # noqa: S608 - catalog names
+                parts += [r[0] for r in rows]
+            return "\n".join(parts)
+        finally:
+            await conn.close()
+
+    text = asyncio.run(dump())
+    assert seeded["bank"] in text  # the dump does hold this test's rows
+    assert not _leaks(text, secrets)
+
+
+def test_the_spool_and_the_log_hold_no_secret(
+    seeded: dict[str, Any], secrets: dict[str, str], sidecar: ServerProcess, memwrap_home: Path
+) -> None:
+    spooled = b"".join(p.read_bytes() for p in (memwrap_home / "spool").glob("retains.sqlite3*"))
+    assert spooled  # the proxy's turns went through it
+    assert not [name for name, value in secrets.items() if value.encode() in spooled]
+    assert not _leaks(sidecar.tail(10_000_000), secrets)
+
+
+def test_nothing_under_the_home_is_readable_by_others(seeded: dict[str, Any], memwrap_home: Path) -> None:
+    readable = []
+    for path in [memwrap_home, *memwrap_home.rglob("*")]:
+        try:
+            mode = path.lstat().st_mode
+        except (FileNotFoundError, PermissionError):
+            continue
+        if stat.S_ISSOCK(mode) or stat.S_ISLNK(mode):
+            continue  # the database's socket lives in its own 0700 folder
+        if mode & stat.S_IROTH:
+            readable.append(f"{stat.filemode(mode)} {path}")
+    assert not readable, readable[:20]
+    assert stat.S_IMODE(memwrap_home.stat().st_mode) in (0o700, 0o711)
+    for spool_file in (memwrap_home / "spool").glob("retains.sqlite3*"):
+        assert stat.S_IMODE(spool_file.stat().st_mode) == 0o600, spool_file
