@@ -18,13 +18,16 @@ from memwrap.engine.embed import Embedder
 
 
 def baseline_embedder(
-    model: str | None = None, backend: str | None = None, home: Path | str | None = None
+    model: str | None = None, backend: str | None = None, model_cache: Path | str | None = None
 ) -> Embedder:
     """The baselines' own instance of memwrap's embedder (not the process-wide shared one): its own session,
     and `encode` never touches a query cache, so nothing computed for one system is reused by another. Same
     model and backend as memwrap ("onnx-int8" by default), so every system ranks with the same vectors."""
-    settings = load_settings(home=home) if home is not None else load_settings()
-    return Embedder(model or settings.embedding_model, backend=backend or settings.embedding_backend, home=settings.home)
+    settings = load_settings()
+    return Embedder(
+        model or settings.embedding_model, backend=backend or settings.embedding_backend,
+        home=model_cache or settings.model_cache,
+    )
 
 
 class Retriever(Protocol):

@@ -451,13 +451,13 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             results["meta"]["engine_start_s"] = round(time.perf_counter() - t0, 2)
             results["meta"]["memwrap_settings"] = _settings_snapshot(memory)
             console.log(f"[memwrap] engine started in {results['meta']['engine_start_s']}s")
-        # The baselines' own model instance, on memwrap's backend (its export is cached in memwrap's home).
+        # The baselines' own model instance, on memwrap's backend (its export is cached per user: model_cache).
         settings = memory.settings if memory is not None else None
         t0 = time.perf_counter()  # the model loads here, before anything is timed
         embedder = baseline_embedder(
             model=settings.embedding_model if settings else None,
             backend=settings.embedding_backend if settings else None,
-            home=settings.home if settings else config.home,
+            model_cache=settings.model_cache if settings else None,
         )
         results["meta"]["baseline_embedder_load_s"] = round(time.perf_counter() - t0, 2)
         results["meta"]["baseline_embedder"] = {"model": embedder.model_name, "backend": embedder.backend}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +21,10 @@ EMBEDDING_MODEL_ALIASES: dict[str, str] = {
 }
 
 
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMWRAP_", extra="ignore")
 
@@ -30,6 +35,10 @@ class Settings(BaseSettings):
     # onnx-int8: the model on onnxruntime with int8 weights (~3x torch's speed, vectors ~0.996 cosine to exact);
     # onnx: float32 onnxruntime (~2x, same vectors as torch); torch: sentence-transformers. See engine/embed.py.
     embedding_backend: Literal["torch", "onnx", "onnx-int8"] = "onnx-int8"
+    # The ONNX exports of embedding models (derived files, ~30-120 MB, a minute or more to build on 2 cores) live
+    # per user, not per home: every MEMWRAP_HOME on the machine (tests, scripts, one home per project) reuses
+    # them. MEMWRAP_MODEL_CACHE moves them; the default is $XDG_CACHE_HOME/memwrap (~/.cache/memwrap).
+    model_cache: Path = Field(default_factory=lambda: _user_cache() / "memwrap")
     pool_min_size: int = 1
     pool_max_size: int = 8
 

@@ -73,8 +73,6 @@ def server_env(database: Any, memwrap_home: Path, upstream_server: FakeLLMServer
     import tempfile
 
     home = Path(tempfile.mkdtemp(prefix="memwrap-dbtest-home-"))
-    if (memwrap_home / "models").exists():  # the session already exported the ONNX model: no second export
-        shutil.copytree(memwrap_home / "models", home / "models")
     # A turn a crashed process left in its spool: the server must deliver it at start, not on the next call.
     spool = Spool(home / "spool" / "retains.sqlite3", _dead_owner())
     spool.add([(SPOOLED_BANK, {"content": "Left in the spool by a process that died.", "document_id": "crash:turn-0",

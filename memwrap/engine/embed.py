@@ -84,7 +84,7 @@ def _models_home(home: Path | str | None) -> Path:
     if home is None:
         from memwrap.config import load_settings
 
-        home = load_settings().home
+        home = load_settings().model_cache
     return Path(home).expanduser() / "models"
 
 

@@ -83,7 +83,7 @@ def _embedder(settings: Settings) -> Any:
 
     return shared_embedder(
         settings.embedding_model, settings.embedding_batch_size, backend=settings.embedding_backend,
-        home=settings.home,
+        home=settings.model_cache,
     )
 
 

@@ -97,7 +97,7 @@ async def open_engine(settings: Settings) -> Any:
     )
     embedder = LazyEmbedder(
         settings.embedding_model, settings.embedding_batch_size, dim,
-        backend=settings.embedding_backend, home=settings.home,
+        backend=settings.embedding_backend, home=settings.model_cache,
     )
     engine = Engine(store, embedder, settings)  # type: ignore[arg-type]
     await engine.learning.start()
