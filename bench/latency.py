@@ -207,7 +207,7 @@ def probe_recall(ctx: ProbeContext) -> ProbeResult:
     breakdowns: list[dict[str, float]] = []
 
     def call(query: str) -> None:
-        recall = ctx.memory.recall(ctx.bank_id, query, max_tokens=ctx.max_tokens, now=ctx.now)
+        recall = ctx.memory.recall(ctx.bank_id, query, token_budget=ctx.max_tokens, now=ctx.now)
         breakdowns.append(dict(recall.timings_ms))
 
     result = time_calls(ctx, call)
@@ -236,7 +236,7 @@ def probe_recall_no_embed(ctx: ProbeContext) -> ProbeResult:
 
         def call(query: str) -> None:
             recall = ctx.memory._run(
-                engine.recall(ctx.bank_id, query, max_tokens=ctx.max_tokens, now=ctx.now, **{param: vectors[query]})
+                engine.recall(ctx.bank_id, query, token_budget=ctx.max_tokens, now=ctx.now, **{param: vectors[query]})
             )
             breakdowns.append(dict(getattr(recall, "timings_ms", {}) or {}))
 

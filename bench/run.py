@@ -245,12 +245,12 @@ def evaluate_memwrap(
     cost.index_s += time.perf_counter() - start
     cost.items += len(items)
     now = conv.last_time
-    memory.recall(bank, "warm-up query, not scored", max_tokens=config.recall_max_tokens, now=now)
+    memory.recall(bank, "warm-up query, not scored", token_budget=config.recall_max_tokens, now=now)
     results = []
     advance = console.bar(f"{system} recall {conv.sample_id}", len(conv.questions))
     for question in conv.questions:
         t0 = time.perf_counter()
-        recall = memory.recall(bank, question.question, max_tokens=config.recall_max_tokens, now=now)
+        recall = memory.recall(bank, question.question, token_budget=config.recall_max_tokens, now=now)
         ms = (time.perf_counter() - t0) * 1000
         ranked = [
             Ranked(document_id=m.document_id or (m.metadata or {}).get("dia_id"), tokens=_count_tokens(m.text))

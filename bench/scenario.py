@@ -159,7 +159,7 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
     kept = True
     found: list[Any] = []
     for query, words in exchange.probes:
-        recall = await memory.recall(bank, query, max_tokens=400, now=SAID, types=["raw", "world", "experience"])
+        recall = await memory.recall(bank, query, token_budget=400, now=SAID, types=["raw", "world", "experience"])
         hits = [m for m in recall.memories[:5] if all(w in m.text.casefold() for w in words)]
         kept = kept and bool(hits)
         found += hits

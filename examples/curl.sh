@@ -21,7 +21,7 @@ curl -sS "${AUTH[@]}" "${JSON[@]}" "$URL/v1/banks/$BANK/memories/batch" \
 
 echo "# recall: .context is the block a model would get"
 curl -sS "${AUTH[@]}" "${JSON[@]}" "$URL/v1/banks/$BANK/recall" \
-  -d '{"query": "Any dinner ideas for me?", "max_tokens": 300}'; echo
+  -d '{"query": "Any dinner ideas for me?", "token_budget": 300}'; echo
 
 echo "# list (paged), bank settings"
 curl -sS "${AUTH[@]}" "$URL/v1/banks/$BANK/memories?limit=2&offset=0"; echo

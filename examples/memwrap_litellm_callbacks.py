@@ -11,6 +11,6 @@ from memwrap.integrations.litellm import MemwrapLogger
 
 memwrap_logger = MemwrapLogger(
     memory=os.environ.get("MEMWRAP_URL") or None,
-    max_tokens=1024,
+    token_budget=1024,
     recall_timeout=float(os.environ.get("MEMWRAP_RECALL_TIMEOUT", "0.5")),
 )

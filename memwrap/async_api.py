@@ -8,35 +8,24 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+import warnings
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 from memwrap import lifecycle
 from memwrap.config import Settings, load_settings
+from memwrap.engine.startup import open_engine
 from memwrap.errors import ClosedError
-from memwrap.models import (
-    BankInfo,
-    ConsolidationReport,
-    Disposition,
-    Job,
-    MemoryRecord,
-    MentalModel,
-    MentalModelVersion,
-    Observation,
-    ObservationVersion,
-    Recall,
-    ReflectResult,
-    RetainItem,
-)
+from memwrap.verbs import ItemLike, MemoryVerbs
 
-ItemLike = RetainItem | Mapping[str, Any] | str
+__all__ = ["AsyncMemory", "ItemLike"]
 
 
-class AsyncMemory:
-    """Long-term memory, async. The engine (database, embedding model) starts on first use."""
+class AsyncMemory(MemoryVerbs):
+    """Long-term memory, async. The engine (database, embedding model) starts on first use.
+
+    Its verbs are declared in memwrap/verbs.py (`MemoryVerbs`); this class adds how the engine is reached (in this
+    process, or a `memwrap serve` sidecar with `url=`) and its life cycle."""
 
     def __init__(
         self,
@@ -82,8 +71,6 @@ class AsyncMemory:
 
                 self._engine = HttpEngine(self.url, api_key=self._api_key, timeout=self._timeout or DEFAULT_TIMEOUT)
             elif self._engine is None:
-                from memwrap.engine.startup import open_engine
-
                 engine = await open_engine(self.settings)  # its parts load while its modules import
                 if self._closed:  # closed while it was starting: nobody will close it later
                     await engine.close()
@@ -133,227 +120,20 @@ class AsyncMemory:
         """Start the engine now (database, embedding model) instead of on first use."""
         await self._get_engine()
 
-    async def retain(
-        self,
-        bank_id: str,
-        content: str,
-        *,
-        timestamp: datetime | None = None,
-        context: str | None = None,
-        document_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> list[UUID]:
-        """Remember `content`. Returns the ids of the memory units it became (existing ids if already retained)."""
-        item = {
-            "content": content,
-            "timestamp": timestamp,
-            "context": context,
-            "document_id": document_id,
-            "metadata": dict(metadata or {}),
-            "tags": list(tags or []),
-        }
-        return await self.retain_many(bank_id, [item])  # validated there, with the batch's error messages
-
-    async def retain_many(self, bank_id: str, items: Sequence[ItemLike]) -> list[UUID]:
-        """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
-        engine = await self._get_engine()
-        return await engine.retain_many(bank_id, items)
-
-    async def recall(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        max_tokens: int = 1024,
-        now: datetime | None = None,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        model: str | None = None,
-        neighbours: bool | None = None,
-        prefer_observations: bool | None = None,
-    ) -> Recall:
-        """Find what matters for `query` and render it within `max_tokens` (exact, counted with tiktoken).
-
-        `prefer_observations=True`: an observation takes the place of the facts it covers (saves budget).
-        """
-        engine = await self._get_engine()
-        extra = {} if prefer_observations is None else {"prefer_observations": prefer_observations}
-        return await engine.recall(
-            bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model, neighbours=neighbours,
-            **extra,
-        )
-
-    async def reflect(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        max_tokens: int | None = None,
-        context: str | None = None,
-        response_schema: Any = None,
-        tags: Sequence[str] | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
-        max_iterations: int | None = None,
-        timeout: float | None = None,
-        now: datetime | None = None,
-    ) -> ReflectResult:
-        """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
-        and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
-
-        `max_tokens`: the context budget, the most tokens the agent's prompt may hold (default
-        MEMWRAP_REFLECT_MAX_TOKENS); with `max_iterations` and `timeout`, a limit reached ends in an answer from
-        what was gathered (`forced=True`), not an error. `context`: the caller's situation (not memory, not cited).
-        `response_schema`: a pydantic model or a JSON schema; the answer is also returned validated, as
-        `structured`. `disposition`: skepticism, literalism, empathy (1-5) and directives, over the bank's own.
-        """
-        engine = await self._get_engine()
-        return await engine.reflect(
-            bank_id, query, max_tokens=max_tokens, context=context, response_schema=response_schema, tags=tags,
-            disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
-        )
-
-    async def list(
-        self,
-        bank_id: str,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        document_id: str | None = None,
-    ) -> list[MemoryRecord]:
-        engine = await self._get_engine()
-        return await engine.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id)
-
-    async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
-        engine = await self._get_engine()
-        return await engine.get(bank_id, memory_id)
-
-    async def delete(self, bank_id: str, memory_id: UUID | str) -> None:
-        engine = await self._get_engine()
-        await engine.delete(bank_id, memory_id)
-
-    async def delete_bank(self, bank_id: str) -> int:
-        """Delete a bank and everything in it. Returns how many memories were removed."""
-        engine = await self._get_engine()
-        return await engine.delete_bank(bank_id)
-
-    async def banks(self) -> list[BankInfo]:
-        engine = await self._get_engine()
-        return await engine.banks()
-
-    async def bank_config(self, bank_id: str) -> dict[str, Any]:
-        """The bank's settings (e.g. {"defense_policy": "block"}). BankNotFoundError if there is no such bank."""
-        engine = await self._get_engine()
-        return await engine.bank_config(bank_id)
-
-    async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
-        """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too)."""
-        engine = await self._get_engine()
-        return await engine.create_bank(bank_id, settings)
-
-    async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
-        """Create the bank if needed and change its settings, e.g. `defense_policy="block"` (None resets one)."""
-        engine = await self._get_engine()
-        return await engine.configure_bank(bank_id, changes)
-
-    # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) ----------------------
-
-    async def jobs(
-        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
-    ) -> list[Job]:
-        """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
-        engine = await self._get_engine()
-        return await engine.jobs(bank_id, status, kind=kind, limit=limit)
-
-    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
-        """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
-        engine = await self._get_engine()
-        return await engine.wait_for_jobs(bank_id, timeout=timeout)
-
-    async def consolidate(self, bank_id: str) -> ConsolidationReport:
-        """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
-        engine = await self._get_engine()
-        return await engine.consolidate(bank_id)
-
-    async def observations(
-        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
-        limit: int = 100, offset: int = 0, now: datetime | None = None,
-    ) -> list[Observation]:
-        """The bank's observations, best supported first, with proof count and trend (evidence: get_observation)."""
-        engine = await self._get_engine()
-        return await engine.observations(
-            bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
-        )
-
-    async def get_observation(self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None) -> Observation:
-        engine = await self._get_engine()
-        return await engine.get_observation(bank_id, observation_id, now=now)
-
-    async def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[ObservationVersion]:
-        engine = await self._get_engine()
-        return await engine.observation_history(bank_id, observation_id)
-
-    async def create_mental_model(
-        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
-        refresh_every: float | None = None,
-    ) -> MentalModel:
-        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds)."""
-        engine = await self._get_engine()
-        return await engine.create_mental_model(
-            bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
-        )
-
-    async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        """Its current content and state (fresh, stale, pending, failed), read with one SQL query."""
-        engine = await self._get_engine()
-        return await engine.get_mental_model(bank_id, name)
-
-    async def mental_models(self, bank_id: str) -> list[MentalModel]:
-        engine = await self._get_engine()
-        return await engine.mental_models(bank_id)
-
-    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
-        engine = await self._get_engine()
-        return await engine.mental_model_history(bank_id, name)
-
-    async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        engine = await self._get_engine()
-        return await engine.refresh_mental_model(bank_id, name)
-
-    async def delete_mental_model(self, bank_id: str, name: str) -> None:
-        engine = await self._get_engine()
-        await engine.delete_mental_model(bank_id, name)
-
-    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
-        """Mental models and observations as Markdown files under `directory`. Returns the files written."""
-        engine = await self._get_engine()
-        return await engine.export(directory, bank_id=bank_id)
-
-    async def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
-        """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
-        engine = await self._get_engine()
-        await engine.invalidate(bank_id, memory_id, reason)
-
-    async def restore(self, bank_id: str, memory_id: UUID | str) -> None:
-        """Undo `invalidate`."""
-        engine = await self._get_engine()
-        await engine.restore(bank_id, memory_id)
+    # The verbs (retain, recall, reflect, list, ...) are declared in memwrap/verbs.py, inherited from MemoryVerbs.
 
     async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
-        """Raw facts of the bank older than `days` are deleted in the background (None keeps them)."""
-        engine = await self._get_engine()
-        await engine.set_raw_ttl(bank_id, days)
+        """Deprecated: `configure_bank(bank_id, raw_ttl_days=days)`."""
+        warnings.warn("set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
+                      DeprecationWarning, stacklevel=2)
+        await self.configure_bank(bank_id, raw_ttl_days=days)
 
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
-        from memwrap.engine.engine import Engine
-
         if self._engine is None and self.url is not None:
             await self._get_engine()  # the sidecar's transport says where reembed runs
         if self._engine is None:
-            self._engine = await Engine.open(self.settings, allow_model_change=True)
+            self._engine = await open_engine(self.settings, allow_model_change=True)
         return await self._engine.reembed(batch_size=batch_size)
 
     async def close(self) -> None:

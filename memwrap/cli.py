@@ -1,4 +1,6 @@
-"""The `memwrap` command: demo, retain, recall, banks, list, reembed, spool (and what later issues add)."""
+"""The `memwrap` command: one subcommand per declared verb (memwrap/cli_verbs.py: retain, recall, reflect, list,
+banks, ...), and the commands that are not verbs: demo, reembed, spool, serve (and worker, jobs, export from
+memwrap/engine/learn/cli.py; ui and bench where installed)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from memwrap.api import Memory
+from memwrap.cli_verbs import add_verb_commands, print_json
 from memwrap.errors import MemwrapError
 from memwrap.models import RetainItem
 
@@ -31,15 +34,7 @@ def _memory(args: argparse.Namespace) -> Memory:
     return Memory(home=args.home, database_url=args.database_url)
 
 
-def _when(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    value = datetime.fromisoformat(text)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+_print_json = print_json
 
 
 DEMO_BANK = "demo-alice"
@@ -90,74 +85,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
             console.print(f"[bold]Retained[/] {len(items)} turns from 2 sessions into bank [cyan]{DEMO_BANK}[/] "
                           f"({len(ids)} memories, embedded home: {mem.settings.home}).\n")
         for question in DEMO_QUESTIONS:
-            recall = mem.recall(DEMO_BANK, question, max_tokens=args.max_tokens, now=now)
-            results.append(recall.model_dump(mode="json", include={"query", "context", "tokens", "max_tokens"}))
+            recall = mem.recall(DEMO_BANK, question, token_budget=args.token_budget, now=now)
+            results.append(recall.model_dump(mode="json", include={"query", "context", "tokens", "token_budget"}))
             if not args.json:
                 console.print(Panel(recall.context.rstrip() or "(nothing recalled)",
-                                    title=f"[bold]{question}[/]  →  injected ({recall.tokens}/{recall.max_tokens} tokens)",
+                                    title=f"[bold]{question}[/]  →  injected ({recall.tokens}/{recall.token_budget} tokens)",
                                     expand=False))
         if args.json:
             _print_json(results)
-    return 0
-
-
-def cmd_retain(args: argparse.Namespace) -> int:
-    content = args.content if args.content != "-" else sys.stdin.read()
-    with _memory(args) as mem:
-        ids = mem.retain(args.bank, content, timestamp=_when(args.timestamp), document_id=args.document_id,
-                         context=args.context, tags=args.tag or None)
-    if args.json:
-        _print_json([str(i) for i in ids])
-    else:
-        console.print(f"Retained {len(ids)} memor{'y' if len(ids) == 1 else 'ies'} in [cyan]{args.bank}[/].")
-    return 0
-
-
-def cmd_recall(args: argparse.Namespace) -> int:
-    with _memory(args) as mem:
-        recall = mem.recall(args.bank, args.query, max_tokens=args.max_tokens, now=_when(args.now))
-    if args.json:
-        _print_json(recall.model_dump(mode="json"))
-        return 0
-    table = Table(title=f"Recall for {args.query!r} in {args.bank} ({recall.tokens}/{recall.max_tokens} tokens)")
-    for column in ("#", "memory", "when", "arms", "score"):
-        table.add_column(column)
-    for rank, m in enumerate(recall.memories, start=1):
-        arms = ", ".join(f"{a}#{r}" for a, r in m.arms.items()) or ("neighbour" if m.neighbour_of else "")
-        when = f"{m.mentioned_at:%Y-%m-%d}" if m.mentioned_at else ""
-        table.add_row(str(rank), m.text, when, arms, f"{m.score:.4f}")
-    console.print(table)
-    return 0
-
-
-def cmd_banks(args: argparse.Namespace) -> int:
-    with _memory(args) as mem:
-        banks = mem.banks()
-    if args.json:
-        _print_json([b.model_dump(mode="json") for b in banks])
-        return 0
-    table = Table(title="Banks")
-    for column in ("bank", "memories", "created", "last retain"):
-        table.add_column(column)
-    for b in banks:
-        table.add_row(b.bank_id, str(b.memories), f"{b.created_at:%Y-%m-%d %H:%M}" if b.created_at else "",
-                      f"{b.last_retain_at:%Y-%m-%d %H:%M}" if b.last_retain_at else "")
-    console.print(table)
-    return 0
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    with _memory(args) as mem:
-        records = mem.list(args.bank, limit=args.limit, offset=args.offset)
-    if args.json:
-        _print_json([r.model_dump(mode="json") for r in records])
-        return 0
-    table = Table(title=f"Memories in {args.bank}")
-    for column in ("id", "type", "text", "said"):
-        table.add_column(column)
-    for r in records:
-        table.add_row(str(r.id), r.type, r.text, f"{r.mentioned_at:%Y-%m-%d}" if r.mentioned_at else "")
-    console.print(table)
     return 0
 
 
@@ -246,33 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", parents=[common], help="retain a scripted two-session conversation and show what gets injected")
-    demo.add_argument("--max-tokens", type=int, default=300)
+    demo.add_argument("--token-budget", type=int, default=300)
+    demo.add_argument("--max-tokens", dest="token_budget", type=int, help=argparse.SUPPRESS)
     demo.set_defaults(run=cmd_demo)
 
-    retain = sub.add_parser("retain", parents=[common], help="remember a piece of text ('-' reads stdin)")
-    retain.add_argument("bank")
-    retain.add_argument("content")
-    retain.add_argument("--timestamp", help="ISO time it was said")
-    retain.add_argument("--document-id")
-    retain.add_argument("--context")
-    retain.add_argument("--tag", action="append")
-    retain.set_defaults(run=cmd_retain)
-
-    recall = sub.add_parser("recall", parents=[common], help="show what would be injected for a query")
-    recall.add_argument("bank")
-    recall.add_argument("query")
-    recall.add_argument("--max-tokens", type=int, default=1024)
-    recall.add_argument("--now", help="ISO time to resolve 'last spring' against")
-    recall.set_defaults(run=cmd_recall)
-
-    banks = sub.add_parser("banks", parents=[common], help="list memory banks")
-    banks.set_defaults(run=cmd_banks)
-
-    listing = sub.add_parser("list", parents=[common], help="list memories in a bank")
-    listing.add_argument("bank")
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--offset", type=int, default=0)
-    listing.set_defaults(run=cmd_list)
+    add_verb_commands(sub, common)
 
     reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
     reembed.set_defaults(run=cmd_reembed)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(f"{old} is now {new}; the old name will stop working in a later release.", DeprecationWarning,
+                  stacklevel=3)
 
 # "raw": a piece of the retained text itself (no-LLM mode, or an extraction that has not happened yet).
 # "world"/"experience": facts an LLM extracted (what others state vs what the assistant did).
@@ -80,12 +86,18 @@ class Recall(BaseModel):
     query: str
     context: str
     tokens: int
-    max_tokens: int
+    token_budget: int = Field(validation_alias=AliasChoices("token_budget", "max_tokens"))
     encoding: str
     memories: list[RecalledMemory] = Field(default_factory=list)
     time_window: TimeWindow | None = None
     candidates: int = 0
     timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def max_tokens(self) -> int:
+        """Deprecated name of `token_budget`."""
+        _renamed("Recall.max_tokens", "token_budget")
+        return self.token_budget
 
 
 class BankInfo(BaseModel):
@@ -174,7 +186,7 @@ class MentalModel(BaseModel):
     name: str
     question: str
     tags: list[str] = Field(default_factory=list)
-    max_tokens: int
+    max_answer_tokens: int = Field(validation_alias=AliasChoices("max_answer_tokens", "max_tokens"))
     refresh_every: float | None = None
     content: str = ""
     version: int = 0
@@ -187,6 +199,12 @@ class MentalModel(BaseModel):
     refreshed_at: datetime | None = None
     created_at: datetime | None = None
 
+
+    @property
+    def max_tokens(self) -> int:
+        """Deprecated name of `max_answer_tokens`."""
+        _renamed("MentalModel.max_tokens", "max_answer_tokens")
+        return self.max_answer_tokens
 
 class MentalModelVersion(BaseModel):
     version: int
@@ -278,7 +296,14 @@ class ReflectResult(BaseModel):
     iterations: int = 0
     forced: bool = False
     forced_reason: str | None = None  # iterations | context_budget | timeout | context_overflow
-    max_tokens: int = 0
+    context_budget: int = Field(default=0, validation_alias=AliasChoices("context_budget", "max_tokens"))
     disposition: Disposition = Field(default_factory=Disposition)
     usage: ReflectUsage = Field(default_factory=ReflectUsage)
     trace: list[ReflectTraceEntry] = Field(default_factory=list)
+
+    @property
+    def max_tokens(self) -> int:
+        """Deprecated name of `context_budget`."""
+        _renamed("ReflectResult.max_tokens", "context_budget")
+        return self.context_budget
+

@@ -8,33 +8,21 @@ calls `run_until_complete` on the caller's loop.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
-from uuid import UUID
 
 from memwrap import lifecycle
 from memwrap.async_api import AsyncMemory, ItemLike
 from memwrap.config import Settings
+from memwrap.declare import VERBS, Verb
 from memwrap.errors import ClosedError
-from memwrap.models import (
-    BankInfo,
-    ConsolidationReport,
-    Disposition,
-    Job,
-    MemoryRecord,
-    MentalModel,
-    MentalModelVersion,
-    Observation,
-    ObservationVersion,
-    Recall,
-    ReflectResult,
-)
 
 T = TypeVar("T")
 
@@ -204,66 +192,8 @@ class Memory:
         self._own_process()
         return self._loop.run(coro)
 
-    def retain(
-        self,
-        bank_id: str,
-        content: str,
-        *,
-        timestamp: datetime | None = None,
-        context: str | None = None,
-        document_id: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        tags: Sequence[str] | None = None,
-    ) -> list[UUID]:
-        return self._run(
-            self._async.retain(
-                bank_id, content, timestamp=timestamp, context=context, document_id=document_id, metadata=metadata, tags=tags
-            )
-        )
-
-    def retain_many(self, bank_id: str, items: Sequence[ItemLike]) -> list[UUID]:
-        return self._run(self._async.retain_many(bank_id, items))
-
-    def recall(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        max_tokens: int = 1024,
-        now: datetime | None = None,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        model: str | None = None,
-        neighbours: bool | None = None,
-        prefer_observations: bool | None = None,
-    ) -> Recall:
-        return self._run(
-            self._async.recall(
-                bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model,
-                neighbours=neighbours, prefer_observations=prefer_observations,
-            )
-        )
-
-    def reflect(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        max_tokens: int | None = None,
-        context: str | None = None,
-        response_schema: Any = None,
-        tags: Sequence[str] | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
-        max_iterations: int | None = None,
-        timeout: float | None = None,
-        now: datetime | None = None,
-    ) -> ReflectResult:
-        return self._run(
-            self._async.reflect(
-                bank_id, query, max_tokens=max_tokens, context=context, response_schema=response_schema, tags=tags,
-                disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
-            )
-        )
+    # The verbs (retain, recall, reflect, list, ...) are the declared ones (memwrap/verbs.py), each the sync twin
+    # of AsyncMemory's: `_sync_twin` below adds them to this class.
 
     def use_llm(self, llm: Any) -> None:
         """See AsyncMemory.use_llm. Runs on this Memory's loop (the engine's background tasks live there)."""
@@ -273,109 +203,11 @@ class Memory:
 
         self._run(apply())
 
-    def list(
-        self,
-        bank_id: str,
-        *,
-        limit: int = 100,
-        offset: int = 0,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        document_id: str | None = None,
-    ) -> list[MemoryRecord]:
-        return self._run(
-            self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id)
-        )
-
-    def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
-        return self._run(self._async.get(bank_id, memory_id))
-
-    def delete(self, bank_id: str, memory_id: UUID | str) -> None:
-        self._run(self._async.delete(bank_id, memory_id))
-
-    def delete_bank(self, bank_id: str) -> int:
-        return self._run(self._async.delete_bank(bank_id))
-
-    def banks(self) -> list[BankInfo]:
-        return self._run(self._async.banks())
-
-    def bank_config(self, bank_id: str) -> dict[str, Any]:
-        return self._run(self._async.bank_config(bank_id))
-
-    def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
-        return self._run(self._async.create_bank(bank_id, **settings))
-
-    def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
-        return self._run(self._async.configure_bank(bank_id, **changes))
-
-    # --- learning ---------------------------------------------------------------------------------------------
-
-    def jobs(
-        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
-    ) -> list[Job]:
-        return self._run(self._async.jobs(bank_id, status, kind=kind, limit=limit))
-
-    def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
-        return self._run(self._async.wait_for_jobs(bank_id, timeout=timeout))
-
-    def consolidate(self, bank_id: str) -> ConsolidationReport:
-        return self._run(self._async.consolidate(bank_id))
-
-    def observations(
-        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
-        limit: int = 100, offset: int = 0, now: datetime | None = None,
-    ) -> list[Observation]:
-        return self._run(
-            self._async.observations(
-                bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
-            )
-        )
-
-    def get_observation(self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None) -> Observation:
-        return self._run(self._async.get_observation(bank_id, observation_id, now=now))
-
-    def observation_history(self, bank_id: str, observation_id: UUID | str) -> list[ObservationVersion]:
-        return self._run(self._async.observation_history(bank_id, observation_id))
-
-    def create_mental_model(
-        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
-        refresh_every: float | None = None,
-    ) -> MentalModel:
-        return self._run(
-            self._async.create_mental_model(
-                bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
-            )
-        )
-
-    def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        return self._run(self._async.get_mental_model(bank_id, name))
-
-    def mental_models(self, bank_id: str) -> list[MentalModel]:
-        return self._run(self._async.mental_models(bank_id))
-
-    def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
-        return self._run(self._async.mental_model_history(bank_id, name))
-
-    def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        return self._run(self._async.refresh_mental_model(bank_id, name))
-
-    def delete_mental_model(self, bank_id: str, name: str) -> None:
-        self._run(self._async.delete_mental_model(bank_id, name))
-
-    def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
-        return self._run(self._async.export(directory, bank_id=bank_id))
-
-    def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
-        self._run(self._async.invalidate(bank_id, memory_id, reason))
-
-    def restore(self, bank_id: str, memory_id: UUID | str) -> None:
-        self._run(self._async.restore(bank_id, memory_id))
-
     def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
-        self._run(self._async.set_raw_ttl(bank_id, days))
-
-    def reembed(self, *, batch_size: int = 256) -> int:
-        return self._run(self._async.reembed(batch_size=batch_size))
+        """Deprecated: `configure_bank(bank_id, raw_ttl_days=days)`."""
+        warnings.warn("set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
+                      DeprecationWarning, stacklevel=2)
+        self.configure_bank(bank_id, raw_ttl_days=days)
 
     def close(self, timeout: float = 30.0) -> None:
         """Deliver what the wrappers queued for this memory, then close the engine (at most `timeout` s)."""
@@ -399,3 +231,21 @@ class Memory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _sync_twin(declared: Verb) -> Callable[..., Any]:
+    """Memory's method for a verb: AsyncMemory's, run on the memory's loop thread (same signature, no await)."""
+
+    def method(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        return self._run(getattr(self._async, declared.name)(*args, **kwargs))
+
+    method.__name__ = declared.name
+    method.__qualname__ = f"Memory.{declared.name}"
+    method.__doc__ = declared.doc
+    method.__signature__ = inspect.signature(declared.function)  # type: ignore[attr-defined, arg-type]
+    method.__verb__ = declared  # type: ignore[attr-defined]
+    return method
+
+
+for _declared in VERBS.values():
+    setattr(Memory, _declared.name, _sync_twin(_declared))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,9 +23,12 @@ class ServerSettings(BaseSettings):
     upstream_openai_url: str = "https://api.openai.com/v1"
     upstream_anthropic_url: str = "https://api.anthropic.com"
     upstream_timeout: float = 600.0
-    # The proxy's recall deadline (fail open after it) and default memory budget (X-Memwrap-Max-Tokens overrides).
+    # The proxy's recall deadline (fail open after it) and default memory budget (X-Memwrap-Token-Budget overrides;
+    # MEMWRAP_PROXY_MAX_TOKENS is its old name).
     proxy_recall_timeout: float = 2.0
-    proxy_max_tokens: int = Field(default=1024, ge=1)
+    proxy_token_budget: int = Field(
+        default=1024, ge=1, validation_alias=AliasChoices("MEMWRAP_PROXY_TOKEN_BUDGET", "MEMWRAP_PROXY_MAX_TOKENS")
+    )
     # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).
     proxy_max_inflight: int = Field(default=256, ge=1)
     # Seconds one delivery of spooled turns may take before it is retried: a server has time, and a turn of

@@ -8,11 +8,10 @@ Stateless mode keeps the server free of session state: any of several `memwrap s
 
 from __future__ import annotations
 
-import functools
+import inspect
 import re
 from collections.abc import Awaitable, Callable
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, get_type_hints
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -20,7 +19,10 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
+from pydantic import TypeAdapter
+
 from memwrap.api import AsyncMemory
+from memwrap.declare import VERBS, Verb
 from memwrap.engine import validate
 from memwrap.errors import InvalidBankIdError, MemwrapError
 from memwrap_server.auth import allowed
@@ -28,7 +30,6 @@ from memwrap_server.errors import error_response
 
 BANK_HEADER = "x-memwrap-mcp-bank"
 _PATH = re.compile(r"/mcp/([^/]+)/?")  # fullmatch; the bank itself is checked by validate.bank_id
-T = TypeVar("T")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 INSTRUCTIONS = (
@@ -45,94 +46,63 @@ def _bank(ctx: Context) -> str:
     return str(bank)
 
 
-def _explained(tool: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """memwrap's errors reach the MCP client with their message (the SDK hides other exceptions' text)."""
-
-    @functools.wraps(tool)
-    async def run(*args: Any, **kwargs: Any) -> T:
-        try:
-            return await tool(*args, **kwargs)
-        except MemwrapError as exc:
-            raise ToolError(f"{exc.code}: {exc}") from None
-
-    return run
+# What each tool returns (JSON for the model): the verb's result, trimmed to what an agent needs. A verb declared
+# with `mcp=` and not listed here returns its result as JSON, whole.
+VIEWS: dict[str, Callable[[Any], Any]] = {
+    "recall": lambda r: {
+        "context": r.context,
+        "tokens": r.tokens,
+        "memories": [{"id": str(m.id), "text": m.text,
+                      "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None} for m in r.memories],
+    },
+    "retain": lambda ids: {"ids": [str(i) for i in ids]},
+    "list": lambda records: {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]},
+    "get": lambda record: record.model_dump(mode="json", exclude={"bank_id"}),
+    "mental_models": lambda found: {"mental_models": [
+        {"name": m.name, "question": m.question, "content": m.content, "status": m.status} for m in found
+    ]},
+    "get_mental_model": lambda model: model.model_dump(mode="json", exclude={"bank_id"}),
+    "reflect": lambda result: result.model_dump(mode="json", include={
+        "answer", "structured", "memory_ids", "mental_model_ids", "unknown_ids", "iterations", "forced", "forced_reason",
+    }),
+}
 
 
 def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
+    """One tool per verb declared with `mcp=` (memwrap/verbs.py): its parameters but the bank (the endpoint's)."""
     server: MCPServer = MCPServer(name="memwrap", instructions=INSTRUCTIONS)
-
-    @server.tool()
-    @_explained
-    async def recall(query: str, ctx: Context, max_tokens: int = 1024) -> dict[str, Any]:
-        """Memories relevant to `query`, rendered as one block within `max_tokens` (plus the memories themselves)."""
-        result = await memory_of().recall(_bank(ctx), query, max_tokens=max_tokens)
-        return {
-            "context": result.context,
-            "tokens": result.tokens,
-            "memories": [
-                {"id": str(m.id), "text": m.text, "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None}
-                for m in result.memories
-            ],
-        }
-
-    @server.tool()
-    @_explained
-    async def retain(
-        content: str,
-        ctx: Context,
-        context: str | None = None,
-        document_id: str | None = None,
-        timestamp: datetime | None = None,
-        tags: list[str] | None = None,
-    ) -> dict[str, Any]:
-        """Remember `content` (a fact, a message, a note). Returns the ids of the stored memories."""
-        ids = await memory_of().retain(
-            _bank(ctx), content, context=context, document_id=document_id, timestamp=timestamp, tags=tags
-        )
-        return {"ids": [str(i) for i in ids]}
-
-    @server.tool()
-    @_explained
-    async def list_memories(ctx: Context, limit: int = 20, offset: int = 0) -> dict[str, Any]:
-        """Stored memories of this bank, oldest first, `limit` at a time."""
-        records = await memory_of().list(_bank(ctx), limit=limit, offset=offset)
-        return {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]}
-
-    @server.tool()
-    @_explained
-    async def get_memory(memory_id: str, ctx: Context) -> dict[str, Any]:
-        """One stored memory by id."""
-        record = await memory_of().get(_bank(ctx), memory_id)
-        return record.model_dump(mode="json", exclude={"bank_id"})
-
-    @server.tool()
-    @_explained
-    async def mental_models(ctx: Context) -> dict[str, Any]:
-        """This bank's mental models: named standing questions and their current answers."""
-        found = await memory_of().mental_models(_bank(ctx))
-        return {"mental_models": [{"name": m.name, "question": m.question, "content": m.content,
-                                   "status": m.status} for m in found]}
-
-    @server.tool()
-    @_explained
-    async def get_mental_model(name: str, ctx: Context) -> dict[str, Any]:
-        """One mental model's current answer, by name."""
-        model = await memory_of().get_mental_model(_bank(ctx), name)
-        return model.model_dump(mode="json", exclude={"bank_id"})
-
-    @server.tool()
-    @_explained
-    async def reflect(query: str, ctx: Context, context: str | None = None, max_tokens: int | None = None) -> dict[str, Any]:
-        """Answer `query` from this bank's memory: an agent reads mental models, observations and facts and
-        answers citing the memories it used (`forced`: a limit cut the search short). Needs the server's LLM
-        (MEMWRAP_LLM_*); without one the tool answers with the error `llm_not_configured`."""
-        result = await memory_of().reflect(_bank(ctx), query, context=context, max_tokens=max_tokens)
-        return result.model_dump(
-            mode="json", include={"answer", "structured", "memory_ids", "mental_model_ids", "unknown_ids",
-                                  "iterations", "forced", "forced_reason"},
-        )
-
+    for declared in VERBS.values():
+        if declared.mcp:
+            server.add_tool(_tool(declared, memory_of), name=declared.mcp, description=declared.doc)
     return server
+
+
+def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory]) -> Callable[..., Awaitable[Any]]:
+    view = VIEWS.get(declared.name, _as_json)
+
+    async def tool(ctx: Context, **arguments: Any) -> Any:
+        try:
+            result = await getattr(memory_of(), declared.name)(_bank(ctx), **arguments)
+        except MemwrapError as exc:  # the SDK hides other exceptions' text; ours reach the client with theirs
+            raise ToolError(f"{exc.code}: {exc}") from None
+        return view(result)
+
+    signature = declared.signature()
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
+                  if p.name != "bank_id"]
+    hints = get_type_hints(declared.function, include_extras=True)
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+        + [p.replace(annotation=hints.get(p.name, Any)) for p in parameters],
+        return_annotation=dict[str, Any],
+    )
+    tool.__name__ = declared.mcp or declared.name
+    tool.__doc__ = declared.doc
+    return tool
+
+
+def _as_json(result: Any) -> Any:
+    return TypeAdapter(Any).dump_python(result, mode="json")
 
 
 def session_manager(server: MCPServer, host: str) -> StreamableHTTPSessionManager:

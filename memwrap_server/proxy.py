@@ -7,7 +7,7 @@ queues the exchange in the same durable spool, from which it is retained. Stream
 as they arrive; a copy of each SSE event feeds the wrappers' stream accumulators, and the turn is queued for
 retain when the stream ends (or is cut: then marked partial).
 
-Headers: X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Max-Tokens,
+Headers: X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
 X-Memwrap-Tags (comma-separated), X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they
 are and are never stored or logged. The headers are checked before anything is sent (400 with the reason):
@@ -142,11 +142,12 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
         if session.strip():
             options["session_id"] = validate.text_field(session.strip(), what="X-Memwrap-Session",
                                                         max_chars=MAX_SESSION_CHARS)
-    budget = headers.get("x-memwrap-max-tokens")
+    name = "X-Memwrap-Token-Budget" if "x-memwrap-token-budget" in headers else "X-Memwrap-Max-Tokens"
+    budget = headers.get(name.lower())
     if budget is not None:
         if not budget.strip().isascii() or not budget.strip().isdigit():
-            raise RequestRefused(f"X-Memwrap-Max-Tokens must be an integer from 1 to {validate.MAX_BUDGET_TOKENS:,}.")
-        options["max_tokens"] = validate.budget(int(budget.strip()))
+            raise RequestRefused(f"{name} must be an integer from 1 to {validate.MAX_BUDGET_TOKENS:,}.")
+        options["token_budget"] = validate.budget(int(budget.strip()), what=name)
     tags = headers.get("x-memwrap-tags")
     if tags is not None:
         found = [t.strip() for t in tags.split(",") if t.strip()]
@@ -178,7 +179,7 @@ class Proxy:
         )
         # One handle for the whole server: its statistics are the proxy's, its spool the server's.
         self.handle = ProxyMemwrap(memory, Options(recall_timeout=settings.proxy_recall_timeout,
-                                                   max_tokens=settings.proxy_max_tokens),
+                                                   token_budget=settings.proxy_token_budget),
                                    family="proxy", database=database)
         backend = backend_for(memory)[0]
         backend.max_inflight = settings.proxy_max_inflight
@@ -333,8 +334,12 @@ _HEADERS = [
      "schema": {"type": "string", "pattern": validate.BANK_ID_PATTERN, "maxLength": 128}},
     {"name": "X-Memwrap-Session", "in": "header", "required": False,
      "schema": {"type": "string", "maxLength": MAX_SESSION_CHARS}},
-    {"name": "X-Memwrap-Max-Tokens", "in": "header", "required": False,
-     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS}},
+    {"name": "X-Memwrap-Token-Budget", "in": "header", "required": False,
+     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
+     "description": "Tokens of memory injected (default MEMWRAP_PROXY_TOKEN_BUDGET)."},
+    {"name": "X-Memwrap-Max-Tokens", "in": "header", "required": False, "deprecated": True,
+     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
+     "description": "Old name of X-Memwrap-Token-Budget."},
     {"name": "X-Memwrap-Tags", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "Comma-separated tags for the retained turn and the recall filter."},
     {"name": "X-Memwrap-Inject", "in": "header", "required": False, "schema": {"type": "string"}},

@@ -69,28 +69,6 @@ class RetainResult(BaseModel):
     ids: list[UUID]
 
 
-class RecallBody(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"query": "Where does Alice work?", "max_tokens": 512}
-    ]})
-
-    query: str = Field(description="What the memories are for: usually the user's last message.")
-    max_tokens: int = Field(default=1024, ge=1, le=2_000_000, description="Exact budget of the rendered block.")
-    now: Timestamp | None = Field(default=None, description="Resolve 'last spring' against this time (default: now).")
-    types: list[MemoryType] | None = None
-    tags: list[str] | None = None
-    model: str | None = Field(default=None, description="Model the block is for (picks the token encoding).")
-    neighbours: bool | None = None
-    prefer_observations: bool | None = Field(
-        default=None, description="An observation takes the place of the facts it covers (default: the server's)."
-    )
-
-    @field_validator("model")
-    @classmethod
-    def _model_storable(cls, value: str | None) -> str | None:
-        return _storable(value, "model")
-
-
 class MemoryPage(BaseModel):
     items: list[MemoryRecord]
     limit: int
@@ -123,6 +101,8 @@ class BankCreate(BaseModel):
         default=None, description="Secrets in retained text: redact (default), block (refuse the retain) or off."
     )
     disposition: DispositionIn | None = None
+    raw_ttl_days: float | None = Field(default=None, gt=0, le=36_500,
+                                       description="Raw facts older than this are deleted by the worker (null: kept).")
 
 
 class BankPatch(BaseModel):

@@ -65,8 +65,8 @@ def test_bad_bank_ids(memory: Memory, bank_id: object) -> None:
 
 @pytest.mark.parametrize("max_tokens", [0, -5, 2_000_001, 10**12, 1.5, "100", True])
 def test_bad_budgets(memory: Memory, bank: str, stored: list, max_tokens: object) -> None:
-    with pytest.raises(InvalidBudgetError, match="max_tokens"):
-        memory.recall(bank, "anything", max_tokens=max_tokens, now=NOW)  # type: ignore[arg-type]
+    with pytest.raises(InvalidBudgetError, match="token_budget"):
+        memory.recall(bank, "anything", token_budget=max_tokens, now=NOW)  # type: ignore[arg-type]
     _intact(memory, bank, stored)
 
 

@@ -72,5 +72,5 @@ def test_recall_budget_end_to_end(memory: Memory, max_tokens: int) -> None:
             "A very long memory. " * 400, "Bob's café serves naïve crème brûlée.", "短记忆",
         ] + [f"Memory number {i} about topic {i % 7} and person P{i % 5}." for i in range(80)]
         memory.retain_many(bank, [RetainItem(content=t, document_id=f"d{i}") for i, t in enumerate(texts)])
-    recall = memory.recall(bank, "What do we know about topic 3 and 张伟?", max_tokens=max_tokens, now=NOW)
+    recall = memory.recall(bank, "What do we know about topic 3 and 张伟?", token_budget=max_tokens, now=NOW)
     assert recall.tokens == len(ENC.encode(recall.context, disallowed_special=())) <= max_tokens

@@ -16,7 +16,7 @@ def test_demo_prints_what_would_be_injected(memwrap_home: Path, capsys: pytest.C
     assert len(results) == 3
     for result in results:
         assert result["context"].startswith("<memwrap_memories>")
-        assert 0 < result["tokens"] <= result["max_tokens"]
+        assert 0 < result["tokens"] <= result["token_budget"]
     assert "peanut" in results[0]["context"].lower() or "vegetarian" in results[0]["context"].lower()
     assert "João" in results[2]["context"]
 

@@ -107,7 +107,7 @@ async def test_facts_types_times_entities_and_causes_land_in_the_database(
     assert again == ids and len(fake.requests) == 1
 
     recall = await engine.recall(
-        bank, "What did the assistant change in the config?", max_tokens=500, types=["world", "experience"]
+        bank, "What did the assistant change in the config?", token_budget=500, types=["world", "experience"]
     )
     assert recall.memories[0].text == FIXED and recall.memories[0].type == "experience"
 

@@ -76,7 +76,7 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
     }
     assert names == {"张伟": 3, "上海": 2}  # no entity for the aliases themselves
 
-    recall = await engine.recall(bank, "Zhang Wei", max_tokens=400, types=["world"])
+    recall = await engine.recall(bank, "Zhang Wei", token_budget=400, types=["world"])
     assert {m.text for m in recall.memories} >= {"张伟下周去上海出差。", "Zhang Wei booked a new flight."}
 
 

@@ -35,7 +35,7 @@ async def assert_kept_raw(engine: Engine, bank: str, ids: list[Any], reason: str
     assert row["fact_type"] == "raw" and row["text"] == TURN["content"] and ids == [row["id"]]
     [entry] = await queued(engine, bank)
     assert entry["attempts"] == 1 and reason in entry["last_error"]
-    recall = await engine.recall(bank, "When does the billing backup run?", max_tokens=300)
+    recall = await engine.recall(bank, "When does the billing backup run?", token_budget=300)
     assert [m.id for m in recall.memories][:1] == [row["id"]]  # found meanwhile
 
 

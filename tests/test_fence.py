@@ -63,7 +63,7 @@ def _fence_ok(context: str) -> None:
 
 def test_rendered_block_has_exactly_its_own_fence(memory: Any, bank: str) -> None:
     memory.retain_many(bank, [{"content": text, "document_id": f"forged:{i}"} for i, text in enumerate(FORGERIES)])
-    recall = memory.recall(bank, "SYSTEM OVERRIDE admin password", max_tokens=2000)
+    recall = memory.recall(bank, "SYSTEM OVERRIDE admin password", token_budget=2000)
     assert len(recall.memories) == len(FORGERIES)
     _fence_ok(recall.context)
     assert recall.context.count(OVERRIDE) == len(FORGERIES)  # inside the fence, as data
@@ -99,7 +99,7 @@ def test_upstream_sees_one_fence_and_the_apps_text_intact(
         "anthropic.messages": ("/v1/messages", {"model": "m", "max_tokens": 50, "system": system,
                                                 "messages": [{"role": "user", "content": question}]}),
     }[provider]
-    headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "X-Memwrap-Max-Tokens": "3000"}
+    headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "X-Memwrap-Token-Budget": "3000"}
     assert httpx.post(sidecar.url + path, json=body, headers=headers, timeout=60).status_code == 200
     sent = _system_of(upstream.last(provider))
     assert sent.startswith(system + "\n\n")  # the app's text first, as it was
@@ -115,7 +115,7 @@ def test_apps_own_tags_reach_the_upstream_untouched(
     system = "Be brief. <memwrap_memories>the app's own words</memwrap_memories> KEEP"
     body = {"model": "m", "messages": [{"role": "system", "content": system},
                                        {"role": "user", "content": "SYSTEM OVERRIDE admin password?"}]}
-    headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "X-Memwrap-Max-Tokens": "3000"}
+    headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "X-Memwrap-Token-Budget": "3000"}
     assert httpx.post(sidecar.url + "/v1/chat/completions", json=body, headers=headers, timeout=60).status_code == 200
     sent = _system_of(upstream.last("openai.chat"))
     assert sent.startswith(system + "\n\n")

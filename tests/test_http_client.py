@@ -27,7 +27,7 @@ def test_sync_surface_over_http(remote: Memory, bank: str) -> None:
     more = remote.retain_many(bank, [RetainItem(content="Alice plays the cello."), {"content": "Alice is vegetarian."}])
     assert len(ids) == 1 and len(more) == 2
 
-    recall = remote.recall(bank, "Who is Maya?", max_tokens=300)
+    recall = remote.recall(bank, "Who is Maya?", token_budget=300)
     assert recall.memories[0].id == ids[0] and "Maya" in recall.context and recall.tokens <= 300
     assert [r.id for r in remote.list(bank, limit=10)] == ids + more
     assert [r.id for r in remote.list(bank, tags=["family"])] == ids
@@ -104,7 +104,7 @@ def test_learning_surface_over_http(remote: Memory, bank: str) -> None:
     # Every parameter travels (tests/test_http_parity.py checks them all against the OpenAPI document).
     preferred = remote.recall(bank, "How does Alice take her coffee?", prefer_observations=True)
     assert preferred.memories and preferred.memories[0].id == ids[0]
-    remote.set_raw_ttl(bank, 30)
+    remote.configure_bank(bank, raw_ttl_days=30)
     assert remote.bank_config(bank)["raw_ttl_days"] == 30
     remote.delete_mental_model(bank, "coffee")
     assert remote.mental_models(bank) == []

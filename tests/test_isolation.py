@@ -25,7 +25,7 @@ def test_banks_are_isolated(memory: Memory) -> None:
     assert set(shared).isdisjoint(a_ids)
 
     for query in ["Nightingale", "What is Alice's secret project?", "Who did Alice meet last spring?", "Zoe Berlin"]:
-        recall = memory.recall(b, query, max_tokens=4000, now=NOW)
+        recall = memory.recall(b, query, token_budget=4000, now=NOW)
         assert {m.id for m in recall.memories} <= set(b_ids) | set(shared)
         assert "Zoe" not in recall.context
     assert {r.id for r in memory.list(b, limit=1000)} == set(b_ids) | set(shared)

@@ -202,7 +202,7 @@ def test_reconciliation_requeues_facts_stranded_by_a_terminal_failure(mem: Memor
     e = engine(mem)
     mem.retain(bank, "I prefer tea over coffee in the morning.", document_id="a")
     mem.retain(bank, "I really prefer tea over coffee in the morning.", document_id="b")
-    queued = mem.jobs(bank, "queued")
+    queued = mem.jobs(bank, status="queued")
     assert [j.kind for j in queued] == ["consolidate"]
     # The job used up its attempts (an LLM outage, say): its facts have no consolidation record.
     run(mem, e.store.pool.execute("UPDATE jobs SET status = 'failed', finished_at = now() WHERE bank_id = $1", bank))

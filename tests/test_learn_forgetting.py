@@ -93,7 +93,7 @@ def test_invalidate_hides_and_restore_brings_back(mem: Memory, bank: str) -> Non
 
 def test_deleting_evidence_makes_its_mental_model_stale_then_the_worker_refreshes_it(mem: Memory, bank: str) -> None:
     ids = _three(mem, bank)
-    mem.create_mental_model(bank, "editor", "Which editor theme does the user like?", max_tokens=200)
+    mem.create_mental_model(bank, "editor", "Which editor theme does the user like?", max_answer_tokens=200)
     _wait_fresh(mem, bank, "editor", 1)
     model = mem.get_mental_model(bank, "editor")
     [observation] = mem.observations(bank)
@@ -115,7 +115,7 @@ def test_raw_facts_expire_after_the_bank_ttl(mem: Memory, bank: str) -> None:
     assert mem.aio.settings.worker == "inline"
     engine = mem._run(mem.aio._get_engine())
     assert mem._run(engine.expire(bank)) == 0  # no TTL: nothing expires
-    mem.set_raw_ttl(bank, 30)
+    mem.configure_bank(bank, raw_ttl_days=30)
     assert mem.bank_config(bank)["raw_ttl_days"] == 30
     assert mem._run(engine.expire(bank, now=datetime.now(UTC) + timedelta(days=29))) == 0
     # The worker's reconciliation schedules the expiry of banks with a TTL.
@@ -124,10 +124,10 @@ def test_raw_facts_expire_after_the_bank_ttl(mem: Memory, bank: str) -> None:
     assert mem._run(engine.expire(bank, now=datetime.now(UTC) + timedelta(days=31))) == 3
     assert mem.list(bank) == [] and mem.observations(bank, include_invalidated=True) == []
     assert all(i not in {m.id for m in mem.list(bank)} for i in ids)
-    mem.set_raw_ttl(bank, None)
+    mem.configure_bank(bank, raw_ttl_days=None)
     assert "raw_ttl_days" not in mem.bank_config(bank)
     with pytest.raises(InvalidInputError):
-        mem.set_raw_ttl(bank, -1)
+        mem.configure_bank(bank, raw_ttl_days=-1)
 
 
 def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(mem: Memory, bank: str) -> None:

@@ -208,7 +208,7 @@ def test_deleting_evidence_has_the_llm_rewrite_the_observation(mem: Memory, fake
     mem.consolidate(bank)
     [observation] = mem.observations(bank)
     mem.delete(bank, first)
-    assert "revise_observations" in [j.kind for j in mem.jobs(bank, "queued")]
+    assert "revise_observations" in [j.kind for j in mem.jobs(bank, status="queued")]
     drain(mem)
     [revised] = mem.observations(bank)
     assert revised.id == observation.id and revised.text == f"The user said: {DARK[1]}" and revised.proof_count == 1
@@ -219,14 +219,14 @@ def test_deleting_evidence_has_the_llm_rewrite_the_observation(mem: Memory, fake
 def test_the_llm_writes_the_mental_model(mem: Memory, fake: FakeLLMServer, bank: str) -> None:
     mem.retain_many(bank, [{"content": DARK[0], "document_id": "m1"}, {"content": DARK[1], "document_id": "m2"}])
     mem.consolidate(bank)
-    mem.create_mental_model(bank, "editor", "How does the user like their editor?", max_tokens=5)
+    mem.create_mental_model(bank, "editor", "How does the user like their editor?", max_answer_tokens=5)
     fake.reset()
     fake.responder = diligent_model
     model = mem.refresh_mental_model(bank, "editor")
     [observation] = mem.observations(bank)
     assert model.generator == "llm" and model.status == "fresh" and model.version == 1
     assert model.source_ids == [observation.id]  # M1; the unknown M7 is dropped
-    assert model.content == "The user prefers dark mode"  # cut to max_tokens=5
+    assert model.content == "The user prefers dark mode"  # cut to max_answer_tokens=5
     _system, user = prompt(fake.requests[-1])
     assert "QUESTION: How does the user like their editor?" in user and "[M1]" in user and "(observation)" in user
 

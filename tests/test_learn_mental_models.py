@@ -83,7 +83,7 @@ def test_a_mental_model_answers_its_question_from_observations_and_facts(mem: Me
         mem.retain(bank, text, timestamp=T0, document_id=f"chat-{i}")
     mem.retain(bank, "I don't eat meat, I'm vegetarian.", timestamp=T0, document_id="chat-9")
     mem.consolidate(bank)
-    created = mem.create_mental_model(bank, "diet", "What can't the user eat?", max_tokens=120)
+    created = mem.create_mental_model(bank, "diet", "What can't the user eat?", max_answer_tokens=120)
     assert created.status == "pending" and created.version == 0 and created.content == ""
 
     model = _wait(mem, bank, "diet", version=1)

@@ -113,7 +113,7 @@ def _vectors(mem: Memory, bank: str) -> dict[str, np.ndarray]:
 
 
 def _ranking(mem: Memory, bank: str, question: str) -> list[str]:
-    return [m.document_id or "" for m in mem.recall(bank, question, now=NOW, max_tokens=4000).memories]
+    return [m.document_id or "" for m in mem.recall(bank, question, now=NOW, token_budget=4000).memories]
 
 
 def test_reembed_to_the_multilingual_model_gives_the_store_a_fresh_build_would_have() -> None:

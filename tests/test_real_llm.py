@@ -72,7 +72,7 @@ async def test_reextraction_keeps_who_said_what(memwrap_home: Path, bank: str) -
         memories = await memory.list(bank)
         assert all(m.type != "raw" or m.text.startswith(("user:", "assistant:")) for m in memories)
         for query, words in exchange.probes:
-            recall = await memory.recall(bank, query, max_tokens=400, now=SAID)
+            recall = await memory.recall(bank, query, token_budget=400, now=SAID)
             assert any(all(w in m.text.casefold() for w in words) for m in recall.memories[:5]), (query, memories)
         by_assistant = [m for m in memories if "museum" in m.text.casefold()]
         assert by_assistant and all(m.type in ("experience", "raw") or "assistant" in m.text.casefold()

@@ -185,11 +185,11 @@ async def test_several_calls_in_one_turn_share_the_budget_before_they_run(
     ]
     await engine.retain_many(bank, items)
     budget = 1800
-    raw = [await engine.recall(bank, topic, max_tokens=4000, types=["raw"]) for topic in topics]
+    raw = [await engine.recall(bank, topic, token_budget=4000, types=["raw"]) for topic in topics]
     assert all(r.tokens > budget for r in raw)  # each alone would overflow the whole budget
 
     fake.script([turn(*[call("recall", query=topic) for topic in topics]), done("Memory holds notes on all three.")])
-    result = await engine.reflect(bank, "What are the user's hobbies?", max_tokens=budget, now=NOW)
+    result = await engine.reflect(bank, "What are the user's hobbies?", context_budget=budget, now=NOW)
     assert not result.forced
 
     second = fake.requests[1]
@@ -222,7 +222,7 @@ async def test_the_context_budget_ends_in_a_forced_synthesis(engine: Engine, fak
         return turn(call("recall", query=next(queries)))
 
     fake.responder = greedy
-    result = await engine.reflect(bank, "What does project Orion need?", max_tokens=1500, now=NOW)
+    result = await engine.reflect(bank, "What does project Orion need?", context_budget=1500, now=NOW)
     assert result.forced and result.forced_reason == "context_budget"
     assert result.answer == "Orion needs many parts [F1]." and len(result.memory_ids) == 1
     assert 2 <= result.iterations < 8

@@ -82,7 +82,7 @@ async def test_bad_options_are_refused_before_any_llm_call(engine: Engine, fake:
     with pytest.raises(InvalidInputError, match="not a valid JSON schema"):
         await engine.reflect(bank, QUESTION, response_schema={"type": "banana"})
     with pytest.raises(InvalidInputError, match="cannot hold reflect's own prompt"):
-        await engine.reflect(bank, QUESTION, max_tokens=300)
+        await engine.reflect(bank, QUESTION, context_budget=300)
     assert fake.requests == []
 
 

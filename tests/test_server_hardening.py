@@ -277,7 +277,7 @@ def test_openapi_lists_the_proxy_routes(admin: httpx.Client) -> None:
     for path in ("/v1/chat/completions", "/v1/responses", "/v1/messages", "/ready"):
         assert path in paths, path
     headers = {p["name"] for p in paths["/v1/chat/completions"]["post"]["parameters"]}
-    assert {"X-Memwrap-Bank", "X-Memwrap-Session", "X-Memwrap-Max-Tokens", "X-Memwrap-Tags"} <= headers
+    assert {"X-Memwrap-Bank", "X-Memwrap-Session", "X-Memwrap-Token-Budget", "X-Memwrap-Tags"} <= headers
 
 
 def test_server_log_is_plain_and_names_no_upstream(sidecar: ServerProcess, upstream: FakeLLMServer) -> None:

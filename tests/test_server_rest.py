@@ -25,7 +25,7 @@ def test_retain_then_recall_round_trip(admin: httpx.Client, bank: str) -> None:
     ids = created.json()["ids"]
     assert ids
 
-    recall = admin.post(f"/v1/banks/{bank}/recall", json={"query": "Where does Alice work?", "max_tokens": 200})
+    recall = admin.post(f"/v1/banks/{bank}/recall", json={"query": "Where does Alice work?", "token_budget": 200})
     assert recall.status_code == 200, recall.text
     body = recall.json()
     assert "Google" in body["context"] and body["tokens"] <= 200
@@ -100,7 +100,7 @@ def test_errors_have_stable_codes(admin: httpx.Client, bank: str) -> None:
     cases = [
         (admin.post(f"/v1/banks/{bank}/memories", json={"content": "   "}), 422, "invalid_content"),
         (admin.post(f"/v1/banks/{bank}/memories", json={"content": "x", "metadata": {"k": "a\u0000b"}}), 422, "invalid_request"),
-        (admin.post(f"/v1/banks/{bank}/recall", json={"query": "q", "max_tokens": 0}), 422, "invalid_request"),
+        (admin.post(f"/v1/banks/{bank}/recall", json={"query": "q", "token_budget": 0}), 422, "invalid_budget"),
         (admin.post(f"/v1/banks/{bank}/recall", content=b"{not json", headers={"content-type": "application/json"}), 400, "invalid_json"),
         (admin.get(f"/v1/banks/{bank}/memories/{uuid.uuid4()}"), 404, "memory_not_found"),
         (admin.get("/v1/banks/bad%20bank/memories"), 422, "invalid_request"),

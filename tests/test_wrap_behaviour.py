@@ -101,7 +101,7 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     client.chat.completions.create(**ask("Where do I live?"), memwrap={"inject": False})
     assert memory_block(llm_server.last()) == "" and client.memwrap.stats.recalls == 0
     client.chat.completions.create(**ask("Secret: do not keep this."), memwrap={"retain": False})
-    client.chat.completions.create(**ask("Where do I live?"), memwrap={"max_tokens": 60})
+    client.chat.completions.create(**ask("Where do I live?"), memwrap={"token_budget": 60})
     block = memory_block(llm_server.last())
     assert "lives in Porto" in block and "sardines" not in block and count_tokens(block, MODEL) <= 60
     other = bank + "-other"

@@ -354,7 +354,7 @@ def test_turn_two_carries_turn_one(surface: Surface, llm_server: Any, warm_memor
 
     def between_turns() -> None:
         # What recall renders for turn 2's query, now that turn 1 is stored (and before turn 2 is).
-        expected["block"] = memory.recall(bank, QUESTION, max_tokens=1024, model=model).context
+        expected["block"] = memory.recall(bank, QUESTION, token_budget=1024, model=model).context
 
     if surface.is_async:
 

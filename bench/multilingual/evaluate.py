@@ -109,10 +109,10 @@ def evaluate_set(
     for i in range(0, len(items), batch):
         memory.retain_many(bank, items[i : i + batch])
     result = SetResult(model=model, memories=len(items), retain_s=time.perf_counter() - start)
-    memory.recall(bank, "warm-up query, not scored", max_tokens=RECALL_MAX_TOKENS, now=NOW)
+    memory.recall(bank, "warm-up query, not scored", token_budget=RECALL_MAX_TOKENS, now=NOW)
     for question in data.questions:
         t0 = time.perf_counter()
-        recall = memory.recall(bank, question.text, max_tokens=RECALL_MAX_TOKENS, now=NOW)
+        recall = memory.recall(bank, question.text, token_budget=RECALL_MAX_TOKENS, now=NOW)
         ms = (time.perf_counter() - t0) * 1000
         ranked = [Ranked(document_id=m.document_id, tokens=count_tokens(m.text)) for m in recall.memories]
         result.scores.append(score(question.id, question.category, question.evidence, ranked, budgets, ms))

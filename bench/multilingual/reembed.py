@@ -56,7 +56,7 @@ def _build(home: Path, model: str, items: list[Any]) -> float:
 def _answers(home: Path, model: str, questions: list[str]) -> tuple[list[list[str]], dict[str, np.ndarray]]:
     with _memory(home, model) as mem:
         rankings = [
-            [str(m.id) if m.document_id is None else m.document_id for m in mem.recall("bank", q, now=NOW, max_tokens=RECALL_MAX_TOKENS).memories]
+            [str(m.id) if m.document_id is None else m.document_id for m in mem.recall("bank", q, now=NOW, token_budget=RECALL_MAX_TOKENS).memories]
             for q in questions
         ]
         engine = mem._run(mem.aio._get_engine())

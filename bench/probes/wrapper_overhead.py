@@ -121,7 +121,7 @@ def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *,
         plain_stamps, wrapped_stamps = _Stamps(), _Stamps()
         plain = _client(base_url, plain_stamps)
         wrapped = memwrap.wrap_openai(_client(base_url, wrapped_stamps), bank_id=bank_id, memory=memory,
-                                      max_tokens=max_tokens)
+                                      token_budget=max_tokens)
         try:
             for question in questions(warmup):
                 _timed(plain, plain_stamps, question)

@@ -58,7 +58,7 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--out", type=Path, default=Path("qa-results.jsonl"), help="results, one JSON line per question")
     p.add_argument("--limit", type=int, help="the first N questions (after --categories)")
     p.add_argument("--categories", help="comma-separated categories (LoCoMo: multi-hop,temporal,open-domain,single-hop)")
-    p.add_argument("--budget", type=int, default=1024, help="recall's max_tokens (the memories the answerer reads)")
+    p.add_argument("--budget", type=int, default=1024, help="recall's token_budget (the memories the answerer reads)")
     p.add_argument("--answer-base-url", help="OpenAI-compatible endpoint of the answerer (default: OpenAI)")
     p.add_argument("--answer-model", help="default: MEMWRAP_LLM_MODEL or gpt-4o-mini")
     p.add_argument("--answer-api-key")
@@ -164,7 +164,7 @@ async def _retain(memory: Any, item: QAItem) -> float:
 
 async def _score(memory: Any, answerer: Any, judge: Any, item: QAItem, config: QAConfig) -> dict[str, Any]:
     t0 = time.perf_counter()
-    recall = await memory.recall(item.bank, item.question, max_tokens=config.budget, now=item.asked_at)
+    recall = await memory.recall(item.bank, item.question, token_budget=config.budget, now=item.asked_at)
     t1 = time.perf_counter()
     answer, answer_usage = await answerer.complete(
         ANSWER_SYSTEM, answer_prompt(item.question, recall.context, item.asked_at), role="reflect",

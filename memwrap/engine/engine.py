@@ -174,6 +174,11 @@ class Engine(LearningVerbs):
 
     # --- retain -----------------------------------------------------------------------------------------
 
+    async def retain(self, bank_id: str, content: str, **fields: Any) -> list[UUID]:
+        """One item (fields: timestamp, context, document_id, metadata, tags), validated as `retain_many` does."""
+        item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
+        return await self.retain_many(bank_id, [item])
+
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         bank_id = validate.bank_id(bank_id)
         checked = validate.retain_items(items)
@@ -276,7 +281,7 @@ class Engine(LearningVerbs):
         bank_id: str,
         query: str,
         *,
-        max_tokens: int = 1024,
+        token_budget: int = 1024,
         now: datetime | None = None,
         types: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
@@ -290,7 +295,7 @@ class Engine(LearningVerbs):
         request = RecallRequest(
             bank_id=validate.bank_id(bank_id),
             query=validate.query(query),
-            max_tokens=validate.budget(max_tokens),
+            max_tokens=validate.budget(token_budget),
             now=validate.now_or(now),
             types=validate.memory_types(types),
             tags=validate.tags(tags),
@@ -352,7 +357,7 @@ class Engine(LearningVerbs):
             raise BankNotFoundError(f"No bank {bank_id!r}.")
         return dict(row["config"] or {})
 
-    async def create_bank(self, bank_id: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
         """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
         bank_id = validate.bank_id(bank_id)
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
@@ -366,7 +371,7 @@ class Engine(LearningVerbs):
             raise BankExistsError(f"Bank {bank_id!r} exists already; configure_bank changes its settings.")
         return dict(config)
 
-    async def configure_bank(self, bank_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+    async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
         bank_id = validate.bank_id(bank_id)
         clean = validate.bank_config(changes)

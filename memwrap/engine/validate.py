@@ -164,17 +164,18 @@ def query(value: object) -> str:
     return text_field(value, what="query", max_chars=MAX_QUERY_CHARS)
 
 
-def budget(max_tokens: object) -> int:
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        raise InvalidBudgetError(f"max_tokens must be an integer, not {max_tokens!r}.")
-    if max_tokens <= 0:
-        raise InvalidBudgetError(f"max_tokens must be at least 1 (got {max_tokens}).")
-    if max_tokens > MAX_BUDGET_TOKENS:
+def budget(value: object, *, what: str = "token_budget") -> int:
+    """A token budget (`what` names it in the message: token_budget, context_budget, max_answer_tokens)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidBudgetError(f"{what} must be an integer, not {value!r}.")
+    if value <= 0:
+        raise InvalidBudgetError(f"{what} must be at least 1 (got {value}).")
+    if value > MAX_BUDGET_TOKENS:
         raise InvalidBudgetError(
-            f"max_tokens={max_tokens:,} is larger than any model's context window ({MAX_BUDGET_TOKENS:,}); "
-            "pass the number of tokens you want to spend on memories, e.g. 1024."
+            f"{what}={value:,} is larger than any model's context window ({MAX_BUDGET_TOKENS:,}); "
+            "pass the number of tokens you want to spend, e.g. 1024."
         )
-    return max_tokens
+    return value
 
 
 def memory_types(types: Sequence[str] | None) -> list[str] | None:
@@ -212,17 +213,33 @@ BANK_CONFIG_KEYS: dict[str, tuple[str, ...]] = {"defense_policy": ("redact", "bl
 def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(changes, Mapping):
         raise InvalidInputError("A bank's configuration is a mapping, e.g. {'defense_policy': 'block'}.")
-    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS) - {"disposition"})
+    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS) - {"disposition", "raw_ttl_days"})
     if unknown:
-        known = sorted([*BANK_CONFIG_KEYS, "disposition"])
+        known = sorted([*BANK_CONFIG_KEYS, "disposition", "raw_ttl_days"])
         raise InvalidInputError(f"Unknown bank setting(s) {unknown}; known: {known}.")
     clean = dict(changes)
     for key, value in changes.items():
         if key == "disposition":  # reflect's (models.Disposition)
             clean[key] = None if value is None else _given_disposition(value)
+        elif key == "raw_ttl_days":  # the worker deletes raw facts older than this (learn/forgetting.py)
+            clean[key] = raw_ttl_days(value)
         elif value is not None and value not in BANK_CONFIG_KEYS[key]:
             raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")
     return clean
+
+
+MAX_TTL_DAYS = 36_500
+
+
+def raw_ttl_days(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_TTL_DAYS:
+        raise InvalidInputError(
+            f"raw_ttl_days is a number of days > 0 (at most {MAX_TTL_DAYS}), or None to keep raw facts forever "
+            f"(got {value!r})."
+        )
+    return float(value)
 
 
 def _given_disposition(value: object) -> dict[str, Any]:

@@ -15,7 +15,8 @@ turn is retained once; a memory block already in a request is replaced, never do
 
 LiteLLM proxy server (config.yaml: `litellm_settings: {callbacks: my_module.memwrap_logger}`): the logger's
 `async_pre_call_hook` recalls and injects, its success hooks retain. The bank comes, in this order, from the
-virtual key's metadata `memwrap_bank_id` (a key bound to a bank cannot reach another), the request header
+virtual key's metadata `{"memwrap": {"bank_id": ...}}` (a key bound to a bank cannot reach another; the flat
+`memwrap_bank_id` is read too), the request header
 `X-Memwrap-Bank`, the request's `metadata: {"memwrap": {"bank_id": ...}}`, then the logger's `bank_id`.
 
 Everything goes through the wrappers' core (memwrap/wrappers/core.py): same query, same block placement,
@@ -35,9 +36,15 @@ import threading
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from types import SimpleNamespace
 from typing import Any
 
+from memwrap.config import Settings
+from memwrap.engine.llm import LLM, policy
+from memwrap.engine.llm_providers import OpenAIProvider
+from memwrap.engine.llm_types import ROLES
 from memwrap.wrappers.core import Call, Memwrap
+from memwrap.wrappers.memories import resolve_memory
 from memwrap.wrappers.scope import BankId, Options, as_tags, scope
 from memwrap.wrappers.streams import AsyncStreamProxy, Capture, ChatAccumulator, StreamProxy
 
@@ -53,11 +60,7 @@ COMPLETION_CALLS = ("completion", "acompletion")
 
 
 def _memory(memory: Any) -> Any:
-    if isinstance(memory, str):
-        from memwrap.client.http import memory_for_url
-
-        return memory_for_url(memory)
-    return memory
+    return resolve_memory(memory)
 
 
 def _handle(memory: Any, options: Options) -> Memwrap:
@@ -66,9 +69,9 @@ def _handle(memory: Any, options: Options) -> Memwrap:
     return handle
 
 
-def _options(bank_id: BankId, inject: bool, retain: bool, max_tokens: int, session_id: str | None,
+def _options(bank_id: BankId, inject: bool, retain: bool, token_budget: int, session_id: str | None,
              tags: str | Sequence[str] | None, recall_timeout: float) -> Options:
-    return Options(bank_id=bank_id, inject=inject, retain=retain, max_tokens=max_tokens, session_id=session_id,
+    return Options(bank_id=bank_id, inject=inject, retain=retain, token_budget=token_budget, session_id=session_id,
                    tags=as_tags(tags), recall_timeout=recall_timeout)
 
 
@@ -88,17 +91,22 @@ def wrap_completion(
     memory: Any = None,
     inject: bool = True,
     retain: bool = True,
-    max_tokens: int = 1024,
+    token_budget: int = 1024,
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
+    llm: str | None = None,
 ) -> Callable[..., Any]:
     """`litellm.completion` or `litellm.acompletion` with memory. Per call: `memwrap={"bank_id": ...}`.
 
     Recall fails open (a slow or down engine never fails the call); streams are relayed untouched and the turn
     is retained when they end. The returned function has `.memwrap` (statistics, `flush()`), as wrapped clients do.
+    `llm="openai/gpt-4o-mini"` (any LiteLLM model name): the memory's own LLM work (extraction, consolidation,
+    reflect) goes through LiteLLM with that model, instead of MEMWRAP_LLM_*.
     """
-    handle = _handle(memory, _options(bank_id, inject, retain, max_tokens, session_id, tags, recall_timeout))
+    handle = _handle(memory, _options(bank_id, inject, retain, token_budget, session_id, tags, recall_timeout))
+    if llm:
+        use_litellm(handle.memory, llm)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -131,6 +139,24 @@ def wrap_completion(
     return completion
 
 
+def use_litellm(memory: Any, model: str) -> None:
+    """The engine's own LLM calls go through `litellm.acompletion` with `model` (every role; per-role
+    MEMWRAP_*_MODEL overrides still apply). LiteLLM answers in the Chat Completions shape, so the engine's
+    OpenAI provider reads it as it is."""
+    import litellm
+
+    settings = getattr(memory, "settings", None) or Settings()
+    client = SimpleNamespace(
+        chat=SimpleNamespace(completions=SimpleNamespace(create=litellm.acompletion)), base_url="litellm"
+    )
+    shared: dict[str, OpenAIProvider] = {}
+    for role in ROLES:
+        role_model = getattr(settings, f"{role}_model") or model
+        shared.setdefault(role_model, OpenAIProvider(role_model, client, owns_client=False))
+    providers = {role: shared[getattr(settings, f"{role}_model") or model] for role in ROLES}
+    memory.use_llm(LLM(providers, **policy(settings)))  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------------------------------- logger
 
 
@@ -160,14 +186,14 @@ class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
         memory: Any = None,
         inject: bool = True,
         retain: bool = True,
-        max_tokens: int = 1024,
+        token_budget: int = 1024,
         tags: str | Sequence[str] | None = None,
         recall_timeout: float = 0.5,
         **kwargs: Any,
     ) -> None:
         if CustomLogger is not object:
             super().__init__(**kwargs)
-        self.handle = _handle(memory, _options(bank_id, inject, retain, max_tokens, None, tags, recall_timeout))
+        self.handle = _handle(memory, _options(bank_id, inject, retain, token_budget, None, tags, recall_timeout))
         self._calls: OrderedDict[str, Call] = OrderedDict()  # pre-call hook -> success hook, bounded
         self._seen: OrderedDict[str, None] = OrderedDict()  # litellm_call_ids already retained
         self._lock = threading.Lock()
@@ -180,8 +206,12 @@ class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
 
     def bank_for(self, data: Mapping[str, Any], key: Any = None) -> str | None:
         key_meta = getattr(key, "metadata", None) or {}
-        if key_meta.get("memwrap_bank_id"):  # a key bound to a bank: what the request says does not matter
-            return str(key_meta["memwrap_bank_id"])
+        # A key bound to a bank: what the request says does not matter. Same spelling as a request's metadata
+        # ({"memwrap": {"bank_id": ...}}); the flat `memwrap_bank_id` of earlier keys is still read.
+        bound = (key_meta.get("memwrap") or {}).get("bank_id") if isinstance(key_meta.get("memwrap"), Mapping) else None
+        bound = bound or key_meta.get("memwrap_bank_id")
+        if bound:
+            return str(bound)
         header = _request_headers(data).get("x-memwrap-bank")
         if header:
             return header

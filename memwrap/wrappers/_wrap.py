@@ -8,8 +8,9 @@ from typing import Any, TypedDict
 from memwrap.engine import validate
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap
+from memwrap.wrappers.memories import resolve_memory
 from memwrap.wrappers.proxies import ClientProxy, Tree
-from memwrap.wrappers.scope import BankId, Options, ToolLoop, as_tags
+from memwrap.wrappers.scope import BankId, Options, ToolLoop, as_tags, renamed_options
 
 
 class WrapOptions(TypedDict, total=False):
@@ -19,7 +20,7 @@ class WrapOptions(TypedDict, total=False):
     memory: Any
     inject: bool
     retain: bool
-    max_tokens: int
+    token_budget: int
     session_id: str | None
     tags: str | Sequence[str] | None
     recall_timeout: float
@@ -37,24 +38,23 @@ def wrap(
     memory: Any,
     inject: bool,
     retain: bool,
-    max_tokens: int,
+    token_budget: int,
     session_id: str | None,
     tags: str | Sequence[str] | None,
     recall_timeout: float,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    memory_api_key: str | None = None,
+    max_tokens: int | None = None,
 ) -> Any:
+    if max_tokens is not None:  # the old name, beside the SDK's own max_tokens
+        token_budget = renamed_options({"max_tokens": max_tokens}, stacklevel=4)["token_budget"]
     if isinstance(client, ClientProxy):
         # Wrapping twice would recall and inject twice: wrap the original client again with the new options.
         client = client.__wrapped__
-    if isinstance(memory, str):
-        # A sidecar: memory="http://host:8765" means the process's one Memory(url=...) for that URL.
-        from memwrap.client.http import is_url, memory_for_url
-
-        if not is_url(memory):
-            raise TypeError(f"memory= takes a Memory, an AsyncMemory or a sidecar URL (http://...), not {memory!r}.")
-        memory = memory_for_url(memory)
+    # A sidecar: memory="http://host:8765" means the process's one Memory(url=..., api_key=...) for that URL.
+    memory = resolve_memory(memory, api_key=memory_api_key)
     if memory is not None and not is_async and memory_kind(memory) == "async":
         raise TypeError(
             f"A sync {type(client).__name__} needs a sync memory: pass memwrap.Memory(), not AsyncMemory() "
@@ -68,7 +68,7 @@ def wrap(
         bank_id=bank_id,
         inject=inject,
         retain=retain,
-        max_tokens=max_tokens,
+        token_budget=token_budget,
         session_id=session_id,
         tags=as_tags(tags),
         recall_timeout=recall_timeout,

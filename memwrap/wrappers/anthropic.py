@@ -33,13 +33,15 @@ def wrap_anthropic(
     memory: Any = None,
     inject: bool = True,
     retain: bool = True,
-    max_tokens: int = 1024,
+    token_budget: int = 1024,
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    memory_api_key: str | None = None,
+    max_tokens: int | None = None,
 ) -> C:
     """Return `client` with memory: recalled into `system` before each Messages call, retained after it.
 
@@ -62,11 +64,13 @@ def wrap_anthropic(
         memory=memory,
         inject=inject,
         retain=retain,
-        max_tokens=max_tokens,
+        token_budget=token_budget,
         session_id=session_id,
         tags=tags,
         recall_timeout=recall_timeout,
         llm=llm,
         tool_loop=tool_loop,
         retain_tools=retain_tools,
+        memory_api_key=memory_api_key,
+        max_tokens=max_tokens,
     )

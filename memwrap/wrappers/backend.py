@@ -198,16 +198,16 @@ class Backend:
 
     # -- recall ----------------------------------------------------------------------------------------------
 
-    def _recall_kwargs(self, max_tokens: int, tags: Sequence[str], model: str | None) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"max_tokens": max_tokens, "model": model}
+    def _recall_kwargs(self, token_budget: int, tags: Sequence[str], model: str | None) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"token_budget": token_budget, "model": model}
         if tags:
             kwargs["tags"] = list(tags)
         return kwargs
 
     def recall_sync(
-        self, bank_id: str, query: str, *, max_tokens: int, tags: Sequence[str], model: str | None, timeout: float
+        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float
     ) -> Any:
-        kwargs = self._recall_kwargs(max_tokens, tags, model)
+        kwargs = self._recall_kwargs(token_budget, tags, model)
         if self.kind == "async" and (self.home_loop is None or self.home_loop.is_closed()):
             raise RecallSkipped("an async memory can only be reached from its event loop (use Memory for sync code)")
         self._admit()
@@ -229,9 +229,9 @@ class Backend:
             raise RecallTimeout(f"recall took longer than {timeout:.3f}s") from None
 
     async def recall_async(
-        self, bank_id: str, query: str, *, max_tokens: int, tags: Sequence[str], model: str | None, timeout: float
+        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float
     ) -> Any:
-        kwargs = self._recall_kwargs(max_tokens, tags, model)
+        kwargs = self._recall_kwargs(token_budget, tags, model)
         loop = asyncio.get_running_loop()
         if self.kind == "async" and self.home_loop is None:
             self.home_loop = loop

@@ -29,6 +29,7 @@ from memwrap import lifecycle
 from memwrap.engine import validate
 from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
+from memwrap.wrappers.memories import default_memory
 from memwrap.wrappers.scope import Options, resolve
 from memwrap.wrappers.spool import Retainer, RetainStats
 
@@ -65,18 +66,6 @@ class Stats:
 
 _registry: dict[int, tuple[Backend, Retainer]] = {}
 _registry_lock = threading.Lock()
-_default_memory: Any = None
-
-
-def default_memory() -> Any:
-    """One `Memory()` per process (MEMWRAP_* settings), created on first use."""
-    global _default_memory
-    with _registry_lock:
-        if _default_memory is None:
-            from memwrap.api import Memory
-
-            _default_memory = Memory()
-        return _default_memory
 
 
 def backend_for(memory: Any) -> tuple[Backend, Retainer]:
@@ -363,7 +352,7 @@ class Call:
     def _recall_options(self) -> dict[str, Any]:
         model = self.body.get("model")
         return {
-            "max_tokens": self.options.max_tokens,
+            "token_budget": self.options.token_budget,
             "tags": self.options.tags,
             "model": model if isinstance(model, str) else None,
             "timeout": self.options.recall_timeout,

@@ -34,13 +34,15 @@ def wrap_openai(
     memory: Any = None,
     inject: bool = True,
     retain: bool = True,
-    max_tokens: int = 1024,
+    token_budget: int = 1024,
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    memory_api_key: str | None = None,
+    max_tokens: int | None = None,
 ) -> C:
     """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
 
@@ -51,7 +53,9 @@ def wrap_openai(
     `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
     Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
     the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
-    `tool_loop="step"` treats each request as its own exchange.
+    `tool_loop="step"` treats each request as its own exchange. `token_budget`: tokens of memory injected per
+    call (`max_tokens`, its old name, still works with a DeprecationWarning). `memory_api_key`: the key of a
+    sidecar given as `memory="http://..."` (default MEMWRAP_API_KEY).
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
         raise TypeError(
@@ -66,11 +70,13 @@ def wrap_openai(
         memory=memory,
         inject=inject,
         retain=retain,
-        max_tokens=max_tokens,
+        token_budget=token_budget,
         session_id=session_id,
         tags=tags,
         recall_timeout=recall_timeout,
         llm=llm,
         tool_loop=tool_loop,
         retain_tools=retain_tools,
+        memory_api_key=memory_api_key,
+        max_tokens=max_tokens,
     )

@@ -13,11 +13,14 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any, Literal
 
+from memwrap.declare import renamed_arguments
 from memwrap.errors import InvalidInputError
 
 OPTION_NAMES = (
-    "bank_id", "inject", "retain", "max_tokens", "session_id", "tags", "recall_timeout", "tool_loop", "retain_tools"
+    "bank_id", "inject", "retain", "token_budget", "session_id", "tags", "recall_timeout", "tool_loop", "retain_tools"
 )
+# Old spellings still accepted (with a DeprecationWarning): `max_tokens` sat beside the SDKs' own max_tokens.
+RENAMED_OPTIONS = {"max_tokens": "token_budget"}
 TOOL_LOOP_MODES = ("turn", "step")
 
 BankId = str | Callable[[], str | None] | None
@@ -31,7 +34,7 @@ class Options:
     bank_id: BankId = None
     inject: bool = True
     retain: bool = True
-    max_tokens: int = 1024
+    token_budget: int = 1024  # tokens of memory injected per call (recall's token_budget)
     session_id: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
     recall_timeout: float = 0.2
@@ -45,6 +48,7 @@ class Options:
             raise InvalidInputError(f"tool_loop must be one of {TOOL_LOOP_MODES}, not {self.tool_loop!r}.")
 
     def merged(self, overrides: Mapping[str, Any]) -> Options:
+        overrides = renamed_options(overrides)
         unknown = set(overrides) - set(OPTION_NAMES)
         if unknown:
             raise InvalidInputError(
@@ -58,6 +62,13 @@ class Options:
     def resolve_bank(self) -> str | None:
         bank = self.bank_id() if callable(self.bank_id) else self.bank_id
         return str(bank) if bank else None
+
+
+def renamed_options(options: Mapping[str, Any], *, stacklevel: int = 5) -> dict[str, Any]:
+    """Options with their old names (RENAMED_OPTIONS) mapped to the new ones, with a DeprecationWarning each."""
+    return renamed_arguments("memwrap option", RENAMED_OPTIONS, {k: v for k, v in options.items()
+                                                                 if v is not None or k not in RENAMED_OPTIONS},
+                             stacklevel=stacklevel)
 
 
 def as_tags(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -93,18 +104,22 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
         bank_id: BankId = None,
         inject: bool | None = None,
         retain: bool | None = None,
-        max_tokens: int | None = None,
+        token_budget: int | None = None,
         session_id: str | None = None,
         tags: str | Sequence[str] | None = None,
         recall_timeout: float | None = None,
         tool_loop: ToolLoop | None = None,
         retain_tools: bool | None = None,
+        max_tokens: int | None = None,  # deprecated: token_budget
     ) -> None:
+        if max_tokens is not None:
+            token_budget = renamed_options({"max_tokens": max_tokens, "token_budget": token_budget},
+                                           stacklevel=4)["token_budget"]
         values = {
             "bank_id": bank_id,
             "inject": inject,
             "retain": retain,
-            "max_tokens": max_tokens,
+            "token_budget": token_budget,
             "session_id": session_id,
             "tags": as_tags(tags) if tags is not None else None,
             "recall_timeout": recall_timeout,

@@ -52,8 +52,6 @@ async def configure_bank(bank_id: BankDep, body: BankPatch, memory: MemoryDep) -
     changes = body.model_dump(exclude_unset=True, exclude={"disposition"})
     if "disposition" in body.model_fields_set:
         changes["disposition"] = body.disposition.given() if body.disposition is not None else None
-    if "raw_ttl_days" in changes:  # the learning engine's setting, with its own verb (also stored in banks.config)
-        await memory.set_raw_ttl(bank_id, changes.pop("raw_ttl_days"))
     await memory.configure_bank(bank_id, **changes)
     return await _bank_out(memory, bank_id)
 

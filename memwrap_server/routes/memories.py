@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from typing import Annotated
-from uuid import UUID
 
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, status
 
+from memwrap.declare import VERBS
 from memwrap.engine import validate
-from memwrap.models import MemoryRecord, MemoryType, Recall
+from memwrap.models import MemoryType, Recall
 from memwrap_server.deps import BankDep, MemoryDep
-from memwrap_server.schemas import ERRORS, MemoryPage, RecallBody, RetainBatch, RetainBody, RetainResult
+from memwrap_server.schemas import ERRORS, MemoryPage, RetainBatch, RetainBody, RetainResult
+from memwrap_server.verb_routes import add_verb_route, body_model
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"], responses=ERRORS)
+RecallBody = body_model(VERBS["recall"])
 
 # Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead.
 MAX_OFFSET = 10_000_000
@@ -44,34 +46,25 @@ async def list_memories(
     memory: MemoryDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
-    type: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,  # noqa: A002
-    tag: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
+    types: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,
+    tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
+    type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,  # noqa: A002
+    tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
 ) -> MemoryPage:
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
-    items = await memory.list(bank_id, limit=limit + 1, offset=offset, types=type, tags=tag, document_id=document_id)
+    items = await memory.list(bank_id, limit=limit + 1, offset=offset, types=types or type, tags=tags or tag,
+                              document_id=document_id)
     more = len(items) > limit
     return MemoryPage(items=items[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
 
 
-@router.get("/memories/{memory_id}", response_model=MemoryRecord, summary="One memory",
-            responses={404: ERRORS[422] | {"description": "No such memory in this bank"}})
-async def get_memory(bank_id: BankDep, memory_id: UUID, memory: MemoryDep) -> MemoryRecord:
-    return await memory.get(bank_id, memory_id)
+add_verb_route(router, VERBS["get"])
+add_verb_route(router, VERBS["delete"])
 
 
-@router.delete("/memories/{memory_id}", status_code=status.HTTP_204_NO_CONTENT, response_class=Response,
-               summary="Forget one memory", responses={404: ERRORS[422] | {"description": "No such memory"}})
-async def delete_memory(bank_id: BankDep, memory_id: UUID, memory: MemoryDep) -> Response:
-    await memory.delete(bank_id, memory_id)
-    return Response(status_code=status.HTTP_204_NO_CONTENT)
-
-
-@router.post("/recall", response_model=Recall, summary="What matters for a query, rendered within a token budget")
+@router.post("/recall", response_model=Recall, summary=VERBS["recall"].summary, description=VERBS["recall"].doc)
 async def recall(bank_id: BankDep, body: RecallBody, memory: MemoryDep, request: Request) -> Recall:
     _count(request, "recalls")
-    return await memory.recall(
-        bank_id, body.query, max_tokens=body.max_tokens, now=body.now, types=body.types, tags=body.tags,
-        model=body.model, neighbours=body.neighbours, prefer_observations=body.prefer_observations,
-    )
+    return await memory.recall(bank_id, **{k: getattr(body, k) for k in body.model_fields_set})

@@ -279,17 +279,6 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
 # --- TTL for raw facts ---------------------------------------------------------------------------------------
 
 
-async def set_raw_ttl(engine: Any, bank_id: str, days: float | None) -> None:
-    if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float)) or days <= 0):
-        raise InvalidInputError(f"raw_ttl_days is a number of days > 0, or None to keep raw facts forever (got {days!r}).")
-    await engine.store.pool.execute(
-        "INSERT INTO banks AS b (bank_id, config) VALUES ($1, jsonb_strip_nulls(jsonb_build_object('raw_ttl_days', $2::float8))) "
-        "ON CONFLICT (bank_id) DO UPDATE SET config = CASE WHEN $2::float8 IS NULL THEN b.config - 'raw_ttl_days' "
-        "ELSE b.config || jsonb_build_object('raw_ttl_days', $2::float8) END",
-        bank_id, days,
-    )
-
-
 async def expire_raw(engine: Any, bank_id: str, *, now: datetime | None = None) -> int:
     """Delete the bank's raw facts stored longer ago than its TTL (with the forgetting cascade). Returns how many."""
     pool: asyncpg.Pool = engine.store.pool

@@ -281,9 +281,9 @@ async def default_generator(engine: Any, model: MentalModel) -> Generated:
     from memwrap.engine.learn.consolidate import consolidation_llm
 
     llm = consolidation_llm(engine)
-    budget = model.max_tokens if llm is None else min(model.max_tokens * READ_FACTOR, READ_CAP_TOKENS)
+    budget = model.max_answer_tokens if llm is None else min(model.max_answer_tokens * READ_FACTOR, READ_CAP_TOKENS)
     recall = await engine.recall(
-        model.bank_id, model.question, max_tokens=max(budget, 64), tags=model.tags or None, neighbours=False,
+        model.bank_id, model.question, token_budget=max(budget, 64), tags=model.tags or None, neighbours=False,
         prefer_observations=True,
     )
     memories = recall.memories
@@ -292,13 +292,13 @@ async def default_generator(engine: Any, model: MentalModel) -> Generated:
         return Generated("".join(render_line(m) for m in memories), [m.id for m in memories], "recall")
     listing = "\n".join(f"[M{i}] {render_line(m).removeprefix('- ').strip()}" for i, m in enumerate(memories, 1))
     user = (
-        f"QUESTION: {model.question}\nANSWER BUDGET: {model.max_tokens} tokens\n\n"
+        f"QUESTION: {model.question}\nANSWER BUDGET: {model.max_answer_tokens} tokens\n\n"
         f"MEMORIES\n{listing or '(none)'}\n"
     )
     draft, _usage = await llm.structured(SYSTEM, user, MentalModelDraft, role="consolidation")
     ids = {f"M{i}": m.id for i, m in enumerate(memories, 1)}
     used = [ids[s.strip().upper()] for s in draft.sources if s.strip().upper() in ids]
-    return Generated(_cut(draft.content.strip(), model.max_tokens), used or [m.id for m in memories], "llm")
+    return Generated(_cut(draft.content.strip(), model.max_answer_tokens), used or [m.id for m in memories], "llm")
 
 
 def _cut(text: str, max_tokens: int) -> str:

@@ -195,8 +195,5 @@ class Learning:
         await forgetting.restore(self.engine, bank_id, memory_id)
         self._wake_after(self.settings.mental_model_refresh_delay_seconds)
 
-    async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
-        await forgetting.set_raw_ttl(self.engine, bank_id, days)
-
     async def expire(self, bank_id: str, now: datetime | None) -> int:
         return await forgetting.expire_raw(self.engine, bank_id, now=now)

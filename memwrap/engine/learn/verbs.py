@@ -48,7 +48,7 @@ class LearningVerbs:
     # --- jobs ------------------------------------------------------------------------------------------------
 
     async def jobs(
-        self, bank_id: str | None = None, status: str | None = None, *, kind: str | None = None, limit: int = 100
+        self, bank_id: str | None = None, *, status: str | None = None, kind: str | None = None, limit: int = 100
     ) -> list[Job]:
         """The job queue, newest first: what the background worker did, does and will do."""
         bank = validate.bank_id(bank_id) if bank_id is not None else None
@@ -91,13 +91,13 @@ class LearningVerbs:
     # --- mental models ---------------------------------------------------------------------------------------
 
     async def create_mental_model(
-        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None, max_tokens: int = 512,
-        refresh_every: float | None = None,
+        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None,
+        max_answer_tokens: int = 512, refresh_every: float | None = None,
     ) -> MentalModel:
         """A standing question, answered in the background (status 'pending' until the first refresh)."""
         return await self.learning.create_mental_model(
             validate.bank_id(bank_id), name, validate.query(question), tags=validate.tags(tags),
-            max_tokens=validate.budget(max_tokens), refresh_every=refresh_every,
+            max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"), refresh_every=refresh_every,
         )
 
     async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
@@ -133,10 +133,6 @@ class LearningVerbs:
     async def restore(self, bank_id: str, memory_id: UUID | str) -> None:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         await self.learning.restore(validate.bank_id(bank_id), validate.memory_id(memory_id))
-
-    async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
-        """Raw facts of the bank older than `days` are deleted by the worker (None: keep them)."""
-        await self.learning.set_raw_ttl(validate.bank_id(bank_id), days)
 
     async def expire(self, bank_id: str, *, now: datetime | None = None) -> int:
         """Delete the bank's raw facts past its TTL now. Returns how many."""

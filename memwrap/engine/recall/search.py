@@ -123,7 +123,7 @@ class Searcher:
         if not bank_size:
             _discard(embedding)
             return Recall(
-                bank_id=request.bank_id, query=request.query, context="", tokens=0, max_tokens=request.max_tokens,
+                bank_id=request.bank_id, query=request.query, context="", tokens=0, token_budget=request.max_tokens,
                 encoding=encoding_name(encoding), time_window=window,
             )
         entity_keys = _query_entity_keys(request.query)
@@ -170,7 +170,7 @@ class Searcher:
         timings["total"] = _ms(started)
         return Recall(
             bank_id=request.bank_id, query=request.query, context=context, tokens=tokens,
-            max_tokens=request.max_tokens, encoding=encoding_name(encoding), memories=chosen, time_window=window,
+            token_budget=request.max_tokens, encoding=encoding_name(encoding), memories=chosen, time_window=window,
             candidates=len(ranked), timings_ms=timings,
         )
 

@@ -94,7 +94,7 @@ class Agent:
         base = self.counter.request(system, messages, tools)
         if base + SAFETY_TOKENS + MIN_RESULT_TOKENS > self.limits.max_tokens:
             raise InvalidBudgetError(
-                f"max_tokens={self.limits.max_tokens} cannot hold reflect's own prompt ({base} tokens with this "
+                f"context_budget={self.limits.max_tokens} cannot hold reflect's own prompt ({base} tokens with this "
                 f"query and context) and any memory: pass at least {base + 1024}."
             )
         reason: str | None = None
@@ -345,5 +345,5 @@ class Agent:
             bank_id=request.bank_id, query=request.query, answer=call.answer.strip(), structured=call.structured,
             memory_ids=cited.memory_ids, mental_model_ids=cited.mental_model_ids, citations=cited.citations,
             unknown_ids=cited.unknown, iterations=self.iteration, forced=forced is not None, forced_reason=forced,
-            max_tokens=self.limits.max_tokens, disposition=request.disposition, usage=self.usage, trace=self.trace,
+            context_budget=self.limits.max_tokens, disposition=request.disposition, usage=self.usage, trace=self.trace,
         )

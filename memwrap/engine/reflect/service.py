@@ -33,7 +33,7 @@ async def reflect(
     bank_id: str,
     query: str,
     *,
-    max_tokens: int | None = None,
+    context_budget: int | None = None,
     context: str | None = None,
     response_schema: Any = None,
     tags: Sequence[str] | None = None,
@@ -45,7 +45,9 @@ async def reflect(
     settings = engine.settings
     bank_id = validate.bank_id(bank_id)
     query = validate.query(query)
-    budget = validate.budget(settings.reflect_max_tokens if max_tokens is None else max_tokens)
+    budget = validate.budget(
+        settings.reflect_max_tokens if context_budget is None else context_budget, what="context_budget"
+    )
     if context is not None:
         context = validate.text_field(context, what="context", max_chars=MAX_CONTEXT_CHARS) if context.strip() else None
     iterations = settings.reflect_max_iterations if max_iterations is None else max_iterations
@@ -56,6 +58,8 @@ async def reflect(
         raise InvalidInputError(f"timeout is a number of seconds > 0, not {seconds!r}.")
     output = OutputSchema.build(response_schema)
     checked_tags = validate.tags(tags)
+    if disposition is not None:
+        validate.disposition(disposition)  # bad input is told as such, with an LLM or without
 
     llm = getattr(engine, "llm", None)
     if llm is None or not llm.configured("reflect"):

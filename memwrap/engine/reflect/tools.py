@@ -213,7 +213,7 @@ class Toolbox:
 
     async def _observations(self, args: SearchObservations, cap: int) -> tuple[str, list[tuple[str, str]]]:
         recall = await self.engine.recall(
-            self.bank_id, args.query, max_tokens=cap + RECALL_SLACK, now=self.now, types=["observation"],
+            self.bank_id, args.query, token_budget=cap + RECALL_SLACK, now=self.now, types=["observation"],
             tags=self.tags, neighbours=False,
         )
         if not recall.memories:
@@ -233,7 +233,7 @@ class Toolbox:
 
     async def _recall(self, args: RecallFacts, cap: int) -> tuple[str, list[tuple[str, str]]]:
         recall = await self.engine.recall(
-            self.bank_id, args.query, max_tokens=cap + RECALL_SLACK, now=self.now, types=FACT_TYPES, tags=self.tags,
+            self.bank_id, args.query, token_budget=cap + RECALL_SLACK, now=self.now, types=FACT_TYPES, tags=self.tags,
         )
         if not recall.memories:
             return "Memory holds no facts about this.", []

@@ -1,0 +1,219 @@
+"""How a verb is declared, and what every surface derives from a declaration.
+
+A verb is declared once, in memwrap/verbs.py, as a typed `async def` on `MemoryVerbs` with a docstring and the
+`@verb(...)` decorator:
+
+    @verb(Route("POST", "/v1/banks/{bank_id}/recall"), mcp=True, cli=True)
+    async def recall(self, bank_id: BankId, query: str, *, token_budget: int = 1024, ...) -> Recall:
+        \"\"\"Find what matters for `query` ...\"\"\"
+
+From that one signature come: the verb's parameter model (pydantic, `Verb.params`: the REST body, the MCP
+tool's input, the CLI's options are typed by it); `AsyncMemory`'s method (the decorator gives it its body: bind
+the arguments, then call the engine's method of the same name with every parameter by name; the engine checks
+the values, with errors that name them); `Memory`'s sync twin (memwrap/sync_api.py); the
+HTTP client's request (memwrap/client/http.py: route, path parameters, body or query string, result model); the
+REST route's request model (memwrap_server/routes); the MCP tool's parameters (memwrap_server/mcp.py) and the
+CLI command's options (memwrap/cli_verbs.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface
+lacks a verb or a parameter, names one differently, or gives it another default.
+
+A renamed parameter keeps working under its old name for a while: `renamed={"max_tokens": "token_budget"}`
+maps it, with a DeprecationWarning, on every surface (the parameter model does it).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, ParamSpec, TypeVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, create_model, model_validator
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_PATH_PARAM = re.compile(r"\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a verb lives in the REST API. Path parameters are named after the verb's parameters; the others
+    travel in a JSON body (POST, PATCH, PUT) or the query string (GET, DELETE)."""
+
+    method: str
+    path: str
+    status: int = 200
+    # The REST response wraps the verb's result in an object under this key (e.g. {"ids": [...]}).
+    envelope: str | None = None
+
+    @property
+    def path_params(self) -> tuple[str, ...]:
+        return tuple(_PATH_PARAM.findall(self.path))
+
+    @property
+    def in_body(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT")
+
+
+class VerbParams(BaseModel):
+    """Base of every verb's parameter model: strict about unknown names, lenient about old ones."""
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+    verb: ClassVar[str] = ""
+    renamed: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        """Bodies and tool calls (REST, MCP) may still use a renamed parameter's old name."""
+        if not isinstance(data, Mapping) or not cls.renamed:
+            return data
+        return renamed_arguments(cls.verb, cls.renamed, data, stacklevel=5)
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One public verb: everything a surface needs to offer it, derived from its declaration."""
+
+    name: str
+    doc: str
+    params: type[VerbParams]
+    positional: tuple[str, ...]  # parameters passed by position in Python (the rest are keyword-only)
+    result: Any  # the return annotation (a model, list[model], dict, int, bool, None)
+    route: Route | None
+    local_only: str | None  # why the verb has no HTTP route (None: it has one, or is `composed` of others)
+    composed: str | None  # over HTTP the client composes it from these verbs (no route of its own)
+    optional_bank: str | None  # bank_id=None means every bank, in-process only: why not over HTTP
+    mcp: str | None  # the MCP tool's name (None: not a tool)
+    cli: bool
+    partial: bool  # parameters not given are not passed on (PATCH: None resets, absent keeps)
+    renamed: Mapping[str, str] = field(default_factory=dict)
+    function: Callable[..., Any] | None = None  # the declared function (its signature is the public one)
+
+    @property
+    def summary(self) -> str:
+        return self.doc.strip().split("\n\n")[0].replace("\n", " ")
+
+    def signature(self) -> inspect.Signature:
+        assert self.function is not None
+        sig = inspect.signature(self.function)
+        return sig.replace(parameters=[p for p in sig.parameters.values() if p.name != "self"])
+
+
+VERBS: dict[str, Verb] = {}
+
+
+def verb(
+    route: Route | None = None,
+    *,
+    local_only: str | None = None,
+    composed: str | None = None,
+    optional_bank: str | None = None,
+    mcp: bool | str = False,
+    cli: bool = False,
+    partial: bool = False,
+    renamed: Mapping[str, str] | None = None,
+    custom: bool = False,
+) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """Declare a verb (see the module docstring). Exactly one of: a REST `route`; `local_only` (why it cannot
+    travel over HTTP); `composed` (the verbs the HTTP client builds it from). `mcp`: offered as an MCP tool (a
+    string names the tool). `custom=True`: the class that inherits the declaration writes the method itself
+    (its signature must stay the declared one; tests/test_verb_drift.py checks)."""
+    if sum(x is not None for x in (route, local_only, composed)) != 1:
+        raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
+
+    def declare(function: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        name = function.__name__
+        hints = get_type_hints(function, include_extras=True)
+        sig = inspect.signature(function)
+        params = [p for p in sig.parameters.values() if p.name != "self"]
+        model = _params_model(name, params, hints, dict(renamed or {}))
+        declared = Verb(
+            name=name,
+            doc=inspect.getdoc(function) or "",
+            params=model,
+            positional=tuple(p.name for p in params if p.kind is not inspect.Parameter.KEYWORD_ONLY),
+            result=hints.get("return"),
+            route=route,
+            local_only=local_only,
+            composed=composed,
+            optional_bank=optional_bank,
+            mcp=(name if mcp is True else mcp) or None,
+            cli=cli,
+            partial=partial,
+            renamed=dict(renamed or {}),
+            function=function,
+        )
+        VERBS[name] = declared
+        if custom:
+            return function
+        return _implementation(declared, sig)
+
+    return declare
+
+
+def _params_model(
+    name: str, params: list[inspect.Parameter], hints: Mapping[str, Any], renamed: dict[str, str]
+) -> type[VerbParams]:
+    fields: dict[str, Any] = {}
+    for p in params:
+        default = ... if p.default is inspect.Parameter.empty else p.default
+        fields[p.name] = (hints.get(p.name, Any), default)
+    model = create_model(  # type: ignore[call-overload]
+        "".join(part.capitalize() for part in name.split("_")) + "Params", __base__=VerbParams, **fields
+    )
+    model.verb = name
+    model.renamed = renamed
+    return model  # type: ignore[no-any-return]
+
+
+def _implementation(declared: Verb, sig: inspect.Signature) -> Callable[..., Any]:
+    """The body every plain verb shares: bind the arguments to the declared signature (a TypeError names what is
+    missing or unknown), then hand the engine every parameter by name; the engine checks the values (its errors
+    say which value, e.g. InvalidBudgetError), whichever way it is reached."""
+
+    @functools.wraps(declared.function)  # type: ignore[arg-type]
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = _bind(declared, sig, self, args, kwargs)
+        engine = await self._get_engine()
+        return await getattr(engine, declared.name)(**arguments)
+
+    call.__verb__ = declared  # type: ignore[attr-defined]
+    return call
+
+
+def _bind(declared: Verb, sig: inspect.Signature, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    if declared.renamed:
+        kwargs = renamed_arguments(declared.name, declared.renamed, kwargs, stacklevel=4)
+    try:
+        bound = sig.bind(self, *args, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"{declared.name}(): {exc}") from None
+    if not declared.partial:  # a partial verb passes on only what was given (PATCH: absent keeps, None resets)
+        bound.apply_defaults()
+    return {k: v for k, v in bound.arguments.items() if k != "self"}
+
+
+def renamed_arguments(
+    verb_name: str, renamed: Mapping[str, str], arguments: Mapping[str, Any], *, stacklevel: int
+) -> dict[str, Any]:
+    """Old parameter names mapped to the new ones, with a DeprecationWarning each (the new name wins if both)."""
+    arguments = dict(arguments)
+    for old, new in renamed.items():
+        if old in arguments:
+            value = arguments.pop(old)
+            warnings.warn(
+                f"{verb_name}(): `{old}` is now `{new}`; the old name will stop working in a later release.",
+                DeprecationWarning,
+                stacklevel=stacklevel,
+            )
+            arguments.setdefault(new, value)
+    return arguments
+
+
+def declared_verb(method: Any) -> Verb | None:
+    """The declaration behind a method of AsyncMemory/Memory, if it is a verb."""
+    return getattr(method, "__verb__", None) or VERBS.get(getattr(method, "__name__", ""))

@@ -1,0 +1,303 @@
+"""The public verbs of memwrap, each declared once (how declarations work: memwrap/declare.py).
+
+`AsyncMemory` inherits `MemoryVerbs`; `Memory` (its sync twin), the HTTP client, the REST API, the MCP tools
+and the CLI are derived from these declarations or checked against them (tests/test_verb_drift.py).
+
+One word per meaning: `bank_id` is the bank everywhere; `tags` are tags everywhere; a budget says what it
+budgets (`token_budget` of a recall's rendered block, `context_budget` of reflect's prompt, `max_answer_tokens`
+of a mental model's answer). The body of each declaration is never run: the decorator supplies it (validate
+the arguments against the signature, then call the engine's method of the same name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import SkipValidation
+
+from memwrap.declare import Route, verb
+from memwrap.models import (
+    BankInfo,
+    ConsolidationReport,
+    Disposition,
+    Job,
+    JobStatus,
+    MemoryRecord,
+    MentalModel,
+    MentalModelVersion,
+    Observation,
+    ObservationVersion,
+    Recall,
+    ReflectResult,
+    RetainItem,
+)
+
+ItemLike = RetainItem | Mapping[str, Any] | str
+# Checked by the engine (memwrap/engine/validate.py), with messages about the item at fault.
+Items = Annotated[Sequence[ItemLike], SkipValidation]
+Tags = Sequence[str] | str | None
+MemoryId = UUID | str
+DefensePolicy = Literal["redact", "block", "off"]
+
+BANK = "/v1/banks/{bank_id}"
+
+
+class MemoryVerbs:
+    """Every public verb, typed and documented. A subclass supplies `_get_engine()` (memwrap/async_api.py)."""
+
+    async def _get_engine(self) -> Any:
+        raise NotImplementedError
+
+    # --- retain and recall -----------------------------------------------------------------------------------
+
+    @verb(Route("POST", f"{BANK}/memories", status=201, envelope="ids"), mcp=True, cli=True)
+    async def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> list[UUID]:
+        """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
+
+        `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
+        (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
+        yours, for filtering recall."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/memories/batch", status=201, envelope="ids"))
+    async def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
+        """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/recall"), mcp=True, cli=True, renamed={"max_tokens": "token_budget"})
+    async def recall(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        token_budget: int = 1024,
+        now: datetime | None = None,
+        types: Tags = None,
+        tags: Tags = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+    ) -> Recall:
+        """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
+
+        `now`: resolve "last spring" against this time; `types`: world, experience, observation; `tags`: only
+        memories with one of these tags; `model`: the model the block is for (picks the token encoding);
+        `neighbours`: add the turns around a hit; `prefer_observations`: an observation takes the place of the
+        facts it covers (saves budget). None means the configured default."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/reflect"), mcp=True, cli=True, renamed={"max_tokens": "context_budget"})
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
+        """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
+        and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
+
+        `context_budget`: the most tokens the agent's prompt may hold (default MEMWRAP_REFLECT_MAX_TOKENS); with
+        `max_iterations` and `timeout`, a limit reached ends in an answer from what was gathered (`forced=True`),
+        not an error. `context`: the caller's situation (not memory, not cited). `response_schema`: a pydantic
+        model or a JSON schema; the answer is also returned validated, as `structured`. `disposition`:
+        skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
+        ...
+
+    # --- the catalog -----------------------------------------------------------------------------------------
+
+    @verb(Route("GET", f"{BANK}/memories", envelope="items"), mcp="list_memories", cli=True)
+    async def list(
+        self,
+        bank_id: str,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        types: Tags = None,
+        tags: Tags = None,
+        document_id: str | None = None,
+    ) -> list[MemoryRecord]:
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset`."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/memories/{{memory_id}}"), mcp="get_memory", cli=True)
+    async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
+        """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
+        ...
+
+    @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), cli=True)
+    async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
+        """Forget one memory (what was learnt from it forgets it first)."""
+        ...
+
+    @verb(Route("DELETE", BANK, envelope="deleted"), cli=True)
+    async def delete_bank(self, bank_id: str) -> int:
+        """Delete a bank and everything in it. Returns how many memories were removed."""
+        ...
+
+    @verb(Route("GET", "/v1/banks"), cli=True)
+    async def banks(self) -> list[BankInfo]:
+        """Every bank, with its memory count and last retain."""
+        ...
+
+    @verb(Route("GET", BANK, envelope="config"), cli=True)
+    async def bank_config(self, bank_id: str) -> dict[str, Any]:
+        """The bank's settings (e.g. {"defense_policy": "block"}). BankNotFoundError if there is no such bank."""
+        ...
+
+    @verb(Route("POST", "/v1/banks", status=201, envelope="config"), cli=True)
+    async def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: float | None = None,
+    ) -> dict[str, Any]:
+        """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
+
+        `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
+        kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
+        are deleted in the background (None keeps them)."""
+        ...
+
+    @verb(Route("PATCH", BANK, envelope="config"), cli=True, partial=True)
+    async def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: float | None = None,
+    ) -> dict[str, Any]:
+        """Create the bank if needed and change the settings given (None resets one to the default); the
+        settings are those of `create_bank`. Returns the bank's settings."""
+        ...
+
+    # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) -----------------------
+
+    @verb(Route("GET", f"{BANK}/jobs"), optional_bank="over HTTP, jobs are listed per bank")
+    async def jobs(
+        self, bank_id: str | None = None, *, status: JobStatus | None = None, kind: str | None = None, limit: int = 100
+    ) -> list[Job]:
+        """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
+        ...
+
+    @verb(composed="jobs", optional_bank="over HTTP, it waits for one bank")
+    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
+        """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/consolidate"), cli=True)
+    async def consolidate(self, bank_id: str) -> ConsolidationReport:
+        """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/observations"), cli=True)
+    async def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags = None,
+        include_invalidated: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        now: datetime | None = None,
+    ) -> list[Observation]:
+        """The bank's observations, best supported first, with proof count, trend and evidence."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/observations/{{observation_id}}"), cli=True)
+    async def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None) -> Observation:
+        """One observation with all its evidence (quote, time, source, stance)."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/observations/{{observation_id}}/history"), cli=True)
+    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+        """Every version of an observation, oldest first, each with its reason and timestamps."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/mental-models", status=201), cli=True, renamed={"max_tokens": "max_answer_tokens"})
+    async def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> MentalModel:
+        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
+
+        `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/mental-models/{{name}}"), mcp=True, cli=True)
+    async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/mental-models"), mcp=True, cli=True)
+    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+        """The bank's mental models: named standing questions and their current answers."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/mental-models/{{name}}/history"), cli=True)
+    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+        """Every version of a mental model's content, oldest first."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/mental-models/{{name}}/refresh"), cli=True)
+    async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
+        """Regenerate a mental model now."""
+        ...
+
+    @verb(Route("DELETE", f"{BANK}/mental-models/{{name}}", status=204), cli=True)
+    async def delete_mental_model(self, bank_id: str, name: str) -> None:
+        """Delete a mental model and its history."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/invalidate", status=204), cli=True)
+    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = "") -> None:
+        """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/restore", status=204), cli=True)
+    async def restore(self, bank_id: str, memory_id: MemoryId) -> None:
+        """Undo `invalidate` (and the invalidations of observations it caused)."""
+        ...
+
+    # --- where the database is -------------------------------------------------------------------------------
+
+    @verb(local_only="writes Markdown files where the database is: run `memwrap export` on the server side")
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+        """Mental models and observations as Markdown files under `directory`. Returns the files written."""
+        ...
+
+    @verb(local_only="rewrites every vector where the database is: run `memwrap reembed` on the server side",
+          custom=True)
+    async def reembed(self, *, batch_size: int = 256) -> int:
+        """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
+        raise NotImplementedError

@@ -1,0 +1,247 @@
+"""Every surface offers every declared verb with the declared parameters (memwrap/verbs.py).
+
+The declaration is the one list: `AsyncMemory` inherits it, `Memory`, the HTTP client, REST routes, MCP tools and
+CLI commands are derived from it. This test walks `VERBS` and checks each surface as a user meets it (the
+signatures Python shows, the server's OpenAPI document, the MCP tool list, the CLI's parser), so a surface that
+lacks a verb or a parameter, names one differently, or gives it another default fails here. The checkers are
+also run on deliberately broken surfaces, to show they notice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import warnings
+from typing import Any
+
+import pytest
+
+from memwrap import AsyncMemory, Memory
+from memwrap.cli import build_parser
+from memwrap.client.http import LOCAL_ONLY, HttpEngine
+from memwrap.declare import VERBS
+from memwrap_server.app import create_app
+from memwrap_server.mcp import build_server
+
+# Public members of AsyncMemory/Memory that are not verbs: the object's own life cycle.
+NOT_VERBS = {"warmup", "start", "started", "use_llm", "close", "closed", "settings", "url", "aio", "submit",
+             "set_raw_ttl"}  # set_raw_ttl: deprecated spelling of configure_bank(raw_ttl_days=)
+
+
+def _shape(signature: inspect.Signature) -> list[tuple[str, Any, Any]]:
+    return [(p.name, p.kind, p.default) for p in signature.parameters.values() if p.name != "self"]
+
+
+# --- the checkers ------------------------------------------------------------------------------------------------
+
+
+def python_problems(cls: type) -> list[str]:
+    """A class offering the verbs in Python (AsyncMemory, Memory): same names, kinds and defaults, nothing extra."""
+    problems = []
+    for declared in VERBS.values():
+        method = getattr(cls, declared.name, None)
+        if method is None:
+            problems.append(f"{cls.__name__} lacks {declared.name}")
+            continue
+        if _shape(inspect.signature(method)) != _shape(declared.signature()):
+            problems.append(f"{cls.__name__}.{declared.name}{inspect.signature(method)} != {declared.signature()}")
+    for name in dir(cls):
+        if not name.startswith("_") and name not in VERBS and name not in NOT_VERBS:
+            problems.append(f"{cls.__name__}.{name} is public but not declared in memwrap/verbs.py")
+    return problems
+
+
+def openapi_problems(spec: dict[str, Any]) -> list[str]:
+    """Each routed verb's route exists and carries each parameter (path, body property or query parameter)."""
+    problems = []
+    schemas = spec.get("components", {}).get("schemas", {})
+    for declared in VERBS.values():
+        if declared.route is None:
+            continue
+        operation = spec["paths"].get(declared.route.path, {}).get(declared.route.method.lower())
+        if operation is None:
+            problems.append(f"no {declared.route.method} {declared.route.path} for {declared.name}")
+            continue
+        offered = {p["name"]: p.get("schema", {}) for p in operation.get("parameters", [])}
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        body = _resolve(body, schemas)
+        offered.update(body.get("properties", {}))
+        for name, info in declared.params.model_fields.items():
+            if name not in offered:
+                problems.append(f"{declared.route.method} {declared.route.path} lacks `{name}` ({declared.name})")
+            elif not info.is_required() and info.default is not None and "default" in offered[name]:
+                if offered[name]["default"] != info.default:
+                    problems.append(f"{declared.name}.{name}: default {offered[name]['default']!r} over HTTP, "
+                                    f"{info.default!r} declared")
+    return problems
+
+
+def _resolve(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    for option in schema.get("anyOf", [schema]):
+        if "$ref" in option:
+            return schemas[option["$ref"].rsplit("/", 1)[1]]
+        if "properties" in option:
+            return option
+    return schema
+
+
+def http_client_problems(engine_cls: type) -> list[str]:
+    """Every verb that travels over HTTP is a client method; every local-only one says why."""
+    problems = []
+    for declared in VERBS.values():
+        if declared.local_only:
+            if LOCAL_ONLY.get(declared.name) != declared.local_only:
+                problems.append(f"{declared.name} is local only without its reason in LOCAL_ONLY")
+        elif not callable(getattr(engine_cls, declared.name, None)):
+            problems.append(f"the HTTP client lacks {declared.name}")
+    return problems
+
+
+def mcp_problems(tools: dict[str, dict[str, Any]]) -> list[str]:
+    """Each verb declared with `mcp=` is a tool taking its parameters (the bank is the endpoint's)."""
+    problems = []
+    for declared in VERBS.values():
+        if not declared.mcp:
+            continue
+        schema = tools.get(declared.mcp)
+        if schema is None:
+            problems.append(f"no MCP tool {declared.mcp}")
+            continue
+        expected = [n for n in declared.params.model_fields if n != "bank_id"]
+        if list(schema.get("properties", {})) != expected:
+            problems.append(f"MCP {declared.mcp} takes {list(schema.get('properties', {}))}, declared {expected}")
+        required = [n for n, i in declared.params.model_fields.items() if i.is_required() and n != "bank_id"]
+        if sorted(schema.get("required", [])) != sorted(required):
+            problems.append(f"MCP {declared.mcp} requires {schema.get('required')}, declared {required}")
+    return problems
+
+
+def cli_problems(parser: argparse.ArgumentParser) -> list[str]:
+    """Each verb declared with `cli=True` is a command; positional parameters are arguments, the rest options."""
+    problems = []
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices  # noqa: SLF001
+    for declared in VERBS.values():
+        if not declared.cli:
+            continue
+        command = commands.get(declared.name.replace("_", "-"))
+        if command is None:
+            problems.append(f"no CLI command for {declared.name}")
+            continue
+        dests = {a.dest for a in command._actions}  # noqa: SLF001
+        for name in declared.params.model_fields:
+            if name not in dests:
+                problems.append(f"`memwrap {declared.name.replace('_', '-')}` lacks {name}")
+    return problems
+
+
+# --- the surfaces as they are ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def openapi() -> dict[str, Any]:
+    return create_app(memory=AsyncMemory(url="http://127.0.0.1:9")).openapi()
+
+
+@pytest.fixture(scope="module")
+def mcp_tools() -> dict[str, dict[str, Any]]:
+    async def listed() -> dict[str, dict[str, Any]]:
+        return {t.name: t.input_schema for t in await build_server(lambda: None).list_tools()}  # type: ignore[arg-type, return-value]
+
+    return asyncio.run(listed())
+
+
+def test_there_are_verbs_to_check() -> None:
+    assert {"retain", "recall", "reflect", "list", "configure_bank", "create_mental_model"} <= set(VERBS)
+    assert all(v.doc for v in VERBS.values()), "every verb is documented"
+
+
+@pytest.mark.parametrize("cls", [AsyncMemory, Memory])
+def test_python_surfaces_match_the_declaration(cls: type) -> None:
+    assert python_problems(cls) == []
+
+
+def test_rest_routes_carry_every_parameter(openapi: dict[str, Any]) -> None:
+    assert openapi_problems(openapi) == []
+
+
+def test_http_client_offers_every_verb() -> None:
+    assert http_client_problems(HttpEngine) == []
+
+
+def test_mcp_tools_take_the_declared_parameters(mcp_tools: dict[str, dict[str, Any]]) -> None:
+    assert mcp_problems(mcp_tools) == []
+
+
+def test_cli_commands_take_the_declared_parameters() -> None:
+    assert cli_problems(build_parser()) == []
+
+
+# --- the checkers notice drift -----------------------------------------------------------------------------------
+
+
+def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
+    openapi: dict[str, Any], mcp_tools: dict[str, dict[str, Any]]
+) -> None:
+    class Drifted(Memory):  # a hand-written recall that forgot prefer_observations
+        def recall(self, bank_id: str, query: str, *, token_budget: int = 1024) -> Any:  # type: ignore[override]
+            return None
+
+        def forget_everything(self) -> None:  # a verb written outside the declaration
+            return None
+
+    problems = python_problems(Drifted)
+    assert any("Drifted.recall" in p for p in problems)
+    assert any("forget_everything" in p for p in problems)
+
+    body = openapi["components"]["schemas"]["RecallBody"]
+    lost = {**openapi, "components": {**openapi["components"], "schemas": {
+        **openapi["components"]["schemas"], "RecallBody": {**body, "properties": {
+            k: v for k, v in body["properties"].items() if k != "prefer_observations"}}}}}
+    assert openapi_problems(lost) == [
+        "POST /v1/banks/{bank_id}/recall lacks `prefer_observations` (recall)"
+    ]
+    moved = {**openapi, "paths": {k: v for k, v in openapi["paths"].items() if not k.endswith("/consolidate")}}
+    assert openapi_problems(moved) == ["no POST /v1/banks/{bank_id}/consolidate for consolidate"]
+
+    recall_tool = mcp_tools["recall"]
+    renamed = {**mcp_tools, "recall": {**recall_tool, "properties": {
+        ("max_tokens" if k == "token_budget" else k): v for k, v in recall_tool["properties"].items()}}}
+    assert len(mcp_problems(renamed)) == 1 and "MCP recall takes" in mcp_problems(renamed)[0]
+
+    class NoConsolidate(HttpEngine):
+        consolidate = None  # type: ignore[assignment]
+
+    assert http_client_problems(NoConsolidate) == ["the HTTP client lacks consolidate"]
+
+    parser = build_parser()
+    recall_cmd = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["recall"]  # noqa: SLF001
+    recall_cmd._actions = [a for a in recall_cmd._actions if a.dest != "now"]  # noqa: SLF001
+    assert cli_problems(parser) == ["`memwrap recall` lacks now"]
+
+
+# --- old names keep working, with a warning -------------------------------------------------------------------
+
+
+def test_renamed_parameters_still_work_with_a_deprecation_warning(memory: Memory) -> None:
+    memory.retain("drift-old-names", "Alice keeps bees on the roof.")
+    with pytest.warns(DeprecationWarning, match="`max_tokens` is now `token_budget`"):
+        recall = memory.recall("drift-old-names", "Who keeps bees?", max_tokens=200)
+    assert recall.token_budget == 200 and "bees" in recall.context
+    with pytest.warns(DeprecationWarning, match="Recall.max_tokens is now token_budget"):
+        assert recall.max_tokens == 200
+    with pytest.warns(DeprecationWarning, match="configure_bank"):
+        memory.set_raw_ttl("drift-old-names", 30)
+    assert memory.bank_config("drift-old-names")["raw_ttl_days"] == 30
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new names warn about nothing
+        memory.recall("drift-old-names", "Who keeps bees?", token_budget=200)
+
+
+def test_bad_arguments_are_named_in_the_error(memory: Memory) -> None:
+    from memwrap.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"Unknown job status 'later'"):
+        memory.jobs("drift-old-names", status="later")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"recall\(\): .*unexpected keyword argument 'budget'"):
+        memory.recall("drift-old-names", "q", budget=5)  # type: ignore[call-arg]
