@@ -12,6 +12,5 @@ from __future__ import annotations
 
 from memwrap.async_api import AsyncMemory, ItemLike
 from memwrap.sync_api import Memory
-from memwrap.sync_api import _LoopThread as _LoopThread  # re-exported: it lived here before the split
 
 __all__ = ["AsyncMemory", "ItemLike", "Memory"]

@@ -5,8 +5,6 @@ memwrap/engine/learn/cli.py; ui and bench where installed)."""
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 

@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from memwrap.api import Memory
-from memwrap.declare import VERBS, Verb
+from memwrap.declare import Verb
+from memwrap.verbs import VERBS
 
 console = Console()
 

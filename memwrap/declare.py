@@ -200,7 +200,8 @@ def _bind(declared: Verb, sig: inspect.Signature, self: Any, args: tuple[Any, ..
 def renamed_arguments(
     verb_name: str, renamed: Mapping[str, str], arguments: Mapping[str, Any], *, stacklevel: int
 ) -> dict[str, Any]:
-    """Old parameter names mapped to the new ones, with a DeprecationWarning each (the new name wins if both)."""
+    """Old parameter names mapped to the new ones, with a DeprecationWarning each. An old name given wins over
+    the new one: Memory's sync twins pass every parameter on, the new one at its default."""
     arguments = dict(arguments)
     for old, new in renamed.items():
         if old in arguments:
@@ -210,7 +211,7 @@ def renamed_arguments(
                 DeprecationWarning,
                 stacklevel=stacklevel,
             )
-            arguments.setdefault(new, value)
+            arguments[new] = value
     return arguments
 
 

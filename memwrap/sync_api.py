@@ -8,21 +8,20 @@ calls `run_until_complete` on the caller's loop.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
 from memwrap import lifecycle
-from memwrap.async_api import AsyncMemory, ItemLike
+from memwrap.async_api import AsyncMemory
 from memwrap.config import Settings
-from memwrap.declare import VERBS, Verb
 from memwrap.errors import ClosedError
+from memwrap.sync_verbs import SyncVerbs
 
 T = TypeVar("T")
 
@@ -95,7 +94,7 @@ lifecycle.at_exit(lifecycle.MEMORIES, _close_open_memories)
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Memory:
+class Memory(SyncVerbs):
     """Long-term memory, synchronous. Same surface as `AsyncMemory`, which it runs on a private loop thread."""
 
     def __init__(
@@ -193,7 +192,7 @@ class Memory:
         return self._loop.run(coro)
 
     # The verbs (retain, recall, reflect, list, ...) are the declared ones (memwrap/verbs.py), each the sync twin
-    # of AsyncMemory's: `_sync_twin` below adds them to this class.
+    # of AsyncMemory's, generated into memwrap/sync_verbs.py and inherited from SyncVerbs.
 
     def use_llm(self, llm: Any) -> None:
         """See AsyncMemory.use_llm. Runs on this Memory's loop (the engine's background tasks live there)."""
@@ -232,20 +231,3 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def _sync_twin(declared: Verb) -> Callable[..., Any]:
-    """Memory's method for a verb: AsyncMemory's, run on the memory's loop thread (same signature, no await)."""
-
-    def method(self: Memory, *args: Any, **kwargs: Any) -> Any:
-        return self._run(getattr(self._async, declared.name)(*args, **kwargs))
-
-    method.__name__ = declared.name
-    method.__qualname__ = f"Memory.{declared.name}"
-    method.__doc__ = declared.doc
-    method.__signature__ = inspect.signature(declared.function)  # type: ignore[attr-defined, arg-type]
-    method.__verb__ = declared  # type: ignore[attr-defined]
-    return method
-
-
-for _declared in VERBS.values():
-    setattr(Memory, _declared.name, _sync_twin(_declared))

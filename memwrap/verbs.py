@@ -19,7 +19,7 @@ from uuid import UUID
 
 from pydantic import SkipValidation
 
-from memwrap.declare import Route, verb
+from memwrap.declare import VERBS, Route, verb
 from memwrap.models import (
     BankInfo,
     ConsolidationReport,
@@ -35,6 +35,8 @@ from memwrap.models import (
     ReflectResult,
     RetainItem,
 )
+
+__all__ = ["VERBS", "ItemLike", "MemoryVerbs"]
 
 ItemLike = RetainItem | Mapping[str, Any] | str
 # Checked by the engine (memwrap/engine/validate.py), with messages about the item at fault.

@@ -22,7 +22,8 @@ from starlette.types import Receive, Scope, Send
 from pydantic import TypeAdapter
 
 from memwrap.api import AsyncMemory
-from memwrap.declare import VERBS, Verb
+from memwrap.declare import Verb
+from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.errors import InvalidBankIdError, MemwrapError
 from memwrap_server.auth import allowed

@@ -22,7 +22,8 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from memwrap import errors
-from memwrap.declare import VERBS, Verb
+from memwrap.declare import Verb
+from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.models import ReflectResult, RetainItem
 

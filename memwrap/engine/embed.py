@@ -47,6 +47,8 @@ from typing import Literal
 
 import numpy as np
 
+from memwrap import lifecycle
+from memwrap.config import load_settings
 from memwrap.engine.embed_e5 import E5Encoder, is_multilingual_model
 from memwrap.engine.embed_encoders import (
     MAX_BATCH_TOKENS,
@@ -82,8 +84,6 @@ DEFAULT_BACKEND: Backend = "onnx-int8"
 
 def _models_home(home: Path | str | None) -> Path:
     if home is None:
-        from memwrap.config import load_settings
-
         home = load_settings().model_cache
     return Path(home).expanduser() / "models"
 
@@ -193,8 +193,6 @@ def _after_fork_in_child() -> None:
     """A forked child loads its own model: the parent's runtime threads (onnxruntime, the executor) are not in it.
     The parent's embedders are kept, never closed: tearing down a runtime whose threads are gone can hang."""
     global _shared_lock
-    from memwrap import lifecycle
-
     _shared_lock = threading.Lock()
     lifecycle.keep_inherited(*_shared.values())
     _shared.clear()
@@ -211,8 +209,6 @@ def shared_embedder(
     backend and home default to the settings (MEMWRAP_EMBEDDING_BACKEND, MEMWRAP_HOME).
     """
     if backend is None or home is None:
-        from memwrap.config import load_settings
-
         settings = load_settings()
         backend = backend or settings.embedding_backend
         home = home if home is not None else settings.home

@@ -16,7 +16,7 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import Settings
-from memwrap.engine import catalog, validate
+from memwrap.engine import bank_settings, catalog, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
@@ -26,9 +26,10 @@ from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
 from memwrap.engine.retain.reextract import LEASE_SECONDS, Reextractor
+from memwrap.engine.reembed import embedding_text, reembed_store
+from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
-from memwrap.errors import BankExistsError, BankNotFoundError
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.tokens import encoding_for_model
@@ -41,28 +42,6 @@ FROM memory_units
 WHERE bank_id = $1 AND session_key = ANY($2::text[])
 ORDER BY session_key, seq DESC
 """
-
-# How much of the previous unit of a session joins a unit's embedding text.
-PREVIOUS_CONTEXT_CHARS = 300
-
-# reembed: every unit with what retain embedded it with — a raw unit's previous unit in its session (by seq).
-UNITS_TO_REEMBED = """
-SELECT m.bank_id, m.id, m.seq, m.text,
-       CASE WHEN m.fact_type = 'raw' AND m.session_key IS NOT NULL THEN
-           (SELECT p.text FROM memory_units p
-            WHERE p.bank_id = m.bank_id AND p.session_key = m.session_key AND p.seq < m.seq
-            ORDER BY p.seq DESC LIMIT 1)
-       END AS previous
-FROM memory_units m
-WHERE m.seq > $1
-ORDER BY m.seq
-LIMIT $2
-"""
-
-
-def embedding_text(text: str, previous: str | None) -> str:
-    """What a unit's vector is computed from: its text, after the end of the unit before it when it has one."""
-    return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}" if previous else text
 
 # Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
 WRITE_BATCH = 256
@@ -269,10 +248,7 @@ class Engine(LearningVerbs):
                 previous[unit.session_key] = unit.text
 
     async def _defense_policy(self, bank_id: str) -> str:
-        config = await self.store.pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
-        if isinstance(config, dict) and config.get("defense_policy") in ("redact", "block", "off"):
-            return str(config["defense_policy"])
-        return self.settings.defense_policy
+        return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
     # --- recall -----------------------------------------------------------------------------------------
 
@@ -313,8 +289,6 @@ class Engine(LearningVerbs):
 
     async def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
         """Answer `query` with a budgeted tool loop over mental models, observations and facts (engine/reflect)."""
-        from memwrap.engine.reflect.service import reflect
-
         return await reflect(self, bank_id, query, **options)
 
     # --- catalog ----------------------------------------------------------------------------------------
@@ -351,73 +325,19 @@ class Engine(LearningVerbs):
 
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
         """The bank's stored configuration (banks.config); BankNotFoundError if the bank does not exist."""
-        bank_id = validate.bank_id(bank_id)
-        row = await self.store.pool.fetchrow("SELECT config FROM banks WHERE bank_id = $1", bank_id)
-        if row is None:
-            raise BankNotFoundError(f"No bank {bank_id!r}.")
-        return dict(row["config"] or {})
+        return await bank_settings.read(self.store.pool, validate.bank_id(bank_id))
 
     async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
         """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
-        bank_id = validate.bank_id(bank_id)
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
-        config = await self.store.pool.fetchval(
-            "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING"
-            " RETURNING config",
-            bank_id,
-            clean,
-        )
-        if config is None:
-            raise BankExistsError(f"Bank {bank_id!r} exists already; configure_bank changes its settings.")
-        return dict(config)
+        return await bank_settings.create(self.store.pool, validate.bank_id(bank_id), clean)
 
     async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
-        bank_id = validate.bank_id(bank_id)
-        clean = validate.bank_config(changes)
-        removed = [k for k, v in clean.items() if v is None]
-        merged = {k: v for k, v in clean.items() if v is not None}
-        config = await self.store.pool.fetchval(
-            "INSERT INTO banks AS b (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO UPDATE"
-            " SET config = (b.config || $2::jsonb) - $3::text[] RETURNING config",
-            bank_id,
-            merged,
-            removed,
-        )
-        return dict(config or {})
+        return await bank_settings.update(self.store.pool, validate.bank_id(bank_id), validate.bank_config(changes))
 
     # --- maintenance ------------------------------------------------------------------------------------
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (the vector column is resized if needed).
-
-        Each unit is embedded from the same text retain used (a raw unit with the end of the unit before it in its
-        session), so a re-embedded store holds the vectors a store built afresh with this model would.
-        """
-        model, dim = self.settings.embedding_model, self.embedder.dim
-        pool = self.store.pool
-        async with pool.acquire() as conn, conn.transaction():
-            stored_dim = await conn.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'")
-            if stored_dim != str(dim):
-                await conn.execute("DROP INDEX IF EXISTS memory_units_embedding_hnsw")
-                await conn.execute(f"ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
-        done = 0
-        last_seq = 0
-        while True:
-            rows = await pool.fetch(UNITS_TO_REEMBED, last_seq, batch_size)
-            if not rows:
-                break
-            vectors: np.ndarray = await self.embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows])
-            await pool.executemany(
-                "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
-                [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],
-            )
-            done += len(rows)
-            last_seq = rows[-1]["seq"]
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "CREATE INDEX IF NOT EXISTS memory_units_embedding_hnsw ON memory_units USING hnsw (embedding vector_cosine_ops)"
-            )
-            await self.store.set_meta("embedding_model", model, conn)
-            await self.store.set_meta("embedding_dim", str(dim), conn)
-        return done
+        """Re-embed every memory with the configured model, in place (memwrap/engine/reembed.py)."""
+        return await reembed_store(self.store, self.embedder, self.settings.embedding_model, batch_size=batch_size)

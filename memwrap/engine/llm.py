@@ -29,15 +29,15 @@ import os
 import random
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
 from memwrap.engine.llm_capabilities import Capabilities, detect_capabilities
-from memwrap.engine.llm_clients import llm_from_client
 from memwrap.engine.llm_json import repair_json
 from memwrap.engine.llm_pacing import AdaptiveLimit, SpeedMeter
+from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider, Provider
 from memwrap.engine.llm_types import (
     DEFAULT_MODELS,
     ROLES,
@@ -63,8 +63,6 @@ from memwrap.errors import (
 )
 from memwrap.tokens import count_tokens
 
-if TYPE_CHECKING:
-    from memwrap.engine.llm_providers import Provider
 
 __all__ = [
     "LLM",
@@ -83,7 +81,6 @@ __all__ = [
     "ToolCall",
     "ToolStep",
     "Usage",
-    "llm_from_client",
     "repair_json",
 ]
 
@@ -417,8 +414,6 @@ def _make_provider(
 ) -> Provider:
     if kind not in ("openai", "anthropic"):
         raise LLMNotConfiguredError(f"Unknown LLM provider {kind!r}: use openai, anthropic or none.")
-    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
-
     env = "OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY"
     sdk = importlib.import_module(kind)  # only the SDK in use: importing anthropic alone takes ~1 s
     missing_key: type[Exception] = sdk.OpenAIError if kind == "openai" else sdk.AnthropicError

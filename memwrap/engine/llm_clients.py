@@ -1,19 +1,17 @@
 """An LLM that reuses an application's own OpenAI or Anthropic client (its key, endpoint and connections).
 
-Re-exported by memwrap.engine.llm; see `llm_from_client`.
+See `llm_from_client`.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from memwrap.config import Settings
+from memwrap.engine.llm import LLM, policy
+from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider, Provider
 from memwrap.engine.llm_types import DEFAULT_MODELS, ROLES
-
-if TYPE_CHECKING:
-    from memwrap.engine.llm import LLM
-    from memwrap.engine.llm_providers import Provider
 
 
 def llm_from_client(client: Any, model: str | None = None, *, settings: Settings | None = None) -> LLM:
@@ -24,9 +22,6 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
     client with the same key, base URL, organisation and project; async clients are reused as they are
     (with SDK retries off). Per-role model overrides (MEMWRAP_EXTRACTION_MODEL, ...) still apply.
     """
-    from memwrap.engine.llm import LLM, policy
-    from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider
-
     settings = settings or Settings()
     client = getattr(client, "__wrapped__", client)
     # A client of an SDK that was never imported cannot exist: no need to import it (anthropic takes ~1 s).

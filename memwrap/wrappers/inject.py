@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memwrap.engine.recall.pack import CLOSE_TAG, OPEN_TAG, footer, header
+from memwrap.engine.recall.pack import OPEN_TAG, footer, header
 
 from memwrap.wrappers.transcript import (
     Turn,

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from memwrap.wrappers.core import _release, backend_for
 from memwrap.wrappers.spool_store import SPOOL_FILE, Spool, _dead_local_owner, _guard
 
 OWNER = f"{socket.gethostname()}|{os.getpid()}|spool-cli"
@@ -163,8 +164,6 @@ class ReplayResult(BaseModel):
 
 def replay(memory: Any, path: Path, *, timeout: float = 60.0) -> ReplayResult:
     """Deliver every row no running process holds, through `memory`, within `timeout`."""
-    from memwrap.wrappers.core import _release, backend_for
-
     _, retainer = backend_for(memory)
     try:
         complete = retainer.flush(timeout, give_up_on_failure=True)

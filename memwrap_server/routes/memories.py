@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
-from memwrap.declare import VERBS
+from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.models import MemoryType, Recall
 from memwrap_server.deps import BankDep, MemoryDep

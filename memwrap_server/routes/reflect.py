@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memwrap.declare import VERBS
+from memwrap.verbs import VERBS
 from memwrap_server.schemas import ERRORS
 from memwrap_server.verb_routes import add_verb_route
 

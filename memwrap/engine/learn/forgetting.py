@@ -30,7 +30,7 @@ from memwrap.engine.learn.observations import (
     set_text,
 )
 from memwrap.engine.learn.worker import JobContext, handler
-from memwrap.errors import InvalidInputError, MemoryNotFoundError
+from memwrap.errors import MemoryNotFoundError
 
 log = logging.getLogger("memwrap.learn")
 

@@ -25,6 +25,7 @@ from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.text import search_text
+from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
 
@@ -161,8 +162,6 @@ class Searcher:
         if self.reranker is not None and ranked:
             ranked = await self._rerank(request.query, ranked)
         if request.prefer_observations and ranked:
-            from memwrap.engine.learn.prefer import prefer_observations
-
             ranked = await prefer_observations(self.pool, request.bank_id, ranked)
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
