@@ -86,7 +86,7 @@ class Engine(LearningVerbs):
         their catalog and plan caches and the model's first run are then ready for the first real call."""
         with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
             await self.searcher.recall(RecallRequest(
-                bank_id=WARMUP_BANK, query="what did we say last week?", max_tokens=64, now=datetime.now(UTC),
+                bank_id=WARMUP_BANK, query="what did we say last week?", token_budget=64, now=datetime.now(UTC),
                 types=None, tags=None, model=None, neighbours=True, fusion=None, warm_up=True,
             ))
             encoding_for_model().encode("the first count on this thread builds its tokenizer state")
@@ -252,38 +252,10 @@ class Engine(LearningVerbs):
 
     # --- recall -----------------------------------------------------------------------------------------
 
-    async def recall(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        token_budget: int = 1024,
-        now: datetime | None = None,
-        types: Sequence[str] | None = None,
-        tags: Sequence[str] | None = None,
-        model: str | None = None,
-        neighbours: bool | None = None,
-        fusion: str | None = None,
-        prefer_observations: bool | None = None,
-        query_vector: Any = None,
-    ) -> Recall:
-        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this)."""
-        request = RecallRequest(
-            bank_id=validate.bank_id(bank_id),
-            query=validate.query(query),
-            max_tokens=validate.budget(token_budget),
-            now=validate.now_or(now),
-            types=validate.memory_types(types),
-            tags=validate.tags(tags),
-            model=model,
-            neighbours=self.settings.neighbours if neighbours is None else neighbours,
-            fusion=fusion,
-            prefer_observations=(
-                self.settings.prefer_observations if prefer_observations is None else prefer_observations
-            ),
-            query_vector=query_vector,
-        )
-        return await self.searcher.recall(request)
+    async def recall(self, bank_id: str, query: str, **options: Any) -> Recall:
+        """The declared recall (memwrap/verbs.py); also `fusion` and `query_vector` (a precomputed embedding of
+        `query`), which benchmarks use and no public surface offers."""
+        return await self.searcher.recall(RecallRequest.checked(self.settings, bank_id=bank_id, query=query, **options))
 
     # --- reflect ----------------------------------------------------------------------------------------
 

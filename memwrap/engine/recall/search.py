@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,17 +15,18 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
+from memwrap.engine import validate
+from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.engine.recall import arms
-from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
+from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.pack import pack
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.text import search_text
-from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
 
@@ -50,18 +51,51 @@ WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
 
 @dataclass
 class RecallRequest:
+    """One recall, checked: the declared parameters (memwrap/verbs.py, `recall`) with defaults resolved, and the
+    engine's own (`fusion`, `query_vector`, `warm_up`), which no public surface offers."""
+
     bank_id: str
     query: str
-    max_tokens: int
+    token_budget: int
     now: datetime
     types: list[str] | None
     tags: list[str] | None
     model: str | None
     neighbours: bool
+    prefer_observations: bool = False  # an observation replaces the facts it covers (learn/prefer.py)
     fusion: str | None = None
-    prefer_observations: bool = False
-    query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)  # an observation replaces the facts it covers (learn/prefer.py)
+    query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)
     warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)
+
+    @classmethod
+    def checked(
+        cls,
+        settings: Settings,
+        *,
+        bank_id: str,
+        query: str,
+        token_budget: int = 1024,
+        now: datetime | None = None,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        **engine_only: Any,
+    ) -> RecallRequest:
+        """A request from the verb's arguments; None means the configured default (MEMWRAP_NEIGHBOURS, ...)."""
+        return cls(
+            bank_id=validate.bank_id(bank_id),
+            query=validate.query(query),
+            token_budget=validate.budget(token_budget),
+            now=validate.now_or(now),
+            types=validate.memory_types(types),
+            tags=validate.tags(tags),
+            model=model,
+            neighbours=settings.neighbours if neighbours is None else neighbours,
+            prefer_observations=settings.prefer_observations if prefer_observations is None else prefer_observations,
+            **engine_only,
+        )
 
 
 class Searcher:
@@ -124,7 +158,7 @@ class Searcher:
         if not bank_size:
             _discard(embedding)
             return Recall(
-                bank_id=request.bank_id, query=request.query, context="", tokens=0, token_budget=request.max_tokens,
+                bank_id=request.bank_id, query=request.query, context="", tokens=0, token_budget=request.token_budget,
                 encoding=encoding_name(encoding), time_window=window,
             )
         entity_keys = _query_entity_keys(request.query)
@@ -157,7 +191,7 @@ class Searcher:
             interleave(results, self.weights)
             if fusion == "interleave"
             else reciprocal_rank(results, self.weights, self.settings.rrf_k)
-        )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.max_tokens // TOKENS_PER_CANDIDATE))]
+        )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE))]
         ranked = await self._details(filters, fused, request.neighbours)
         if self.reranker is not None and ranked:
             ranked = await self._rerank(request.query, ranked)
@@ -165,11 +199,11 @@ class Searcher:
             ranked = await prefer_observations(self.pool, request.bank_id, ranked)
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
-        context, tokens, chosen = pack(ranked, max_tokens=request.max_tokens, now=request.now, encoding=encoding)
+        context, tokens, chosen = pack(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
         timings["total"] = _ms(started)
         return Recall(
             bank_id=request.bank_id, query=request.query, context=context, tokens=tokens,
-            token_budget=request.max_tokens, encoding=encoding_name(encoding), memories=chosen, time_window=window,
+            token_budget=request.token_budget, encoding=encoding_name(encoding), memories=chosen, time_window=window,
             candidates=len(ranked), timings_ms=timings,
         )
 
