@@ -253,7 +253,7 @@ def markdown(results: dict[str, Any]) -> str:
         parts += [
             "## Latency and throughput",
             "",
-            f"Synthetic chat turns; one bank grows through the sizes. Recall with max_tokens={latency['config']['max_tokens']}, "
+            f"Synthetic chat turns; one bank grows through the sizes. Recall with token_budget={latency['config']['max_tokens']}, "
             f"{latency['config']['warmup']} warm-up calls, {latency['config']['repetitions']} repetitions x "
             f"{latency['config']['queries_per_rep']} distinct queries; percentiles are medians across repetitions.",
             "",

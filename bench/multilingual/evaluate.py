@@ -3,7 +3,7 @@ for each model, in one bench run (`python -m bench`; `--models`, `--skip-models`
 
 Multilingual set. One bank per model: the set's memories (each its own item, document_id = its id) and the
 MemoryBank distractor users' dialogue turns (document_id `mb-<lang>-<user>-<day>:<n>`, so a day is a session, as
-a chat would be retained), all with timestamps through 2026. Each question is recalled at `max_tokens=2048` with
+a chat would be retained), all with timestamps through 2026. Each question is recalled at `token_budget=2048` with
 `now` = 2026-12-01. Scores, as for LoCoMo: *recall@k* = share of the question's evidence among the first k memories
 of the ranked list (neighbours count at their place), and evidence recall within token budgets (the same budget
 walk as LoCoMo, bench/locomo.py). Per category and overall.
