@@ -108,8 +108,8 @@ class Settings(BaseSettings):
     # returns the raw ids and extraction goes on in the background (nothing is cancelled), replacing them.
     extraction_deadline: float = 45.0
     extraction_output_tokens: int = 1024  # max_tokens of one extraction request (a cut reply is split and redone)
-    extraction_retry_interval: float = 60.0  # seconds between passes of the background re-extraction
-    extraction_max_attempts: int = 8  # then the raw memory stays as it is (still recalled)
+    extraction_retry_interval: float = 60.0  # first wait before a failed extraction job runs again, doubled per attempt
+    extraction_max_attempts: int = 8  # then the job is dead and the raw memory stays as it is (still recalled)
 
     # Learning (memwrap/engine/learn): background jobs, observations, mental models
     worker: Literal["inline", "off"] = "inline"  # inline: an asyncio worker runs inside the engine's process

@@ -84,8 +84,12 @@ async def units(engine: Engine, bank: str) -> list[dict[str, Any]]:
 
 
 async def queued(engine: Engine, bank: str) -> list[dict[str, Any]]:
+    """The bank's items whose extraction job is open or dead (one entry per item, with its job's state)."""
     rows = await engine.store.pool.fetch(
-        "SELECT item_hash, attempts, last_error, next_attempt_at FROM extraction_queue WHERE bank_id = $1", bank
+        "SELECT h.item_hash, j.status, j.attempts, j.last_error, j.run_after FROM jobs j,"
+        " jsonb_array_elements_text(j.payload->'item_hashes') AS h(item_hash)"
+        " WHERE j.bank_id = $1 AND j.kind = 'extract' AND j.status IN ('queued', 'running', 'failed')",
+        bank,
     )
     return [dict(r) for r in rows]
 

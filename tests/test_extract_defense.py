@@ -63,7 +63,7 @@ async def stored_text(engine: Engine, bank: str) -> str:
     """Everything stored for the bank, as one string."""
     pool = engine.store.pool
     parts: list[Any] = []
-    for table in ("memory_units", "entities", "retained_items", "entity_aliases", "extraction_queue"):
+    for table in ("memory_units", "entities", "retained_items", "entity_aliases", "jobs"):
         rows = await pool.fetch(f"SELECT to_jsonb(t)::text AS row FROM {table} t WHERE bank_id = $1", bank)
         parts.extend(r["row"] for r in rows)
     return "\n".join(parts)

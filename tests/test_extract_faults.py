@@ -90,7 +90,8 @@ async def test_provider_down_then_back(memwrap_home: Path, fake: FakeLLMServer, 
         await assert_kept_raw(down, bank, ids, "Connection")
         assert await down.retry_extractions(bank) == 0  # still down: pushed back, still raw
         [entry] = await queued(down, bank)
-        assert entry["attempts"] == 2 and entry["next_attempt_at"] is not None
+        assert entry["attempts"] == 2 and entry["status"] == "queued"  # due again after its backoff
+        assert entry["run_after"] > datetime.now(UTC)
     finally:
         await down.close()
     up = await make_engine(memwrap_home, fake)  # the provider is back (or another process that reaches it)
@@ -167,16 +168,20 @@ async def test_a_chunk_of_several_items_converts_together(engine: Engine, fake: 
     assert await bank_count(engine, bank) == 1
 
 
-async def test_the_background_pass_converts_on_its_own(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
-    eng = await make_engine(memwrap_home, fake, extraction_retry_interval=0.2)
+async def test_the_worker_retries_the_extraction_on_its_own(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
+    eng = await make_engine(memwrap_home, fake, extraction_retry_interval=0.2, worker="inline",
+                            worker_poll_seconds=0.05, worker_start_delay_seconds=0.0)
     try:
         fake.script([Reply(status=503, error="down")] * 2)
+        # The worker may also take other tests' due extraction jobs: every later request gets the good reply.
+        fake.responder = lambda request: reply(GOOD)
         await eng.retain_many(bank, [TURN])
-        fake.script([reply(GOOD)])
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and [r["fact_type"] for r in await units(eng, bank)] != ["world"]:
             await asyncio.sleep(0.1)
         await assert_converted(eng, bank)
+        [job] = await eng.jobs(bank, kind="extract")
+        assert job.status == "done" and job.attempts == 2  # the retain's own attempt, then the worker's
     finally:
         await eng.close()
 
@@ -188,7 +193,7 @@ async def test_gives_up_after_max_attempts_and_keeps_the_raw_memory(memwrap_home
         await eng.retain_many(bank, [TURN])  # attempt 1
         assert await eng.reextractor.run_once(bank_id=bank, force=True) == 0  # type: ignore[union-attr]  # attempt 2
         [entry] = await queued(eng, bank)
-        assert entry["attempts"] == 2 and entry["next_attempt_at"] is None  # parked
+        assert entry["attempts"] == 2 and entry["status"] == "failed"  # dead: its attempts are used up
         assert await eng.reextractor.run_once(bank_id=bank) == 0  # type: ignore[union-attr]
         assert fake.pending == 0 and len(fake.requests) == 4  # a parked row is not claimed by the schedule
         assert [r["fact_type"] for r in await units(eng, bank)] == ["raw"]

@@ -19,18 +19,28 @@ import pytest
 from memwrap import Memory
 from memwrap.config import load_settings
 from memwrap.engine.learn import jobs, reconcile
-from memwrap.engine.learn.jobs import backoff_seconds
-from memwrap.engine.learn.worker import JobContext, Worker, handler, serial_lock
+from memwrap.engine.learn.jobs import JobContext, serial_lock
+from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
+from memwrap.engine.learn.retry_policy import RetryPolicy, backoff_seconds
+from memwrap.engine.learn.worker import Worker
 
 CALLS: dict[int, int] = {}
 
 
-@handler("test-flaky")
 async def _flaky(ctx: JobContext) -> dict[str, Any]:
     CALLS[ctx.job.id] = CALLS.get(ctx.job.id, 0) + 1
     if CALLS[ctx.job.id] <= int(ctx.job.payload.get("fail_times", 0)):
         raise RuntimeError(f"planned failure {CALLS[ctx.job.id]}")
     return {"calls": CALLS[ctx.job.id]}
+
+
+async def _slow(ctx: JobContext) -> dict[str, Any]:
+    await asyncio.sleep(30)
+    return {}
+
+
+# The built-in kinds plus two of the tests' own, handed to each worker (no kind registers itself on import).
+KINDS = {**BUILTIN_KINDS, "test-flaky": JobKind(_flaky), "test-slow": JobKind(_slow)}
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +78,7 @@ def worker(mem: Memory, name: str, **kwargs: Any) -> Worker:
     e = engine(mem)
 
     async def make() -> Worker:  # on the memory's loop: the worker's events belong there
-        return Worker(e, worker_id=name, reconcile=False, **kwargs)
+        return Worker(e, worker_id=name, reconcile=False, registry=KINDS, **kwargs)
 
     return run(mem, make())
 
@@ -82,6 +92,27 @@ def runs(mem: Memory, job_id: int) -> list[str]:
 def test_backoff_doubles_up_to_the_cap() -> None:
     assert [backoff_seconds(a, 2.0, 30.0, jitter=False) for a in range(1, 7)] == [2, 4, 8, 16, 30, 30]
     assert all(1.5 <= backoff_seconds(1, 2.0, 30.0) <= 2.5 for _ in range(50))
+
+
+def test_every_kind_retries_by_the_one_policy(mem: Memory) -> None:
+    """Each built-in kind declares its numbers, nothing else: extraction follows the extraction settings."""
+    settings = engine(mem).settings
+    policies = {name: kind.policy(settings) for name, kind in BUILTIN_KINDS.items()}
+    assert policies["extract"] == RetryPolicy(settings.extraction_max_attempts, settings.extraction_retry_interval,
+                                              6 * 3600.0)
+    assert policies["consolidate"] == RetryPolicy.for_jobs(settings)
+    assert policies["consolidate_parked"].max_attempts == 3
+    assert [policies["extract"].delay(a, jitter=False) for a in (1, 2, 3)] == [
+        settings.extraction_retry_interval * f for f in (1, 2, 4)]
+
+
+def test_a_worker_without_an_extraction_llm_leaves_extraction_jobs_alone(mem: Memory) -> None:
+    pool = engine(mem).store.pool
+    run(mem, jobs.enqueue(pool, "extract", payload={"item_hashes": ["x"]}))
+    w = worker(mem, "w-no-llm")
+    assert "extract" not in w.kinds and "consolidate" in w.kinds
+    assert run(mem, w.run_one()) is False
+    assert [j.status for j in run(mem, jobs.list_jobs(pool, kind="extract"))] == ["queued"]
 
 
 def test_a_queued_dedupe_key_is_enqueued_once(mem: Memory) -> None:
@@ -153,18 +184,12 @@ def test_a_live_claim_with_a_lapsed_lease_is_not_run_twice(mem: Memory) -> None:
     async def takeover_while_held() -> bool:
         async with serial_lock(pool, "slow", wait=False) as held:  # the slow worker still works under its lock
             assert held
-            return await Worker(e, worker_id="w-eager", reconcile=False).run_one()
+            return await Worker(e, worker_id="w-eager", reconcile=False, registry=KINDS).run_one()
 
     assert run(mem, takeover_while_held()) is True
     assert run(mem, jobs.list_jobs(pool))[0].status == "queued"  # given back, not run
     assert CALLS.get(job_id) is None
     assert runs(mem, job_id)[-1] == "deferred"
-
-
-@handler("test-slow")
-async def _slow(ctx: JobContext) -> dict[str, Any]:
-    await asyncio.sleep(30)
-    return {}
 
 
 def test_stopping_a_worker_mid_job_gives_the_job_back(mem: Memory) -> None:

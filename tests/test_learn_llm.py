@@ -183,23 +183,26 @@ def test_a_failing_llm_is_retried_and_no_fact_is_stranded(mem: Memory, fake: Fak
     mem.retain_many(bank, [{"content": DARK[0], "document_id": "x"}, {"content": DARK[1], "document_id": "y"}])
     mem._run(e.store.pool.execute("UPDATE jobs SET max_attempts = 2, run_after = now() WHERE bank_id = $1", bank))
     deadline = time.monotonic() + 20
-    while mem.jobs(bank)[0].status != "failed" and time.monotonic() < deadline:
+    while mem.jobs(bank, kind="consolidate")[0].status != "failed" and time.monotonic() < deadline:
         drain(mem)
         time.sleep(0.02)
-    job = mem.jobs(bank)[0]
+    job = mem.jobs(bank, kind="consolidate")[0]
     assert job.status == "failed" and job.attempts == 2 and "LLMUnavailableError" in job.last_error
-    failed = mem._run(e.store.pool.fetch("SELECT status, attempts FROM unit_learning WHERE bank_id = $1", bank))
-    assert [(r["status"], r["attempts"]) for r in failed] == [("failed", 1), ("failed", 1)]
-    assert mem._run(reconcile.run(e)) == 0  # they wait out their own backoff first
+    failed = mem._run(e.store.pool.fetch("SELECT status FROM unit_learning WHERE bank_id = $1", bank))
+    assert [r["status"] for r in failed] == ["failed", "failed"]  # parked: later facts are not held up
+    [parked] = mem.jobs(bank, kind="consolidate_parked")
+    assert parked.status == "queued" and parked.run_after > datetime.now(UTC)  # waits out its backoff first
+    units = mem._run(e.store.pool.fetch("SELECT unit_id FROM unit_learning WHERE bank_id = $1", bank))
+    assert sorted(parked.payload["unit_ids"]) == sorted(str(r["unit_id"]) for r in units)
+    assert mem._run(reconcile.run(e)) == 0  # nothing stranded: the parked units have their job
 
     fake.responder = diligent_model
-    # Time passes: the job's cool-down and the facts' own backoff are over.
-    mem._run(e.store.pool.execute("UPDATE unit_learning SET retry_after = now() WHERE bank_id = $1", bank))
-    mem._run(e.store.pool.execute("UPDATE jobs SET finished_at = now() - interval '1 hour' WHERE bank_id = $1", bank))
-    assert mem._run(reconcile.run(e)) == 1
+    # Time passes: the parked units' backoff is over.
+    mem._run(e.store.pool.execute("UPDATE jobs SET run_after = now() WHERE id = $1", parked.id))
     drain(mem)
     assert [o.proof_count for o in mem.observations(bank)] == [2]
-    assert [j.status for j in mem.jobs(bank, kind="consolidate")] == ["done", "failed"]
+    assert [j.status for j in mem.jobs(bank, kind="consolidate_parked")] == ["done"]
+    assert [j.status for j in mem.jobs(bank, kind="consolidate")] == ["failed"]
 
 
 def test_deleting_evidence_has_the_llm_rewrite_the_observation(mem: Memory, fake: FakeLLMServer, bank: str) -> None:

@@ -25,9 +25,9 @@ from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
-from memwrap.engine.retain.reextract import LEASE_SECONDS, Reextractor
 from memwrap.engine.reembed import embedding_text, reembed_store
 from memwrap.engine.reflect.service import reflect
+from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
 from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
@@ -69,8 +69,6 @@ class Engine(LearningVerbs):
 
         The hook for `wrap_openai(client, llm="gpt-4o-mini")`: engine.use_llm(llm_from_client(client, model)).
         """
-        if self.reextractor is not None:
-            self.reextractor.stop_soon()
         self.llm = llm
         self.extractor = self.reextractor = None
         if llm is not None and llm.configured("extraction"):
@@ -79,7 +77,6 @@ class Engine(LearningVerbs):
                 self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy,
                 converted=self.learning.after_retain,
             )
-            self.reextractor.start()
 
     async def _warm_up(self) -> None:
         """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
@@ -220,9 +217,7 @@ class Engine(LearningVerbs):
     async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
         if self.extractor is None:
             return await write_items(conn, bank_id, batch, vectors)
-        retry_after = self.settings.extraction_retry_interval
-        lease = max(LEASE_SECONDS, self.settings.llm_background_timeout)
-        return await write_translated(conn, bank_id, batch, vectors, retry_after=retry_after, lease=lease)
+        return await write_translated(conn, bank_id, batch, vectors, self.settings)
 
     def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
         texts = [unit.embed_text for item in items for unit in item.units]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from importlib import resources
 from pathlib import Path
@@ -45,14 +46,10 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 def _json_dumps(value: object) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _json_loads(value: str) -> object:
-    import json
-
     return json.loads(value)
 
 
@@ -76,7 +73,7 @@ class Store:
         max_size: int = 8,
     ) -> Store:
         try:
-            await _migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
+            await migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
             pool = await asyncpg.create_pool(
                 url, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=SERVER_SETTINGS
             )
@@ -113,7 +110,9 @@ class Store:
             self.pool.terminate()
 
 
-async def _migrate(url: str, *, embedding_model: str, embedding_dim: int) -> None:
+async def migrate(url: str, *, embedding_model: str, embedding_dim: int, upto: int | None = None) -> None:
+    """Apply the migrations this database lacks (those up to version `upto` only, when given: the schema of an
+    older release, which the migration tests start from)."""
     conn = await asyncpg.connect(url)
     try:
         # Several processes may start at once on one database: one migrates, the others wait here.
@@ -125,7 +124,7 @@ async def _migrate(url: str, *, embedding_model: str, embedding_dim: int) -> Non
             )
             applied = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
             for version, name, sql in _migrations():
-                if version in applied:
+                if version in applied or (upto is not None and version > upto):
                     continue
                 async with conn.transaction():
                     await conn.execute(sql.replace("{embedding_dim}", str(int(embedding_dim))))

@@ -4,6 +4,10 @@ Each batch commits in one transaction: the observations it changes, the units it
 bank's watermark, and the mental models it makes stale (with their refresh jobs). A worker killed mid-job
 therefore leaves whole batches or nothing, and the next claim goes on from what is recorded: the job completes
 once in effect. Callers hold the bank's consolidation lock (the worker's serial key, or `consolidate_now`).
+
+A batch that fails on the job's last attempt is parked, so that it cannot block the bank's later facts: its units
+are marked failed (the watermark passes them) and a job of their own (PARKED_KIND, with the slower retry policy of
+retry_policy.py) tries just those units again; when that job dies too they stay facts, unconsolidated.
 """
 
 from __future__ import annotations
@@ -16,24 +20,22 @@ from uuid import UUID
 
 import asyncpg
 
-from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
+from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
+from memwrap.engine.learn.jobs import JobContext, serial_lock
 from memwrap.engine.learn.observations import Applied, Plan, apply_plan
-from memwrap.engine.learn.worker import JobContext, handler, serial_lock
+from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import ConsolidationReport
 
 log = logging.getLogger("memwrap.learn")
 
 KIND = "consolidate"
+PARKED_KIND = "consolidate_parked"
 HEURISTIC_BATCH = 256
 LLM_BATCH = 10
 # The watermark only passes units older than this: a slower transaction may still commit a unit with a lower
 # seq. (The deep reconciliation finds any that slip below it anyway.)
 WATERMARK_LAG_SECONDS = 60.0
-# A unit whose consolidation failed for good this many times is left alone (still recalled as a fact).
-FACT_MAX_ATTEMPTS = 3
-FACT_RETRY_BASE_SECONDS = 60.0
-FACT_RETRY_CAP_SECONDS = 6 * 3600.0
 
 _FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m.item_hash, m.embedding,
        m.created_at < now() - $4 * interval '1 second' AS settled"""
@@ -47,11 +49,10 @@ ORDER BY m.seq
 LIMIT $3
 """
 
-RETRY_DUE = f"""
+PARKED = f"""
 SELECT {_FACT_COLUMNS}
 FROM unit_learning l JOIN memory_units m ON m.bank_id = l.bank_id AND m.id = l.unit_id
-WHERE l.bank_id = $1 AND l.status = 'failed' AND l.retry_after <= now() AND l.attempts < $2
-  AND m.invalidated_at IS NULL
+WHERE l.bank_id = $1 AND l.unit_id = ANY($2::uuid[]) AND l.status = 'failed' AND m.invalidated_at IS NULL
 ORDER BY m.seq
 LIMIT $3
 """
@@ -59,15 +60,13 @@ LIMIT $3
 MARK_DONE = """
 INSERT INTO unit_learning (bank_id, unit_id, status)
 SELECT $1, u, 'done' FROM unnest($2::uuid[]) AS u
-ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'done', retry_after = NULL, error = NULL, updated_at = now()
+ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'done', error = NULL, updated_at = now()
 """
 
 MARK_FAILED = """
-INSERT INTO unit_learning (bank_id, unit_id, status, attempts, retry_after, error)
-SELECT $1, u, 'failed', 1, now() + $3 * interval '1 second', $4 FROM unnest($2::uuid[]) AS u
-ON CONFLICT (bank_id, unit_id) DO UPDATE
-SET status = 'failed', attempts = unit_learning.attempts + 1, error = EXCLUDED.error, updated_at = now(),
-    retry_after = now() + least($5::float8, $3 * power(2, unit_learning.attempts)) * interval '1 second'
+INSERT INTO unit_learning (bank_id, unit_id, status, error)
+SELECT $1, u, 'failed', $3 FROM unnest($2::uuid[]) AS u
+ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'failed', error = EXCLUDED.error, updated_at = now()
 """
 
 ADVANCE_WATERMARK = """
@@ -86,7 +85,6 @@ def lock_key(bank_id: str) -> str:
     return f"{KIND}:{bank_id}"
 
 
-@handler(KIND)
 async def run_job(ctx: JobContext) -> dict[str, Any]:
     report = await consolidate_bank(ctx.engine, ctx.job.bank_id or "", last_attempt=ctx.job.last_attempt)
     return report.model_dump(exclude={"bank_id"})
@@ -104,25 +102,28 @@ async def consolidate_bank(engine: Any, bank_id: str, *, last_attempt: bool) -> 
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
     size = LLM_BATCH if llm else HEURISTIC_BATCH
     cursor = await pool.fetchval("SELECT watermark FROM learn_progress WHERE bank_id = $1", bank_id) or 0
-    retrying = True
-    while True:
-        if retrying:
-            facts = await pool.fetch(RETRY_DUE, bank_id, FACT_MAX_ATTEMPTS, size, WATERMARK_LAG_SECONDS)
-            retrying = bool(facts)
-        if not retrying:
-            facts = await pool.fetch(PENDING, bank_id, cursor, size, WATERMARK_LAG_SECONDS)
-        if not facts:
-            break
+    while facts := await pool.fetch(PENDING, bank_id, cursor, size, WATERMARK_LAG_SECONDS):
         try:
             await _batch(engine, llm, bank_id, facts, report)
         except Exception as exc:
             if last_attempt:
-                await _record_failure(pool, bank_id, [f["id"] for f in facts], f"{type(exc).__name__}: {exc}")
+                await _park(engine, bank_id, [f["id"] for f in facts], f"{type(exc).__name__}: {exc}")
                 report.failed += len(facts)
             raise
-        if not retrying:
-            cursor = max(cursor, facts[-1]["seq"])
+        cursor = max(cursor, facts[-1]["seq"])
     return report
+
+
+async def run_parked_job(ctx: JobContext) -> dict[str, Any]:
+    """Consolidate the units a consolidation job parked (those still parked and valid)."""
+    engine, bank_id = ctx.engine, ctx.job.bank_id or ""
+    llm = consolidation_llm(engine)
+    report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
+    ids = [UUID(str(i)) for i in ctx.job.payload.get("unit_ids", [])]
+    size = LLM_BATCH if llm else HEURISTIC_BATCH
+    while facts := await engine.store.pool.fetch(PARKED, bank_id, ids, size, WATERMARK_LAG_SECONDS):
+        await _batch(engine, llm, bank_id, facts, report)
+    return report.model_dump(exclude={"bank_id"})
 
 
 async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
@@ -182,9 +183,16 @@ def _by_scope(facts: Sequence[Fact]) -> dict[tuple[str, ...], list[Fact]]:
     return groups
 
 
-async def _record_failure(pool: asyncpg.Pool, bank_id: str, ids: list[UUID], error: str) -> None:
-    """The job is out of attempts: the batch's units wait a growing while, then reconciliation tries again."""
+async def _park(engine: Any, bank_id: str, ids: list[UUID], error: str) -> None:
+    """The job is out of attempts: the batch's units are marked failed and get a job of their own, in one
+    transaction."""
+    policy = RetryPolicy.for_parked_units(engine.settings)
     try:
-        await pool.execute(MARK_FAILED, bank_id, ids, FACT_RETRY_BASE_SECONDS, error[:1000], FACT_RETRY_CAP_SECONDS)
+        async with engine.store.pool.acquire() as conn, conn.transaction():
+            await conn.execute(MARK_FAILED, bank_id, ids, error[:1000])
+            await jobs.enqueue(
+                conn, PARKED_KIND, bank_id=bank_id, payload={"unit_ids": [str(i) for i in ids]},
+                serial_key=lock_key(bank_id), max_attempts=policy.max_attempts, delay=policy.delay(1), priority=60,
+            )
     except (OSError, asyncpg.PostgresError) as exc:
-        log.warning("could not record failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)
+        log.warning("could not park the failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)

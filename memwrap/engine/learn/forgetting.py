@@ -20,6 +20,8 @@ from pydantic import BaseModel
 
 from memwrap.engine import catalog
 from memwrap.engine.learn import jobs, mental_models
+from memwrap.engine.learn.consolidate import consolidation_llm
+from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.learn.observations import (
     SUPPORTING_IDS,
     invalidate_observation,
@@ -29,7 +31,6 @@ from memwrap.engine.learn.observations import (
     remove_observation,
     set_text,
 )
-from memwrap.engine.learn.worker import JobContext, handler
 from memwrap.errors import MemoryNotFoundError
 
 log = logging.getLogger("memwrap.learn")
@@ -229,10 +230,7 @@ rewrite it so it says what the current evidence supports (action "rewrite", with
 when the evidence does not support it. Never keep details that only removed evidence supported."""
 
 
-@handler(REVISE)
 async def run_revise(ctx: JobContext) -> dict[str, Any]:
-    from memwrap.engine.learn.consolidate import consolidation_llm
-
     engine, bank_id = ctx.engine, ctx.job.bank_id or ""
     llm = consolidation_llm(engine)
     reason = str(ctx.job.payload.get("reason", "evidence removed"))
@@ -304,6 +302,5 @@ async def expire_raw(engine: Any, bank_id: str, *, now: datetime | None = None) 
                 pass  # deleted meanwhile
 
 
-@handler(EXPIRE)
 async def run_expire(ctx: JobContext) -> dict[str, Any]:
     return {"expired": await expire_raw(ctx.engine, ctx.job.bank_id or "")}

@@ -1,7 +1,8 @@
-"""The jobs table: enqueue, claim (FOR UPDATE SKIP LOCKED), renew the lease, finish, retry with backoff.
+"""The jobs table, the one durable queue of background work: enqueue, claim (FOR UPDATE SKIP LOCKED), keep the
+lease, then finish, retry after a backoff or fail for good (retry_policy.py says how long and how often).
 
 A job's life: queued → running (claimed, with a lease) → done | queued again (retry, after a backoff) | failed
-(attempts used up). A claim whose worker died is taken over when its lease runs out; the dead claim is
+(attempts used up: dead). A claim whose worker died is taken over when its lease runs out; the dead claim is
 recorded as 'lost'. Jobs that share a `serial_key` never run at the same time: the claim skips a job whose key
 is held by a live running job, and the runner holds a session advisory lock on the key while it works (so even
 an expired-but-alive claim cannot overlap a takeover). Every claim is a row of job_runs.
@@ -9,14 +10,24 @@ an expired-but-alive claim cannot overlap a takeover). Every claim is a row of j
 
 from __future__ import annotations
 
-import random
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
 
+from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import Job
+
+log = logging.getLogger("memwrap.worker")
 
 # Wakes workers in other processes at once (they poll anyway).
 NOTIFY_CHANNEL = "memwrap_jobs"
@@ -44,6 +55,18 @@ class ClaimedJob:
         return self.attempts >= self.max_attempts
 
 
+@dataclass
+class JobContext:
+    """What a job's handler gets: the engine of the process running it, and the claimed job."""
+
+    engine: Any  # memwrap.engine.engine.Engine
+    job: ClaimedJob
+
+
+def default_worker_id(suffix: str = "") -> str:
+    return f"{socket.gethostname()}:{os.getpid()}{':' + suffix if suffix else ''}"
+
+
 ENQUEUE = """
 INSERT INTO jobs (kind, bank_id, payload, priority, max_attempts, run_after, dedupe_key, serial_key)
 VALUES ($1, $2, $3, $4, $5, now() + $6 * interval '1 second', $7, $8)
@@ -51,20 +74,23 @@ ON CONFLICT (dedupe_key) WHERE status = 'queued' DO NOTHING
 RETURNING id
 """
 
-# The candidate is the first open job that is due (or whose claim's lease ran out) and whose serial key is not
-# held by a live claim. SKIP LOCKED lets concurrent workers pass over each other's candidates.
+# The candidates are the first open jobs that are due (or whose claim's lease ran out) and whose serial key is
+# not held by a live claim; `any_time` also takes queued jobs that are not due yet (a retry asked for now).
+# SKIP LOCKED lets concurrent workers pass over each other's candidates.
 CLAIM = """
 WITH candidate AS (
     SELECT j.id
     FROM jobs j
     WHERE j.status IN ('queued', 'running')
-      AND ((j.status = 'queued' AND j.run_after <= now()) OR (j.status = 'running' AND j.lease_until < now()))
+      AND ((j.status = 'queued' AND ($8::bool OR j.run_after <= now())) OR (j.status = 'running' AND j.lease_until < now()))
       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
+      AND ($6::text IS NULL OR j.bank_id = $6)
+      AND ($7::bigint[] IS NULL OR j.id = ANY($7::bigint[]))
       AND (j.serial_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM jobs r
             WHERE r.serial_key = j.serial_key AND r.status = 'running' AND r.lease_until >= now() AND r.id <> j.id))
     ORDER BY j.priority, j.run_after, j.id
-    LIMIT 1
+    LIMIT $5
     FOR UPDATE SKIP LOCKED
 ), lost AS (
     UPDATE job_runs r SET outcome = 'lost', finished_at = now(), error = 'lease expired: the worker stopped renewing it'
@@ -79,13 +105,15 @@ WHERE j.id = c.id
 RETURNING j.id, j.kind, j.bank_id, j.payload, j.attempts, j.max_attempts, j.serial_key, j.claim_token
 """
 
-RECORD_RUN = """
-INSERT INTO job_runs (job_id, claim_token, attempt, worker_id) VALUES ($1, $2, $3, $4)
+RECORD_RUNS = """
+INSERT INTO job_runs (job_id, claim_token, attempt, worker_id)
+SELECT id, $2, attempt, $3 FROM unnest($1::bigint[], $4::int[]) AS r(id, attempt)
 """
 
 RENEW = """
-UPDATE jobs SET lease_until = now() + $3 * interval '1 second'
-WHERE id = $1 AND claim_token = $2 AND status = 'running'
+UPDATE jobs j SET lease_until = now() + $3 * interval '1 second'
+FROM unnest($1::bigint[], $2::uuid[]) AS c(id, token)
+WHERE j.id = c.id AND j.claim_token = c.token AND j.status = 'running'
 """
 
 # Finishing does not insist on our claim token: a takeover after our lease expired could not run the job while
@@ -117,11 +145,13 @@ END_RUN = """
 UPDATE job_runs SET outcome = $3, finished_at = now(), error = $4 WHERE job_id = $1 AND claim_token = $2
 """
 
-
-def backoff_seconds(attempt: int, base: float, cap: float, *, jitter: bool = True) -> float:
-    """Exponential backoff: base, 2·base, 4·base, … up to cap; ±25% jitter so failed jobs do not retry in lockstep."""
-    delay = min(cap, base * (2 ** max(attempt - 1, 0)))
-    return delay * random.uniform(0.75, 1.25) if jitter else delay
+# Dead jobs of a kind queued again, with one more attempt each (a retry asked for by hand).
+REVIVE = """
+UPDATE jobs j SET status = 'queued', run_after = now(), finished_at = NULL, max_attempts = j.attempts + 1
+WHERE j.kind = $1 AND j.status = 'failed' AND ($2::text IS NULL OR j.bank_id = $2)
+  AND (j.dedupe_key IS NULL
+       OR NOT EXISTS (SELECT 1 FROM jobs q WHERE q.dedupe_key = j.dedupe_key AND q.status = 'queued'))
+"""
 
 
 async def enqueue(
@@ -146,25 +176,62 @@ async def enqueue(
     return job_id
 
 
-async def claim(
-    pool: asyncpg.Pool, worker_id: str, *, lease_seconds: float, kinds: list[str] | None = None
-) -> ClaimedJob | None:
-    """Take the next due job, or None. The claim and its job_runs row commit together."""
+async def claim_many(
+    pool: asyncpg.Pool,
+    worker_id: str,
+    *,
+    lease_seconds: float,
+    kinds: Sequence[str] | None = None,
+    bank_id: str | None = None,
+    ids: Sequence[int] | None = None,
+    any_time: bool = False,
+    limit: int = 1,
+) -> list[ClaimedJob]:
+    """Take up to `limit` due jobs (of these kinds, of this bank, among these ids; `any_time`: due or not).
+    The claims and their job_runs rows commit together."""
     token = uuid4()
     async with pool.acquire() as conn, conn.transaction():
-        row = await conn.fetchrow(CLAIM, worker_id, kinds, token, lease_seconds)
-        if row is None:
-            return None
-        await conn.execute(RECORD_RUN, row["id"], token, row["attempts"], worker_id)
-    return ClaimedJob(
-        id=row["id"], kind=row["kind"], bank_id=row["bank_id"], payload=dict(row["payload"] or {}),
-        attempts=row["attempts"], max_attempts=row["max_attempts"],
-        serial_key=row["serial_key"] or f"job:{row['id']}", claim_token=token, worker_id=worker_id,
-    )
+        rows = await conn.fetch(
+            CLAIM, worker_id, list(kinds) if kinds is not None else None, token, lease_seconds, limit, bank_id,
+            list(ids) if ids is not None else None, any_time,
+        )
+        if rows:
+            await conn.execute(RECORD_RUNS, [r["id"] for r in rows], token, worker_id, [r["attempts"] for r in rows])
+    return [
+        ClaimedJob(
+            id=r["id"], kind=r["kind"], bank_id=r["bank_id"], payload=dict(r["payload"] or {}),
+            attempts=r["attempts"], max_attempts=r["max_attempts"],
+            serial_key=r["serial_key"] or f"job:{r['id']}", claim_token=token, worker_id=worker_id,
+        )
+        for r in rows
+    ]
 
 
-async def renew(db: Executor, job: ClaimedJob, lease_seconds: float) -> bool:
-    return await db.execute(RENEW, job.id, job.claim_token, lease_seconds) == "UPDATE 1"
+async def claim(
+    pool: asyncpg.Pool, worker_id: str, *, lease_seconds: float, kinds: Sequence[str] | None = None
+) -> ClaimedJob | None:
+    """Take the next due job, or None."""
+    claimed = await claim_many(pool, worker_id, lease_seconds=lease_seconds, kinds=kinds)
+    return claimed[0] if claimed else None
+
+
+async def renew(db: Executor, claimed: Sequence[ClaimedJob], lease_seconds: float) -> int:
+    """Extend the leases of claims still current; returns how many were."""
+    status = await db.execute(RENEW, [j.id for j in claimed], [j.claim_token for j in claimed], lease_seconds)
+    return int(status.split()[-1])
+
+
+async def keep_leased(db: Executor, claimed: Sequence[ClaimedJob], lease_seconds: float) -> None:
+    """Renew the leases every third of their length until cancelled (run it as a task beside the work)."""
+    while True:
+        await asyncio.sleep(max(lease_seconds / 3, 0.05))
+        try:
+            if await renew(db, claimed, lease_seconds) < len(claimed):
+                log.warning("jobs %s: lease renewal found a claim gone; finishing under the lock",
+                            [j.id for j in claimed])
+                return
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            log.warning("jobs %s: lease renewal failed: %s", [j.id for j in claimed], exc)
 
 
 async def finish(db: Executor, job: ClaimedJob, result: dict[str, Any] | None) -> None:
@@ -173,15 +240,16 @@ async def finish(db: Executor, job: ClaimedJob, result: dict[str, Any] | None) -
         await conn.execute(END_RUN, job.id, job.claim_token, "done", None)
 
 
-async def retry_or_fail(db: Executor, job: ClaimedJob, error: str, *, base: float, cap: float) -> str:
-    """After a failed attempt: queue it again after a backoff, or fail it for good. Returns the new status."""
+async def retry_or_fail(db: Executor, job: ClaimedJob, error: str, policy: RetryPolicy) -> str:
+    """After a failed attempt: queue it again after the policy's backoff, or fail it for good (dead) when it was
+    its last attempt. Returns the new status."""
     error = error[:2000]
     async with _transaction(db) as conn:
         if job.last_attempt:
             await conn.execute(FAIL, job.id, error)
             await conn.execute(END_RUN, job.id, job.claim_token, "failed", error)
             return "failed"
-        await conn.execute(RETRY, job.id, backoff_seconds(job.attempts, base, cap), error)
+        await conn.execute(RETRY, job.id, policy.delay(job.attempts), error)
         await conn.execute(END_RUN, job.id, job.claim_token, "retry", error)
         return "queued"
 
@@ -197,6 +265,65 @@ async def release(db: Executor, job: ClaimedJob, *, delay: float, outcome: str =
     async with _transaction(db) as conn:
         await conn.execute(RELEASE, job.id, job.claim_token, delay)
         await conn.execute(END_RUN, job.id, job.claim_token, outcome, None)
+
+
+async def revive(db: Executor, kind: str, *, bank_id: str | None = None) -> int:
+    """Queue the dead jobs of a kind (of a bank) again, due now, with one more attempt each."""
+    status = await db.execute(REVIVE, kind, bank_id)
+    return int(status.split()[-1])
+
+
+async def run_claimed(
+    pool: asyncpg.Pool,
+    job: ClaimedJob,
+    work: Callable[[], Awaitable[dict[str, Any] | None]],
+    *,
+    policy: RetryPolicy,
+    lease_seconds: float,
+) -> dict[str, Any] | None:
+    """One attempt of a claimed job: its lease is renewed while `work` runs, then the job is finished with
+    work's result, or (work raised) queued again or failed by the policy; a cancelled attempt gives the claim
+    back without using it up. Returns the result, None when the attempt failed."""
+    heartbeat = asyncio.create_task(keep_leased(pool, [job], lease_seconds))
+    started = time.perf_counter()
+    try:
+        result = await work()
+    except asyncio.CancelledError:
+        await asyncio.shield(release(pool, job, delay=0.0, outcome="cancelled"))
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure of the work becomes a retry, never a dead worker
+        log.warning("job %s (%s, bank %s) attempt %s failed: %s", job.id, job.kind, job.bank_id, job.attempts, exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG))
+        await retry_or_fail(pool, job, f"{type(exc).__name__}: {exc}", policy)
+        return None
+    finally:
+        heartbeat.cancel()
+    result = dict(result or {})
+    result.setdefault("seconds", round(time.perf_counter() - started, 3))
+    await finish(pool, job, result)
+    return result
+
+
+@asynccontextmanager
+async def serial_lock(pool: asyncpg.Pool, key: str, *, wait: bool) -> AsyncIterator[bool]:
+    """Hold the advisory lock of a serial key on a connection of our own (released if our session dies).
+
+    Yields True when held; with wait=False, yields False at once if someone else holds it.
+    """
+    async with pool.acquire() as conn:
+        if wait:
+            await conn.execute("SELECT pg_advisory_lock($1, hashtext($2))", LOCK_NAMESPACE, key)
+            held = True
+        else:
+            held = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1, hashtext($2))", LOCK_NAMESPACE, key))
+        try:
+            yield held
+        finally:
+            if held and not conn.is_closed():
+                # Best effort: if this fails (a cancelled query left the connection busy), the pool's reset on
+                # release runs pg_advisory_unlock_all(), and a closed session drops its locks anyway.
+                with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError):
+                    await conn.execute("SELECT pg_advisory_unlock($1, hashtext($2))", LOCK_NAMESPACE, key)
 
 
 async def list_jobs(

@@ -22,7 +22,7 @@ import asyncpg
 from pydantic import BaseModel, Field
 
 from memwrap.engine.learn import jobs
-from memwrap.engine.learn.worker import JobContext, handler
+from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
@@ -200,7 +200,6 @@ async def forget_sources(
     )
 
 
-@handler(KIND)
 async def run_job(ctx: JobContext) -> dict[str, Any]:
     model_id = UUID(str(ctx.job.payload["model_id"]))
     model = await refresh(ctx.engine, ctx.job.bank_id or "", model_id=model_id, reason="background refresh")

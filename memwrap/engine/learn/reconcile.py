@@ -13,8 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from memwrap.engine.learn import jobs
-from memwrap.engine.learn.consolidate import FACT_MAX_ATTEMPTS
+from memwrap.engine.learn import forgetting, jobs, mental_models
 from memwrap.engine.learn.jobs import LOCK_NAMESPACE, NOTIFY_CHANNEL
 
 EXPIRE_EVERY_SECONDS = 3600.0
@@ -43,13 +42,11 @@ FROM banks b
 LEFT JOIN learn_progress p ON p.bank_id = b.bank_id
 WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.bank_id = b.bank_id AND j.kind = 'consolidate'
                     AND (j.status IN ('queued', 'running')
-                         OR (j.status = 'failed' AND j.finished_at > now() - $3 * interval '1 second')))
-  AND (EXISTS (SELECT 1 FROM memory_units m
-               WHERE m.bank_id = b.bank_id AND m.seq > coalesce(p.watermark, 0) AND m.fact_type <> 'observation'
-                 AND m.invalidated_at IS NULL
-                 AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id))
-       OR EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = b.bank_id AND l.status = 'failed'
-                    AND l.retry_after <= now() AND l.attempts < $2))
+                         OR (j.status = 'failed' AND j.finished_at > now() - $2 * interval '1 second')))
+  AND EXISTS (SELECT 1 FROM memory_units m
+              WHERE m.bank_id = b.bank_id AND m.seq > coalesce(p.watermark, 0) AND m.fact_type <> 'observation'
+                AND m.invalidated_at IS NULL
+                AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id))
 ON CONFLICT DO NOTHING
 RETURNING id
 """
@@ -95,8 +92,6 @@ LIMIT 1000
 
 
 async def heal_observations(engine: Any) -> int:
-    from memwrap.engine.learn import forgetting, mental_models
-
     pool: asyncpg.Pool = engine.store.pool
     by_bank: dict[str, list[Any]] = {}
     for row in await pool.fetch(MISCOUNTED):
@@ -120,7 +115,7 @@ async def run(engine: Any, *, deep: bool = False) -> int:
         if deep:
             await conn.execute(LOWER_WATERMARKS)
             await jobs.prune(conn, older_than_seconds=KEEP_FINISHED_JOBS_SECONDS)
-        queued = len(await conn.fetch(CONSOLIDATIONS, attempts, FACT_MAX_ATTEMPTS, FAILED_CONSOLIDATION_COOLDOWN_SECONDS))
+        queued = len(await conn.fetch(CONSOLIDATIONS, attempts, FAILED_CONSOLIDATION_COOLDOWN_SECONDS))
         queued += len(await conn.fetch(MENTAL_MODELS, attempts, FAILED_REFRESH_COOLDOWN_SECONDS))
         queued += len(await conn.fetch(EXPIRIES, attempts, EXPIRE_EVERY_SECONDS))
         if queued:

@@ -1,4 +1,5 @@
-"""The worker: claims jobs and runs their handlers; also, now and then, reconciles (re-enqueues stranded work).
+"""The worker: claims jobs and runs them by their kind (kinds.py); also, now and then, reconciles (re-enqueues
+stranded work).
 
 The same class runs inline (an asyncio task inside the engine's process, MEMWRAP_WORKER=inline) and as
 `memwrap worker` processes; any number of them may share one PostgreSQL.
@@ -9,70 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
 
-from memwrap.engine.learn import jobs
-from memwrap.engine.learn.jobs import LOCK_NAMESPACE, NOTIFY_CHANNEL, ClaimedJob
+from memwrap.engine.learn import jobs, reconcile
+from memwrap.engine.learn.jobs import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
+from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
 
 log = logging.getLogger("memwrap.worker")
-
-
-@dataclass
-class JobContext:
-    engine: Any  # memwrap.engine.engine.Engine
-    job: ClaimedJob
-
-
-Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
-HANDLERS: dict[str, Handler] = {}
-
-
-def handler(kind: str) -> Callable[[Handler], Handler]:
-    """Register the function that runs jobs of `kind` (it returns the job's result, a small JSON dict)."""
-
-    def register(fn: Handler) -> Handler:
-        HANDLERS[kind] = fn
-        return fn
-
-    return register
-
-
-def _load_handlers() -> None:
-    from memwrap.engine.learn import handlers  # noqa: F401 - registers the built-in kinds
-
-
-@asynccontextmanager
-async def serial_lock(pool: asyncpg.Pool, key: str, *, wait: bool):
-    """Hold the advisory lock of a serial key on a connection of our own (released if our session dies).
-
-    Yields True when held; with wait=False, yields False at once if someone else holds it.
-    """
-    async with pool.acquire() as conn:
-        if wait:
-            await conn.execute("SELECT pg_advisory_lock($1, hashtext($2))", LOCK_NAMESPACE, key)
-            held = True
-        else:
-            held = bool(await conn.fetchval("SELECT pg_try_advisory_lock($1, hashtext($2))", LOCK_NAMESPACE, key))
-        try:
-            yield held
-        finally:
-            if held and not conn.is_closed():
-                # Best effort: if this fails (a cancelled query left the connection busy), the pool's reset on
-                # release runs pg_advisory_unlock_all(), and a closed session drops its locks anyway.
-                with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError):
-                    await conn.execute("SELECT pg_advisory_unlock($1, hashtext($2))", LOCK_NAMESPACE, key)
-
-
-def default_worker_id(suffix: str = "") -> str:
-    return f"{socket.gethostname()}:{os.getpid()}{':' + suffix if suffix else ''}"
 
 
 class Worker:
@@ -86,15 +34,15 @@ class Worker:
         listen: bool = False,
         reconcile: bool = True,
         start_delay: float = 0.0,
+        registry: Mapping[str, JobKind] = BUILTIN_KINDS,
     ) -> None:
-        _load_handlers()
         self.engine = engine
         self.settings = engine.settings
         self.pool: asyncpg.Pool = engine.store.pool
         self.worker_id = worker_id or default_worker_id()
         self.concurrency = max(1, concurrency or self.settings.worker_concurrency)
-        # Only kinds this process can run: a worker of an older release leaves newer kinds to newer workers.
-        self.kinds = list(kinds) if kinds else sorted(HANDLERS)
+        self.registry = registry
+        self._only_kinds = list(kinds) if kinds else None
         self.listen = listen
         self.reconcile_enabled = reconcile
         self.start_delay = start_delay  # seconds before the first claim (and reconciliation) after start()
@@ -143,6 +91,13 @@ class Worker:
         self._wake.set()
 
     @property
+    def kinds(self) -> list[str]:
+        """The kinds this worker claims: those its engine can run now (an older release leaves newer kinds to
+        newer workers; an engine without an extraction LLM leaves extraction to one with)."""
+        names = self._only_kinds if self._only_kinds is not None else sorted(self.registry)
+        return [n for n in names if n in self.registry and self.registry[n].runs_here(self.engine)]
+
+    @property
     def running(self) -> bool:
         return bool(self._tasks) and not self._stopping.is_set()
 
@@ -170,8 +125,6 @@ class Worker:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.worker_poll_seconds)
 
     async def _reconcile_loop(self) -> None:
-        from memwrap.engine.learn import reconcile
-
         tick = 0
         await self._wait_start_delay()
         while not self._stopping.is_set():
@@ -220,8 +173,8 @@ class Worker:
             # Its claims kept dying (a worker crash, an OOM kill): do not let it take workers down forever.
             await jobs.fail_now(self.pool, job, f"gave up after {job.attempts - 1} claims whose worker stopped")
             return
-        run = HANDLERS.get(job.kind)
-        if run is None:
+        kind = self.registry.get(job.kind)
+        if kind is None:
             await jobs.fail_now(self.pool, job, f"no handler for job kind {job.kind!r}")
             return
         async with serial_lock(self.pool, job.serial_key, wait=False) as held:
@@ -229,35 +182,9 @@ class Worker:
                 # Another claim of the same key is still at work (its lease may have lapsed): try again soon.
                 await jobs.release(self.pool, job, delay=1.0)
                 return
-            heartbeat = asyncio.create_task(self._heartbeat(job))
-            started = time.perf_counter()
-            try:
-                result = await run(JobContext(self.engine, job))
-            except asyncio.CancelledError:
-                await asyncio.shield(jobs.release(self.pool, job, delay=0.0, outcome="cancelled"))
-                raise
-            except Exception as exc:  # noqa: BLE001 - any handler failure becomes a retry, never a dead worker
-                log.warning("job %s (%s, bank %s) attempt %s failed: %s", job.id, job.kind, job.bank_id,
-                            job.attempts, exc, exc_info=log.isEnabledFor(logging.DEBUG))
-                await jobs.retry_or_fail(
-                    self.pool, job, f"{type(exc).__name__}: {exc}",
-                    base=self.settings.job_backoff_seconds, cap=self.settings.job_backoff_cap_seconds,
-                )
-            else:
-                result = dict(result or {})
-                result.setdefault("seconds", round(time.perf_counter() - started, 3))
-                await jobs.finish(self.pool, job, result)
+            result = await jobs.run_claimed(
+                self.pool, job, lambda: kind.run(JobContext(self.engine, job)),
+                policy=kind.policy(self.settings), lease_seconds=self.settings.worker_lease_seconds,
+            )
+            if result is not None:
                 self.completed += 1
-            finally:
-                heartbeat.cancel()
-
-    async def _heartbeat(self, job: ClaimedJob) -> None:
-        lease = self.settings.worker_lease_seconds
-        while True:
-            await asyncio.sleep(max(lease / 3, 0.05))
-            try:
-                if not await jobs.renew(self.pool, job, lease):
-                    log.warning("job %s: lease renewal found the claim gone; finishing under the lock", job.id)
-                    return
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("job %s: lease renewal failed: %s", job.id, exc)

@@ -1,12 +1,12 @@
 """Retain with an LLM: prepared (defended) items → fact units, and the transaction that writes them.
 
-Retain writes an item's raw units first (recallable at once) and queues it; `Extractor.translate` then turns
-queued items into facts, which replace the raw units (reextract.py). It never loses a turn: when the chunk an
-item belongs to fails (timeout, provider down, invalid output after repair and a re-ask), the item keeps its
-raw units and stays queued; and the sentences of an extracted item that no fact carries are kept as raw units
-of their own (coverage.py). A fact is owned by the first item it came from (its document_id, item_hash and
-mentioned_at); `metadata["source_ids"]` lists the document ids of every turn it came from,
-`metadata["source_items"]` their item hashes.
+Retain writes an item's raw units first (recallable at once) and queues their extraction (a job);
+`Extractor.translate` then turns the items into facts, which replace the raw units (reextract.py). It never
+loses a turn: when the chunk an item belongs to fails (timeout, provider down, invalid output after repair and a
+re-ask), the item keeps its raw units and its job is retried; and the sentences of an extracted item that no
+fact carries are kept as raw units of their own (coverage.py). A fact is owned by the first item it came from
+(its document_id, item_hash and mentioned_at); `metadata["source_ids"]` lists the document ids of every turn it
+came from, `metadata["source_items"]` their item hashes.
 
 No wall-clock deadline cancels an extraction: each request is bounded by the server's measured speed
 (LLM.structured(background=True)), so a slow server's finished work is used, never thrown away.
@@ -25,6 +25,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
+from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.engine.llm import LLM, OutputTruncatedError
 from memwrap.engine.retain.defense import apply_policy, redact
 from memwrap.engine.recall.timeparse import extract_occurred
@@ -79,10 +80,14 @@ SELECT $1, h, '{}'::uuid[] FROM unnest($2::text[]) AS h
 ON CONFLICT (bank_id, item_hash) DO NOTHING
 """
 
+# The job kind of "extract these raw items" (reextract.py runs it).
+EXTRACT_JOB = "extract"
+
+# One job for the items one transaction wrote raw. The retaining process claims it at once (its inline
+# extraction); it is due on its own after $4 seconds, should that process die before it does.
 QUEUE = """
-INSERT INTO extraction_queue (bank_id, item_hash, attempts, last_error, next_attempt_at)
-SELECT $1, h, 1, $3, now() + make_interval(secs => $4) FROM unnest($2::text[]) AS h
-ON CONFLICT (bank_id, item_hash) DO NOTHING
+INSERT INTO jobs (kind, bank_id, payload, max_attempts, run_after, priority)
+VALUES ($5, $1, jsonb_build_object('item_hashes', to_jsonb($2::text[])), $3, now() + $4 * interval '1 second', 80)
 """
 
 # Sentences of an extracted item that no fact carries (coverage.py) are kept raw, marked so.
@@ -94,7 +99,7 @@ class ExtractedItem(PreparedItem):
     """A prepared item after extraction: fact units, or its raw units and the error that kept it raw."""
 
     facts: bool = False  # units are extracted facts (else raw units)
-    error: str | None = None  # extraction failed: keep the raw units and queue the item
+    error: str | None = None  # extraction failed: the raw units stay, the item's job is retried
     pending: bool = False  # raw units written before extraction: queued, with the extraction under way
     links: list[tuple[UUID, UUID]] = field(default_factory=list)  # (cause, effect) fact ids
     aliases: list[Alias] = field(default_factory=list)
@@ -286,11 +291,11 @@ def _raw_unit(
 
 async def write_translated(
     conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
-    *, retry_after: float = 60.0, lease: float = 600.0,
+    settings: Settings | None = None,
 ) -> dict[str, list[UUID]]:
     """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the
-    record of items that became no fact, and the extraction queue for items kept raw (failed: due again after
-    `retry_after`; pending, their extraction under way in this process: after `lease`, should it die)."""
+    record of items that became no fact, and the extraction job of the items written raw (`pending`; their
+    extraction is about to start in this process), whose retries follow `settings`."""
     async with conn.transaction():
         result = await write_items(conn, bank_id, items, vectors, link=False)
         extracted = [i for i in items if isinstance(i, ExtractedItem)]
@@ -305,11 +310,10 @@ async def write_translated(
         await write_aliases(conn, bank_id, [a for i in extracted for a in i.aliases])
         written = [u for i in items if result.get(i.item_hash) == [x.id for x in i.units] for u in i.units]
         await link_names(conn, bank_id, unit_entities(written))  # after the model's aliases: its word comes first
-        failed = [i for i in ours if i.error]
-        for reason in dict.fromkeys(i.error for i in failed):
-            hashes = [i.item_hash for i in failed if i.error == reason]
-            await conn.execute(QUEUE, bank_id, hashes, reason, float(retry_after))
-        pending = [i.item_hash for i in ours if i.pending and not i.error]
+        pending = [i.item_hash for i in ours if i.pending]
         if pending:
-            await conn.execute(QUEUE, bank_id, pending, None, float(lease))
+            if settings is None:
+                raise ValueError("write_translated: items written raw need the settings of their extraction job")
+            max_attempts = RetryPolicy.for_extraction(settings).max_attempts
+            await conn.execute(QUEUE, bank_id, pending, max_attempts, settings.worker_lease_seconds, EXTRACT_JOB)
     return result

@@ -1,0 +1,50 @@
+"""Every kind of background job, in one table: the function that runs it, its retry policy, and where it can run.
+
+The worker reads this table; nothing registers itself by being imported. A worker only claims the kinds it can
+run in its process (extraction needs an extraction LLM), so a worker without one leaves them to one that has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from memwrap.config import Settings
+from memwrap.engine.learn import consolidate, forgetting, mental_models
+from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.learn.retry_policy import RetryPolicy
+from memwrap.engine.retain import reextract
+
+Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
+
+
+def _anywhere(engine: Any) -> bool:
+    del engine
+    return True
+
+
+@dataclass(frozen=True)
+class JobKind:
+    run: Handler  # returns the job's result, a small JSON dict; raising is a failed attempt
+    policy: Callable[[Settings], RetryPolicy] = RetryPolicy.for_jobs
+    runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine run it?
+
+
+async def noop(ctx: JobContext) -> dict[str, Any]:
+    """Does nothing (for `sleep` seconds): a probe of the queue itself, used by health checks and tests."""
+    await asyncio.sleep(float(ctx.job.payload.get("sleep", 0.0)))
+    return {"ok": True}
+
+
+BUILTIN_KINDS: Mapping[str, JobKind] = MappingProxyType({
+    "noop": JobKind(noop),
+    consolidate.KIND: JobKind(consolidate.run_job),
+    consolidate.PARKED_KIND: JobKind(consolidate.run_parked_job, policy=RetryPolicy.for_parked_units),
+    mental_models.KIND: JobKind(mental_models.run_job),
+    forgetting.REVISE: JobKind(forgetting.run_revise),
+    forgetting.EXPIRE: JobKind(forgetting.run_expire),
+    reextract.KIND: JobKind(reextract.run_job, policy=RetryPolicy.for_extraction, runs_here=reextract.can_run),
+})
