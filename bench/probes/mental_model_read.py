@@ -27,7 +27,7 @@ QUESTION = "What are the user's main interests and plans?"
 def _prepare(memory: Any, bank_id: str) -> None:
     with contextlib.suppress(KeyError):  # MemoryNotFoundError: not there yet
         memory.delete_mental_model(bank_id, NAME)
-    memory.create_mental_model(bank_id, NAME, QUESTION, max_tokens=512)
+    memory.create_mental_model(bank_id, NAME, QUESTION, max_answer_tokens=512)
     memory.refresh_mental_model(bank_id, NAME)  # content in place before the first timed read
 
 
