@@ -4,7 +4,6 @@ prompt echo as a memory, raw turns recallable at once while a slow server extrac
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 from extract_support import fact, make_engine, prompt_of, queued, reply, units
