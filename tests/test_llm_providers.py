@@ -146,7 +146,7 @@ async def test_429_retry_after_is_honoured(fake: FakeLLMServer) -> None:
     person, _ = await llm.structured("s", "u", Person, role="extraction")
     elapsed = time.monotonic() - started
     assert person.name == "G" and len(fake.requests) == 2
-    assert 0.95 <= elapsed < 5
+    assert elapsed >= 0.95  # it waited as told (no upper bound: a busy machine is slow, not wrong)
     await llm.aclose()
 
 
@@ -178,12 +178,12 @@ async def test_5xx_is_retried_then_reported(fake: FakeLLMServer) -> None:
 
 
 async def test_timeouts_are_retried_then_reported(fake: FakeLLMServer) -> None:
-    fake.script([Reply(json={"name": "I", "age": 5}, delay=1.5)] * 2)
+    # Replies that would come after 10 s: with a 0.3 s timeout the call ends in a Timeout error, not an answer.
+    fake.script([Reply(json={"name": "I", "age": 5}, delay=10)] * 2)
     llm = make_llm(fake, llm_timeout=0.3, llm_max_retries=1)
-    started = time.monotonic()
     with pytest.raises(LLMUnavailableError, match="Timeout"):
         await llm.structured("s", "u", Person, role="extraction")
-    assert len(fake.requests) == 2 and time.monotonic() - started < 1.5
+    assert len(fake.requests) == 2
     await llm.aclose()
 
 
