@@ -25,9 +25,9 @@ from memwrap.engine.llm import (
     Message,
     OutputTruncatedError,
     Tool,
-    llm_from_client,
     repair_json,
 )
+from memwrap.engine.llm_clients import llm_from_client
 
 
 class Person(BaseModel):
