@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -16,12 +16,14 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import Settings
-from memwrap.engine import catalog, validate
+from memwrap.engine import catalog, tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
+from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters
+from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
@@ -29,7 +31,8 @@ from memwrap.engine.retain.reextract import LEASE_SECONDS, Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
 from memwrap.errors import BankExistsError, BankNotFoundError
-from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
+from memwrap.filters import RecallFilter
+from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.tokens import encoding_for_model
 
@@ -174,6 +177,7 @@ class Engine(LearningVerbs):
 
     # --- retain -----------------------------------------------------------------------------------------
 
+    @tracing.traced("retain", lambda _self, bank_id, items, *_a, **_k: {"bank_id": bank_id, "items": len(items)})
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         bank_id = validate.bank_id(bank_id)
         checked = validate.retain_items(items)
@@ -273,10 +277,10 @@ class Engine(LearningVerbs):
 
     async def recall(
         self,
-        bank_id: str,
+        bank_id: str | Sequence[str],
         query: str,
         *,
-        max_tokens: int = 1024,
+        max_tokens: int | None = None,
         now: datetime | None = None,
         types: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
@@ -285,10 +289,25 @@ class Engine(LearningVerbs):
         fusion: str | None = None,
         prefer_observations: bool | None = None,
         query_vector: Any = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
     ) -> Recall:
-        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this)."""
+        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this).
+
+        `bank_id`: one bank, or a list read as one (one budget; each memory says its bank). `filters`: see
+        memwrap/filters.py. `top_k`/`min_score`: a list rather than a budget — with top_k and no max_tokens the
+        budget is not what limits the list (recall/options.py)."""
+        banks = recall_options.bank_ids(bank_id)
+        top_k = recall_options.top_k(top_k)
+        if max_tokens is None:
+            max_tokens = validate.MAX_BUDGET_TOKENS if top_k is not None else 1024
         request = RecallRequest(
-            bank_id=validate.bank_id(bank_id),
+            bank_id=banks[0],
+            bank_ids=banks,
+            where=recall_filter(filters),
+            top_k=top_k,
+            min_score=recall_options.min_score(min_score),
             query=validate.query(query),
             max_tokens=validate.budget(max_tokens),
             now=validate.now_or(now),
@@ -416,3 +435,42 @@ class Engine(LearningVerbs):
             await self.store.set_meta("embedding_model", model, conn)
             await self.store.set_meta("embedding_dim", str(dim), conn)
         return done
+
+    # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------
+
+    async def update(
+        self,
+        bank_id: str,
+        memory_id: UUID | str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> MemoryRecord:
+        """Change a memory in place (re-embedded, re-dated, entities re-linked); the old version goes to its
+        history and the observations citing it are queued for revision."""
+        from memwrap.engine.update import update
+
+        return await update(self, bank_id, memory_id, text=text, metadata=metadata, tags=tags)
+
+    async def history(self, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+        """Every version of a memory, oldest first; the last is the current one."""
+        from memwrap.engine.update import history
+
+        return await history(self, bank_id, memory_id)
+
+    def export_bank(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+        """The bank as JSON lines (memwrap/engine/transfer.py): memories with their times, metadata, tags,
+        entities and links, observations, mental models, histories; vectors too with include_embeddings."""
+        from memwrap.engine.transfer import export_lines
+
+        return export_lines(self, bank_id, include_embeddings=include_embeddings)
+
+    async def import_bank(
+        self, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
+    ) -> ImportReport:
+        """Load an export_bank stream into `bank_id` (created if needed). Ids are kept; rows already present are
+        skipped, so importing twice changes nothing. Vectors of the configured model's size are used as they are."""
+        from memwrap.engine.transfer import import_lines
+
+        return await import_lines(self, bank_id, lines)

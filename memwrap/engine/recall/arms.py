@@ -1,6 +1,9 @@
 """The four recall arms. Each is one SQL query returning (memory id, arm score), best first.
 
-Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them).
+Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them), and
+an optional RecallFilter (metadata, time ranges, documents, sessions; compiled in filters.py). Each arm applies
+them before it ranks and cuts, so a filter never hides a memory the unfiltered arm would have found among those
+that pass it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ from uuid import UUID
 
 import asyncpg
 import numpy as np
+
+from memwrap.engine.recall.filters import Params, compile_filter
+from memwrap.filters import RecallFilter
 
 Hits = list[tuple[UUID, float]]
 
@@ -27,18 +33,24 @@ class Filters:
     bank_id: str
     types: list[str] | None = None
     tags: list[str] | None = None
+    where: RecallFilter | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        """True when only part of the bank may match (beyond leaving out invalidated memories)."""
+        return self.types is not None or self.tags is not None or self.where is not None
 
     def sql(self, alias: str, first_param: int) -> tuple[str, list[object]]:
         """SQL conditions on memory_units `alias` and their parameters, numbered from `first_param`."""
         conditions = [f"{alias}.invalidated_at IS NULL"]
-        params: list[object] = []
+        params = Params(first_param)
         if self.types is not None:
-            params.append(self.types)
-            conditions.append(f"{alias}.fact_type = ANY(${first_param + len(params) - 1}::text[])")
+            conditions.append(f"{alias}.fact_type = ANY({params.add(self.types, '::text[]')})")
         if self.tags is not None:
-            params.append(self.tags)
-            conditions.append(f"{alias}.tags && ${first_param + len(params) - 1}::text[]")
-        return " AND ".join(conditions), params
+            conditions.append(f"{alias}.tags && {params.add(self.tags, '::text[]')}")
+        if self.where is not None:
+            conditions.extend(compile_filter(self.where, alias, params))
+        return " AND ".join(conditions), params.values
 
 
 async def semantic(
@@ -73,10 +85,10 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
     One pass per term: the term's matches are read once, and their number is the term's document frequency.
     A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out; the bank's
     known common terms (bank_common_terms, see common_terms.py) are left out before reading anything. Not under
-    type or tag filters: a term common in the bank may be rare among, say, its observations.
+    a filter: a term common in the bank may be rare among, say, its observations.
     """
     where, params = filters.sql("m", 7)
-    skip_known_common = filters.types is None and filters.tags is None
+    skip_known_common = not filters.narrowed
     sql = f"""
         WITH terms AS (
             SELECT DISTINCT plainto_tsquery('simple', u.lexeme) AS tsq
@@ -126,6 +138,14 @@ async def graph(
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
     where, params = filters.sql("m", 8)
     order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0"
+    # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
+    # cut must come after the filter, or a selective filter would leave nothing of the best few hundred.
+    # (The seeds stay unfiltered: a memory outside the filter may still lead to ones inside it.)
+    narrow = (
+        f"WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.id = r.id AND {where})"
+        if filters.narrowed
+        else ""
+    )
     sql = f"""
         WITH seeds AS (
             SELECT id FROM memory_units
@@ -150,9 +170,9 @@ async def graph(
             UNION ALL
             SELECT l.from_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.to_id = s.id
         ), scored AS (
-            -- Rank first, filter after: looking up a few hundred rows beats joining every reached one.
             SELECT r.id, sum(r.score) AS score
             FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
+            {narrow}
             GROUP BY r.id
             ORDER BY score DESC
             LIMIT $7 * 4
