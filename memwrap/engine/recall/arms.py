@@ -85,10 +85,20 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
     One pass per term: the term's matches are read once, and their number is the term's document frequency.
     A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out; the bank's
     known common terms (bank_common_terms, see common_terms.py) are left out before reading anything. Not under
-    a filter: a term common in the bank may be rare among, say, its observations.
+    a type or tag filter: a term common in the bank may be rare among, say, its observations.
+
+    Under a RecallFilter the terms are counted in the whole bank, as unfiltered, and the filter picks among the
+    matches read: a selective filter would otherwise read every match of a common term looking for TERM_SCAN_CAP
+    that pass (0.9 s for a 0.5% filter in a 100k bank). The unfiltered arm drops those terms anyway, so nothing
+    it finds in the filtered set is lost.
     """
     where, params = filters.sql("m", 7)
-    skip_known_common = not filters.narrowed
+    bank_wide = filters.where is not None
+    skip_known_common = bank_wide or not filters.narrowed
+    if bank_wide:
+        hit_columns, hit_where, passes = f", ({where}) AS passes", "m.invalidated_at IS NULL", "AND passes"
+    else:
+        hit_columns, hit_where, passes = "", where, ""
     sql = f"""
         WITH terms AS (
             SELECT DISTINCT plainto_tsquery('simple', u.lexeme) AS tsq
@@ -96,11 +106,11 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
             WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
               AND NOT ($6 AND EXISTS (SELECT 1 FROM bank_common_terms c WHERE c.bank_id = $1 AND c.lexeme = u.lexeme))
         ), matches AS (
-            SELECT hit.id, hit.terms, hit.mentioned_at, count(*) OVER (PARTITION BY t.tsq) AS df
+            SELECT hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
             CROSS JOIN LATERAL (
-                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at FROM memory_units m
-                WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {where}
+                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns} FROM memory_units m
+                WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
             ) hit
         ), scored AS (
@@ -108,7 +118,7 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
                    sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
                        / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score
             FROM matches
-            WHERE df < $4
+            WHERE df < $4 {passes}
             GROUP BY id
         )
         -- Equal texts score equally (up to the order of a float sum): the newer memory goes first.
