@@ -63,7 +63,9 @@ async def semantic(
 ) -> Hits:
     where, params = filters.sql("m", 5)
     # `+ 0` hides the distance from the planner's index matching, forcing the exact scan on small banks.
-    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0"
+    # The exact scan breaks ties by id: a copy and its original (an observation and the fact whose words and vector
+    # it took) are equally near, and which one makes the cut must not depend on the plan.
+    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
@@ -147,7 +149,7 @@ async def graph(
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
     where, params = filters.sql("m", 8)
-    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0"
+    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0, id"
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred.
     # (The seeds stay unfiltered: a memory outside the filter may still lead to ones inside it.)

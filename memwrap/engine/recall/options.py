@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from memwrap.engine import validate
-from memwrap.errors import InvalidInputError
+from memwrap.errors import InvalidBankIdError, InvalidInputError
 
 # One recall reads at most this many banks (each adds its four arms to the statement count).
 MAX_BANKS = 16
@@ -15,10 +15,10 @@ MAX_TOP_K = 1000
 
 def bank_ids(value: str | Sequence[str]) -> list[str]:
     """One bank id, or several (order kept, repeats dropped)."""
-    if isinstance(value, str):
-        return [validate.bank_id(value)]
-    if not isinstance(value, Sequence) or not value:
-        raise InvalidInputError("bank_id is a bank id, or a non-empty list of bank ids.")
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return [validate.bank_id(value)]  # its error names what a bank id may be
+    if not value:
+        raise InvalidBankIdError("bank_id is a bank id, or a non-empty list of bank ids (got an empty list).")
     banks = list(dict.fromkeys(validate.bank_id(v) for v in value))
     if len(banks) > MAX_BANKS:
         raise InvalidInputError(f"One recall reads at most {MAX_BANKS} banks (got {len(banks)}).")
