@@ -58,6 +58,7 @@ class RecalledMemory(BaseModel):
     """A memory chosen by recall, with its fused score and its rank in each arm that found it (1 = best)."""
 
     id: UUID
+    bank_id: str | None = None  # the bank it came from (a recall may read several)
     text: str
     type: MemoryType
     document_id: str | None = None
@@ -87,6 +88,7 @@ class Recall(BaseModel):
     context: str
     tokens: int
     token_budget: int = Field(validation_alias=AliasChoices("token_budget", "max_tokens"))
+    bank_ids: list[str] = Field(default_factory=list)  # every bank read, bank_id first
     encoding: str
     memories: list[RecalledMemory] = Field(default_factory=list)
     time_window: TimeWindow | None = None
@@ -307,3 +309,36 @@ class ReflectResult(BaseModel):
         _renamed("ReflectResult.max_tokens", "context_budget")
         return self.context_budget
 
+
+# --- update and history of a memory (memwrap/engine/update.py) ------------------------------------------------
+
+MemoryField = Literal["text", "metadata", "tags"]
+
+
+class MemoryVersion(BaseModel):
+    """One version of a memory: what it said from `valid_from` until `valid_until` (None: it still does), and
+    which fields differ from the version before it (`changed`; empty for the first)."""
+
+    version: int
+    text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    changed: list[MemoryField] = Field(default_factory=list)
+    current: bool = False
+
+
+# --- export / import of a bank (memwrap/engine/transfer.py) ----------------------------------------------------
+
+
+class ImportReport(BaseModel):
+    """What `import_bank` did: records read and rows written by kind. Rows already present are skipped (not
+    counted as written), so importing the same file twice writes nothing the second time."""
+
+    bank_id: str
+    read: dict[str, int] = Field(default_factory=dict)
+    written: dict[str, int] = Field(default_factory=dict)
+    embedded: int = 0  # memories embedded on import (the file had no vector for them, or one of another size)

@@ -47,7 +47,7 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     engine: Engine, fake: FakeLLMServer, bank: str
 ) -> None:
     stored = await engine.configure_bank(
-        bank, {"disposition": {"skepticism": 5, "directives": ["Answer in one sentence."]}}
+        bank, disposition={"skepticism": 5, "directives": ["Answer in one sentence."]}
     )
     assert stored["disposition"] == {"skepticism": 5, "directives": ["Answer in one sentence."]}
     await engine.retain_many(bank, ["I prefer dark mode in my code editor."])
@@ -64,7 +64,7 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert result.answer == "Memory does not say." and result.memory_ids == [] and not result.forced
 
     # Neutral traits say nothing: the default prompt has no disposition section at all.
-    await engine.configure_bank(bank, {"disposition": None})
+    await engine.configure_bank(bank, disposition=None)
     fake.script([turn(call("recall", query="editor theme")), done("Memory does not say.")])
     await engine.reflect(bank, QUESTION)
     assert "Disposition" not in system_of(fake.requests[2])
@@ -72,7 +72,7 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
 
 async def test_bad_options_are_refused_before_any_llm_call(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
     with pytest.raises(InvalidInputError, match="skepticism"):
-        await engine.configure_bank(bank, {"disposition": {"skepticism": 9}})
+        await engine.configure_bank(bank, disposition={"skepticism": 9})
     with pytest.raises(InvalidInputError, match="Invalid disposition"):
         await engine.reflect(bank, QUESTION, disposition={"curiosity": 4})
     with pytest.raises(InvalidInputError, match="max_iterations"):

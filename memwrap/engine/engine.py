@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +16,7 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import Settings
-from memwrap.engine import bank_settings, catalog, validate
+from memwrap.engine import bank_settings, catalog, tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
@@ -30,7 +30,9 @@ from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
-from memwrap.models import BankInfo, MemoryRecord, Recall, ReflectResult, RetainItem
+from memwrap.engine.transfer import export_lines, import_lines
+from memwrap.engine.update import history, update
+from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.tokens import encoding_for_model
 
@@ -155,6 +157,7 @@ class Engine(LearningVerbs):
         item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
         return await self.retain_many(bank_id, [item])
 
+    @tracing.traced("retain", lambda _self, bank_id, items, *_a, **_k: {"bank_id": bank_id, "items": len(items)})
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         bank_id = validate.bank_id(bank_id)
         checked = validate.retain_items(items)
@@ -247,9 +250,9 @@ class Engine(LearningVerbs):
 
     # --- recall -----------------------------------------------------------------------------------------
 
-    async def recall(self, bank_id: str, query: str, **options: Any) -> Recall:
-        """The declared recall (memwrap/verbs.py); also `fusion` and `query_vector` (a precomputed embedding of
-        `query`), which benchmarks use and no public surface offers."""
+    async def recall(self, bank_id: str | Sequence[str], query: str, **options: Any) -> Recall:
+        """The declared recall (memwrap/verbs.py): one bank or a list read as one; also `fusion` and
+        `query_vector` (a precomputed embedding of `query`), which benchmarks use and no public surface offers."""
         return await self.searcher.recall(RecallRequest.checked(self.settings, bank_id=bank_id, query=query, **options))
 
     # --- reflect ----------------------------------------------------------------------------------------
@@ -308,3 +311,34 @@ class Engine(LearningVerbs):
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured model, in place (memwrap/engine/reembed.py)."""
         return await reembed_store(self.store, self.embedder, self.settings.embedding_model, batch_size=batch_size)
+
+    # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------
+
+    async def update(
+        self,
+        bank_id: str,
+        memory_id: UUID | str,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> MemoryRecord:
+        """Change a memory in place (re-embedded, re-dated, entities re-linked); the old version goes to its
+        history and the observations citing it are queued for revision."""
+        return await update(self, bank_id, memory_id, text=text, metadata=metadata, tags=tags)
+
+    async def history(self, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+        """Every version of a memory, oldest first; the last is the current one."""
+        return await history(self, bank_id, memory_id)
+
+    def export_bank(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+        """The bank as JSON lines (memwrap/engine/transfer.py): memories with their times, metadata, tags,
+        entities and links, observations, mental models, histories; vectors too with include_embeddings."""
+        return export_lines(self, bank_id, include_embeddings=include_embeddings)
+
+    async def import_bank(
+        self, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
+    ) -> ImportReport:
+        """Load an export_bank stream into `bank_id` (created if needed). Ids are kept; rows already present are
+        skipped, so importing twice changes nothing. Vectors of the configured model's size are used as they are."""
+        return await import_lines(self, bank_id, lines)

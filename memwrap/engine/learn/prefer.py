@@ -21,7 +21,8 @@ SELECT observation_id, memory_id FROM observation_evidence WHERE bank_id = $1 AN
 async def prefer_observations(
     db: asyncpg.Pool | asyncpg.Connection, bank_id: str, ranked: list[RecalledMemory]
 ) -> list[RecalledMemory]:
-    observations = [m for m in ranked if m.type == "observation"]
+    # Only this bank's memories take part (a recall over several banks calls this once per bank).
+    observations = [m for m in ranked if m.type == "observation" and m.bank_id in (None, bank_id)]
     if not observations:
         return ranked
     order = {m.id: index for index, m in enumerate(observations)}
@@ -31,14 +32,15 @@ async def prefer_observations(
     for row in rows:
         covered_by.setdefault(row["memory_id"], by_id[row["observation_id"]])
     result: list[RecalledMemory] = []
-    placed: set[UUID] = set()
+    placed: set[tuple[str | None, UUID]] = set()
     for memory in ranked:
-        stand_in = covered_by.get(memory.id) if memory.type != "observation" else memory
+        ours = memory.bank_id in (None, bank_id)
+        stand_in = covered_by.get(memory.id) if memory.type != "observation" and ours else memory
         if stand_in is None:
             result.append(memory)
-        elif stand_in.id not in placed:
+        elif (stand_in.bank_id, stand_in.id) not in placed:
             if stand_in is not memory:
                 stand_in = stand_in.model_copy(update={"score": max(stand_in.score, memory.score)})
             result.append(stand_in)
-            placed.add(stand_in.id)
+            placed.add((stand_in.bank_id, stand_in.id))
     return result

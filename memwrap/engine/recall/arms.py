@@ -1,6 +1,9 @@
 """The four recall arms. Each is one SQL query returning (memory id, arm score), best first.
 
-Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them).
+Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them), and
+an optional RecallFilter (metadata, time ranges, documents, sessions; compiled in filters.py). Each arm applies
+them before it ranks and cuts, so a filter never hides a memory the unfiltered arm would have found among those
+that pass it.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ from uuid import UUID
 
 import asyncpg
 import numpy as np
+
+from memwrap.engine.recall.filters import Params, compile_filter
+from memwrap.filters import RecallFilter
 
 Hits = list[tuple[UUID, float]]
 
@@ -27,18 +33,24 @@ class Filters:
     bank_id: str
     types: list[str] | None = None
     tags: list[str] | None = None
+    where: RecallFilter | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        """True when only part of the bank may match (beyond leaving out invalidated memories)."""
+        return self.types is not None or self.tags is not None or self.where is not None
 
     def sql(self, alias: str, first_param: int) -> tuple[str, list[object]]:
         """SQL conditions on memory_units `alias` and their parameters, numbered from `first_param`."""
         conditions = [f"{alias}.invalidated_at IS NULL"]
-        params: list[object] = []
+        params = Params(first_param)
         if self.types is not None:
-            params.append(self.types)
-            conditions.append(f"{alias}.fact_type = ANY(${first_param + len(params) - 1}::text[])")
+            conditions.append(f"{alias}.fact_type = ANY({params.add(self.types, '::text[]')})")
         if self.tags is not None:
-            params.append(self.tags)
-            conditions.append(f"{alias}.tags && ${first_param + len(params) - 1}::text[]")
-        return " AND ".join(conditions), params
+            conditions.append(f"{alias}.tags && {params.add(self.tags, '::text[]')}")
+        if self.where is not None:
+            conditions.extend(compile_filter(self.where, alias, params))
+        return " AND ".join(conditions), params.values
 
 
 async def semantic(
@@ -51,7 +63,9 @@ async def semantic(
 ) -> Hits:
     where, params = filters.sql("m", 5)
     # `+ 0` hides the distance from the planner's index matching, forcing the exact scan on small banks.
-    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0"
+    # The exact scan breaks ties by id: a copy and its original (an observation and the fact whose words and vector
+    # it took) are equally near, and which one makes the cut must not depend on the plan.
+    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
@@ -73,10 +87,20 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
     One pass per term: the term's matches are read once, and their number is the term's document frequency.
     A term matching TERM_SCAN_CAP memories or more is too common to tell them apart and is left out; the bank's
     known common terms (bank_common_terms, see common_terms.py) are left out before reading anything. Not under
-    type or tag filters: a term common in the bank may be rare among, say, its observations.
+    a type or tag filter: a term common in the bank may be rare among, say, its observations.
+
+    Under a RecallFilter the terms are counted in the whole bank, as unfiltered, and the filter picks among the
+    matches read: a selective filter would otherwise read every match of a common term looking for TERM_SCAN_CAP
+    that pass (0.9 s for a 0.5% filter in a 100k bank). The unfiltered arm drops those terms anyway, so nothing
+    it finds in the filtered set is lost.
     """
     where, params = filters.sql("m", 7)
-    skip_known_common = filters.types is None and filters.tags is None
+    bank_wide = filters.where is not None
+    skip_known_common = bank_wide or not filters.narrowed
+    if bank_wide:
+        hit_columns, hit_where, passes = f", ({where}) AS passes", "m.invalidated_at IS NULL", "AND passes"
+    else:
+        hit_columns, hit_where, passes = "", where, ""
     sql = f"""
         WITH terms AS (
             SELECT DISTINCT plainto_tsquery('simple', u.lexeme) AS tsq
@@ -84,11 +108,11 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
             WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
               AND NOT ($6 AND EXISTS (SELECT 1 FROM bank_common_terms c WHERE c.bank_id = $1 AND c.lexeme = u.lexeme))
         ), matches AS (
-            SELECT hit.id, hit.terms, hit.mentioned_at, count(*) OVER (PARTITION BY t.tsq) AS df
+            SELECT hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
             CROSS JOIN LATERAL (
-                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at FROM memory_units m
-                WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {where}
+                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns} FROM memory_units m
+                WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
             ) hit
         ), scored AS (
@@ -96,7 +120,7 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
                    sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
                        / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score
             FROM matches
-            WHERE df < $4
+            WHERE df < $4 {passes}
             GROUP BY id
         )
         -- Equal texts score equally (up to the order of a float sum): the newer memory goes first.
@@ -125,7 +149,15 @@ async def graph(
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
     where, params = filters.sql("m", 8)
-    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0"
+    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0, id"
+    # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
+    # cut must come after the filter, or a selective filter would leave nothing of the best few hundred.
+    # (The seeds stay unfiltered: a memory outside the filter may still lead to ones inside it.)
+    narrow = (
+        f"WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = $1 AND m.id = r.id AND {where})"
+        if filters.narrowed
+        else ""
+    )
     sql = f"""
         WITH seeds AS (
             SELECT id FROM memory_units
@@ -150,9 +182,9 @@ async def graph(
             UNION ALL
             SELECT l.from_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.to_id = s.id
         ), scored AS (
-            -- Rank first, filter after: looking up a few hundred rows beats joining every reached one.
             SELECT r.id, sum(r.score) AS score
             FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
+            {narrow}
             GROUP BY r.id
             ORDER BY score DESC
             LIMIT $7 * 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -15,11 +15,13 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
-from memwrap.engine import validate
+from memwrap.engine import tracing, validate
 from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.engine.recall import arms
+from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
+from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.pack import pack
@@ -27,6 +29,7 @@ from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.text import search_text
+from memwrap.filters import RecallFilter
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
 
@@ -49,6 +52,9 @@ WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
 """
 
 
+DEFAULT_TOKEN_BUDGET = 1024  # the declared default (memwrap/verbs.py); also when top_k is not given
+
+
 @dataclass
 class RecallRequest:
     """One recall, checked: the declared parameters (memwrap/verbs.py, `recall`) with defaults resolved, and the
@@ -66,26 +72,48 @@ class RecallRequest:
     fusion: str | None = None
     query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)
     warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)
+    where: RecallFilter | None = None  # metadata, time ranges, documents, sessions (memwrap/filters.py)
+    top_k: int | None = None  # at most this many memories
+    min_score: float | None = None  # leave out memories whose score (fused, or the reranker's) is below this
+    bank_ids: list[str] | None = None  # several banks at once (bank_id is the first of them)
+
+    @property
+    def banks(self) -> list[str]:
+        return self.bank_ids or [self.bank_id]
+
 
     @classmethod
     def checked(
         cls,
         settings: Settings,
         *,
-        bank_id: str,
+        bank_id: str | Sequence[str],
         query: str,
-        token_budget: int = 1024,
+        token_budget: int | None = None,
         now: datetime | None = None,
         types: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
         **engine_only: Any,
     ) -> RecallRequest:
-        """A request from the verb's arguments; None means the configured default (MEMWRAP_NEIGHBOURS, ...)."""
+        """A request from the verb's arguments; None means the configured default (MEMWRAP_NEIGHBOURS, ...).
+        `bank_id` may be a list, read as one bank (one budget). With `top_k` and no `token_budget`, the budget is
+        not what limits the list."""
+        banks = recall_options.bank_ids(bank_id)
+        top_k = recall_options.top_k(top_k)
+        if token_budget is None:
+            token_budget = validate.MAX_BUDGET_TOKENS if top_k is not None else DEFAULT_TOKEN_BUDGET
         return cls(
-            bank_id=validate.bank_id(bank_id),
+            bank_id=banks[0],
+            bank_ids=banks,
+            where=recall_filter(filters),
+            top_k=top_k,
+            min_score=recall_options.min_score(min_score),
             query=validate.query(query),
             token_budget=validate.budget(token_budget),
             now=validate.now_or(now),
@@ -96,6 +124,11 @@ class RecallRequest:
             prefer_observations=settings.prefer_observations if prefer_observations is None else prefer_observations,
             **engine_only,
         )
+
+
+# A memory across banks: (bank id, memory id). Ids are unique within a bank only (an imported copy keeps them).
+Key = tuple[str, UUID]
+KeyedHits = list[tuple[Key, float]]
 
 
 class Searcher:
@@ -128,14 +161,34 @@ class Searcher:
         async with self.pool.acquire() as conn:
             return await fn(conn, *args)
 
+    async def _arm(self, arm: str, bank_id: str, fn: Callable[..., Awaitable[Hits]], *args: Any) -> Hits:
+        with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
+            hits = await fn(*args)
+            tracing.set_attributes(current, hits=len(hits))
+            return hits
+
     async def recall(self, request: RecallRequest) -> Recall:
+        banks = request.banks
+        with tracing.span(
+            "recall", bank_id=banks[0], bank_ids=banks if len(banks) > 1 else None, token_budget=request.token_budget,
+            top_k=request.top_k, filtered=request.where is not None, **tracing.content_attributes(query=request.query),
+        ) as current:
+            result = await self._recall(request)
+            tracing.set_attributes(
+                current, tokens=result.tokens, memories=len(result.memories), candidates=result.candidates,
+                time_window=result.time_window is not None,
+                **{f"ms.{step}": round(ms, 2) for step, ms in result.timings_ms.items()},
+            )
+            return result
+
+    async def _recall(self, request: RecallRequest) -> Recall:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         encoding = encoding_for_model(request.model)
         window = parse_time_window(request.query, request.now)
         topic = strip_time_expression(request.query, window) if window else request.query
-        filters = Filters(request.bank_id, request.types, request.tags)
-        limit = self.settings.arm_limit
+        banks = request.banks
+        limit = max(self.settings.arm_limit, request.top_k or 0)
         # The query's embedding (its own thread), the bank-size lookup and then the keyword arm, which needs no
         # vector, all run at once: on a warm bank the embedding is a good share of a recall.
         embedding: asyncio.Future[np.ndarray] | None = (
@@ -144,67 +197,95 @@ class Searcher:
             else None
         )
         try:
-            bank = await self.pool.fetchrow(
-                "SELECT memory_count, common_terms_at FROM banks WHERE bank_id = $1", request.bank_id
+            rows = await self.pool.fetch(
+                "SELECT bank_id, memory_count, common_terms_at FROM banks WHERE bank_id = ANY($1::text[])", banks
             )
         except BaseException:
             _discard(embedding)
             raise
-        bank_size = bank["memory_count"] if bank else 0
-        if bank_size and self.common_terms.due(bank_size, bank["common_terms_at"]):
-            self.common_terms.refresh_soon(request.bank_id)  # for the recalls after this one
+        sizes: dict[str, int] = {}
+        for row in rows:
+            sizes[row["bank_id"]] = row["memory_count"]
+            if row["memory_count"] and self.common_terms.due(row["memory_count"], row["common_terms_at"]):
+                self.common_terms.refresh_soon(row["bank_id"])  # for the recalls after this one
         if request.warm_up:
-            bank_size = max(bank_size, 1)
-        if not bank_size:
+            sizes = {bank: max(sizes.get(bank, 0), 1) for bank in banks}
+        searched = [bank for bank in banks if sizes.get(bank)]
+        if not searched:
             _discard(embedding)
-            return Recall(
-                bank_id=request.bank_id, query=request.query, context="", tokens=0, token_budget=request.token_budget,
-                encoding=encoding_name(encoding), time_window=window,
-            )
+            return self._result(request, banks, encoding, window, context="", tokens=0)
         entity_keys = _query_entity_keys(request.query)
+        filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = asyncio.ensure_future(related_names(self.pool, request.bank_id, entity_keys))
-        keyword = asyncio.ensure_future(self._keyword(filters, request.query, names, limit, bank_size))
+        names = {bank: asyncio.ensure_future(related_names(self.pool, bank, entity_keys)) for bank in searched}
+        keyword = {
+            bank: asyncio.ensure_future(self._keyword(filters[bank], request.query, names[bank], limit, sizes[bank]))
+            for bank in searched
+        }
         try:
             vector = request.query_vector if embedding is None else await embedding
-            related = await names
+            related = {bank: await names[bank] for bank in searched}
         except BaseException:
-            _discard(keyword)
-            _discard(names)
+            for future in [*keyword.values(), *names.values()]:
+                _discard(future)
             raise
         timings["embed"] = _ms(started)
-        graph_keys = sorted({*entity_keys, *(key for _name, key in related)})
-        tasks: dict[str, Awaitable[Hits]] = {
-            "semantic": self._on_connection(
-                arms.semantic, filters, vector, limit, bank_size, self.settings.min_similarity
-            ),
-            "keyword": keyword,
-            "graph": self._on_connection(arms.graph, filters, vector, graph_keys, limit, bank_size),
-        }
-        if window is not None:
-            tasks["temporal"] = self._on_connection(arms.temporal, filters, vector, window.start, window.end, limit)
-        results = dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True))
+        tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
+        for bank in searched:
+            size, bank_filters = sizes[bank], filters[bank]
+            graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
+            tasks[("semantic", bank)] = self._arm(
+                "semantic", bank, self._on_connection, arms.semantic, bank_filters, vector, limit, size,
+                self.settings.min_similarity,
+            )
+            tasks[("keyword", bank)] = self._arm("keyword", bank, _awaited, keyword[bank])
+            tasks[("graph", bank)] = self._arm(
+                "graph", bank, self._on_connection, arms.graph, bank_filters, vector, graph_keys, limit, size
+            )
+            if window is not None:
+                tasks[("temporal", bank)] = self._arm(
+                    "temporal", bank, self._on_connection, arms.temporal, bank_filters, vector, window.start,
+                    window.end, limit,
+                )
+        results = _merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
         timings["arms"] = _ms(started) - timings["embed"]
 
-        fusion = request.fusion or self.settings.fusion
-        fused = (
-            interleave(results, self.weights)
-            if fusion == "interleave"
-            else reciprocal_rank(results, self.weights, self.settings.rrf_k)
-        )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE))]
-        ranked = await self._details(filters, fused, request.neighbours)
-        if self.reranker is not None and ranked:
-            ranked = await self._rerank(request.query, ranked)
-        if request.prefer_observations and ranked:
-            ranked = await prefer_observations(self.pool, request.bank_id, ranked)
+        with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
+            fusion = request.fusion or self.settings.fusion
+            fused = (
+                interleave(results, self.weights)  # type: ignore[arg-type]
+                if fusion == "interleave"
+                else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
+            )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)]
+            ranked = await self._details(filters, fused, request.neighbours)
+            if self.reranker is not None and ranked:
+                ranked = await self._rerank(request.query, ranked)
+            if request.prefer_observations and ranked:
+                for bank in searched:
+                    ranked = await prefer_observations(self.pool, bank, ranked)
+            if request.min_score is not None:
+                ranked = [m for m in ranked if m.score >= request.min_score]
+            if request.top_k is not None:
+                ranked = ranked[: request.top_k]
+            tracing.set_attributes(fuse_span, fusion=fusion, candidates=len(ranked))
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
-        context, tokens, chosen = pack(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
+        with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
+            context, tokens, chosen = pack(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
+            tracing.set_attributes(pack_span, tokens=tokens, memories=len(chosen))
         timings["total"] = _ms(started)
-        return Recall(
-            bank_id=request.bank_id, query=request.query, context=context, tokens=tokens,
-            token_budget=request.token_budget, encoding=encoding_name(encoding), memories=chosen, time_window=window,
+        return self._result(
+            request, banks, encoding, window, context=context, tokens=tokens, memories=chosen,
             candidates=len(ranked), timings_ms=timings,
+        )
+
+    @staticmethod
+    def _result(
+        request: RecallRequest, banks: list[str], encoding: Any, window: TimeWindow | None, **fields: Any
+    ) -> Recall:
+        return Recall(
+            bank_id=banks[0], bank_ids=banks, query=request.query, token_budget=request.token_budget,
+            encoding=encoding_name(encoding), time_window=window, **fields,
         )
 
     async def _keyword(
@@ -214,27 +295,38 @@ class Searcher:
         text = " ".join([query, *(name for name, _key in related)])
         return await self._on_connection(arms.keyword, filters, search_text(text), limit, bank_size)
 
-    async def _details(self, filters: Filters, fused: list[Fused], with_neighbours: bool) -> list[RecalledMemory]:
-        ids = [f.id for f in fused]
+    async def _details(
+        self, filters: dict[str, Filters], fused: list[Fused], with_neighbours: bool
+    ) -> list[RecalledMemory]:
+        keys: list[Key] = [f.id for f in fused]  # type: ignore[misc]  # fused over (bank, id) keys
+        by_bank: dict[str, list[UUID]] = {}
+        for bank, memory_id in keys:
+            by_bank.setdefault(bank, []).append(memory_id)
+        pairs: list[tuple[Key, Key]] = []
+        rows: dict[Key, asyncpg.Record] = {}
         async with self.pool.acquire() as conn:
-            pairs: list[tuple[UUID, UUID]] = []
-            if with_neighbours and ids:
-                pairs = await arms.neighbours(conn, filters, ids[:NEIGHBOUR_HITS])
-            wanted = ids + [n for _hit, n in pairs if n not in set(ids)]
-            rows = {r["id"]: r for r in await conn.fetch(DETAILS, filters.bank_id, wanted)}
+            for bank, ids in by_bank.items():
+                found: list[tuple[UUID, UUID]] = []
+                if with_neighbours:
+                    best = [memory_id for b, memory_id in keys[:NEIGHBOUR_HITS] if b == bank]
+                    found = await arms.neighbours(conn, filters[bank], best) if best else []
+                    pairs += [((bank, hit), (bank, neighbour)) for hit, neighbour in found]
+                wanted = ids + [n for _hit, n in found if n not in set(ids)]
+                rows.update({(bank, r["id"]): r for r in await conn.fetch(DETAILS, bank, wanted)})
 
         ranked: list[RecalledMemory] = []
-        placed: set[UUID] = set()
+        placed: set[Key] = set()
         for item in fused:
-            if item.id in rows and item.id not in placed:
-                ranked.append(_memory(rows[item.id], item.score, item.arms))
-                placed.add(item.id)
+            key: Key = item.id  # type: ignore[assignment]
+            if key in rows and key not in placed:
+                ranked.append(_memory(key[0], rows[key], item.score, item.arms))
+                placed.add(key)
         # Neighbours come after every ranked hit: they only fill what the budget leaves over.
-        scores = {m.id: m.score for m in ranked}
+        scores = {(m.bank_id, m.id): m.score for m in ranked}
         for hit, neighbour in pairs:
             if neighbour in rows and neighbour not in placed:
-                memory = _memory(rows[neighbour], scores.get(hit, 0.0) * NEIGHBOUR_DISCOUNT, {})
-                memory.neighbour_of = hit
+                memory = _memory(neighbour[0], rows[neighbour], scores.get(hit, 0.0) * NEIGHBOUR_DISCOUNT, {})
+                memory.neighbour_of = hit[1]
                 ranked.append(memory)
                 placed.add(neighbour)
         return ranked
@@ -248,6 +340,33 @@ class Searcher:
         return sorted(head, key=lambda m: -m.score) + ranked[50:]
 
 
+# Arms whose scores mean the same in every bank (cosine similarity). The others' scores grow with the bank (BM25's
+# idf, the graph's entity rarity): across banks they are merged by rank. The temporal arm's order is its own
+# (slices of the window taken in turns), so it is merged by rank too.
+SCORE_COMPARABLE_ARMS = frozenset({"semantic"})
+
+
+def _merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, KeyedHits]:
+    """Each arm's hits from every bank in one list: by similarity where it is comparable across banks (a memory
+    ranks by how well it matches, not by how busy its bank is), else by rank in its bank, banks taking turns.
+    One bank: its lists as they came, keyed by (bank, id)."""
+    per_arm: dict[str, list[tuple[int, Key, float]]] = {}
+    for (arm, bank), hits in results.items():
+        per_arm.setdefault(arm, []).extend((rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits))
+    merged: dict[str, KeyedHits] = {}
+    several = len({bank for _arm, bank in results}) > 1
+    for arm, hits in per_arm.items():
+        if several:
+            # Stable sorts: within a bank the arm's own order (and its tie-breaks) stands.
+            hits = sorted(hits, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
+        merged[arm] = [(key, score) for _rank, key, score in hits]
+    return merged
+
+
+async def _awaited(future: Awaitable[Hits]) -> Hits:
+    return await future
+
+
 _WORD = re.compile(r"[^\W\d_][\w'’-]{2,}")
 
 
@@ -259,9 +378,9 @@ def _query_entity_keys(query: str) -> list[str]:
     return sorted(k for k in keys if k)
 
 
-def _memory(row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> RecalledMemory:
+def _memory(bank_id: str, row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> RecalledMemory:
     return RecalledMemory(
-        id=row["id"], text=row["text"], type=row["fact_type"], document_id=row["document_id"],
+        id=row["id"], bank_id=bank_id, text=row["text"], type=row["fact_type"], document_id=row["document_id"],
         metadata=row["metadata"] or {}, tags=list(row["tags"] or []), entities=list(row["entities"] or []),
         occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"],
         score=score, arms=arm_ranks,

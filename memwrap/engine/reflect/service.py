@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memwrap.engine import validate
+from memwrap.engine import tracing, validate
 from memwrap.engine.reflect import queries
 from memwrap.engine.reflect.agent import Agent, ReflectRequest
 from memwrap.engine.reflect.budget import Limits
@@ -73,7 +73,15 @@ async def reflect(
             synthesis_timeout=settings.reflect_synthesis_timeout, answer_tokens=settings.reflect_answer_tokens,
         ),
     )
-    return await Agent(engine, llm, request).run()
+    with tracing.span("reflect", bank_id=bank_id, context_budget=budget, max_iterations=iterations,
+                      **tracing.content_attributes(query=query)) as current:
+        result = await Agent(engine, llm, request).run()
+        tracing.set_attributes(
+            current, iterations=result.iterations, forced=result.forced, forced_reason=result.forced_reason,
+            memories=len(result.memory_ids), llm_calls=result.usage.calls, tool_calls=result.usage.tool_calls,
+            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+        )
+        return result
 
 
 async def settle_disposition(

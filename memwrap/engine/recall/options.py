@@ -1,0 +1,41 @@
+"""Checks on recall's list options: the banks read at once, top_k, min_score."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from memwrap.engine import validate
+from memwrap.errors import InvalidBankIdError, InvalidInputError
+
+# One recall reads at most this many banks (each adds its four arms to the statement count).
+MAX_BANKS = 16
+MAX_TOP_K = 1000
+
+
+def bank_ids(value: str | Sequence[str]) -> list[str]:
+    """One bank id, or several (order kept, repeats dropped)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return [validate.bank_id(value)]  # its error names what a bank id may be
+    if not value:
+        raise InvalidBankIdError("bank_id is a bank id, or a non-empty list of bank ids (got an empty list).")
+    banks = list(dict.fromkeys(validate.bank_id(v) for v in value))
+    if len(banks) > MAX_BANKS:
+        raise InvalidInputError(f"One recall reads at most {MAX_BANKS} banks (got {len(banks)}).")
+    return banks
+
+
+def top_k(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOP_K:
+        raise InvalidInputError(f"top_k is a whole number from 1 to {MAX_TOP_K} (got {value!r}).")
+    return value
+
+
+def min_score(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"min_score is a finite number (got {value!r}).")
+    return float(value)

@@ -1,0 +1,186 @@
+"""Export a bank as JSON lines, and import such a file into a bank: a round trip keeps everything recall and
+learning read (memories with ids, times, metadata, tags, entities, links; observations with their evidence and
+history; mental models and their versions; update histories).
+
+The file: a header line, then one record per line, `{"record": <kind>, ...}`, in dependency order
+(memwrap/store/bank_transfer.py lists the kinds and their fields). Vectors travel by default: the embedding
+model's output depends slightly on the other texts in its batch, so only the stored vectors give back exactly the
+same recall. Without them (include_embeddings=False: a file a quarter the size, or one for another model) import
+embeds the memories again from the same text retain embeds (engine.embedding_text).
+
+Import reads the whole file before writing anything and writes it in one transaction: a bad line stores nothing.
+Ids are kept and present rows are skipped, so importing a file twice is the same as importing it once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from memwrap.engine import tracing, validate
+from memwrap.engine.text import search_text
+from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
+from memwrap.models import ImportReport
+from memwrap.store import bank_transfer as sql
+
+FORMAT = "memwrap.bank"
+FORMAT_VERSION = 1
+HEADER = "header"
+RECORD = "record"  # the key naming a line's kind ("kind" itself is a column of memory_links)
+INSERT_BATCH = 1000
+EMBED_BATCH = 256
+
+
+async def export_lines(engine: Any, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+    """The bank as JSON lines (each ends with a newline), read from one snapshot."""
+    bank_id = validate.bank_id(bank_id)
+    pool = engine.store.pool
+    with tracing.span("export", bank_id=bank_id, embeddings=include_embeddings) as current:
+        async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            bank = await conn.fetchrow("SELECT config, created_at FROM banks WHERE bank_id = $1", bank_id)
+            if bank is None:
+                raise BankNotFoundError(f"No bank {bank_id!r} to export.")
+            counts = {
+                t.kind: await conn.fetchval(f"SELECT count(*) FROM {t.table} WHERE bank_id = $1", bank_id)
+                for t in sql.TABLES
+            }
+            yield _line({
+                RECORD: HEADER, "format": FORMAT, "version": FORMAT_VERSION, "bank_id": bank_id,
+                "exported_at": datetime.now(UTC).isoformat(), "config": dict(bank["config"] or {}),
+                "created_at": bank["created_at"].isoformat(), "embedding_model": engine.settings.embedding_model,
+                "embedding_dim": engine.embedder.dim if include_embeddings else None, "counts": counts,
+            })
+            for table in sql.TABLES:
+                async for record in sql.records(conn, table, bank_id, with_embeddings=include_embeddings):
+                    yield _line({RECORD: table.kind, **record})
+        tracing.set_attributes(current, memories=counts["memory"])
+
+
+def _line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+async def import_lines(
+    engine: Any, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
+) -> ImportReport:
+    bank_id = validate.bank_id(bank_id)
+    with tracing.span("import", bank_id=bank_id) as current:
+        header, grouped = await _read(lines)
+        report = ImportReport(bank_id=bank_id, read={kind: len(rows) for kind, rows in grouped.items()})
+        memories = grouped.get(sql.MEMORIES.kind, [])
+        report.embedded = await _add_vectors(engine, header, memories)
+        pool = engine.store.pool
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING",
+                bank_id, header.get("config") or {},
+            )
+            entity_map: dict[str, str] = {}
+            for table in sql.TABLES:
+                rows = grouped.get(table.kind, [])
+                if table.entity_columns:
+                    rows = [{**r, **{c: entity_map.get(str(r.get(c)), r.get(c)) for c in table.entity_columns}}
+                            for r in rows]
+                written = 0
+                for start in range(0, len(rows), INSERT_BATCH):
+                    status = await conn.execute(sql.insert_sql(table), bank_id, rows[start : start + INSERT_BATCH])
+                    written += int(status.split()[-1])
+                if rows:
+                    report.written[table.kind] = written
+                if table is sql.ENTITIES and rows:
+                    # The bank may already name an entity of that key with another id: links follow the bank's.
+                    ours = await sql.entity_ids_by_key(conn, bank_id, sorted({str(r.get("name_key")) for r in rows}))
+                    entity_map = {str(r.get("id")): str(ours[r["name_key"]]) for r in rows if r.get("name_key") in ours}
+            pending = await sql.finish_import(conn, bank_id)
+        engine.store.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
+        await engine.learning.after_retain(bank_id, pending)
+        tracing.set_attributes(current, memories=report.written.get(sql.MEMORIES.kind, 0), embedded=report.embedded)
+        return report
+
+
+async def _read(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """The header and the records by kind, every line checked before anything is written."""
+    header: dict[str, Any] | None = None
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    number = 0
+    async for raw in _iterate(lines):
+        number += 1
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        if not text.strip():
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InvalidInputError(f"Import line {number} is not JSON: {exc.msg} (column {exc.colno}).") from None
+        if not isinstance(record, dict) or not isinstance(record.get(RECORD), str):
+            raise InvalidInputError(f"Import line {number} is not a record: an object with a \"{RECORD}\" is expected.")
+        kind = record.pop(RECORD)
+        if header is None:
+            if kind != HEADER or record.get("format") != FORMAT:
+                raise InvalidInputError(
+                    f"Import line {number} is not a memwrap bank export header (export_bank writes one first)."
+                )
+            if record.get("version") != FORMAT_VERSION:
+                raise InvalidInputError(
+                    f"This export is format version {record.get('version')!r}; this memwrap reads version {FORMAT_VERSION}."
+                )
+            header = record
+            continue
+        if kind not in sql.BY_KIND:
+            raise InvalidInputError(f"Import line {number} has an unknown kind {kind!r}.")
+        if kind == sql.MEMORIES.kind:
+            _check_memory(record, number)
+        grouped.setdefault(kind, []).append(record)
+    if header is None:
+        raise InvalidInputError("Nothing to import: the file is empty.")
+    return header, grouped
+
+
+def _check_memory(record: dict[str, Any], number: int) -> None:
+    for name in ("id", "text", "fact_type", "item_hash", "mentioned_at"):
+        if record.get(name) in (None, ""):
+            raise InvalidInputError(f"Import line {number}: a memory needs {name!r}.")
+    try:
+        validate.memory_id(record["id"])
+        validate.text_field(record["text"], what=f"the memory text on line {number}", max_chars=validate.MAX_CONTENT_CHARS)
+        validate.metadata(record.get("metadata") or {}, what=f"the metadata on line {number}")
+    except (InvalidInputError, MemoryNotFoundError) as exc:  # a malformed id is "not found" to get()
+        raise InvalidInputError(f"Import line {number}: {exc}") from None
+
+
+async def _iterate(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> AsyncIterator[str | bytes]:
+    if isinstance(lines, AsyncIterable):
+        async for line in lines:
+            yield line
+    else:
+        for line in lines:
+            yield line
+
+
+async def _add_vectors(engine: Any, header: dict[str, Any], memories: list[dict[str, Any]]) -> int:
+    """Each memory's search text, and its vector: the file's when it was made by this model at this size, else
+    computed here from the text retain would embed. Returns how many were embedded."""
+    from memwrap.engine.engine import embedding_text
+
+    same_model = header.get("embedding_model") == engine.settings.embedding_model
+    dim = engine.embedder.dim
+    previous: dict[str, str] = {}
+    missing: list[tuple[dict[str, Any], str]] = []
+    for record in memories:
+        record["search_text"] = search_text(record["text"])
+        session = record.get("session_key")
+        context = previous.get(session) if record.get("fact_type") == "raw" and session else None
+        if session:
+            previous[session] = record["text"]
+        vector = record.get("embedding")
+        if same_model and isinstance(vector, list) and len(vector) == dim:
+            continue
+        missing.append((record, embedding_text(record["text"], context)))
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start : start + EMBED_BATCH]
+        vectors = await engine.embedder.embed([text for _, text in batch])
+        for (record, _), vector in zip(batch, vectors, strict=True):
+            record["embedding"] = [float(x) for x in vector]
+    return len(missing)

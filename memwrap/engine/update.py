@@ -1,0 +1,168 @@
+"""Update a memory in place: new text (re-embedded, re-dated, entities re-linked), metadata or tags, the old
+version kept in its history; observations citing it are queued for the worker to revise, mental models that drew
+on it go stale.
+
+The bank's memory-defense policy applies to the new text, metadata and tags as it does on retain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+from memwrap.engine import validate
+from memwrap.engine.learn import jobs, mental_models
+from memwrap.engine.learn.forgetting import REVISE
+from memwrap.engine.learn.observations import QUOTE_CHARS, observations_citing
+from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.retain.name_links import link_names
+from memwrap.engine.retain.prepare import defend_item
+from memwrap.engine.retain.write import write_unit_entities
+from memwrap.engine.text import search_text
+from memwrap.errors import InvalidInputError, MemoryNotFoundError
+from memwrap.models import MemoryRecord, MemoryVersion, RetainItem
+from memwrap.store import memory_history as history_sql
+
+
+async def update(
+    engine: Any, bank_id: str, memory_id: UUID | str, *, text: str | None = None,
+    metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
+) -> MemoryRecord:
+    """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
+    nothing different: the memory is returned unchanged and no version is added."""
+    bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
+    if text is None and metadata is None and tags is None:
+        raise InvalidInputError("update needs at least one of text, metadata, tags.")
+    new_text = validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
+    new_metadata = validate.metadata(metadata) if metadata is not None else None
+    new_tags = validate.tags(tags)
+    # The same defense as retain, before anything is read or written (raises SecretBlockedError under 'block').
+    policy = await engine._defense_policy(bank_id)
+    defended = defend_item(
+        RetainItem(content=new_text or "-", metadata=new_metadata or {}, tags=new_tags or []), policy
+    )
+    pool = engine.store.pool
+    async with pool.acquire() as conn, conn.transaction():
+        old = await history_sql.lock_unit(conn, bank_id, memory_id)
+        if old is None:
+            raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+        if old["fact_type"] == "observation":
+            raise InvalidInputError(
+                f"{memory_id} is an observation: consolidation writes those from their evidence. Update the "
+                "memories it rests on, or invalidate/delete it."
+            )
+        final_text = defended.content if new_text is not None else old["text"]
+        final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
+        final_tags = defended.tags if new_tags is not None else list(old["tags"] or [])
+        changed = [
+            name for name, new, before in (
+                ("text", final_text, old["text"]), ("metadata", final_metadata, dict(old["metadata"] or {})),
+                ("tags", final_tags, list(old["tags"] or [])),
+            ) if new != before
+        ]
+        if not changed:
+            return await engine.get(bank_id, memory_id)
+        await history_sql.record_version(conn, bank_id, old, changed)
+        occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
+        vector = None
+        if "text" in changed:
+            vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
+        await history_sql.update_unit(
+            conn, bank_id, memory_id, text=final_text, metadata=final_metadata, tags=final_tags, occurred=occurred,
+            embedding=vector, search_text=search_text(final_text),
+        )
+        cited: list[UUID] = []
+        if "text" in changed:
+            await _relink_entities(conn, bank_id, memory_id, final_text)
+            await _reembed_next_turn(engine, conn, bank_id, old, final_text)
+            await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
+            cited = await observations_citing(conn, bank_id, [memory_id])
+        if "text" in changed or "tags" in changed:
+            await _revisit(engine, conn, bank_id, memory_id, cited)
+    return await engine.get(bank_id, memory_id)
+
+
+async def history(engine: Any, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+    """Every version of the memory, oldest first; the last is the memory as it is now (`current`)."""
+    bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
+    rows, current = await history_sql.versions(engine.store.pool, bank_id, memory_id)
+    if current is None:
+        raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+    versions: list[MemoryVersion] = []
+    previous_changes: list[str] = []
+    for row in rows:
+        versions.append(MemoryVersion(
+            version=row["version"], text=row["text"], metadata=row["metadata"] or {}, tags=list(row["tags"] or []),
+            occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], valid_from=row["valid_from"],
+            valid_until=row["replaced_at"], changed=previous_changes,  # type: ignore[arg-type]
+        ))
+        previous_changes = list(row["changed"])
+    versions.append(MemoryVersion(
+        version=len(rows) + 1, text=current["text"], metadata=current["metadata"] or {},
+        tags=list(current["tags"] or []), occurred_start=current["occurred_start"],
+        occurred_end=current["occurred_end"], valid_from=rows[-1]["replaced_at"] if rows else current["created_at"],
+        changed=previous_changes, current=True,  # type: ignore[arg-type]
+    ))
+    return versions
+
+
+def _stored_span(old: Any) -> tuple[Any, Any] | None:
+    return (old["occurred_start"], old["occurred_end"]) if old["occurred_start"] is not None else None
+
+
+def _occurred(old: Any, text: str) -> tuple[Any, Any] | None:
+    """The new text's own dates, read as of when it was said. Without any, the stored span stays when it did
+    not come from the old text either (an extracted fact dated from its conversation); a date the edit removed
+    goes with it."""
+    said = old["mentioned_at"]
+    written = extract_occurred(text, said)
+    if written is not None:
+        return written
+    if extract_occurred(old["text"], said) is not None:
+        return None
+    return _stored_span(old)
+
+
+async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
+    from memwrap.engine.engine import embedding_text  # the one rule retain and reembed follow
+
+    previous = None
+    if unit["fact_type"] == "raw" and unit["session_key"] is not None:
+        previous = await history_sql.previous_text(conn, bank_id, unit["session_key"], unit["seq"])
+    return embedding_text(text, previous)
+
+
+async def _reembed_next_turn(engine: Any, conn: Any, bank_id: str, unit: Any, text: str) -> None:
+    """The next raw turn of the session was embedded with this one's text before it: it gets the new text."""
+    from memwrap.engine.engine import embedding_text
+
+    if unit["fact_type"] != "raw" or unit["session_key"] is None:
+        return
+    following = await history_sql.next_raw(conn, bank_id, unit["session_key"], unit["seq"])
+    if following is not None:
+        vector = (await engine.embedder.embed([embedding_text(following["text"], text)]))[0]
+        await history_sql.set_embedding(conn, bank_id, following["id"], vector)
+
+
+async def _relink_entities(conn: Any, bank_id: str, memory_id: UUID, text: str) -> None:
+    await history_sql.unlink_entities(conn, bank_id, memory_id)
+    entities: dict[str, str] = {}
+    for name in extract_entities(text):
+        entities.setdefault(entity_key(name), name)
+    await write_unit_entities(conn, bank_id, [(memory_id, entities)])
+    await link_names(conn, bank_id, entities)
+
+
+async def _revisit(engine: Any, conn: Any, bank_id: str, memory_id: UUID, cited: list[UUID]) -> None:
+    """Observations citing the memory are revised by the worker from their evidence as it is now (the job kind
+    forgetting uses after a delete); mental models that drew on it or on them go stale."""
+    if cited:
+        await jobs.enqueue(
+            conn, REVISE, bank_id=bank_id, payload={"ids": [str(i) for i in cited], "reason": "evidence updated"},
+            serial_key=f"consolidate:{bank_id}", max_attempts=engine.settings.job_max_attempts, priority=60,
+        )
+    await mental_models.mark_stale_for_sources(
+        conn, engine.settings, bank_id, [memory_id, *cited], reason="a memory it drew on was updated"
+    )

@@ -1,0 +1,195 @@
+"""What a recall may be narrowed to: metadata conditions, time ranges, documents and sessions.
+
+A boundary model (every surface accepts it as JSON); the engine compiles it to SQL in
+memwrap/engine/recall/filters.py. Two spellings of the metadata part are accepted:
+
+    {"key": "project", "eq": "apollo"}                                  one condition
+    {"and": [...]}, {"or": [...]}, {"not": {...}}                       combinations
+    {"project": "apollo", "priority": {"gte": 2}, "draft": {"exists": false}}
+                                                                        shorthand: each key a condition, all of them
+
+Operators: eq, ne, in, not_in (JSON values), gt, gte, lt, lte (a number, or a string compared byte-wise, so
+ISO dates order correctly), exists (true/false). Several operators in one condition must all hold. `key` is a
+top-level key, or a list of keys for a nested value (["address", "city"]). A condition on a key the memory does
+not have is false; `ne`, `not_in` and `not` therefore match memories without the key.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Union
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
+
+# A filter is applied inside every recall arm; these keep one from turning into a very long statement.
+MAX_FILTER_CONDITIONS = 64
+MAX_IN_VALUES = 100
+MAX_KEY_CHARS = 200
+MAX_KEY_DEPTH = 8
+MAX_ID_VALUES = 1000
+
+OPERATORS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "exists")
+_COMPOUND = ("and", "or", "not")
+
+JsonValue = Union[str, int, float, bool, None, list[Any], dict[str, Any]]  # noqa: UP007 - pydantic needs Union here
+# Strict: a boolean is not the number 1, and "3" is not 3 (a comparison is numeric or textual, never both).
+Ordered = Union[StrictInt, StrictFloat, StrictStr]  # noqa: UP007
+
+
+class MetadataCondition(BaseModel):
+    """One key and the operators its value must satisfy (all of them)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    key: list[str] = Field(description="a top-level metadata key, or the path to a nested one")
+    eq: JsonValue = Field(default=None, description="equal to this JSON value (null matches a stored null)")
+    ne: JsonValue = Field(default=None, description="not equal to this value (a missing key is not equal)")
+    in_: list[JsonValue] | None = Field(default=None, alias="in", description="equal to one of these values")
+    not_in: list[JsonValue] | None = Field(default=None, description="equal to none of these values")
+    gt: Ordered | None = None
+    gte: Ordered | None = None
+    lt: Ordered | None = None
+    lte: Ordered | None = None
+    exists: bool | None = Field(default=None, description="true: the key is present (even as null); false: absent")
+
+    @field_validator("key", mode="before")
+    @classmethod
+    def _path(cls, value: Any) -> Any:
+        path = [value] if isinstance(value, str) else value
+        if not isinstance(path, list) or not path or len(path) > MAX_KEY_DEPTH:
+            raise ValueError(f"key is a metadata key, or a list of 1 to {MAX_KEY_DEPTH} keys for a nested value")
+        for part in path:
+            if not isinstance(part, str) or not part or len(part) > MAX_KEY_CHARS:
+                raise ValueError(f"each key is a non-empty string of at most {MAX_KEY_CHARS} characters")
+            if "\x00" in part or any("\ud800" <= c <= "\udfff" for c in part):
+                raise ValueError("a key cannot hold a NUL character or a lone surrogate")
+        return path
+
+    @model_validator(mode="after")
+    def _one_operator_at_least(self) -> MetadataCondition:
+        given = self.operators()
+        if not given:
+            raise ValueError(f"a condition needs an operator: one of {', '.join(OPERATORS)}")
+        for name in ("in_", "not_in"):
+            values = getattr(self, name)
+            if values is not None and not 0 < len(values) <= MAX_IN_VALUES:
+                raise ValueError(f"'{name.rstrip('_')}' takes 1 to {MAX_IN_VALUES} values")
+        for name in ("gt", "gte", "lt", "lte"):
+            value = getattr(self, name)
+            if isinstance(value, bool):
+                raise ValueError(f"'{name}' compares numbers or strings, not booleans")
+            if isinstance(value, float) and value != value:  # NaN orders nothing
+                raise ValueError(f"'{name}' needs a finite number")
+        return self
+
+    def operators(self) -> list[str]:
+        """The operators given (by their JSON names), in a fixed order. `eq: null` counts: it was given."""
+        fields = self.model_fields_set
+        return [op for op in OPERATORS if (op if op != "in" else "in_") in fields]
+
+
+class AllOf(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    all_of: list[MetadataFilter] = Field(alias="and", min_length=1)
+
+
+class AnyOf(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    any_of: list[MetadataFilter] = Field(alias="or", min_length=1)
+
+
+class NoneOf(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    negated: MetadataFilter = Field(alias="not")
+
+
+MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007
+
+
+def _expand_shorthand(value: Any) -> Any:
+    """{"project": "apollo", "n": {"gte": 2}} → {"and": [{"key": "project", "eq": "apollo"}, {"key": "n", "gte": 2}]};
+    the explicit forms pass through (their nested parts expanded too)."""
+    if isinstance(value, BaseModel) or not isinstance(value, dict):
+        return value
+    if "key" in value:
+        return value
+    if set(value) & set(_COMPOUND):
+        if len(value) != 1:
+            raise ValueError("'and', 'or' and 'not' stand alone: {\"and\": [...]}; put other keys inside them")
+        (op, inner), = value.items()
+        if op == "not":
+            return {"not": _expand_shorthand(inner)}
+        if not isinstance(inner, list):
+            raise ValueError(f"'{op}' takes a list of conditions")
+        return {op: [_expand_shorthand(part) for part in inner]}
+    if not value:
+        raise ValueError("an empty metadata filter; leave it out to match every memory")
+    parts = []
+    for key, wanted in value.items():
+        if isinstance(wanted, dict) and wanted and set(wanted) <= {*OPERATORS}:
+            parts.append({"key": key, **wanted})
+        else:
+            parts.append({"key": key, "eq": wanted})
+    return parts[0] if len(parts) == 1 else {"and": parts}
+
+
+class RecallFilter(BaseModel):
+    """Narrow a recall (or a list) to the memories that match every part given. Applied inside each recall arm,
+    so a filter never hides a match the unfiltered recall would have found within the filtered set."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: MetadataFilter | None = Field(default=None, description="conditions on the retained metadata")
+    occurred_after: datetime | None = Field(default=None, description="what it is about happened at or after this")
+    occurred_before: datetime | None = Field(default=None, description="what it is about happened at or before this")
+    mentioned_after: datetime | None = Field(default=None, description="said (retained with a timestamp) at or after")
+    mentioned_before: datetime | None = Field(default=None, description="said before this")
+    document_ids: list[str] | None = Field(default=None, description="only memories of these documents")
+    session_ids: list[str] | None = Field(default=None, description="only memories of these sessions")
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        return _expand_shorthand(value)
+
+    @field_validator("occurred_after", "occurred_before", "mentioned_after", "mentioned_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("give a time zone (e.g. 2026-03-01T00:00:00Z): a naive time is ambiguous")
+        return value
+
+    @field_validator("document_ids", "session_ids")
+    @classmethod
+    def _ids(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not 0 < len(value) <= MAX_ID_VALUES:
+            raise ValueError(f"give 1 to {MAX_ID_VALUES} ids")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecallFilter:
+        for name in ("occurred", "mentioned"):
+            after, before = getattr(self, f"{name}_after"), getattr(self, f"{name}_before")
+            if after is not None and before is not None and after > before:
+                raise ValueError(f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})")
+        if self.metadata is not None and count_conditions(self.metadata) > MAX_FILTER_CONDITIONS:
+            raise ValueError(f"at most {MAX_FILTER_CONDITIONS} metadata conditions in one filter")
+        return self
+
+    def is_empty(self) -> bool:
+        return not self.model_dump(exclude_none=True)
+
+
+def count_conditions(node: MetadataFilter) -> int:
+    if isinstance(node, MetadataCondition):
+        return 1
+    if isinstance(node, NoneOf):
+        return count_conditions(node.negated)
+    parts = node.all_of if isinstance(node, AllOf) else node.any_of
+    return sum(count_conditions(part) for part in parts)
+
+
+for _model in (AllOf, AnyOf, NoneOf, RecallFilter):
+    _model.model_rebuild()
+
+__all__ = ["AllOf", "AnyOf", "MetadataCondition", "MetadataFilter", "NoneOf", "RecallFilter"]

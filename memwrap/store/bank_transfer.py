@@ -1,0 +1,143 @@
+"""The tables of a bank as export/import sees them (memwrap/engine/transfer.py): which columns travel, in which
+order, and what a row needs to exist before it can be imported.
+
+Every statement is built from this fixed table, never from a file: a record's keys only select values
+(jsonb_populate_record reads the columns named here and ignores anything else).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+
+@dataclass(frozen=True)
+class Table:
+    kind: str  # the line's "record" in the JSONL file
+    table: str
+    columns: tuple[str, ...]  # without bank_id
+    order: str
+    # (column, parent table, parent column): a row whose parent is not in the bank is skipped, not an error.
+    parents: tuple[tuple[str, str, str], ...] = ()
+    entity_columns: tuple[str, ...] = field(default=())  # entity ids, remapped to the bank's own entity of that key
+
+
+MEMORY_COLUMNS = (
+    "id", "text", "fact_type", "document_id", "session_key", "part_index", "context", "metadata", "tags", "item_hash",
+    "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at",
+)
+
+ENTITIES = Table("entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key")
+MEMORIES = Table("memory", "memory_units", MEMORY_COLUMNS, "seq")
+
+# In dependency order: a table's parents come before it.
+TABLES: tuple[Table, ...] = (
+    ENTITIES,
+    MEMORIES,
+    Table("unit_entity", "unit_entities", ("unit_id", "entity_id"), "unit_id, entity_id",
+          (("unit_id", "memory_units", "id"), ("entity_id", "entities", "id")), ("entity_id",)),
+    Table("alias", "entity_aliases", ("alias_key", "alias", "entity_id", "source", "created_at"), "alias_key",
+          (("entity_id", "entities", "id"),), ("entity_id",)),
+    Table("link", "memory_links", ("from_id", "to_id", "kind", "weight"), "from_id, to_id, kind",
+          (("from_id", "memory_units", "id"), ("to_id", "memory_units", "id"))),
+    Table("retained_item", "retained_items", ("item_hash", "unit_ids", "created_at"), "item_hash"),
+    Table("invalidation", "invalidations", ("unit_id", "reason", "caused_by", "invalidated_at"), "unit_id",
+          (("unit_id", "memory_units", "id"),)),
+    Table("observation", "observations",
+          ("id", "scope", "origin", "representative_id", "version", "proof_count", "evidence_count",
+           "first_evidence_at", "last_evidence_at", "created_at", "updated_at"), "id",
+          (("id", "memory_units", "id"),)),
+    Table("evidence", "observation_evidence",
+          ("observation_id", "memory_id", "quote", "evidenced_at", "source_key", "stance", "added_at"),
+          "observation_id, memory_id", (("observation_id", "observations", "id"), ("memory_id", "memory_units", "id"))),
+    Table("observation_version", "observation_history",
+          ("observation_id", "version", "text", "action", "reason", "proof_count", "evidence_ids", "valid_from",
+           "recorded_at"), "observation_id, version", (("observation_id", "observations", "id"),)),
+    Table("unit_learning", "unit_learning", ("unit_id", "status", "attempts", "retry_after", "error", "updated_at"),
+          "unit_id", (("unit_id", "memory_units", "id"),)),
+    Table("mental_model", "mental_models",
+          ("id", "name", "question", "tags", "max_tokens", "refresh_every", "content", "version", "status",
+           "generator", "source_ids", "dirty_seq", "stale_since", "stale_reason", "last_error", "refreshed_at",
+           "created_at", "updated_at"), "name"),
+    Table("mental_model_version", "mental_model_versions",
+          ("model_id", "version", "content", "generator", "source_ids", "reason", "generated_at"), "model_id, version",
+          (("model_id", "mental_models", "id"),)),
+    Table("memory_version", "memory_history",
+          ("memory_id", "version", "text", "metadata", "tags", "occurred_start", "occurred_end", "valid_from",
+           "replaced_at", "changed"), "memory_id, version", (("memory_id", "memory_units", "id"),)),
+    Table("extraction_pending", "extraction_queue",
+          ("item_hash", "attempts", "last_error", "next_attempt_at", "created_at"), "item_hash"),
+)
+BY_KIND = {t.kind: t for t in TABLES}
+
+
+def select_sql(table: Table, *, with_embeddings: bool = False) -> str:
+    columns = ", ".join(table.columns)
+    if table is MEMORIES and with_embeddings:
+        columns += ", embedding::real[] AS embedding"
+    return f"SELECT to_jsonb(r) AS record FROM (SELECT {columns} FROM {table.table} WHERE bank_id = $1 ORDER BY {table.order}) r"
+
+
+def insert_sql(table: Table) -> str:
+    """Rows from a JSON array ($2), in its order, into the bank ($1); present rows are skipped."""
+    columns = ", ".join(table.columns)
+    values = ", ".join(f"r.{c}" for c in table.columns)
+    extra_columns, extra_values = "", ""
+    if table is MEMORIES:
+        # The vector (when the file has one of the right size) and the search text come with the record.
+        extra_columns = ", embedding, search_tsv"
+        extra_values = ", (e.value->>'embedding')::vector, to_tsvector('english', e.value->>'search_text')"
+    exists = "".join(
+        f" AND EXISTS (SELECT 1 FROM {parent} p WHERE p.bank_id = $1 AND p.{key} = r.{column})"
+        for column, parent, key in table.parents
+    )
+    return (
+        f"INSERT INTO {table.table} (bank_id, {columns}{extra_columns}) "
+        f"SELECT $1, {values}{extra_values} "
+        f"FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS e(value, n), "
+        f"LATERAL jsonb_populate_record(NULL::{table.table}, e.value) AS r "
+        f"WHERE true{exists} ORDER BY e.n ON CONFLICT DO NOTHING"
+    )
+
+
+async def records(conn: asyncpg.Connection, table: Table, bank_id: str, *, with_embeddings: bool) -> AsyncIterator[dict[str, Any]]:
+    """The bank's rows of `table` as JSON objects (inside the caller's transaction: a cursor needs one)."""
+    async for row in conn.cursor(select_sql(table, with_embeddings=with_embeddings), bank_id, prefetch=500):
+        yield row["record"]
+
+
+async def entity_ids_by_key(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> dict[str, Any]:
+    rows = await conn.fetch("SELECT name_key, id FROM entities WHERE bank_id = $1 AND name_key = ANY($2::text[])",
+                            bank_id, keys)
+    return {r["name_key"]: r["id"] for r in rows}
+
+
+async def finish_import(conn: asyncpg.Connection, bank_id: str) -> int:
+    """The bank's count and learning watermark after an import; returns how many of its facts still wait for
+    consolidation (units with no learning record)."""
+    await conn.execute(
+        "UPDATE banks SET memory_count = (SELECT count(*) FROM memory_units WHERE bank_id = $1), "
+        "last_retain_at = coalesce(last_retain_at, now()) WHERE bank_id = $1",
+        bank_id,
+    )
+    # Every unit at or below the watermark has a learning record: the watermark stops before the first that has none.
+    await conn.execute(
+        """
+        INSERT INTO learn_progress (bank_id, watermark)
+        SELECT $1, coalesce(
+            (SELECT min(m.seq) - 1 FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
+               AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = $1 AND l.unit_id = m.id)),
+            (SELECT max(seq) FROM memory_units WHERE bank_id = $1), 0)
+        ON CONFLICT (bank_id) DO NOTHING
+        """,
+        bank_id,
+    )
+    return int(await conn.fetchval(
+        "SELECT count(*) FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type <> 'observation' "
+        "AND m.invalidated_at IS NULL AND NOT EXISTS "
+        "(SELECT 1 FROM unit_learning l WHERE l.bank_id = $1 AND l.unit_id = m.id)",
+        bank_id,
+    ))

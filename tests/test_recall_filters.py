@@ -1,0 +1,255 @@
+"""Recall filters: compiled to parameterised SQL, equal to the same predicate evaluated in Python, applied in every
+arm without hiding what the unfiltered arm finds among the filtered memories; top_k and min_score."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memwrap import Memory
+from memwrap.engine.recall import arms
+from memwrap.engine.recall.arms import Filters
+from memwrap.engine.recall.filters import recall_filter
+from memwrap.engine.text import search_text
+from memwrap.errors import InvalidInputError
+from memwrap.filters import RecallFilter
+
+TOPICS = ["hiking in the Alps", "a cello lesson", "the budget review", "Maya's birthday picnic", "a dentist visit",
+          "the Lisbon apartment", "a chess tournament", "the garden tomatoes"]
+BASE = datetime(2026, 6, 1, 12, tzinfo=UTC)
+
+
+def engine(memory: Memory) -> Any:
+    return memory._run(memory.aio._get_engine())
+
+
+def items() -> list[dict[str, Any]]:
+    out = []
+    for i in range(48):
+        metadata: dict[str, Any] = {"project": ["apollo", "zeus", "hera"][i % 3], "priority": i % 5,
+                                    "owner": {"name": ["ann", "bob"][i % 2]}, "labels": ["x", "y"] if i % 4 == 0 else ["x"]}
+        if i % 6 == 0:
+            metadata["draft"] = None if i % 12 == 0 else True
+        if i % 7 == 0:
+            metadata["due"] = f"2026-0{1 + i % 9}-15"
+        if i == 5:
+            metadata["odd key '); DROP TABLE memory_units; --"] = "o'clock \"quoted\""
+        month = ["January", "March", "May", "August"][i % 4]
+        out.append({
+            "content": f"Note {i}: we talked about {TOPICS[i % len(TOPICS)]} that happened in {month} 2025.",
+            "timestamp": BASE + timedelta(days=i), "metadata": metadata, "tags": [f"t{i % 2}"],
+            "document_id": f"doc{i % 4}:{i}",
+        })
+    return out
+
+
+@pytest.fixture(scope="module")
+def filled(memwrap_home: Any) -> Any:
+    import uuid
+
+    bank = f"filters-{uuid.uuid4().hex[:8]}"
+    with Memory(home=memwrap_home) as memory:
+        memory.retain_many(bank, items())
+        records = memory.list(bank, limit=1000)
+        yield memory, bank, records
+
+
+def _get(metadata: dict[str, Any], path: list[str]) -> tuple[bool, Any]:
+    node: Any = metadata
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def _cond(metadata: dict[str, Any], cond: dict[str, Any]) -> bool:
+    path = [cond["key"]] if isinstance(cond["key"], str) else cond["key"]
+    present, value = _get(metadata, path)
+    ok = True
+    for op, want in cond.items():
+        if op == "key":
+            continue
+        if op == "eq":
+            ok &= present and value == want and type(value) is type(want)
+        elif op == "ne":
+            ok &= not (present and value == want and type(value) is type(want))
+        elif op == "in":
+            ok &= present and any(value == w and type(value) is type(w) for w in want)
+        elif op == "not_in":
+            ok &= not (present and any(value == w and type(value) is type(w) for w in want))
+        elif op == "exists":
+            ok &= present == want
+        else:
+            same = isinstance(value, str) if isinstance(want, str) else (
+                isinstance(value, (int, float)) and not isinstance(value, bool))
+            ok &= present and same and {"gt": value > want, "gte": value >= want, "lt": value < want,
+                                        "lte": value <= want}[op] if present and same else False
+    return ok
+
+
+def _eval(metadata: dict[str, Any], node: dict[str, Any]) -> bool:
+    if "and" in node:
+        return all(_eval(metadata, n) for n in node["and"])
+    if "or" in node:
+        return any(_eval(metadata, n) for n in node["or"])
+    if "not" in node:
+        return not _eval(metadata, node["not"])
+    return _cond(metadata, node)
+
+
+METADATA_FILTERS: list[dict[str, Any]] = [
+    {"key": "project", "eq": "apollo"},
+    {"key": "priority", "eq": 3},
+    {"key": "priority", "ne": 3},
+    {"key": "project", "in": ["zeus", "hera"]},
+    {"key": "project", "not_in": ["zeus"]},
+    {"key": "priority", "gte": 2, "lt": 4},
+    {"key": "priority", "gt": 3},
+    {"key": "priority", "lte": 0},
+    {"key": "due", "gte": "2026-05-01"},
+    {"key": "due", "lt": "2026-03-01"},
+    {"key": ["owner", "name"], "eq": "bob"},
+    {"key": "labels", "eq": ["x", "y"]},
+    {"key": "labels", "eq": ["x"]},
+    {"key": "draft", "exists": True},
+    {"key": "draft", "exists": False},
+    {"key": "draft", "eq": None},
+    {"key": "odd key '); DROP TABLE memory_units; --", "eq": "o'clock \"quoted\""},
+    {"and": [{"key": "project", "eq": "apollo"}, {"key": "priority", "gte": 2}]},
+    {"or": [{"key": "project", "eq": "hera"}, {"not": {"key": "priority", "lt": 4}}]},
+    {"not": {"or": [{"key": "draft", "exists": True}, {"key": ["owner", "name"], "in": ["ann"]}]}},
+]
+
+
+@pytest.mark.parametrize("metadata_filter", METADATA_FILTERS, ids=lambda f: str(f)[:60])
+def test_metadata_filter_matches_the_same_memories_as_python(filled: Any, metadata_filter: dict[str, Any]) -> None:
+    memory, bank, records = filled
+    where = recall_filter({"metadata": metadata_filter})
+    assert where is not None
+    sql, params = Filters(bank, where=where).sql("m", 2)
+    pool = engine(memory).store.pool
+    rows = memory._run(pool.fetch(f"SELECT m.id FROM memory_units m WHERE m.bank_id = $1 AND {sql}", bank, *params))
+    expected = {r.id for r in records if _eval(r.metadata, metadata_filter)}
+    assert {r["id"] for r in rows} == expected
+    assert 0 < len(expected) < len(records) or metadata_filter["key"] if "key" in metadata_filter else True
+
+
+def test_values_and_keys_never_reach_the_statement(filled: Any) -> None:
+    _memory, bank, _records = filled
+    where = recall_filter({"metadata": {"odd key '); DROP TABLE memory_units; --": "o'clock \"quoted\""}})
+    assert where is not None
+    sql, params = Filters(bank, where=where).sql("m", 2)
+    assert "DROP" not in sql and "clock" not in sql and "odd key" not in sql
+    assert {"odd key '); DROP TABLE memory_units; --": "o'clock \"quoted\""} in params
+
+
+def test_shorthand_is_the_explicit_form() -> None:
+    short = RecallFilter.model_validate({"metadata": {"project": "apollo", "priority": {"gte": 2}, "draft": {"exists": False}}})
+    explicit = RecallFilter.model_validate({"metadata": {"and": [
+        {"key": "project", "eq": "apollo"}, {"key": "priority", "gte": 2}, {"key": "draft", "exists": False}]}})
+    assert short == explicit
+
+
+@pytest.mark.parametrize("bad", [
+    {"metadata": {"key": "project"}},  # no operator
+    {"metadata": {"key": "", "eq": 1}},
+    {"metadata": {"key": "p", "gt": True}},
+    {"metadata": {"key": "p", "in": []}},
+    {"metadata": {"and": [], "or": []}},
+    {"metadata": {}},
+    {"occurred_after": "2026-01-01T00:00:00"},  # naive
+    {"mentioned_after": "2026-02-01T00:00:00Z", "mentioned_before": "2026-01-01T00:00:00Z"},
+    {"unknown": 1},
+])
+def test_bad_filters_say_what_is_wrong(bad: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError, match="Invalid recall filter"):
+        recall_filter(bad)
+
+
+def test_time_document_and_session_filters(filled: Any) -> None:
+    memory, bank, records = filled
+    eng = engine(memory)
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({"mentioned_after": BASE + timedelta(days=10), "mentioned_before": BASE + timedelta(days=20)},
+         lambda r: BASE + timedelta(days=10) <= r.mentioned_at <= BASE + timedelta(days=20)),
+        ({"occurred_after": datetime(2025, 3, 1, tzinfo=UTC), "occurred_before": datetime(2025, 3, 31, tzinfo=UTC)},
+         lambda r: r.occurred_start is not None and r.occurred_start <= datetime(2025, 3, 31, tzinfo=UTC)
+         and max(r.occurred_start, r.occurred_end or r.occurred_start) >= datetime(2025, 3, 1, tzinfo=UTC)),
+        ({"document_ids": ["doc1:1", "doc1:5", "nope"]}, lambda r: r.document_id in ("doc1:1", "doc1:5")),
+        ({"session_ids": ["doc2"]}, lambda r: r.document_id.startswith("doc2:")),
+    ]
+    for given, predicate in cases:
+        where = recall_filter(given)
+        sql, params = Filters(bank, where=where).sql("m", 2)
+        rows = memory._run(eng.store.pool.fetch(f"SELECT m.id FROM memory_units m WHERE m.bank_id = $1 AND {sql}", bank, *params))
+        expected = {r.id for r in records if predicate(r)}
+        assert expected and {r["id"] for r in rows} == expected, given
+
+
+def test_recall_returns_only_filtered_memories_and_top_k(filled: Any) -> None:
+    memory, bank, records = filled
+    eng = engine(memory)
+    wanted = {r.id for r in records if r.metadata["project"] == "zeus" and r.metadata["priority"] >= 2}
+    result = memory._run(eng.recall(bank, "what did we talk about in March?", top_k=100,
+                                    filters={"metadata": {"project": "zeus", "priority": {"gte": 2}}}))
+    got = {m.id for m in result.memories}
+    assert got and got <= wanted
+    assert all(m.bank_id == bank for m in result.memories)
+    top3 = memory._run(eng.recall(bank, "the cello lesson", top_k=3))
+    assert len(top3.memories) == 3 and "cello" in top3.memories[0].text
+    scores = [m.score for m in memory._run(eng.recall(bank, "the cello lesson", top_k=20)).memories]
+    floor = scores[5]
+    above = memory._run(eng.recall(bank, "the cello lesson", top_k=20, min_score=floor)).memories
+    assert [m.score for m in above] == [s for s in scores if s >= floor]
+    with pytest.raises(InvalidInputError):
+        memory._run(eng.recall(bank, "x", top_k=0))
+
+
+def test_a_filter_never_hides_what_the_arm_finds_in_the_filtered_set(filled: Any) -> None:
+    """For each arm, with a small limit: unfiltered hits that pass the filter are all among the filtered hits."""
+    memory, bank, records = filled
+    eng = engine(memory)
+    passing = {r.id for r in records if r.metadata["project"] == "hera"}
+    where = recall_filter({"metadata": {"project": "hera"}})
+    size = len(records)
+    limit = 6
+
+    async def run() -> None:
+        for query in ["hiking in the Alps", "Maya birthday picnic", "chess tournament in May", "Lisbon"]:
+            vector = await eng.embedder.embed_query(query)
+            async with eng.store.pool.acquire() as conn:
+                for name, call in {
+                    "semantic": lambda f: arms.semantic(conn, f, vector, limit, size),
+                    "keyword": lambda f: arms.keyword(conn, f, search_text(query), limit, size),
+                    "graph": lambda f: arms.graph(conn, f, vector, ["maya", "lisbon", "alps"], limit, size),
+                    "temporal": lambda f: arms.temporal(conn, f, vector, datetime(2025, 1, 1, tzinfo=UTC),
+                                                       datetime(2025, 12, 31, tzinfo=UTC), limit),
+                }.items():
+                    plain = [i for i, _ in await call(Filters(bank))]
+                    filtered = [i for i, _ in await call(Filters(bank, where=where))]
+                    assert set(filtered) <= passing, name
+                    assert {i for i in plain if i in passing} <= set(filtered), (name, query)
+                    assert len(filtered) == min(limit, len(passing)) or name in ("keyword", "graph"), name
+
+    memory._run(run())
+
+
+def test_the_metadata_index_serves_containment(filled: Any) -> None:
+    """memory_units_metadata answers the containment the filter compiles to (the planner picks it when it is
+    selective in a big bank; in this small one the sequential scan is switched off to see that it can)."""
+    memory, bank, _records = filled
+    where = recall_filter({"metadata": {"project": {"in": ["apollo", "hera"]}}})
+    sql, params = Filters(bank, where=where).sql("m", 1)
+
+    pool = engine(memory).store.pool
+
+    async def plan() -> str:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("SET LOCAL enable_seqscan = off")
+            rows = await conn.fetch(f"EXPLAIN SELECT m.id FROM memory_units m WHERE {sql}", *params)
+            return "\n".join(r[0] for r in rows)
+
+    assert "memory_units_metadata" in memory._run(plan())
