@@ -34,13 +34,16 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memwrap.async_api import AsyncMemory
+from memwrap.filters import RecallFilter
 from memwrap.models import (
     BankInfo,
     ConsolidationReport,
     Disposition,
+    ImportReport,
     Job,
     JobStatus,
     MemoryRecord,
+    MemoryVersion,
     MentalModel,
     MentalModelVersion,
     Observation,
@@ -48,7 +51,7 @@ from memwrap.models import (
     Recall,
     ReflectResult,
 )
-from memwrap.verbs import DefensePolicy, Items, MemoryId, Tags
+from memwrap.verbs import BankIds, DefensePolicy, Items, MemoryId, Tags
 
 T = TypeVar("T")
 

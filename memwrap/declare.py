@@ -48,6 +48,8 @@ class Route:
     status: int = 200
     # The REST response wraps the verb's result in an object under this key (e.g. {"ids": [...]}).
     envelope: str | None = None
+    # Parameters that stay with the caller (a local file the client reads or writes), never sent.
+    client_side: tuple[str, ...] = ()
 
     @property
     def path_params(self) -> tuple[str, ...]:

@@ -13,13 +13,16 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from memwrap.async_api import AsyncMemory
+from memwrap.filters import RecallFilter
 from memwrap.models import (
     BankInfo,
     ConsolidationReport,
     Disposition,
+    ImportReport,
     Job,
     JobStatus,
     MemoryRecord,
+    MemoryVersion,
     MentalModel,
     MentalModelVersion,
     Observation,
@@ -27,7 +30,7 @@ from memwrap.models import (
     Recall,
     ReflectResult,
 )
-from memwrap.verbs import DefensePolicy, Items, MemoryId, Tags
+from memwrap.verbs import BankIds, DefensePolicy, Items, MemoryId, Tags
 
 T = TypeVar("T")
 
@@ -52,14 +55,18 @@ class SyncVerbs:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         return self._run(self._async.retain_many(bank_id, items))
 
-    def recall(self, bank_id: str, query: str, *, token_budget: int=1024, now: datetime | None=None, types: Tags=None, tags: Tags=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, **old_names: Any) -> Recall:
+    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, **old_names: Any) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
-        `now`: resolve "last spring" against this time; `types`: world, experience, observation; `tags`: only
-        memories with one of these tags; `model`: the model the block is for (picks the token encoding);
-        `neighbours`: add the turns around a hit; `prefer_observations`: an observation takes the place of the
-        facts it covers (saves budget). None means the configured default."""
-        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, model=model, neighbours=neighbours, prefer_observations=prefer_observations, **old_names))
+        `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
+        default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
+        world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
+        (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
+        `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
+        default."""
+        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, **old_names))
 
     def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None, **old_names: Any) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
@@ -72,13 +79,23 @@ class SyncVerbs:
         skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
         return self._run(self._async.reflect(bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema, tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now, **old_names))
 
-    def list(self, bank_id: str, *, limit: int=100, offset: int=0, types: Tags=None, tags: Tags=None, document_id: str | None=None) -> list[MemoryRecord]:
-        """Stored memories of a bank, oldest first, `limit` at a time from `offset`."""
-        return self._run(self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id))
+    def list(self, bank_id: str, *, limit: int=100, offset: int=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
+        return self._run(self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters))
 
     def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
         return self._run(self._async.get(bank_id, memory_id))
+
+    def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> MemoryRecord:
+        """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
+        `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
+        citing it are revisited by the worker."""
+        return self._run(self._async.update(bank_id, memory_id, text=text, metadata=metadata, tags=tags))
+
+    def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+        """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
+        return self._run(self._async.history(bank_id, memory_id))
 
     def delete(self, bank_id: str, memory_id: MemoryId) -> None:
         """Forget one memory (what was learnt from it forgets it first)."""
@@ -166,6 +183,17 @@ class SyncVerbs:
     def restore(self, bank_id: str, memory_id: MemoryId) -> None:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         return self._run(self._async.restore(bank_id, memory_id))
+
+    def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool=True) -> int:
+        """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
+        observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
+        number of lines. Over HTTP the file is written where the caller is."""
+        return self._run(self._async.export_bank(bank_id, path, include_embeddings=include_embeddings))
+
+    def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
+        """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
+        importing twice changes nothing; stored vectors used as they are when the model matches)."""
+        return self._run(self._async.import_bank(bank_id, path))
 
     def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""

@@ -20,13 +20,16 @@ from uuid import UUID
 from pydantic import SkipValidation
 
 from memwrap.declare import VERBS, Route, verb
+from memwrap.filters import RecallFilter
 from memwrap.models import (
     BankInfo,
     ConsolidationReport,
     Disposition,
+    ImportReport,
     Job,
     JobStatus,
     MemoryRecord,
+    MemoryVersion,
     MentalModel,
     MentalModelVersion,
     Observation,
@@ -42,6 +45,7 @@ ItemLike = RetainItem | Mapping[str, Any] | str
 # Checked by the engine (memwrap/engine/validate.py), with messages about the item at fault.
 Items = Annotated[Sequence[ItemLike], SkipValidation]
 Tags = Sequence[str] | str | None
+BankIds = str | Sequence[str]
 MemoryId = UUID | str
 DefensePolicy = Literal["redact", "block", "off"]
 
@@ -80,26 +84,33 @@ class MemoryVerbs:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         ...
 
-    @verb(Route("POST", f"{BANK}/recall"), mcp=True, cli=True, renamed={"max_tokens": "token_budget"})
+    @verb(Route("POST", "/v1/recall"), mcp=True, cli=True, renamed={"max_tokens": "token_budget"})
     async def recall(
         self,
-        bank_id: str,
+        bank_id: BankIds,
         query: str,
         *,
-        token_budget: int = 1024,
+        token_budget: int | None = None,
         now: datetime | None = None,
         types: Tags = None,
         tags: Tags = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
     ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
-        `now`: resolve "last spring" against this time; `types`: world, experience, observation; `tags`: only
-        memories with one of these tags; `model`: the model the block is for (picks the token encoding);
-        `neighbours`: add the turns around a hit; `prefer_observations`: an observation takes the place of the
-        facts it covers (saves budget). None means the configured default."""
+        `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
+        default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
+        world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
+        (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
+        `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
+        default."""
         ...
 
     @verb(Route("POST", f"{BANK}/reflect"), mcp=True, cli=True, renamed={"max_tokens": "context_budget"})
@@ -139,13 +150,34 @@ class MemoryVerbs:
         types: Tags = None,
         tags: Tags = None,
         document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
-        """Stored memories of a bank, oldest first, `limit` at a time from `offset`."""
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}"), mcp="get_memory", cli=True)
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
+        ...
+
+    @verb(Route("PATCH", f"{BANK}/memories/{{memory_id}}"), mcp="update_memory", cli=True)
+    async def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> MemoryRecord:
+        """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
+        `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
+        citing it are revisited by the worker."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/history"), cli=True)
+    async def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+        """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         ...
 
     @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), cli=True)
@@ -290,6 +322,23 @@ class MemoryVerbs:
     async def restore(self, bank_id: str, memory_id: MemoryId) -> None:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         ...
+
+    # --- moving a bank -------------------------------------------------------------------------------------------
+
+    @verb(Route("GET", f"{BANK}/export", client_side=("path",)), cli=True, custom=True)
+    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
+        """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
+        observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
+        number of lines. Over HTTP the file is written where the caller is."""
+        engine = await self._get_engine()
+        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)  # type: ignore[no-any-return]
+
+    @verb(Route("POST", f"{BANK}/import", client_side=("path",)), cli=True, custom=True)
+    async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
+        """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
+        importing twice changes nothing; stored vectors used as they are when the model matches)."""
+        engine = await self._get_engine()
+        return await engine.import_bank(bank_id, path)  # type: ignore[no-any-return]
 
     # --- where the database is -------------------------------------------------------------------------------
 

@@ -62,15 +62,14 @@ def _check_storable(value: Any, where: str) -> None:
             _check_storable(item, where)
 
 
-def body_model(verb: Verb) -> type[RestBody]:
+def body_model(verb: Verb, *, without: tuple[str, ...] = (), name: str | None = None) -> type[RestBody]:
+    """The verb's parameters that travel in the body: all but the route's path parameters, those that stay
+    with the client (`Route.client_side`) and `without`."""
     assert verb.route is not None
-    fields = {
-        name: (info.annotation, info)
-        for name, info in verb.params.model_fields.items()
-        if name not in verb.route.path_params
-    }
+    left_out = {*verb.route.path_params, *verb.route.client_side, *without}
+    fields = {n: (info.annotation, info) for n, info in verb.params.model_fields.items() if n not in left_out}
     model = create_model(  # type: ignore[call-overload]
-        "".join(part.capitalize() for part in verb.name.split("_")) + "Body", __base__=RestBody, **fields
+        name or "".join(part.capitalize() for part in verb.name.split("_")) + "Body", __base__=RestBody, **fields
     )
     model.verb, model.renamed = verb.name, verb.renamed
     return model  # type: ignore[no-any-return]

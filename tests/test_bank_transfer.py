@@ -33,7 +33,7 @@ def _export(memory: Memory, bank: str, **options: Any) -> list[str]:
     eng = engine(memory)
 
     async def collect() -> list[str]:
-        return [line async for line in eng.export_bank(bank, **options)]
+        return [line async for line in eng.export_stream(bank, **options)]
 
     return memory._run(collect())
 
@@ -87,7 +87,7 @@ def test_export_delete_import_gives_the_same_list_and_recall(memory: Memory, inc
 
     memory.delete_bank(bank)
     assert memory.list(bank) == []
-    report = memory._run(engine(memory).import_bank(bank, lines))
+    report = memory._run(engine(memory).import_stream(bank, lines))
     assert report.written["memory"] == header["counts"]["memory"]
     assert report.embedded == (0 if include_embeddings else header["counts"]["memory"])
 
@@ -108,7 +108,7 @@ def test_export_delete_import_gives_the_same_list_and_recall(memory: Memory, inc
     assert memory.get(bank, listing[6]["id"]).model_dump() and memory.list(bank, limit=1000)  # invalidated stays out
     assert memory.consolidate(bank).units == 0  # what was learnt stays learnt: nothing pending again
 
-    again = memory._run(engine(memory).import_bank(bank, lines))  # idempotent
+    again = memory._run(engine(memory).import_stream(bank, lines))  # idempotent
     assert sum(again.written.values()) == 0 and _listing(memory, bank) == listing
 
 
@@ -116,7 +116,7 @@ def test_import_into_another_bank_and_recall_both(memory: Memory) -> None:
     source, copy = f"xsrc-{uuid.uuid4().hex[:8]}", f"xcopy-{uuid.uuid4().hex[:8]}"
     memory.retain_many(source, TURNS[:6])
     lines = _export(memory, source)
-    memory._run(engine(memory).import_bank(copy, lines))
+    memory._run(engine(memory).import_stream(copy, lines))
     assert _listing(memory, copy) == _listing(memory, source)
     both = memory._run(engine(memory).recall([source, copy], "who leads Apollo", top_k=4))
     # The same ids live in both banks: each memory says its bank, and both copies are there.
@@ -138,5 +138,5 @@ def test_import_into_another_bank_and_recall_both(memory: Memory) -> None:
 def test_a_bad_file_stores_nothing(memory: Memory, bad: list[str]) -> None:
     bank = f"xbad-{uuid.uuid4().hex[:8]}"
     with pytest.raises(InvalidInputError):
-        memory._run(engine(memory).import_bank(bank, bad))
+        memory._run(engine(memory).import_stream(bank, bad))
     assert bank not in {b.bank_id for b in memory.banks()}

@@ -70,6 +70,8 @@ def openapi_problems(spec: dict[str, Any]) -> list[str]:
         body = _resolve(body, schemas)
         offered.update(body.get("properties", {}))
         for name, info in declared.params.model_fields.items():
+            if name in declared.route.client_side:
+                continue
             if name not in offered:
                 problems.append(f"{declared.route.method} {declared.route.path} lacks `{name}` ({declared.name})")
             elif not info.is_required() and info.default is not None and "default" in offered[name]:
@@ -206,9 +208,7 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
     lost = {**openapi, "components": {**openapi["components"], "schemas": {
         **openapi["components"]["schemas"], "RecallBody": {**body, "properties": {
             k: v for k, v in body["properties"].items() if k != "prefer_observations"}}}}}
-    assert openapi_problems(lost) == [
-        "POST /v1/banks/{bank_id}/recall lacks `prefer_observations` (recall)"
-    ]
+    assert openapi_problems(lost) == ["POST /v1/recall lacks `prefer_observations` (recall)"]
     moved = {**openapi, "paths": {k: v for k, v in openapi["paths"].items() if not k.endswith("/consolidate")}}
     assert openapi_problems(moved) == ["no POST /v1/banks/{bank_id}/consolidate for consolidate"]
 

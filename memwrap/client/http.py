@@ -10,10 +10,12 @@ of that code, so `except MemoryNotFoundError` works the same over HTTP. An unrea
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 from uuid import UUID
@@ -25,7 +27,7 @@ from memwrap import errors
 from memwrap.declare import Verb
 from memwrap.verbs import VERBS
 from memwrap.engine import validate
-from memwrap.models import ReflectResult, RetainItem
+from memwrap.models import ImportReport, ReflectResult, RetainItem
 
 DEFAULT_TIMEOUT = 30.0
 BATCH = 500  # items per retain request
@@ -127,7 +129,9 @@ class HttpEngine:
             # A partial verb's None is a value (it resets a setting); elsewhere None means "the server's default".
             request["json"] = {k: v for k, v in rest.items() if v is not None or verb.partial}
         else:
-            request["params"] = [(k, item) for k, v in rest.items() if v is not None
+            # A list repeats its name (?tags=a&tags=b); a mapping (filters) travels as JSON.
+            request["params"] = [(k, json.dumps(item) if isinstance(item, dict) else item)
+                                 for k, v in rest.items() if v is not None
                                  for item in (v if isinstance(v, list) else [v])]
         response = await self._request(route.method, path, **request)
         if route.status == 204 or verb.result is None:
@@ -159,6 +163,39 @@ class HttpEngine:
         if model is not None and result.structured is not None:
             result.structured = model.model_validate(result.structured)
         return result
+
+    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
+        """Streams the server's export into `path` here (a temporary file renamed at the end)."""
+        target = Path(path)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.part")
+        route = f"/v1/banks/{_path_value('bank_id', bank_id)}/export"
+        lines = 0
+        try:
+            async with self._client.stream("GET", route, params={"include_embeddings": include_embeddings}) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    _raise_for(response)
+                with temp.open("wb") as out:
+                    async for chunk in response.aiter_bytes():
+                        out.write(chunk)
+                        lines += chunk.count(b"\n")
+            os.replace(temp, target)
+        except httpx.TransportError as exc:
+            raise errors.StoreError(f"Could not reach the memwrap server at {self.url}: {exc!r}") from exc
+        finally:
+            temp.unlink(missing_ok=True)
+        return lines
+
+    async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
+        """Uploads the file at `path` (read here) to the server's import."""
+        source = Path(path)
+        if not source.is_file():
+            raise errors.InvalidInputError(f"No export file at {source}.")
+        response = await self._request(
+            "POST", f"/v1/banks/{_path_value('bank_id', bank_id)}/import", content=source.read_bytes(),
+            headers={"Content-Type": "application/x-ndjson"},
+        )
+        return ImportReport.model_validate(response.json())
 
     async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout

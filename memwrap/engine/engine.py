@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -22,6 +23,7 @@ from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
+from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
@@ -30,8 +32,9 @@ from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
-from memwrap.engine.transfer import export_lines, import_lines
+from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
+from memwrap.filters import RecallFilter
 from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
 from memwrap.tokens import encoding_for_model
@@ -272,10 +275,13 @@ class Engine(LearningVerbs):
         types: Sequence[str] | None = None,
         tags: Sequence[str] | None = None,
         document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
         if limit < 1 or limit > 10_000 or offset < 0:
             raise validate.InvalidInputError("list takes 1 <= limit <= 10000 and offset >= 0.")
-        filters = Filters(validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags))
+        filters = Filters(
+            validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
+        )
         return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
 
     async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
@@ -331,14 +337,22 @@ class Engine(LearningVerbs):
         """Every version of a memory, oldest first; the last is the current one."""
         return await history(self, bank_id, memory_id)
 
-    def export_bank(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+    def export_stream(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
         """The bank as JSON lines (memwrap/engine/transfer.py): memories with their times, metadata, tags,
         entities and links, observations, mental models, histories; vectors too with include_embeddings."""
         return export_lines(self, bank_id, include_embeddings=include_embeddings)
 
-    async def import_bank(
+    async def import_stream(
         self, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
     ) -> ImportReport:
-        """Load an export_bank stream into `bank_id` (created if needed). Ids are kept; rows already present are
+        """Load an export stream into `bank_id` (created if needed). Ids are kept; rows already present are
         skipped, so importing twice changes nothing. Vectors of the configured model's size are used as they are."""
         return await import_lines(self, bank_id, lines)
+
+    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
+        """The declared export_bank: the stream written to `path` (complete or not at all: a temporary file is
+        renamed at the end). Returns the number of lines."""
+        return await write_lines(Path(path), self.export_stream(bank_id, include_embeddings=include_embeddings))
+
+    async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
+        return await self.import_stream(bank_id, read_lines(Path(path)))

@@ -15,8 +15,10 @@ Ids are kept and present rows are skipped, so importing a file twice is the same
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memwrap.engine import tracing, validate
@@ -184,3 +186,25 @@ async def _add_vectors(engine: Any, header: dict[str, Any], memories: list[dict[
         for (record, _), vector in zip(batch, vectors, strict=True):
             record["embedding"] = [float(x) for x in vector]
     return len(missing)
+
+
+async def write_lines(path: Path, lines: AsyncIterator[str]) -> int:
+    """Write `lines` to `path` through a temporary file renamed at the end (a failed export leaves no half file)."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.part")
+    count = 0
+    try:
+        with temp.open("w", encoding="utf-8") as out:
+            async for line in lines:
+                out.write(line)
+                count += 1
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return count
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    if not path.is_file():
+        raise InvalidInputError(f"No export file at {path}.")
+    with path.open(encoding="utf-8") as lines:
+        yield from lines

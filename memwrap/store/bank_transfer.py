@@ -56,7 +56,7 @@ TABLES: tuple[Table, ...] = (
     Table("observation_version", "observation_history",
           ("observation_id", "version", "text", "action", "reason", "proof_count", "evidence_ids", "valid_from",
            "recorded_at"), "observation_id, version", (("observation_id", "observations", "id"),)),
-    Table("unit_learning", "unit_learning", ("unit_id", "status", "attempts", "retry_after", "error", "updated_at"),
+    Table("unit_learning", "unit_learning", ("unit_id", "status", "error", "updated_at"),
           "unit_id", (("unit_id", "memory_units", "id"),)),
     Table("mental_model", "mental_models",
           ("id", "name", "question", "tags", "max_tokens", "refresh_every", "content", "version", "status",
@@ -68,8 +68,6 @@ TABLES: tuple[Table, ...] = (
     Table("memory_version", "memory_history",
           ("memory_id", "version", "text", "metadata", "tags", "occurred_start", "occurred_end", "valid_from",
            "replaced_at", "changed"), "memory_id, version", (("memory_id", "memory_units", "id"),)),
-    Table("extraction_pending", "extraction_queue",
-          ("item_hash", "attempts", "last_error", "next_attempt_at", "created_at"), "item_hash"),
 )
 BY_KIND = {t.kind: t for t in TABLES}
 

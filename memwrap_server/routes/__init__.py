@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memwrap_server.routes import banks, learning, memories, reflect, system
+from memwrap_server.routes import banks, learning, memories, recall, reflect, system, transfer
 
-ROUTERS: list[APIRouter] = [system.router, banks.router, memories.router, learning.router, reflect.router]
+ROUTERS: list[APIRouter] = [
+    system.router, banks.router, memories.router, recall.router, learning.router, reflect.router, transfer.router,
+]

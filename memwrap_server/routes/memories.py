@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
 from memwrap.verbs import VERBS
 from memwrap.engine import validate
+from memwrap.errors import InvalidInputError
 from memwrap.models import MemoryType, Recall
 from memwrap_server.deps import BankDep, MemoryDep
 from memwrap_server.schemas import ERRORS, MemoryPage, RetainBatch, RetainBody, RetainResult
 from memwrap_server.verb_routes import add_verb_route, body_model
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"], responses=ERRORS)
-RecallBody = body_model(VERBS["recall"])
+# POST /v1/recall is the verb's route (one bank or several, routes/recall.py); this one is its one-bank form.
+BankRecallBody = body_model(VERBS["recall"], without=("bank_id",), name="BankRecallBody")
 
 # Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead.
 MAX_OFFSET = 10_000_000
@@ -49,22 +52,30 @@ async def list_memories(
     types: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,
     tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
+    filters: Annotated[str | None, Query(max_length=20_000, description="JSON, as recall's `filters`.")] = None,
     type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,  # noqa: A002
     tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
 ) -> MemoryPage:
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
+    try:
+        where = json.loads(filters) if filters is not None else None
+    except ValueError as exc:
+        raise InvalidInputError(f"filters is JSON, as recall's filters ({exc}).") from None
     items = await memory.list(bank_id, limit=limit + 1, offset=offset, types=types or type, tags=tags or tag,
-                              document_id=document_id)
+                              document_id=document_id, filters=where)
     more = len(items) > limit
     return MemoryPage(items=items[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
 
 
 add_verb_route(router, VERBS["get"])
+add_verb_route(router, VERBS["update"])
+add_verb_route(router, VERBS["history"])
 add_verb_route(router, VERBS["delete"])
 
 
-@router.post("/recall", response_model=Recall, summary=VERBS["recall"].summary, description=VERBS["recall"].doc)
-async def recall(bank_id: BankDep, body: RecallBody, memory: MemoryDep, request: Request) -> Recall:
+@router.post("/recall", response_model=Recall, summary="Recall from this bank (POST /v1/recall reads several)",
+             description=VERBS["recall"].doc)
+async def recall(bank_id: BankDep, body: BankRecallBody, memory: MemoryDep, request: Request) -> Recall:
     _count(request, "recalls")
     return await memory.recall(bank_id, **{k: getattr(body, k) for k in body.model_fields_set})
