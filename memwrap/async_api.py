@@ -172,13 +172,18 @@ class AsyncMemory:
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
+        explain: bool = False,
     ) -> Recall:
         """Find what matters for `query` and render it within `max_tokens` (exact, counted with tiktoken).
 
         `prefer_observations=True`: an observation takes the place of the facts it covers (saves budget).
+        `explain=True`: `Recall.considered` lists every candidate weighed, with its arm ranks, its rendered line
+        and whether it fit the budget (the sidecar's recall debugger shows it).
         """
         engine = await self._get_engine()
-        extra = {} if prefer_observations is None else {"prefer_observations": prefer_observations}
+        extra: dict[str, Any] = {} if prefer_observations is None else {"prefer_observations": prefer_observations}
+        if explain:
+            extra["explain"] = True
         return await engine.recall(
             bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model, neighbours=neighbours,
             **extra,

@@ -236,11 +236,12 @@ class Memory:
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
+        explain: bool = False,
     ) -> Recall:
         return self._run(
             self._async.recall(
                 bank_id, query, max_tokens=max_tokens, now=now, types=types, tags=tags, model=model,
-                neighbours=neighbours, prefer_observations=prefer_observations,
+                neighbours=neighbours, prefer_observations=prefer_observations, explain=explain,
             )
         )
 

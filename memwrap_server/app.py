@@ -20,6 +20,7 @@ from fastapi import FastAPI
 
 import memwrap
 from memwrap.api import AsyncMemory
+from memwrap_server import docs, ui
 from memwrap_server import errors as server_errors
 from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
@@ -88,7 +89,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
             if owned:
                 await mem.close()
 
-    app = FastAPI(title="memwrap", version=memwrap.__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="memwrap", version=memwrap.__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # served by memwrap_server.docs with local assets
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.auth = auth
@@ -97,6 +99,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(proxy_router)
+    app.include_router(docs.router)
+    app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
     app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,

@@ -71,11 +71,13 @@ class RetainResult(BaseModel):
 
 class RecallBody(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"query": "Where does Alice work?", "max_tokens": 512}
+        {"query": "Where does Alice work?", "token_budget": 512}
     ]})
 
     query: str = Field(description="What the memories are for: usually the user's last message.")
-    max_tokens: int = Field(default=1024, ge=1, le=2_000_000, description="Exact budget of the rendered block.")
+    token_budget: int | None = Field(default=None, ge=1, le=2_000_000,
+                                     description="Exact budget of the rendered block (default 1024).")
+    max_tokens: int | None = Field(default=None, ge=1, le=2_000_000, description="Former name of token_budget.")
     now: Timestamp | None = Field(default=None, description="Resolve 'last spring' against this time (default: now).")
     types: list[MemoryType] | None = None
     tags: list[str] | None = None
@@ -84,6 +86,12 @@ class RecallBody(BaseModel):
     prefer_observations: bool | None = Field(
         default=None, description="An observation takes the place of the facts it covers (default: the server's)."
     )
+    explain: bool = Field(default=False, description="Also return `considered`: every candidate weighed, its arm "
+                                                     "ranks, its rendered line and whether it fit the budget.")
+
+    @property
+    def budget(self) -> int:
+        return self.token_budget or self.max_tokens or 1024
 
     @field_validator("model")
     @classmethod

@@ -131,8 +131,11 @@ class HttpEngine:
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
+        explain: bool = False,
     ) -> Recall:
         body: dict[str, Any] = {"query": query, "max_tokens": max_tokens}
+        if explain:
+            body["explain"] = True
         if now is not None:
             body["now"] = validate.timestamp(now).isoformat()  # type: ignore[union-attr]
         for key, value in (("types", types), ("tags", tags)):

@@ -285,8 +285,10 @@ class Engine(LearningVerbs):
         fusion: str | None = None,
         prefer_observations: bool | None = None,
         query_vector: Any = None,
+        explain: bool = False,
     ) -> Recall:
-        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this)."""
+        """`query_vector`: a precomputed embedding of `query` (skips embedding it; benchmarks use this).
+        `explain`: also return every candidate weighed, fit or not (Recall.considered)."""
         request = RecallRequest(
             bank_id=validate.bank_id(bank_id),
             query=validate.query(query),
@@ -301,6 +303,7 @@ class Engine(LearningVerbs):
                 self.settings.prefer_observations if prefer_observations is None else prefer_observations
             ),
             query_vector=query_vector,
+            explain=bool(explain),
         )
         return await self.searcher.recall(request)
 

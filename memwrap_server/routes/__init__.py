@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memwrap_server.routes import banks, learning, memories, reflect, system
+from memwrap_server.routes import banks, browse, learning, memories, reflect, stats, system
 
-ROUTERS: list[APIRouter] = [system.router, banks.router, memories.router, learning.router, reflect.router]
+ROUTERS: list[APIRouter] = [system.router, banks.router, memories.router, learning.router, reflect.router, stats.router,
+                            browse.router]

@@ -72,6 +72,7 @@ async def delete_memory(bank_id: BankDep, memory_id: UUID, memory: MemoryDep) ->
 async def recall(bank_id: BankDep, body: RecallBody, memory: MemoryDep, request: Request) -> Recall:
     _count(request, "recalls")
     return await memory.recall(
-        bank_id, body.query, max_tokens=body.max_tokens, now=body.now, types=body.types, tags=body.tags,
+        bank_id, body.query, max_tokens=body.budget, now=body.now, types=body.types, tags=body.tags,
         model=body.model, neighbours=body.neighbours, prefer_observations=body.prefer_observations,
+        explain=body.explain,
     )

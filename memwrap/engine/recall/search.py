@@ -20,7 +20,7 @@ from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
-from memwrap.engine.recall.pack import pack
+from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
@@ -61,6 +61,7 @@ class RecallRequest:
     prefer_observations: bool = False
     query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)  # an observation replaces the facts it covers (learn/prefer.py)
     warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)
+    explain: bool = False  # also return every candidate weighed, with its line and whether it fit (Recall.considered)
 
 
 class Searcher:
@@ -124,7 +125,7 @@ class Searcher:
             _discard(embedding)
             return Recall(
                 bank_id=request.bank_id, query=request.query, context="", tokens=0, max_tokens=request.max_tokens,
-                encoding=encoding_name(encoding), time_window=window,
+                encoding=encoding_name(encoding), time_window=window, considered=[] if request.explain else None,
             )
         entity_keys = _query_entity_keys(request.query)
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
@@ -166,12 +167,13 @@ class Searcher:
             ranked = await prefer_observations(self.pool, request.bank_id, ranked)
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
-        context, tokens, chosen = pack(ranked, max_tokens=request.max_tokens, now=request.now, encoding=encoding)
+        packing = plan(ranked, max_tokens=request.max_tokens, now=request.now, encoding=encoding)
         timings["total"] = _ms(started)
         return Recall(
-            bank_id=request.bank_id, query=request.query, context=context, tokens=tokens,
-            max_tokens=request.max_tokens, encoding=encoding_name(encoding), memories=chosen, time_window=window,
-            candidates=len(ranked), timings_ms=timings,
+            bank_id=request.bank_id, query=request.query, context=packing.context, tokens=packing.tokens,
+            max_tokens=request.max_tokens, encoding=encoding_name(encoding), memories=packing.picked(ranked),
+            time_window=window, candidates=len(ranked), timings_ms=timings,
+            considered=packing.considered(ranked) if request.explain else None,
         )
 
     async def _keyword(
