@@ -38,7 +38,9 @@ DESCRIPTION = """Long-term memory as a service.
 * **REST**: banks, memories (retain, list, get, delete), recall.
 * **Memory proxy**: `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages` — point an OpenAI or Anthropic
   SDK's `base_url` here and send `X-Memwrap-Bank`.
-* **MCP**: `/mcp/{bank_id}/` (streamable HTTP).
+* **MCP**: `/mcp/{bank_id}/` (streamable HTTP; tools recall, retain, reflect, list_memories, get_memory,
+  mental_models, get_mental_model; same key rules).
+* **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
 Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
 but `/health` and `/ready` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the

@@ -60,11 +60,16 @@ async function render() {
     const node = await view({ params, query, bank, navigate, errorView });
     if (id !== renderId) return; // a newer navigation won
     main.replaceChildren(node);
+    if (askedByServer && dialog.open) dialog.close(); // the key arrived another way (another tab, a reload)
+    askedByServer = false;
   } catch (error) {
     if (id !== renderId) return;
     main.replaceChildren(errorView(error, bank));
   } finally {
-    if (id === renderId) main.removeAttribute("aria-busy");
+    if (id === renderId) {
+      main.removeAttribute("aria-busy");
+      main.dataset.rendered = String(id); // how many views were drawn: tests and bench/ui_pages.py wait on it
+    }
   }
 }
 
@@ -74,7 +79,7 @@ export function errorView(error, bank) {
     return notice("error", `Something went wrong in the page: ${error.message}`);
   }
   if (error.status === 401) {
-    openKeyDialog(key.get() ? "That key was not accepted. Enter another one." : null);
+    openKeyDialog(key.get() ? "That key was not accepted. Enter another one." : null, true);
     return notice("error", h("strong", {}, "An API key is needed. "), error.message, " ",
       h("button", { type: "button", onclick: () => openKeyDialog() }, "Enter a key"));
   }
@@ -123,8 +128,10 @@ document.getElementById("bankpick").addEventListener("change", (event) => {
 // --- key dialog --------------------------------------------------------------------------------------------
 
 const dialog = document.getElementById("keydialog");
+let askedByServer = false;
 
-function openKeyDialog(message) {
+function openKeyDialog(message, byServer = false) {
+  askedByServer = byServer;
   const hint = document.getElementById("keyhint");
   if (message) hint.dataset.message = message;
   if (message) hint.textContent = message;
