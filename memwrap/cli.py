@@ -170,6 +170,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
                  database_url=args.database_url)
 
 
+def cmd_ui(args: argparse.Namespace) -> int:
+    """The sidecar on this home, on 127.0.0.1 only, with its memory browser opened in the default browser."""
+    import threading
+
+    from memwrap_server.__main__ import serve
+    from memwrap_server.ui import open_when_ready
+
+    port = args.port or 8765
+    url = f"http://127.0.0.1:{port}/ui/"
+    console.print(f"memory browser at [bold]{url}[/] (Ctrl+C stops it)")
+    if not args.no_browser:
+        threading.Thread(target=open_when_ready, args=(url,), daemon=True).start()
+    return serve(host="127.0.0.1", port=port, log_level=args.log_level, home=args.home, database_url=args.database_url)
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", help="data directory of the embedded database (MEMWRAP_HOME, default ~/.memwrap)")
@@ -202,6 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (MEMWRAP_PORT, default 8765)")
     serve.add_argument("--log-level", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")
     serve.set_defaults(run=cmd_serve)
+
+    ui = sub.add_parser("ui", parents=[common], help="browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
+    ui.add_argument("--port", type=int, help="port (default 8765)")
+    ui.add_argument("--log-level", help="uvicorn log level (default info)")
+    ui.add_argument("--no-browser", action="store_true", help="only print the address")
+    ui.set_defaults(run=cmd_ui)
 
     for name, (configure, run, help_text) in _EXTRA_COMMANDS.items():
         extra = sub.add_parser(name, parents=[common], help=help_text)

@@ -74,6 +74,16 @@ class RecalledMemory(BaseModel):
     neighbour_of: UUID | None = None
 
 
+class ConsideredMemory(RecalledMemory):
+    """A candidate recall weighed for the block (recall with explain=True), in ranking order."""
+
+    rank: int = Field(description="1-based place in the final ranking (after fusion, rerank, observations)")
+    fit: bool = Field(description="whether its line went into the block")
+    line: str = Field(description="the line exactly as rendered into the block")
+    budget_left: int = Field(description="tokens of the budget left when this line was weighed")
+    reason: str = Field(default="", description="why it was left out (empty when it fit)")
+
+
 class TimeWindow(BaseModel):
     start: datetime
     end: datetime
@@ -94,6 +104,9 @@ class Recall(BaseModel):
     time_window: TimeWindow | None = None
     candidates: int = 0
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    considered: list[ConsideredMemory] | None = Field(
+        default=None, description="explain=True: every candidate weighed, fit or not (tokens = its line's cost)"
+    )
 
     @property
     def max_tokens(self) -> int:

@@ -55,7 +55,7 @@ class SyncVerbs:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         return self._run(self._async.retain_many(bank_id, items))
 
-    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, **old_names: Any) -> Recall:
+    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False, **old_names: Any) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
         `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
@@ -65,8 +65,9 @@ class SyncVerbs:
         occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
-        default."""
-        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, **old_names))
+        default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
+        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
+        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, explain=explain, **old_names))
 
     def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None, **old_names: Any) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,

@@ -100,6 +100,7 @@ class MemoryVerbs:
         model: str | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
+        explain: bool = False,
     ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
@@ -110,7 +111,8 @@ class MemoryVerbs:
         occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
-        default."""
+        default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
+        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
         ...
 
     @verb(Route("POST", f"{BANK}/reflect"), mcp=True, cli=True, renamed={"max_tokens": "context_budget"})

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 
 import memwrap
 from memwrap.api import AsyncMemory
+from memwrap_server import docs, ui
 from memwrap_server import errors as server_errors
 from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
@@ -37,7 +38,9 @@ DESCRIPTION = """Long-term memory as a service.
 * **REST**: banks, memories (retain, list, get, delete), recall.
 * **Memory proxy**: `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages` — point an OpenAI or Anthropic
   SDK's `base_url` here and send `X-Memwrap-Bank`.
-* **MCP**: `/mcp/{bank_id}/` (streamable HTTP).
+* **MCP**: `/mcp/{bank_id}/` (streamable HTTP; tools recall, retain, reflect, list_memories, get_memory,
+  mental_models, get_mental_model; same key rules).
+* **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
 Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
 but `/health` and `/ready` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the
@@ -88,7 +91,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
             if owned:
                 await mem.close()
 
-    app = FastAPI(title="memwrap", version=memwrap.__version__, description=DESCRIPTION, lifespan=lifespan)
+    app = FastAPI(title="memwrap", version=memwrap.__version__, description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)  # served by memwrap_server.docs with local assets
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.auth = auth
@@ -97,6 +101,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(proxy_router)
+    app.include_router(docs.router)
+    app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
     app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 PROXY_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
 PUBLIC_PATHS = ("/health", "/ready")
+# Static files that hold no data: the memory browser's page and scripts (its data calls carry the key), and the
+# packaged Swagger UI / ReDoc assets.
+PUBLIC_PREFIXES = ("/ui/", "/docs/assets/")
 KEY_HEADER = "x-memwrap-key"
 
 
@@ -67,6 +70,10 @@ class Auth:
             return key
         scheme, _, token = (headers.get("authorization") or "").partition(" ")
         return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def is_public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path == "/ui" or path.startswith(PUBLIC_PREFIXES)
 
 
 def allowed(key: ApiKey | None, bank_id: str) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memwrap_server.auth import PUBLIC_PATHS, Auth
+from memwrap_server.auth import Auth, is_public
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_response, unexpected
 
@@ -42,7 +42,7 @@ class Gate:
             await self.app(scope, receive, send)
             return
         path = scope["path"]
-        if self.auth.enabled and path not in PUBLIC_PATHS:
+        if self.auth.enabled and not is_public(path):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             key = self.auth.authenticate(self.auth.presented_key(path, headers))
             if key is None:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memwrap import Memory, RetainItem
-from memwrap.engine.recall.pack import pack, render_line
+from memwrap.engine.recall.pack import pack, plan, render_line
 from memwrap.models import RecalledMemory
 from memwrap.tokens import encoding_for_model
 
@@ -74,3 +74,20 @@ def test_recall_budget_end_to_end(memory: Memory, max_tokens: int) -> None:
         memory.retain_many(bank, [RetainItem(content=t, document_id=f"d{i}") for i, t in enumerate(texts)])
     recall = memory.recall(bank, "What do we know about topic 3 and 张伟?", token_budget=max_tokens, now=NOW)
     assert recall.tokens == len(ENC.encode(recall.context, disallowed_special=())) <= max_tokens
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memories=_memories(), max_tokens=st.integers(min_value=1, max_value=4000))
+def test_explain_accounts_for_every_candidate(memories: list[RecalledMemory], max_tokens: int) -> None:
+    """explain=True: every candidate, in order, with the line it would add; those that fit are exactly the block's."""
+    packing = plan(memories, max_tokens=max_tokens, now=NOW, encoding=ENC)
+    considered = packing.considered(memories)
+    assert [c.id for c in considered] == [m.id for m in memories]
+    assert [c.rank for c in considered] == list(range(1, len(memories) + 1))
+    fit = [c for c in considered if c.fit]
+    assert [c.id for c in fit] == [m.id for m in pack(memories, max_tokens=max_tokens, now=NOW, encoding=ENC)[2]]
+    assert "".join(c.line for c in fit) in packing.context
+    for c in considered:
+        assert c.line == render_line(c) and c.tokens == len(ENC.encode_ordinary(c.line))
+        if not c.fit:
+            assert c.tokens > c.budget_left and str(c.tokens) in c.reason

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memwrap_server.routes import banks, learning, memories, recall, reflect, system, transfer
+from memwrap_server.routes import banks, browse, learning, memories, recall, reflect, stats, system, transfer
 
 ROUTERS: list[APIRouter] = [
     system.router, banks.router, memories.router, recall.router, learning.router, reflect.router, transfer.router,
+    stats.router, browse.router,
 ]

@@ -9,15 +9,16 @@ more as a guard, so `tokens == len(encode(context)) <= max_tokens` holds whateve
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import tiktoken
 
 from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, neutralise
 from memwrap.engine.text import normalise_whitespace
-from memwrap.models import RecalledMemory
+from memwrap.models import ConsideredMemory, RecalledMemory
 
-__all__ = ["CLOSE_TAG", "OPEN_TAG", "footer", "header", "pack", "render_line"]
+__all__ = ["CLOSE_TAG", "OPEN_TAG", "Packing", "footer", "header", "pack", "plan", "render_line"]
 
 
 def header(now: datetime) -> str:
@@ -49,21 +50,55 @@ def render_line(memory: RecalledMemory) -> str:
     return f"- {prefix}{label}{neutralise(normalise_whitespace(memory.text))}\n"
 
 
-def pack(
+@dataclass
+class Packing:
+    """What the packer decided: the block, and for every candidate its rendered line, what it costs and whether
+    it went in (explain=True shows this to the caller)."""
+
+    context: str
+    tokens: int
+    lines: list[str] = field(default_factory=list)
+    line_tokens: list[int] = field(default_factory=list)
+    budget_left: list[int] = field(default_factory=list)  # the budget left when each line was weighed
+    chosen: list[int] = field(default_factory=list)
+
+    def picked(self, memories: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+        picked = []
+        for i in self.chosen:
+            memory = memories[i].model_copy()
+            memory.tokens = self.line_tokens[i]
+            picked.append(memory)
+        return picked
+
+    def considered(self, memories: Sequence[RecalledMemory]) -> list[ConsideredMemory]:
+        chosen = set(self.chosen)
+        return [
+            ConsideredMemory(
+                **memory.model_dump(exclude={"tokens"}), tokens=self.line_tokens[i], rank=i + 1, fit=i in chosen,
+                line=self.lines[i], budget_left=self.budget_left[i],
+                reason="" if i in chosen else f"its line needs {self.line_tokens[i]} tokens; {self.budget_left[i]} were left",
+            )
+            for i, memory in enumerate(memories)
+        ]
+
+
+def plan(
     memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding
-) -> tuple[str, int, list[RecalledMemory]]:
-    """Choose and render memories, in the given order, within `max_tokens`. Returns (context, tokens, chosen)."""
+) -> Packing:
+    """Choose and render memories, in the given order, within `max_tokens`."""
     frame = header(now) + footer()
     frame_tokens = len(encoding.encode_ordinary(frame))
-    remaining = max_tokens - frame_tokens
-    if remaining <= 0 or not memories:
-        return "", 0, []
+    remaining = max(max_tokens - frame_tokens, 0)  # 0: not even the frame fits, so no line does
+    if not memories:
+        return Packing("", 0)
 
     lines = [render_line(m) for m in memories]
     # One line at a time: encode_batch starts a thread pool per call, 6x slower for a few dozen short lines.
     line_tokens = [len(encoding.encode_ordinary(line)) for line in lines]
     chosen: list[int] = []
+    budget_left: list[int] = []
     for index, cost in enumerate(line_tokens):
+        budget_left.append(remaining)
         if cost <= remaining:
             chosen.append(index)
             remaining -= cost
@@ -71,11 +106,14 @@ def pack(
         context = header(now) + "".join(lines[i] for i in chosen) + footer()
         tokens = len(encoding.encode_ordinary(context))
         if tokens <= max_tokens:
-            picked = []
-            for i in chosen:
-                memory = memories[i].model_copy()
-                memory.tokens = line_tokens[i]
-                picked.append(memory)
-            return context, tokens, picked
+            return Packing(context, tokens, lines, line_tokens, budget_left, chosen)
         chosen.pop()  # never expected (counts are additive), but the budget is a promise
-    return "", 0, []
+    return Packing("", 0, lines, line_tokens, budget_left, [])
+
+
+def pack(
+    memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding
+) -> tuple[str, int, list[RecalledMemory]]:
+    """Choose and render memories, in the given order, within `max_tokens`. Returns (context, tokens, chosen)."""
+    packing = plan(memories, max_tokens=max_tokens, now=now, encoding=encoding)
+    return packing.context, packing.tokens, packing.picked(memories)

@@ -24,7 +24,7 @@ from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
-from memwrap.engine.recall.pack import pack
+from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
@@ -76,6 +76,7 @@ class RecallRequest:
     top_k: int | None = None  # at most this many memories
     min_score: float | None = None  # leave out memories whose score (fused, or the reranker's) is below this
     bank_ids: list[str] | None = None  # several banks at once (bank_id is the first of them)
+    explain: bool = False  # also return every candidate weighed, with its line and whether it fit (Recall.considered)
 
     @property
     def banks(self) -> list[str]:
@@ -213,7 +214,8 @@ class Searcher:
         searched = [bank for bank in banks if sizes.get(bank)]
         if not searched:
             _discard(embedding)
-            return self._result(request, banks, encoding, window, context="", tokens=0)
+            return self._result(request, banks, encoding, window, context="", tokens=0,
+                                considered=[] if request.explain else None)
         entity_keys = _query_entity_keys(request.query)
         filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
@@ -271,12 +273,13 @@ class Searcher:
         timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
         with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
-            context, tokens, chosen = pack(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
-            tracing.set_attributes(pack_span, tokens=tokens, memories=len(chosen))
+            packing = plan(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
+            tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
         timings["total"] = _ms(started)
         return self._result(
-            request, banks, encoding, window, context=context, tokens=tokens, memories=chosen,
-            candidates=len(ranked), timings_ms=timings,
+            request, banks, encoding, window, context=packing.context, tokens=packing.tokens,
+            memories=packing.picked(ranked), candidates=len(ranked), timings_ms=timings,
+            considered=packing.considered(ranked) if request.explain else None,
         )
 
     @staticmethod

@@ -1,0 +1,75 @@
+import { api, bankPath } from "../api.js";
+import { empty, field, h, link, route, table, truncate, typeBadge, when } from "../dom.js";
+
+export const TYPES = ["raw", "world", "experience", "observation"];
+const PAGE = 50;
+
+export async function memoriesView({ bank, query, navigate }) {
+  const q = query.get("q") || "";
+  const types = query.getAll("type");
+  const tag = query.get("tag") || "";
+  const doc = query.get("doc") || "";
+  const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+
+  const form = filterForm(bank, { q, types, tag, doc }, navigate);
+  let body;
+  if (q) {
+    const result = await api("POST", bankPath(bank, "recall"), {
+      body: { query: q, token_budget: 4000, types: types.length ? types : null, tags: tag ? [tag] : null, explain: true },
+    });
+    const considered = result.considered || [];
+    body = h("div", {},
+      h("p", { class: "muted" }, `${considered.length} memories found by recall for this search, best first. `,
+        link(route("b", bank, "recall", { q }), "Open this query in the recall debugger"), "."),
+      considered.length
+        ? table(["#", "Memory", "Type", "Score", "Said"], considered.map((m) => h("tr", { "data-id": m.id },
+            h("td", { class: "num" }, m.rank),
+            h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
+            h("td", {}, typeBadge(m.type)),
+            h("td", { class: "num" }, m.score.toFixed(4)),
+            h("td", {}, when(m.mentioned_at)))), { class: "memories" })
+        : empty("Nothing matched."));
+  } else {
+    const page = await api("GET", bankPath(bank, "memories"), {
+      query: { limit: PAGE, offset, type: types, tag: tag || null, document_id: doc || null },
+    });
+    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, offset: o || null });
+    body = h("div", {},
+      page.items.length
+        ? table(["Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
+            h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
+            h("td", {}, typeBadge(m.type)),
+            h("td", {}, when(m.mentioned_at)),
+            h("td", {}, m.tags.map((t) => h("span", { class: "tag" }, t))),
+            h("td", { class: "mono small" }, m.document_id ? link(route("b", bank, "memories", { doc: m.document_id }), truncate(m.document_id, 40)) : "—"))), { class: "memories" })
+        : empty(offset ? "No more memories." : "No memory matches these filters."),
+      h("nav", { class: "pager", "aria-label": "Pages" },
+        offset > 0 ? link(here(Math.max(0, offset - PAGE)), "← Previous") : h("span", {}),
+        h("span", { class: "muted" }, page.items.length ? `${offset + 1}–${offset + page.items.length}, oldest first` : ""),
+        page.next_offset !== null ? link(here(page.next_offset), "Next →") : h("span", {})));
+  }
+  return h("div", {}, h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank)), form, body);
+}
+
+function filterForm(bank, values, navigate) {
+  const search = h("input", { type: "search", name: "q", value: values.q, placeholder: "What are you looking for? (uses recall)" });
+  const tag = h("input", { type: "text", name: "tag", value: values.tag, placeholder: "a tag" });
+  const doc = h("input", { type: "text", name: "doc", value: values.doc, placeholder: "document or session id" });
+  const boxes = TYPES.map((t) => h("label", { class: "check" },
+    h("input", { type: "checkbox", name: "type", value: t, checked: values.types.includes(t) }), " ", t));
+  const form = h("form", { class: "filters", role: "search" },
+    field("Search", search),
+    h("fieldset", { class: "field" }, h("legend", {}, "Types"), h("div", { class: "checks" }, boxes)),
+    field("Tag", tag),
+    field("Document", doc, "list only (search ranks across documents)"),
+    h("div", { class: "field actions" }, h("button", { type: "submit" }, "Apply"),
+      link(route("b", bank, "memories"), "Clear")));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const params = new URLSearchParams();
+    for (const [k, v] of data) if (String(v).trim()) params.append(k, String(v).trim());
+    navigate(`#/b/${encodeURIComponent(bank)}/memories${[...params].length ? "?" + params : ""}`);
+  });
+  return form;
+}

@@ -1,0 +1,76 @@
+import { api, bankPath } from "../api.js";
+import { badge, empty, h, link, notice, route, section, table, typeBadge, when } from "../dom.js";
+
+export async function memoryView({ bank, params, navigate, errorView }) {
+  const id = params[1];
+  const [memory, context] = await Promise.all([
+    api("GET", bankPath(bank, "memories", id)),
+    api("GET", bankPath(bank, "memories", id, "context")),
+  ]);
+  const status = h("div", { class: "action-status", "aria-live": "polite" });
+  const act = async (label, fn, after) => {
+    status.replaceChildren(h("span", { class: "muted" }, `${label}…`));
+    try {
+      await fn();
+      after();
+    } catch (error) {
+      status.replaceChildren(errorView(error, bank));
+    }
+  };
+  const invalidated = Boolean(context.invalidated_at);
+  const actions = h("div", { class: "row actions" },
+    invalidated
+      ? h("button", { type: "button", id: "restore", onclick: () => act("Restoring", () => api("POST", bankPath(bank, "memories", id, "restore")), () => navigate(location.hash)) }, "Restore")
+      : h("button", { type: "button", id: "invalidate", onclick: () => {
+          const reason = prompt("Why is this memory wrong? (kept with it; restore undoes this)", "");
+          if (reason === null) return;
+          act("Invalidating", () => api("POST", bankPath(bank, "memories", id, "invalidate"), { body: { reason } }), () => navigate(location.hash));
+        } }, "Invalidate…"),
+    h("button", { type: "button", id: "delete", class: "danger", onclick: () => {
+      if (!confirm("Delete this memory for good? What was learnt from it forgets it too. This cannot be undone.")) return;
+      act("Deleting", () => api("DELETE", bankPath(bank, "memories", id)), () => navigate(route("b", bank, "memories")));
+    } }, "Delete…"),
+    status);
+
+  const facts = h("dl", { class: "facts" },
+    dt("Type"), h("dd", {}, typeBadge(memory.type)),
+    dt("Said (mentioned)"), h("dd", {}, when(memory.mentioned_at)),
+    dt("Happened (occurred)"), h("dd", {}, memory.occurred_start ? [when(memory.occurred_start), memory.occurred_end && memory.occurred_end !== memory.occurred_start ? [" … ", when(memory.occurred_end)] : null] : h("span", { class: "muted" }, "—")),
+    dt("Stored"), h("dd", {}, when(memory.created_at)),
+    dt("Document"), h("dd", { class: "mono" }, memory.document_id ? link(route("b", bank, "memories", { doc: memory.document_id }), memory.document_id) : "—"),
+    dt("Tags"), h("dd", {}, memory.tags.length ? memory.tags.map((t) => h("span", { class: "tag" }, t)) : "—"),
+    dt("Entities"), h("dd", {}, context.entities.length ? context.entities.map((e) => link(route("b", bank, "e", e.id), h("span", { class: "tag entity" }, e.name))) : "—"),
+    dt("Id"), h("dd", { class: "mono small" }, memory.id));
+
+  return h("div", {},
+    h("div", { class: "page-head" }, h("h1", {}, "Memory"), link(route("b", bank, "memories"), "← all memories")),
+    invalidated ? notice("warn", h("strong", {}, "Invalidated "), when(context.invalidated_at),
+      context.invalidation_reason ? [": ", h("q", {}, context.invalidation_reason)] : null,
+      ". Recall does not see it; what was learnt from it no longer counts it.") : null,
+    h("section", { class: "card" },
+      h("blockquote", { class: "memory-text", lang: "", dir: "auto" }, memory.text),
+      memory.context ? h("p", { class: "muted" }, "Context: ", memory.context) : null,
+      actions),
+    h("div", { class: "grid2" },
+      section("Details", facts),
+      section("Metadata", Object.keys(memory.metadata).length ? h("pre", { class: "json" }, JSON.stringify(memory.metadata, null, 2)) : empty("No metadata."))),
+    section("Observations citing it",
+      context.observations.length
+        ? table(["Observation", "Quote", "Stance", "Proof"], context.observations.map((o) => h("tr", {},
+            h("td", {}, link(route("b", bank, "o", o.id), o.text), o.invalidated ? [" ", badge("invalidated", "bad")] : null),
+            h("td", {}, h("q", {}, o.quote)),
+            h("td", {}, badge(o.stance, o.stance === "supports" ? "good" : "warn")),
+            h("td", { class: "num" }, o.proof_count))))
+        : empty("No observation cites this memory (yet: the worker consolidates new facts in the background).")),
+    section("Links",
+      context.links.length
+        ? table(["Direction", "Kind", "Memory"], context.links.map((l) => h("tr", {},
+            h("td", {}, l.direction === "out" ? "→ to" : "← from"),
+            h("td", {}, badge(l.kind)),
+            h("td", {}, typeBadge(l.type), " ", link(route("b", bank, "m", l.id), l.text), l.invalidated ? [" ", badge("invalidated", "bad")] : null))))
+        : empty("No links.")));
+}
+
+function dt(text) {
+  return h("dt", {}, text);
+}
