@@ -130,13 +130,18 @@ def test_neighbours_are_attached(memory: Memory, bank: str) -> None:
         "Maya: Guess what, I adopted a puppy!",
         "Sam: No way! What's its name?",
         "Maya: Biscuit. He is a golden retriever.",
-        "Sam: I'm going to the gym later.",
+        "Sam: Haha, lovely.",  # embedded with the end of the Biscuit turn: the semantic arm finds it
+        "Sam: I'm going to the gym later.",  # embedded with "Haha, lovely.": no arm finds it
     ]
     memory.retain_many(bank, [RetainItem(content=t, document_id=f"s1:{i}") for i, t in enumerate(turns)])
-    recall = memory.recall(bank, "What is the name of Maya's puppy?", now=NOW, neighbours=True)
-    texts = [m.text for m in recall.memories]
-    assert "Maya: Biscuit. He is a golden retriever." in texts
-    assert any(m.neighbour_of is not None for m in recall.memories) or len(texts) == len(turns)
+    question = "What is the name of Maya's puppy?"
+    without = [m.text for m in memory.recall(bank, question, now=NOW, neighbours=False).memories]
+    assert "Maya: Biscuit. He is a golden retriever." in without and turns[4] not in without
+    recall = memory.recall(bank, question, now=NOW, neighbours=True)
+    ids = {m.text: m.id for m in recall.memories}
+    attached = [(m.text, m.neighbour_of, m.arms) for m in recall.memories if m.neighbour_of is not None]
+    assert attached == [(turns[4], ids[turns[3]], {})]  # only its session neighbour, the turn before, brings it
+    assert [m.text for m in recall.memories][-1] == turns[4]  # neighbours only fill what ranked hits leave
 
 
 def test_type_and_tag_filters(memory: Memory, bank: str) -> None:
