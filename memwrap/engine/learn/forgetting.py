@@ -29,6 +29,7 @@ from memwrap.engine.learn.observations import (
     remove_observation,
     set_text,
 )
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.worker import JobContext, handler
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 
@@ -231,8 +232,6 @@ when the evidence does not support it. Never keep details that only removed evid
 
 @handler(REVISE)
 async def run_revise(ctx: JobContext) -> dict[str, Any]:
-    from memwrap.engine.learn.consolidate import consolidation_llm
-
     engine, bank_id = ctx.engine, ctx.job.bank_id or ""
     llm = consolidation_llm(engine)
     reason = str(ctx.job.payload.get("reason", "evidence removed"))

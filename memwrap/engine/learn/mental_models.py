@@ -22,6 +22,7 @@ import asyncpg
 from pydantic import BaseModel, Field
 
 from memwrap.engine.learn import jobs
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.worker import JobContext, handler
 from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
@@ -278,8 +279,6 @@ the answer must fit the given number of tokens. List the ids (M1, M2, ...) of th
 
 
 async def default_generator(engine: Any, model: MentalModel) -> Generated:
-    from memwrap.engine.learn.consolidate import consolidation_llm
-
     llm = consolidation_llm(engine)
     budget = model.max_tokens if llm is None else min(model.max_tokens * READ_FACTOR, READ_CAP_TOKENS)
     recall = await engine.recall(

@@ -13,7 +13,7 @@ from typing import Any
 
 import asyncpg
 
-from memwrap.engine.learn import jobs
+from memwrap.engine.learn import forgetting, jobs, mental_models
 from memwrap.engine.learn.consolidate import FACT_MAX_ATTEMPTS
 from memwrap.engine.learn.jobs import LOCK_NAMESPACE, NOTIFY_CHANNEL
 
@@ -95,8 +95,6 @@ LIMIT 1000
 
 
 async def heal_observations(engine: Any) -> int:
-    from memwrap.engine.learn import forgetting, mental_models
-
     pool: asyncpg.Pool = engine.store.pool
     by_bank: dict[str, list[Any]] = {}
     for row in await pool.fetch(MISCOUNTED):
