@@ -90,7 +90,8 @@ class Probe:
 
 PROBES: dict[str, Probe] = {}
 
-# Slots other issues will fill. Reported as "not measured" until a probe with this name is registered.
+# Probes the report names before they exist, so a missing figure shows as "not measured" rather than vanishing
+# from the table; each is filled when a probe with this name is registered.
 PLANNED_PROBES: dict[str, str] = {
     "wrapper_overhead": "wrapper overhead per chat call",
     "mental_model_read": "mental-model read p50",

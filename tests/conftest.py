@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from database import Database
 
 from memwrap import Memory
 from memwrap.config import load_settings
@@ -61,6 +62,14 @@ def mem(memwrap_home: Path) -> Iterator[Memory]:
                              consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
     with Memory(settings=settings) as memory:
         yield memory
+
+
+@pytest.fixture(scope="session")
+def db(memory: Memory) -> Database:
+    """SQL on the run's database (the one `memory`, `mem` and the modules' engines use, its tables created) for
+    tests that check stored rows: `await db.fetch(...)` in async tests, `db.blocking.fetch(...)` in synchronous
+    ones."""
+    return Database.of(memory)
 
 
 @pytest.fixture

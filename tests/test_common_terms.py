@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from database import Database
 
 from memwrap import Memory
 from memwrap.engine.recall import arms
@@ -33,23 +35,23 @@ async def keyword_hits(pool: Any, bank: str, query: str, size: int, filters: Fil
 
 
 def test_known_common_terms_are_skipped_with_the_same_hits(
-    memory: Memory, bank: str, monkeypatch: pytest.MonkeyPatch
+    memory: Memory, db: Database, bank: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(arms, "TERM_SCAN_CAP", CAP)
     memory.retain_many(bank, TURNS)
-    pool = engine(memory).store.pool
     size = len(TURNS)
 
     async def scenario() -> tuple[list[Any], list[Any], list[tuple[str, int]], list[Any]]:
-        before = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
-        counted = await CommonTerms(pool, CAP).refresh(bank)
-        assert counted is not None and counted > 0
-        rows = await pool.fetch("SELECT lexeme, df FROM bank_common_terms WHERE bank_id = $1 ORDER BY lexeme", bank)
-        after = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
-        filtered = [await keyword_hits(pool, bank, q, size, Filters(bank, ["raw"])) for q in QUERIES]
-        return before, after, [(r["lexeme"], r["df"]) for r in rows], filtered
+        async with db.pool() as pool:
+            before = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
+            counted = await CommonTerms(pool, CAP).refresh(bank)
+            assert counted is not None and counted > 0
+            rows = await pool.fetch("SELECT lexeme, df FROM bank_common_terms WHERE bank_id = $1 ORDER BY lexeme", bank)
+            after = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
+            filtered = [await keyword_hits(pool, bank, q, size, Filters(bank, ["raw"])) for q in QUERIES]
+            return before, after, [(r["lexeme"], r["df"]) for r in rows], filtered
 
-    before, after, common, filtered = memory._run(scenario())
+    before, after, common, filtered = asyncio.run(scenario())
     assert ("weekend", 15) in common and ("hike", 14) in common  # "figs" (2) and "cello" (1) are not common
     assert all(df >= CAP for _, df in common)
     assert after == before  # skipping them unread changes nothing: they were dropped after reading before
@@ -58,7 +60,7 @@ def test_known_common_terms_are_skipped_with_the_same_hits(
     assert filtered == before  # under a type filter the list is not used (and the hits agree here too)
 
 
-def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, bank: str) -> None:
+def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, db: Database, bank: str) -> None:
     eng = engine(memory)
     common_terms = eng.searcher.common_terms
     original = common_terms.cap
@@ -67,11 +69,8 @@ def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, b
         memory.retain_many(bank, TURNS)
         memory.recall(bank, "weekend figs")
 
-        async def settle() -> Any:
-            await common_terms.wait()
-            return await eng.store.pool.fetchval("SELECT common_terms_at FROM banks WHERE bank_id = $1", bank)
-
-        assert memory._run(settle()) == len(TURNS)
+        memory._run(common_terms.wait())  # the count runs on the memory's own loop
+        assert db.blocking.fetchval("SELECT common_terms_at FROM banks WHERE bank_id = $1", bank) == len(TURNS)
         assert not common_terms.due(len(TURNS), len(TURNS))  # counted: not again until the bank grows by half
         assert common_terms.due(27, len(TURNS)) and not common_terms.due(CAP - 1, None)
     finally:

@@ -1,7 +1,8 @@
 """Dates through the whole engine: what retain stores for "in March" said in December, and what recall finds.
 
-Issue 17: said on 2026-12-01, "I moved to Lisbon in March." was stored as March 2027, so "What did I do last
-spring?" missed it. Embedded engine, real PostgreSQL, no LLM (the heuristic retain path).
+A month named without a year is placed by tense: said on 2026-12-01, "I moved to Lisbon in March." is March 2026
+(not the coming March 2027), so "What did I do last spring?" finds it; "I'll visit Tokyo in March." is 2027.
+Embedded engine, real PostgreSQL, no LLM (the heuristic retain path).
 """
 
 from __future__ import annotations

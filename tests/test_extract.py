@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from database import Database
 from extract_support import fact, links, make_engine, prompt_of, reply, retained, units
 from fakes.llm_server import FakeLLMServer
 from llm_fixtures import engine_fixture
@@ -58,7 +59,7 @@ CHAT_FACTS = [
 
 
 async def test_facts_types_times_entities_and_causes_land_in_the_database(
-    engine: Engine, fake: FakeLLMServer, bank: str
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
 ) -> None:
     fake.script([reply(CHAT_FACTS)])
     ids = await engine.retain_many(bank, CHAT)
@@ -92,7 +93,7 @@ async def test_facts_types_times_entities_and_causes_land_in_the_database(
         (rows[POOL]["id"], changed["id"]),
         (changed["id"], rows[FIXED]["id"]),
     }
-    entity_rows = await engine.store.pool.fetch("SELECT name, mention_count FROM entities WHERE bank_id = $1", bank)
+    entity_rows = await db.fetch("SELECT name, mention_count FROM entities WHERE bank_id = $1", bank)
     assert [(r["name"], r["mention_count"]) for r in entity_rows] == [("PostgreSQL", 3)]
     listed = {m.text: m for m in await engine.list(bank)}
     assert listed[FIXED].entities == ["PostgreSQL"] and listed[FIXED].type == "experience"

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from database import Database
 from extract_support import fact, make_engine, reply, units
 from fakes.llm_server import FakeLLMServer, Reply
 from llm_fixtures import engine_fixture
@@ -54,17 +55,14 @@ async def plain(memwrap_home: Path) -> AsyncIterator[Engine]:
 
 
 async def block(engine: Engine, bank: str) -> None:
-    await engine.store.pool.execute(
-        "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb)", bank, {"defense_policy": "block"}
-    )
+    await engine.create_bank(bank, {"defense_policy": "block"})
 
 
-async def stored_text(engine: Engine, bank: str) -> str:
+async def stored_text(db: Database, bank: str) -> str:
     """Everything stored for the bank, as one string."""
-    pool = engine.store.pool
     parts: list[Any] = []
     for table in ("memory_units", "entities", "retained_items", "entity_aliases", "jobs"):
-        rows = await pool.fetch(f"SELECT to_jsonb(t)::text AS row FROM {table} t WHERE bank_id = $1", bank)
+        rows = await db.fetch(f"SELECT to_jsonb(t)::text AS row FROM {table} t WHERE bank_id = $1", bank)
         parts.extend(r["row"] for r in rows)
     return "\n".join(parts)
 
@@ -75,9 +73,9 @@ def assert_clean(text: str) -> None:
         assert secret[:24] not in text
 
 
-async def test_none_mode_redacts_context_metadata_and_tags(plain: Engine, bank: str) -> None:
+async def test_none_mode_redacts_context_metadata_and_tags(plain: Engine, db: Database, bank: str) -> None:
     await plain.retain_many(bank, [ITEM])
-    stored = await stored_text(plain, bank)
+    stored = await stored_text(db, bank)
     assert_clean(stored)
     [record] = await plain.list(bank)
     assert "[REDACTED:openai_key]" in record.text and record.context == "ops chat, token [REDACTED:github_token]"
@@ -104,7 +102,9 @@ async def test_block_refuses_a_secret_in_any_field(plain: Engine, bank: str, whe
     assert await units(plain, bank) == []  # not even the clean item of the same call
 
 
-async def test_extraction_sees_and_stores_only_defended_text(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_extraction_sees_and_stores_only_defended_text(
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
+) -> None:
     # The model echoes a secret it could have invented: the fact passes the defense again before it is stored.
     fake.script([reply([fact(f"The user deploys on Fridays with key {OPENAI_KEY}.", "world", [1], ["Friday"])])])
     await engine.retain_many(bank, [ITEM])
@@ -112,7 +112,7 @@ async def test_extraction_sees_and_stores_only_defended_text(engine: Engine, fak
     sent = json.dumps(fake.last().body)
     assert_clean(sent)
     assert "[REDACTED:openai_key]" in sent and "token [REDACTED:github_token]" in sent
-    stored = await stored_text(engine, bank)
+    stored = await stored_text(db, bank)
     assert_clean(stored)
     [row] = await units(engine, bank)
     assert row["fact_type"] == "world" and "[REDACTED:openai_key]" in row["text"]
@@ -127,7 +127,7 @@ async def test_block_under_extraction_sends_nothing(engine: Engine, fake: FakeLL
 
 
 async def test_failures_log_and_queue_only_redacted_text(
-    engine: Engine, fake: FakeLLMServer, bank: str, caplog: pytest.LogCaptureFixture
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     # A provider error that quotes a secret back (some endpoints echo the offending input).
     fake.script([Reply(status=400, error=f"invalid request near '{OPENAI_KEY}'")])
@@ -137,4 +137,4 @@ async def test_failures_log_and_queue_only_redacted_text(
     assert "[REDACTED:openai_key]" in caplog.text
     [row] = await units(engine, bank)
     assert row["fact_type"] == "raw"
-    assert_clean(await stored_text(engine, bank))
+    assert_clean(await stored_text(db, bank))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from database import Database
 from extract_support import fact, make_engine, reply
 from fakes.llm_server import FakeLLMServer
 from llm_fixtures import engine_fixture
@@ -16,9 +17,9 @@ WHEN = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 engine = engine_fixture(make_engine)
 
 
-async def entities_of(engine: Engine, bank: str) -> dict[str, list[str]]:
+async def entities_of(db: Database, bank: str) -> dict[str, list[str]]:
     """fact text → names of the entities it is linked to."""
-    rows = await engine.store.pool.fetch(
+    rows = await db.fetch(
         """
         SELECT m.text, array_agg(e.name ORDER BY e.name) AS names
         FROM memory_units m
@@ -32,8 +33,8 @@ async def entities_of(engine: Engine, bank: str) -> dict[str, list[str]]:
     return {r["text"]: list(r["names"]) for r in rows}
 
 
-async def aliases_of(engine: Engine, bank: str) -> dict[str, tuple[str, str]]:
-    rows = await engine.store.pool.fetch(
+async def aliases_of(db: Database, bank: str) -> dict[str, tuple[str, str]]:
+    rows = await db.fetch(
         "SELECT a.alias, e.name, a.source FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id "
         "WHERE a.bank_id = $1",
         bank,
@@ -41,7 +42,7 @@ async def aliases_of(engine: Engine, bank: str) -> dict[str, tuple[str, str]]:
     return {r["alias"]: (r["name"], r["source"]) for r in rows}
 
 
-async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
     fake.script(
         [
             reply(
@@ -54,7 +55,7 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
         bank, [{"content": "user: 我的同事张伟（大家叫他老张，英文名 Zhang Wei）下周去上海出差。", "timestamp": WHEN}]
     )
     # The model's aliases first; then the romanised spellings memwrap adds itself (name_links.py).
-    assert await aliases_of(engine, bank) == {
+    assert await aliases_of(db, bank) == {
         "Zhang Wei": ("张伟", "llm"), "老张": ("张伟", "llm"),
         "Wei Zhang": ("张伟", "similar"), "Zhangwei": ("张伟", "similar"), "Shanghai": ("上海", "similar"),
     }
@@ -65,14 +66,14 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
     fake.script([reply([fact("Zhang Wei booked a new flight.", "world", [1], ["Zhang Wei"])])])
     await engine.retain_many(bank, [{"content": "user: Zhang Wei booked a new flight.", "timestamp": WHEN}])
 
-    assert await entities_of(engine, bank) == {
+    assert await entities_of(db, bank) == {
         "张伟下周去上海出差。": ["上海", "张伟"],
         "老张说上海的会议取消了。": ["上海", "张伟"],
         "Zhang Wei booked a new flight.": ["张伟"],
     }
     names = {
         r["name"]: r["mention_count"]
-        for r in await engine.store.pool.fetch("SELECT name, mention_count FROM entities WHERE bank_id = $1", bank)
+        for r in await db.fetch("SELECT name, mention_count FROM entities WHERE bank_id = $1", bank)
     }
     assert names == {"张伟": 3, "上海": 2}  # no entity for the aliases themselves
 
@@ -80,7 +81,7 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
     assert {m.text for m in recall.memories} >= {"张伟下周去上海出差。", "Zhang Wei booked a new flight."}
 
 
-async def test_an_alias_beats_an_entity_seen_before_it_was_known(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_an_alias_beats_an_entity_seen_before_it_was_known(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
     fake.script([reply([fact("老张喜欢喝茶。", "world", [1], ["老张"])])])
     await engine.retain_many(bank, [{"content": "user: 老张喜欢喝茶。", "timestamp": WHEN}])
     fake.script(
@@ -88,13 +89,13 @@ async def test_an_alias_beats_an_entity_seen_before_it_was_known(engine: Engine,
     )
     await engine.retain_many(bank, [{"content": "user: 张伟就是老张。", "timestamp": WHEN}])
     # 老张 was an entity of its own, so it stays the canonical one; 张伟 became its alias.
-    assert await aliases_of(engine, bank) == {"张伟": ("老张", "llm")}
+    assert await aliases_of(db, bank) == {"张伟": ("老张", "llm")}
     fake.script([reply([fact("张伟明天休假。", "world", [1], ["张伟"])])])
     await engine.retain_many(bank, [{"content": "user: 张伟明天休假。", "timestamp": WHEN}])
-    assert (await entities_of(engine, bank))["张伟明天休假。"] == ["老张"]
+    assert (await entities_of(db, bank))["张伟明天休假。"] == ["老张"]
 
 
-async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
     fake.script([reply([fact("Caroline and Melanie went hiking.", "world", [1], ["Caroline", "Melanie"])])])
     await engine.retain_many(bank, [{"content": "Melanie: Caroline and I went hiking.", "timestamp": WHEN}])
     fake.script(
@@ -109,11 +110,11 @@ async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fa
         ]
     )
     await engine.retain_many(bank, [{"content": "Melanie: Carolin told me about the group; Carol runs a bakery.", "timestamp": WHEN}])
-    found = await entities_of(engine, bank)
+    found = await entities_of(db, bank)
     assert found["Carolin told Melanie about the support group."] == ["Caroline", "Melanie"]  # typo, same company
     assert found["Carol runs a bakery."] == ["Carol"]  # a different name
     assert found["Caroline's cousin Carolyn visited Paris."] == ["Carolyn", "Paris"]  # close, but no shared company
-    assert await aliases_of(engine, bank) == {"Carolin": ("Caroline", "similar")}
+    assert await aliases_of(db, bank) == {"Carolin": ("Caroline", "similar")}
 
     # The same spelling variant in a bank where it shares no company with Caroline stays its own entity.
     other = f"{bank}-b"
@@ -121,11 +122,11 @@ async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fa
     await engine.retain_many(other, [{"content": "Melanie: Caroline and I went hiking.", "timestamp": WHEN}])
     fake.script([reply([fact("Carolin flew to Paris.", "world", [1], ["Carolin", "Paris"])])])
     await engine.retain_many(other, [{"content": "user: Carolin flew to Paris.", "timestamp": WHEN}])
-    assert (await entities_of(engine, other))["Carolin flew to Paris."] == ["Carolin", "Paris"]
-    assert await aliases_of(engine, other) == {}
+    assert (await entities_of(db, other))["Carolin flew to Paris."] == ["Carolin", "Paris"]
+    assert await aliases_of(db, other) == {}
 
 
-async def test_a_short_form_joins_the_full_name_it_keeps_company_with(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_a_short_form_joins_the_full_name_it_keeps_company_with(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
     fake.script([reply([fact("Alice Smith joined Google in March.", "world", [1], ["Alice Smith", "Google"])])])
     await engine.retain_many(bank, [{"content": "user: Alice Smith joined Google in March.", "timestamp": WHEN}])
     fake.script(
@@ -139,12 +140,12 @@ async def test_a_short_form_joins_the_full_name_it_keeps_company_with(engine: En
         ]
     )
     await engine.retain_many(bank, [{"content": "user: Alice leads a team at Google. Smith Street is closed.", "timestamp": WHEN}])
-    found = await entities_of(engine, bank)
+    found = await entities_of(db, bank)
     assert found["Alice leads a team at Google."] == ["Alice Smith", "Google"]
     assert found["Smith Street is closed."] == ["Smith Street"]
 
 
-async def test_facts_without_model_entities_fall_back_to_the_heuristics(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_facts_without_model_entities_fall_back_to_the_heuristics(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
     fake.script([reply([fact("Bob moved to Berlin.", "world", [1])])])
     await engine.retain_many(bank, [{"content": "user: Bob moved to Berlin.", "timestamp": WHEN}])
-    assert (await entities_of(engine, bank))["Bob moved to Berlin."] == ["Berlin", "Bob"]
+    assert (await entities_of(db, bank))["Bob moved to Berlin."] == ["Berlin", "Bob"]

@@ -27,7 +27,7 @@ engine = engine_fixture(make_engine, llm_timeout=0.4, llm_background_timeout=0.4
 
 
 async def bank_count(engine: Engine, bank: str) -> int:
-    return int(await engine.store.pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank))
+    return next(b.memories for b in await engine.banks() if b.bank_id == bank)
 
 
 async def assert_kept_raw(engine: Engine, bank: str, ids: list[Any], reason: str) -> None:

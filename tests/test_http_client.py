@@ -85,17 +85,33 @@ def test_wrapper_with_a_sidecar_url(
         assert any("Teal it is." in r.text for r in mem.list(bank))
 
 
-def test_learning_surface_over_http(remote: Memory, bank: str) -> None:
+def test_learning_surface_over_http(remote: Memory, memory: Memory, bank: str) -> None:
     ids = remote.retain(bank, "Alice drinks her coffee black every morning.")
     model = remote.create_mental_model(bank, "coffee", "How does Alice take her coffee?")
     assert model.name == "coffee" and model.bank_id == bank
     assert [m.name for m in remote.mental_models(bank)] == ["coffee"]
     assert remote.get_mental_model(bank, "coffee").question == "How does Alice take her coffee?"
-    assert isinstance(remote.mental_model_history(bank, "coffee"), list)
+    assert remote.mental_model_history(bank, "coffee") == []  # no answer yet: its refresh job is queued
+    refreshed = remote.refresh_mental_model(bank, "coffee")
+    assert refreshed.version == 1 and "Alice drinks her coffee black" in refreshed.content
+    [version] = remote.mental_model_history(bank, "coffee")
+    assert (version.version, version.content, version.source_ids) == (1, refreshed.content, ids)
     with pytest.raises(MemoryNotFoundError):
         remote.get_mental_model(bank, "nope")
-    assert isinstance(remote.jobs(bank), list)
-    assert isinstance(remote.observations(bank), list)
+    # Nothing runs the jobs here (no worker): the retain's consolidation and the model's refresh wait, as listed
+    # by the engine itself on the same database.
+    assert {j.kind for j in remote.jobs(bank)} == {"consolidate", "refresh_mental_model"}
+    assert remote.jobs(bank) == memory.jobs(bank)
+    assert remote.jobs(bank, status="done") == []
+    walks = remote.retain_many(bank, ["Alice walks her dog Rex every evening.", "Every evening Alice walks her dog Rex."])
+    report = remote.consolidate(bank)
+    assert (report.units, report.created, report.mode) == (3, 1, "heuristic")
+    [observation] = remote.observations(bank)
+    assert observation.evidence_count == 2 and "Rex" in observation.text
+    detail = remote.get_observation(bank, observation.id)
+    assert sorted(e.memory_id for e in detail.evidence) == sorted(walks)
+    assert detail == memory.get_observation(bank, observation.id)
+    assert remote.observations(bank) == memory.observations(bank)
 
     remote.invalidate(bank, ids[0], "tested")
     assert all(m.id != ids[0] for m in remote.recall(bank, "coffee").memories)

@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from database import Database
 
 from memwrap import Memory
 from memwrap.engine.learn import reconcile
@@ -130,12 +131,11 @@ def test_raw_facts_expire_after_the_bank_ttl(mem: Memory, bank: str) -> None:
         mem.configure_bank(bank, raw_ttl_days=-1)
 
 
-def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(mem: Memory, bank: str) -> None:
+def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(mem: Memory, db: Database, bank: str) -> None:
     ids = _three(mem, bank, 4)
     engine = mem._run(mem.aio._get_engine())
     # Another path deletes units directly (re-extraction replacing raw turns, say): the evidence rows cascade away.
-    mem._run(engine.store.pool.execute("DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])",
-                                       bank, ids[:2]))
+    db.blocking.execute("DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank, ids[:2])
     [observation] = mem.observations(bank)
     assert observation.evidence_count == 4  # stale counts, words of a deleted fact
     deadline = time.monotonic() + 10
@@ -146,13 +146,12 @@ def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(mem: 
     assert (healed.evidence_count, healed.proof_count, healed.text) == (2, 2, FACTS[2])
 
 
-def test_deleting_a_bank_takes_everything_learnt_with_it(mem: Memory, bank: str) -> None:
+def test_deleting_a_bank_takes_everything_learnt_with_it(mem: Memory, db: Database, bank: str) -> None:
     _three(mem, bank)
     mem.create_mental_model(bank, "m", "What does the user prefer?")
     mem.invalidate(bank, mem.observations(bank)[0].id, "test")
     assert mem.delete_bank(bank) >= 4
-    engine = mem._run(mem.aio._get_engine())
     for table in ("jobs", "observations", "observation_evidence", "observation_history", "mental_models",
                   "mental_model_versions", "unit_learning", "learn_progress", "invalidations"):
-        left = mem._run(engine.store.pool.fetchval(f"SELECT count(*) FROM {table} WHERE bank_id = $1", bank))
+        left = db.blocking.fetchval(f"SELECT count(*) FROM {table} WHERE bank_id = $1", bank)
         assert left == 0, table

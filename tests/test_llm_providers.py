@@ -285,10 +285,12 @@ async def test_llm_from_a_wrapped_client_bypasses_the_wrapper(fake: FakeLLMServe
     memory.retain(bank, "Alice likes green tea.")
     client = openai.AsyncOpenAI(base_url=fake.openai_base_url, api_key="sk-client-key", max_retries=0)
     wrapped = memwrap.wrap_openai(client, bank_id=bank, memory=memory)
+    queued = wrapped.memwrap.retain_stats.queued
     llm = llm_from_client(wrapped, "mini-model")
     await llm.complete("What does Alice like?", "Tell me about Alice and tea.", role="reflect")
     assert fake.last().body["messages"][0] == {"role": "system", "content": "What does Alice like?"}  # nothing injected
-    await asyncio.sleep(1.0)  # the wrapper would retain in the background
+    assert wrapped.memwrap.retain_stats.queued == queued  # a wrapped call hands its retain over as it returns
+    assert await wrapped.memwrap.aflush(30)  # and anything handed over is delivered by now
     assert [m.text for m in memory.list(bank)] == ["Alice likes green tea."]
     await llm.aclose()
 

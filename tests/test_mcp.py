@@ -6,15 +6,22 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
 
-def _client(sidecar: ServerProcess, bank: str, key: str = ADMIN_KEY) -> Client:
+def _client(sidecar: ServerProcess, bank: str, key: str = ADMIN_KEY, statuses: list[int] | None = None) -> Client:
+    """An MCP client on the bank's endpoint; `statuses` collects the HTTP status of every response it gets."""
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
+    if statuses is not None:
+
+        async def note(response: Any) -> None:
+            statuses.append(response.status_code)
+
+        http.event_hooks["response"].append(note)
     return Client(streamable_http_client(f"{sidecar.url}/mcp/{bank}/", http_client=http))
 
 
@@ -49,8 +56,13 @@ async def test_mcp_lists_tools_and_recalls_alice(sidecar: ServerProcess, admin: 
 async def test_mcp_respects_bank_allow_list(sidecar: ServerProcess) -> None:
     async with _client(sidecar, "alice", key=ALICE_KEY) as client:
         assert (await client.list_tools()).tools
-    with pytest.raises(Exception):  # noqa: B017 - the SDK wraps the 403 in its own error types
-        async with _client(sidecar, "bob", key=ALICE_KEY) as client:
+    statuses: list[int] = []
+    refused = False
+    try:
+        async with _client(sidecar, "bob", key=ALICE_KEY, statuses=statuses) as client:
             await client.list_tools()
+    except* MCPError:  # how the SDK reports the refusal (inside its task groups' exception groups)
+        refused = True
+    assert refused and statuses and set(statuses) == {403}  # refused by the allow-list, not failing otherwise
     forbidden = httpx.post(f"{sidecar.url}/mcp/bob/", headers={"Authorization": f"Bearer {ALICE_KEY}"}, json={})
     assert forbidden.status_code == 403 and forbidden.json()["error"]["code"] == "bank_forbidden"

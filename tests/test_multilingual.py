@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from database import Database
 
 from memwrap import Memory
 from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
@@ -107,8 +108,7 @@ def _items() -> list[dict[str, object]]:
 
 
 def _vectors(mem: Memory, bank: str) -> dict[str, np.ndarray]:
-    engine = mem._run(mem.aio._get_engine())
-    rows = mem._run(engine.store.pool.fetch("SELECT document_id, embedding FROM memory_units WHERE bank_id = $1", bank))
+    rows = Database.of(mem).blocking.fetch("SELECT document_id, embedding FROM memory_units WHERE bank_id = $1", bank)
     return {r["document_id"]: np.asarray(r["embedding"].to_numpy()) for r in rows}
 
 
@@ -165,7 +165,7 @@ def test_pronouns_are_never_entities() -> None:
     assert resolution.entities(["我", "Zhang Wei", "I", "我们"]) == {"张伟": "张伟"}
 
 
-def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Memory, bank: str) -> None:
+def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Memory, db: Database, bank: str) -> None:
     memory.retain_many(
         bank,
         [
@@ -175,13 +175,10 @@ def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Me
             {"content": "我最近在学吉他。", "document_id": "a4"},
         ],
     )
-    engine = memory._run(memory.aio._get_engine())
-    rows = memory._run(
-        engine.store.pool.fetch(
-            "SELECT a.alias_key, e.name FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
-            " WHERE a.bank_id = $1",
-            bank,
-        )
+    rows = db.blocking.fetch(
+        "SELECT a.alias_key, e.name FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
+        " WHERE a.bank_id = $1",
+        bank,
     )
     aliases = {r["alias_key"]: r["name"] for r in rows}
     assert aliases["zhang wei"] == "张伟" and aliases["老张"] == "张伟"
@@ -195,12 +192,9 @@ def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Me
     assert {"a1", "a2"} <= keyword_hits("老张最近怎么样？")
 
 
-def test_a_familiar_name_with_two_candidates_stays_unlinked(memory: Memory, bank: str) -> None:
+def test_a_familiar_name_with_two_candidates_stays_unlinked(memory: Memory, db: Database, bank: str) -> None:
     memory.retain_many(bank, ["张伟明天出差。", "张敏下周休假。", "老张说会议取消了。"])
-    engine = memory._run(memory.aio._get_engine())
-    linked = memory._run(
-        engine.store.pool.fetchval("SELECT count(*) FROM entity_aliases WHERE bank_id = $1 AND alias_key = '老张'", bank)
-    )
+    linked = db.blocking.fetchval("SELECT count(*) FROM entity_aliases WHERE bank_id = $1 AND alias_key = '老张'", bank)
     assert linked == 0
 
 

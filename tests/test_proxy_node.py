@@ -1,4 +1,7 @@
-"""examples/node/chat.mjs (the official `openai` npm package) against the proxy; skipped without node_modules."""
+"""examples/node/chat.mjs (the official `openai` npm package) against the proxy.
+
+Needs node and the example's `npm install` (.ci/run does it when the machine has npm); skipped otherwise, saying
+which of the two is missing."""
 
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ from conftest_wrappers import memory_block
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "node"
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not (EXAMPLE / "node_modules" / "openai").exists(),
-                    reason="needs node and `npm install` in examples/node")
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
+@pytest.mark.skipif(not (EXAMPLE / "node_modules" / "openai").exists(),
+                    reason="the example's npm package is not installed: run `npm install` in examples/node")
 def test_node_openai_package_through_proxy(
     sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
 ) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from datetime import UTC, datetime
-from typing import Any
 
 import pytest
+from database import Database
 
 from memwrap import AsyncMemory, Memory, MemoryNotFoundError, RetainItem
 from memwrap.tokens import count_tokens
@@ -130,13 +130,18 @@ def test_neighbours_are_attached(memory: Memory, bank: str) -> None:
         "Maya: Guess what, I adopted a puppy!",
         "Sam: No way! What's its name?",
         "Maya: Biscuit. He is a golden retriever.",
-        "Sam: I'm going to the gym later.",
+        "Sam: Haha, lovely.",  # embedded with the end of the Biscuit turn: the semantic arm finds it
+        "Sam: I'm going to the gym later.",  # embedded with "Haha, lovely.": no arm finds it
     ]
     memory.retain_many(bank, [RetainItem(content=t, document_id=f"s1:{i}") for i, t in enumerate(turns)])
-    recall = memory.recall(bank, "What is the name of Maya's puppy?", now=NOW, neighbours=True)
-    texts = [m.text for m in recall.memories]
-    assert "Maya: Biscuit. He is a golden retriever." in texts
-    assert any(m.neighbour_of is not None for m in recall.memories) or len(texts) == len(turns)
+    question = "What is the name of Maya's puppy?"
+    without = [m.text for m in memory.recall(bank, question, now=NOW, neighbours=False).memories]
+    assert "Maya: Biscuit. He is a golden retriever." in without and turns[4] not in without
+    recall = memory.recall(bank, question, now=NOW, neighbours=True)
+    ids = {m.text: m.id for m in recall.memories}
+    attached = [(m.text, m.neighbour_of, m.arms) for m in recall.memories if m.neighbour_of is not None]
+    assert attached == [(turns[4], ids[turns[3]], {})]  # only its session neighbour, the turn before, brings it
+    assert [m.text for m in recall.memories][-1] == turns[4]  # neighbours only fill what ranked hits leave
 
 
 def test_type_and_tag_filters(memory: Memory, bank: str) -> None:
@@ -227,12 +232,9 @@ def test_create_bank_once(memory: Memory, bank: str) -> None:
     assert sum(isinstance(o, BankExistsError) for o in outcomes) == 5
 
 
-def test_temporal_arm_finds_intervals_that_overlap_the_window(memory: Memory, bank: str) -> None:
+def test_temporal_arm_finds_intervals_that_overlap_the_window(memory: Memory, db: Database, bank: str) -> None:
     """Started before the window and still running, inside it, after it, a reversed interval, undated but said
     in the window: the overlap is decided per interval, through the GiST index on (bank_id, interval)."""
-    from memwrap.engine.recall import arms
-    from memwrap.engine.recall.arms import Filters
-
     utc = UTC
     texts = {
         "spring": (datetime(2026, 3, 1, tzinfo=utc), datetime(2026, 5, 31, tzinfo=utc)),  # spans April
@@ -243,20 +245,12 @@ def test_temporal_arm_finds_intervals_that_overlap_the_window(memory: Memory, ba
     }
     ids = dict(zip(texts, memory.retain_many(bank, [f"Note about {k}." for k in texts]), strict=True))
     undated = memory.retain(bank, "Undated remark.", timestamp=datetime(2026, 4, 15, tzinfo=utc))[0]
-    engine = memory._run(memory.aio._get_engine())
-
-    async def run() -> set[Any]:
-        async with engine.store.pool.acquire() as conn:
-            for key, (start, end) in texts.items():
-                await conn.execute(
-                    "UPDATE memory_units SET occurred_start = $3, occurred_end = $4 WHERE bank_id = $1 AND id = $2",
-                    bank, ids[key], start, end,
-                )
-            vector = await engine.embedder.embed_query("what happened in April")
-            hits = await arms.temporal(
-                conn, Filters(bank), vector, datetime(2026, 4, 1, tzinfo=utc), datetime(2026, 4, 30, 23, 59, tzinfo=utc), 60
-            )
-        return {memory_id for memory_id, _score in hits}
-
-    found = memory._run(run())
+    for key, (start, end) in texts.items():
+        db.blocking.execute(
+            "UPDATE memory_units SET occurred_start = $3, occurred_end = $4 WHERE bank_id = $1 AND id = $2",
+            bank, ids[key], start, end,
+        )
+    recall = memory.recall(bank, "what happened in April", now=NOW)
+    assert recall.time_window is not None and recall.time_window.start == datetime(2026, 4, 1, tzinfo=utc)
+    found = {m.id for m in recall.memories if "temporal" in m.arms}
     assert found == {ids["spring"], ids["april"], ids["reversed"], undated}

@@ -1,4 +1,4 @@
-"""Hand-written cases for every finding of the black-box review of `memwrap serve` (issue 15), on the session's
+"""Hand-written cases for every finding of a black-box review of `memwrap serve`, on the session's
 real server (keys on) with the fake upstream: bad input is a 4xx with the documented body, the proxy refuses
 what it cannot file up front and stores what the engine would refuse, failures are relayed, turns are never
 dropped, `previous_response_id` stays in its bank, MCP validates banks and explains its errors.

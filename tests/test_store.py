@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+from database import Database
 
 from memwrap import EmbeddingModelMismatchError, Memory
 from memwrap.store.embedded_pg import embedded_database_url
@@ -84,7 +86,7 @@ def test_other_embedding_model_is_a_clear_error(fresh_home: Path) -> None:
         assert mem.recall("b", "hello", now=NOW).memories[0].text == "hello there"
 
 
-def test_bulk_retain_refreshes_planner_statistics(memory: Memory, bank: str) -> None:
+def test_bulk_retain_refreshes_planner_statistics(memory: Memory, db: Database, bank: str) -> None:
     """A bulk load runs ANALYZE in the background (once enough rows arrived), without waiting for autovacuum."""
     engine = memory._run(memory.aio._get_engine())
     stats = engine.store.planner_stats
@@ -94,36 +96,31 @@ def test_bulk_retain_refreshes_planner_statistics(memory: Memory, bank: str) -> 
     memory.retain_many(bank, [f"Bulk note {i}: the user logged workout number {i}." for i in range(n)])
     memory._run(stats.wait())
     assert stats.runs >= runs_before + 1
-    analyzed_rows = memory._run(
-        engine.store.pool.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass")
-    )
+    analyzed_rows = db.blocking.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass")
     assert analyzed_rows >= n  # the planner now knows the table holds at least this bank's rows
 
 
-def test_planner_statistics_wait_for_enough_growth(memory: Memory) -> None:
+def test_planner_statistics_wait_for_enough_growth(db: Database) -> None:
     from memwrap.store.planner_stats import PlannerStats
 
-    engine = memory._run(memory.aio._get_engine())
-
     async def scenario() -> list[int]:
-        stats = PlannerStats(engine.store.pool, min_rows=100, growth=0.5)
-        seen = []
-        stats.note_writes("b1", 60)
-        stats.note_writes("b2", 30)  # 90 rows in all, 60 at most per bank: not yet
-        await stats.wait()
-        seen.append(stats.runs)
-        stats.note_writes("b2", 20)  # 110 in all: the table grew enough
-        await stats.wait()
-        seen.append(stats.runs)
-        stats.note_writes("b1", 99)  # the table now counts as >= 100 rows at the last ANALYZE: below both marks
-        await stats.wait()
-        seen.append(stats.runs)
-        return seen
+        async with db.pool() as pool:
+            stats = PlannerStats(pool, min_rows=100, growth=0.5)
+            seen = []
+            stats.note_writes("b1", 60)
+            stats.note_writes("b2", 30)  # 90 rows in all, 60 at most per bank: not yet
+            await stats.wait()
+            seen.append(stats.runs)
+            stats.note_writes("b2", 20)  # 110 in all: the table grew enough
+            await stats.wait()
+            seen.append(stats.runs)
+            stats.note_writes("b1", 99)  # the table now counts as >= 100 rows at the last ANALYZE: below both marks
+            await stats.wait()
+            seen.append(stats.runs)
+            return seen
 
-    runs = memory._run(scenario())
+    runs = asyncio.run(scenario())
     assert runs[0] == 0 and runs[1] == 1
-    table_rows = memory._run(
-        engine.store.pool.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass")
-    )
+    table_rows = db.blocking.fetchval("SELECT reltuples FROM pg_class WHERE oid = 'memory_units'::regclass")
     # 99 more rows: another run only if 99 >= max(100, 0.5 * table rows), which never holds.
     assert runs[2] == 1, table_rows

@@ -7,8 +7,10 @@ tests pin behaviour only.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
+from growth import FACTOR, LINEAR_BOUND, growth
 
 from memwrap.engine.retain.entities import MAX_ENTITIES, entity_key, extract_entities, extract_query_entities
 from memwrap.engine.retain.split import split_units
@@ -117,14 +119,21 @@ def test_split_one_megabyte_of_chinese_and_of_newlines() -> None:
     _assert_lossless(lines, split_units(lines), 1000)
 
 
-@pytest.mark.parametrize(
-    "text",
-    [" " * 200_000 + "x", "!" * 200_000 + "x", "a" + "." * 200_000 + "b", "字" * 50_000 + "a" * 50_000 + "!x"],
-)
-def test_long_runs_stay_linear(text: str) -> None:
-    # Tripwire for regex backtracking: with a quadratic pattern each case takes minutes, not milliseconds.
+LONG_RUNS: dict[str, tuple[Callable[[int], str], int]] = {  # a text of about n characters, and the n to test
+    "spaces": (lambda n: " " * n + "x", 25_000),
+    "exclamation marks": (lambda n: "!" * n + "x", 25_000),
+    "dots": (lambda n: "a" + "." * n + "b", 25_000),
+    "chinese then latin": (lambda n: "字" * (n // 2) + "a" * (n // 2) + "!x", 4_000),  # the word segmenter is slower
+}
+
+
+@pytest.mark.parametrize("case", LONG_RUNS)
+def test_long_runs_stay_linear(case: str) -> None:
+    """Tripwire for regex backtracking: a pattern that backtracks over a long run costs n² (or worse)."""
+    make, n = LONG_RUNS[case]
+    text = make(FACTOR * n)
     _assert_lossless(text, split_units(text), 1000)
-    extract_entities(text)
+    assert growth(lambda size: (split_units(make(size)), extract_entities(make(size))), n) < LINEAR_BOUND
 
 
 def test_split_rejects_nonpositive_max_chars() -> None:

@@ -40,7 +40,11 @@ async def export_bank(
 
 @router.post("/import", response_model=ImportReport, summary=VERBS["import_bank"].summary,
              description=VERBS["import_bank"].doc,
-             openapi_extra={"requestBody": {"required": True, "content": {NDJSON: {"schema": {"type": "string"}}}}})
+             # Documented as bytes (what it is on the wire; generic clients and fuzzers know how to send those):
+             # the lines of an export, sent as application/x-ndjson or application/octet-stream.
+             openapi_extra={"requestBody": {"required": True, "description": "JSON lines, as GET /export gives them",
+                                            "content": {"application/octet-stream": {
+                                                "schema": {"type": "string", "format": "binary"}}}}})
 async def import_bank(bank_id: BankDep, memory: MemoryDep, request: Request) -> ImportReport:
     staging = Path(tempfile.mkdtemp(prefix="memwrap-import-"))
     try:

@@ -23,6 +23,7 @@ import asyncpg
 from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.jobs import JobContext, serial_lock
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import Applied, Plan, apply_plan
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import ConsolidationReport
@@ -73,12 +74,6 @@ ADVANCE_WATERMARK = """
 INSERT INTO learn_progress (bank_id, watermark) VALUES ($1, $2)
 ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at = now()
 """
-
-
-def consolidation_llm(engine: Any) -> Any | None:
-    """The engine's LLM when one is configured for consolidation, else None (LLM-free grouping)."""
-    llm = engine.learning.llm
-    return llm if llm is not None and llm.configured("consolidation") else None
 
 
 def lock_key(bank_id: str) -> str:

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from memwrap.engine.learn import jobs
 from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
@@ -277,8 +278,6 @@ the answer must fit the given number of tokens. List the ids (M1, M2, ...) of th
 
 
 async def default_generator(engine: Any, model: MentalModel) -> Generated:
-    from memwrap.engine.learn.consolidate import consolidation_llm
-
     llm = consolidation_llm(engine)
     budget = model.max_answer_tokens if llm is None else min(model.max_answer_tokens * READ_FACTOR, READ_CAP_TOKENS)
     recall = await engine.recall(

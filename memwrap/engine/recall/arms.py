@@ -143,11 +143,11 @@ async def graph(
     bank_size: int,
     seeds: int = 5,
 ) -> Hits:
-    # In a small bank a few seeds are already much of it; keep some memories left to be reached.
-    seeds = max(1, min(seeds, bank_size // 4))
     """Memories reached from the best seeds — the query's own entities and its nearest memories — through shared
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
+    # In a small bank a few seeds are already much of it; keep some memories left to be reached.
+    seeds = max(1, min(seeds, bank_size // 4))
     where, params = filters.sql("m", 8)
     order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0, id"
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the

@@ -1,0 +1,11 @@
+"""Which LLM the learning work uses: consolidation, mental models and forgetting all ask the same question."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def consolidation_llm(engine: Any) -> Any | None:
+    """The engine's LLM when one is configured for consolidation, else None (LLM-free grouping)."""
+    llm = engine.learning.llm
+    return llm if llm is not None and llm.configured("consolidation") else None
