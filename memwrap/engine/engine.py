@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -18,6 +19,8 @@ from memwrap import lifecycle
 from memwrap.config import Settings
 from memwrap.engine import bank_settings, catalog, validate
 from memwrap.engine.embed import Embedder
+from memwrap.engine.import_memories import IMPORT_BATCH, ImportReport, batches, import_batch
+from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
@@ -249,6 +252,28 @@ class Engine(LearningVerbs):
 
     async def _defense_policy(self, bank_id: str) -> str:
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
+
+    async def import_memories(
+        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH
+    ) -> int:
+        """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with
+        COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new."""
+        bank_id = validate.bank_id(bank_id)
+        if isinstance(memories, str | Path):
+            memories = read_jsonl_file(memories)
+        if not 1 <= batch_size <= 100_000:
+            raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
+        policy = await self._defense_policy(bank_id)
+        report = ImportReport()
+        async for batch in batches(memories, batch_size):
+            async with self.store.pool.acquire() as conn:
+                written = await import_batch(
+                    conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
+                    report=report,
+                )
+            self.store.planner_stats.note_writes(bank_id, len(written))
+        await self.learning.after_retain(bank_id, report.imported)
+        return report.imported
 
     # --- recall -----------------------------------------------------------------------------------------
 
