@@ -289,6 +289,35 @@ def build_only(config: ScaleConfig, part: str, log: Any = print) -> None:
         run.memory.close()
 
 
+PG_DEFAULTS = {"shared_buffers": "128MB", "effective_cache_size": "4GB", "work_mem": "4MB",
+               "maintenance_work_mem": "64MB"}
+
+
+def with_pg_defaults(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
+    """The big bank's recall with PostgreSQL's default memory settings (ALTER SYSTEM, a restart, then RESET):
+    the same data and the same machine as the tuned run, so the difference is the settings'."""
+    from memwrap.store.embedded_pg import stop_embedded_server
+
+    def restart(run: ScaleRun, statements: list[str]) -> None:
+        for statement in statements:
+            run.sql(statement)
+        run.memory.close()
+        stop_embedded_server(run.memory.settings.pgdata)
+
+    run = ScaleRun(config, log)
+    restart(run, [f"ALTER SYSTEM SET {k} = '{v}'" for k, v in PG_DEFAULTS.items()])
+    run = ScaleRun(config, log)
+    try:
+        settings = {k: run.sql(f"SHOW {k}") for k in PG_DEFAULTS}
+        result = {"pg_settings": settings, "size": run.size_of(BIG), **run.big_latency(QueryPool(seed=901))}
+    finally:
+        restart(run, [f"ALTER SYSTEM RESET {k}" for k in PG_DEFAULTS])
+    log(json.dumps(result, indent=1))
+    config.out.mkdir(parents=True, exist_ok=True)
+    (config.out / "scale_pg_defaults.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
 def run_scale(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
     started = time.perf_counter()
     run = ScaleRun(config, log)
@@ -344,11 +373,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--build-only", choices=("small", "big"), default=None,
                         help="only grow this part for the time budget (run one of each side by side), no measuring")
+    parser.add_argument("--pg-defaults", action="store_true",
+                        help="only the big bank's recall, with PostgreSQL's default memory settings (a comparison)")
     args = parser.parse_args(argv)
     config = ScaleConfig(big=args.big, banks=args.banks, time_budget_s=args.time_budget * 60, queries=args.queries)
     if args.home:
         config.home = args.home
-    if args.build_only:
+    if args.pg_defaults:
+        with_pg_defaults(config, log=lambda m: print(m, flush=True))
+    elif args.build_only:
         build_only(config, args.build_only, log=lambda m: print(m, flush=True))
     else:
         run_scale(config, log=lambda m: print(m, flush=True))
