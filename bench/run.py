@@ -2,6 +2,7 @@
 
     python -m bench                 # full: 5 conversations, banks of 1k/10k/100k (within ~15 min)
     python -m bench --quick         # 1 conversation, a 1k bank (< 3 min)
+    python -m bench --scale         # a 1M bank and 10k small banks on one database (bench/scale.py)
 
 Both also compare the embedding models (the configured one and the other packaged one) on the multilingual set,
 LoCoMo and query embedding (bench/multilingual).
@@ -531,6 +532,11 @@ def _write_outputs(results: dict[str, Any], per_question: list[QuestionResult], 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if "--scale" in arguments:  # its own run and time budget (bench/scale.py)
+        from bench.scale import main as scale_main
+
+        return scale_main(arguments)
     config = parse_args(argv)
     run_suite(config)
     return 0

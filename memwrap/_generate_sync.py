@@ -51,7 +51,7 @@ from memwrap.models import (
     Recall,
     ReflectResult,
 )
-from memwrap.verbs import BankIds, DefensePolicy, Items, MemoryId, Tags
+from memwrap.verbs import BankIds, DefensePolicy, ImportSource, Items, MemoryId, Tags
 
 T = TypeVar("T")
 

@@ -30,7 +30,7 @@ from memwrap.models import (
     Recall,
     ReflectResult,
 )
-from memwrap.verbs import BankIds, DefensePolicy, Items, MemoryId, Tags
+from memwrap.verbs import BankIds, DefensePolicy, ImportSource, Items, MemoryId, Tags
 
 T = TypeVar("T")
 
@@ -199,6 +199,12 @@ class SyncVerbs:
     def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         return self._run(self._async.export(directory, bank_id=bank_id))
+
+    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000) -> int:
+        """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
+        occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
+        not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new."""
+        return self._run(self._async.import_memories(bank_id, memories, batch_size=batch_size))
 
     def reembed(self, *, batch_size: int=256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""

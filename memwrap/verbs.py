@@ -11,7 +11,7 @@ the arguments against the signature, then call the engine's method of the same n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +47,8 @@ Items = Annotated[Sequence[ItemLike], SkipValidation]
 Tags = Sequence[str] | str | None
 BankIds = str | Sequence[str]
 MemoryId = UUID | str
+# A JSONL file (memwrap/engine/memories_jsonl.py) or the memories themselves, read lazily by the engine.
+ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
 DefensePolicy = Literal["redact", "block", "off"]
 
 BANK = "/v1/banks/{bank_id}"
@@ -347,6 +349,13 @@ class MemoryVerbs:
     @verb(local_only="writes Markdown files where the database is: run `memwrap export` on the server side")
     async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
+        ...
+
+    @verb(local_only="COPYs rows into the database: run it where the database is")
+    async def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000) -> int:
+        """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
+        occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
+        not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new."""
         ...
 
     @verb(local_only="rewrites every vector where the database is: run `memwrap reembed` on the server side",

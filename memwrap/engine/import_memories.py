@@ -1,0 +1,210 @@
+"""Bulk import of memories: rows with (optionally) precomputed vectors, written with COPY.
+
+The fast path for big banks and migrations: no LLM, no splitting, and no embedding for a row that brings its
+vector (the model that made it must be the store's: the dimension is checked). Each row is still what retain
+would store: the bank's memory defense applied, its entities and dates found, its keyword text indexed,
+consecutive memories of a session linked. Importing the same rows again stores nothing twice (the item
+hash of retain, recorded in retained_items in the same transaction).
+
+Each batch is one transaction: units are COPYed into a temporary table, then moved into memory_units with
+their tsvector computed by the server (COPY cannot call to_tsvector).
+"""
+
+from __future__ import annotations
+
+import json
+
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import uuid4
+
+import asyncpg
+import numpy as np
+
+from memwrap.engine.memories_jsonl import ImportedMemory
+from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.retain.name_links import link_names
+from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, session_key
+from memwrap.engine.retain.write import BUMP_BANK, ENSURE_BANK, _write_entities, _write_session_links, unit_entities
+from memwrap.engine.text import search_text
+from memwrap.errors import InvalidInputError
+from memwrap.models import RetainItem
+
+IMPORT_BATCH = 5000
+
+STAGING = "memwrap_import_units"
+
+CREATE_STAGING = f"""
+CREATE TEMP TABLE IF NOT EXISTS {STAGING} (
+    id uuid, text text, fact_type text, document_id text, session_key text, context text, metadata text,
+    tags text[], item_hash text, occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
+    embedding vector({{dim}}), search_text text
+) ON COMMIT DELETE ROWS
+"""
+STAGING_COLUMNS = (
+    "id", "text", "fact_type", "document_id", "session_key", "context", "metadata", "tags", "item_hash",
+    "occurred_start", "occurred_end", "mentioned_at", "embedding", "search_text",
+)  # fmt: skip
+
+MOVE_STAGED = f"""
+INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, context, metadata, tags,
+                          item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv)
+SELECT $1, s.id, s.text, s.fact_type, s.document_id, s.session_key, s.context, s.metadata::jsonb, s.tags, s.item_hash,
+       s.occurred_start, s.occurred_end, s.mentioned_at, s.embedding, to_tsvector('english', s.search_text)
+FROM {STAGING} s
+"""
+
+# Claims the items first: a row whose item is already in the bank (an earlier import or retain) is not written.
+CLAIM_ITEMS = """
+INSERT INTO retained_items (bank_id, item_hash, unit_ids)
+SELECT $1, h, ARRAY[u] FROM unnest($2::text[], $3::uuid[]) AS t(h, u)
+ON CONFLICT (bank_id, item_hash) DO NOTHING
+RETURNING item_hash
+"""
+
+
+@dataclass
+class BulkLoadReport:
+    read: int = 0
+    imported: int = 0
+    embedded: int = 0  # rows that came without a vector
+
+    @property
+    def skipped(self) -> int:
+        return self.read - self.imported
+
+
+Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
+
+
+def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> PreparedUnit:
+    """What retain would store for this text, as one unit (its hash: retain's, of the original row)."""
+    item = RetainItem(
+        content=row.text, timestamp=row.mentioned_at, context=row.context, document_id=row.document_id,
+        metadata=row.metadata, tags=row.tags,
+    )
+    hashed = item_hash(item)
+    item = defend_item(item, defense_policy)
+    mentioned = row.mentioned_at or now
+    if row.occurred_start is not None:
+        occurred = (row.occurred_start, row.occurred_end or row.occurred_start)
+    else:
+        occurred = extract_occurred(item.content, mentioned)
+    entities: dict[str, str] = {}
+    for name in extract_entities(item.content):
+        entities.setdefault(entity_key(name), name)
+    return PreparedUnit(
+        id=row.id or uuid4(), text=item.content, fact_type=row.type, item_hash=hashed, document_id=item.document_id,
+        session_key=session_key(item), part_index=0, context=item.context, metadata=dict(item.metadata),
+        tags=list(item.tags), mentioned_at=mentioned, occurred=occurred, entities=entities,
+        search_text=search_text(item.content), embed_text=item.content,
+    )
+
+
+async def import_batch(
+    conn: asyncpg.Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
+    defense_policy: str, report: BulkLoadReport,
+) -> list[PreparedUnit]:
+    """Write one batch in one transaction; returns the units written (rows already in the bank are skipped)."""
+    now = datetime.now(UTC)
+    units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
+    vectors: list[np.ndarray | None] = []
+    for index, row in enumerate(rows):
+        if row.embedding is not None and len(row.embedding) != dim:
+            raise InvalidInputError(
+                f"memory {report.read + index + 1}: its embedding has {len(row.embedding)} dimensions, the store's "
+                f"model has {dim}. Import vectors of the configured embedding model, or leave `embedding` out."
+            )
+        vectors.append(np.asarray(row.embedding, dtype=np.float32) if row.embedding is not None else None)
+    missing = [i for i, v in enumerate(vectors) if v is None]
+    if missing:
+        computed = await embed([units[i].embed_text for i in missing])
+        for i, vector in zip(missing, computed, strict=True):
+            vectors[i] = vector
+        report.embedded += len(missing)
+    report.read += len(rows)
+
+    async with conn.transaction():
+        await conn.execute(ENSURE_BANK, bank_id)
+        claimed = set(await _claim(conn, bank_id, units))
+        keep = [i for i, u in enumerate(units) if u.item_hash in claimed]
+        # The same item twice in one batch: the first one claimed it.
+        seen: set[str] = set()
+        keep = [i for i in keep if not (units[i].item_hash in seen or seen.add(units[i].item_hash))]  # type: ignore[func-returns-value]
+        written = [units[i] for i in keep]
+        if written:
+            await conn.execute(CREATE_STAGING.format(dim=int(dim)))
+            await conn.copy_records_to_table(
+                STAGING, columns=STAGING_COLUMNS, records=[_record(units[i], vectors[i]) for i in keep]
+            )
+            await conn.execute(MOVE_STAGED, bank_id)
+            await _write_entities(conn, bank_id, written)
+            await link_names(conn, bank_id, unit_entities(written))
+            last = await _last_of_sessions(conn, bank_id, written)
+            await _write_session_links(conn, bank_id, written, last)
+            await conn.execute(BUMP_BANK, bank_id, len(written))
+    report.imported += len(written)
+    return written
+
+
+async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> list[str]:
+    first: dict[str, PreparedUnit] = {}
+    for unit in units:
+        first.setdefault(unit.item_hash, unit)
+    rows = await conn.fetch(CLAIM_ITEMS, bank_id, list(first), [u.id for u in first.values()])
+    return [r["item_hash"] for r in rows]
+
+
+async def _last_of_sessions(conn: asyncpg.Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:  # type: ignore[type-arg]
+    """The unit before this batch in each of its sessions (the batch's own units were just inserted: skip them)."""
+    sessions = sorted({u.session_key for u in written if u.session_key})
+    if not sessions:
+        return {}
+    rows = await conn.fetch(
+        """SELECT DISTINCT ON (session_key) session_key, id FROM memory_units
+           WHERE bank_id = $1 AND session_key = ANY($2::text[]) AND NOT id = ANY($3::uuid[])
+           ORDER BY session_key, seq DESC""",
+        bank_id, sessions, [u.id for u in written],
+    )
+    return {r["session_key"]: r["id"] for r in rows}
+
+
+def _record(unit: PreparedUnit, vector: np.ndarray | None) -> tuple[object, ...]:
+    start, end = unit.occurred if unit.occurred else (None, None)
+    return (
+        unit.id, unit.text, unit.fact_type, unit.document_id, unit.session_key, unit.context,
+        json.dumps(unit.metadata, ensure_ascii=False, default=str),
+        unit.tags, unit.item_hash, start, end, unit.mentioned_at, vector, unit.search_text,
+    )
+
+
+async def batches(
+    rows: Iterable[ImportedMemory] | AsyncIterable[ImportedMemory], size: int = IMPORT_BATCH
+) -> AsyncIterable[list[ImportedMemory]]:
+    """Rows in lists of `size`, from a plain or an async iterable (a file read line by line, a generator)."""
+    batch: list[ImportedMemory] = []
+    if isinstance(rows, AsyncIterable):
+        async for row in rows:
+            batch.append(_as_memory(row))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    else:
+        for row in rows:
+            batch.append(_as_memory(row))
+            if len(batch) >= size:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def _as_memory(row: object) -> ImportedMemory:
+    if isinstance(row, ImportedMemory):
+        return row
+    try:
+        return ImportedMemory.model_validate(row)
+    except Exception as exc:  # noqa: BLE001 - pydantic's message names the field
+        raise InvalidInputError(f"Not a memory to import: {exc}") from exc

@@ -1,0 +1,72 @@
+"""Bulk import (Memory.import_memories): JSONL or dicts, precomputed vectors written as given, with COPY."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memwrap import Memory
+from memwrap.engine.memories_jsonl import ImportedMemory, memory_line, read_jsonl
+from memwrap.errors import InvalidInputError
+
+WHEN = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
+
+ROWS = [
+    {"text": "Alice: I ran the river 10k on Sunday with Bob.", "mentioned_at": WHEN.isoformat(),
+     "document_id": "S1:1", "tags": ["running"], "metadata": {"speaker": "Alice"}},
+    {"text": "Bob: Your pace was great, Alice!", "timestamp": WHEN.isoformat(), "document_id": "S1:2"},
+    {"text": "Carmen adopted a rescue dog named Pepper.", "mentioned_at": WHEN.isoformat()},
+]
+
+
+def _engine(memory: Memory):  # type: ignore[no-untyped-def]
+    return memory._run(memory.aio._get_engine())
+
+
+def test_import_writes_what_retain_would_and_uses_given_vectors(memory: Memory, bank: str, tmp_path: Path) -> None:
+    engine = _engine(memory)
+    vector = engine.embedder.encode(["a vector from elsewhere"])[0]
+    rows = [dict(ROWS[0], embedding=[float(x) for x in vector]), ROWS[1], ROWS[2]]
+    path = tmp_path / "bank.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n", encoding="utf-8")
+
+    assert memory.import_memories(bank, str(path)) == 3
+    assert memory.import_memories(bank, path) == 0  # the same rows again: nothing twice
+
+    stored = {m.text: m for m in memory.list(bank)}
+    assert set(stored) == {r["text"] for r in ROWS}
+    alice = stored[ROWS[0]["text"]]
+    assert alice.tags == ["running"] and alice.metadata == {"speaker": "Alice"} and alice.mentioned_at == WHEN
+    assert "Bob" in alice.entities
+    saved = memory._run(engine.store.pool.fetchval(
+        "SELECT embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank, alice.id))
+    assert np.allclose(saved.to_numpy(), vector, atol=1e-6)  # written as given, not embedded again
+    # The others were embedded here; keyword, graph and session links work as for retained memories.
+    links = memory._run(engine.store.pool.fetchval(
+        "SELECT count(*) FROM memory_links WHERE bank_id = $1 AND kind = 'next'", bank))
+    assert links == 1  # S1:1 -> S1:2
+    assert next(b for b in memory.banks() if b.bank_id == bank).memories == 3
+    hits = memory.recall(bank, "Who has a rescue dog?", now=WHEN).memories
+    assert hits and hits[0].text == ROWS[2]["text"]
+    # A retain of an imported item finds it (same item hash).
+    again = memory.retain(bank, ROWS[2]["text"], timestamp=WHEN)
+    assert again == [stored[ROWS[2]["text"]].id]
+
+
+def test_import_checks_rows_before_writing(memory: Memory, bank: str) -> None:
+    with pytest.raises(InvalidInputError, match="3 dimensions"):
+        memory.import_memories(bank, [{"text": "short vector", "embedding": [0.1, 0.2, 0.3]}])
+    with pytest.raises(InvalidInputError, match="Not a memory"):
+        memory.import_memories(bank, [{"txt": "no text field"}])
+    with pytest.raises(InvalidInputError, match="line 2"):
+        list(read_jsonl(['{"text": "fine"}', "{not json"]))
+    assert memory.list(bank) == []
+
+
+def test_jsonl_line_round_trip() -> None:
+    memory = ImportedMemory(text="Grace: we hiked the ridge trail", tags=["hiking"], mentioned_at=WHEN, embedding=[0.5])
+    assert list(read_jsonl([memory_line(memory)])) == [memory]
