@@ -11,6 +11,7 @@ otherwise the result as JSON; `--json` always prints JSON.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 import types
@@ -79,12 +80,32 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
         arguments[name] = value
     positional = [arguments.pop(name) for name in declared.positional if name in arguments]
     with Memory(home=args.home, database_url=args.database_url) as memory:
+        if not memory.started and not args.json:  # the first run prepares the database and the model: say so
+            with console.status("Starting the memory engine (database, embedding model)…", spinner="dots"):
+                memory.warmup()
+        if declared.name in READS_A_BANK and not _bank_exists(memory, str(getattr(args, "bank_id", ""))):
+            return 1
         result = getattr(memory, declared.name)(*positional, **arguments)
     if args.json or declared.name not in RENDERERS:
         print_json(TypeAdapter(Any).dump_python(result, mode="json"))
     else:
         RENDERERS[declared.name](result, args)
     return 0
+
+
+# Verbs that read a bank: on a bank that does not exist they would answer "nothing", which reads like an empty
+# bank; the CLI says there is no such bank instead (and exits 1).
+READS_A_BANK = {"recall", "list", "get", "observations", "mental_models", "bank_config", "history", "export_bank"}
+
+
+def _bank_exists(memory: Memory, bank_id: str) -> bool:
+    banks = [b.bank_id for b in memory.banks()]
+    if "," in bank_id or bank_id in banks:
+        return True
+    close = difflib.get_close_matches(bank_id, banks, n=3)
+    hint = f" Did you mean {', '.join(repr(b) for b in close)}?" if close else " `memwrap banks` lists them."
+    console.print(f"[red]error[/]: there is no bank {bank_id!r}.{hint}")
+    return False
 
 
 def print_json(data: object) -> None:
@@ -108,7 +129,10 @@ def _reader(annotation: Any) -> Callable[[str], Any]:
 
 
 def read_time(text: str) -> datetime:
-    value = datetime.fromisoformat(text)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO time (e.g. 2026-05-01 or 2026-05-01T09:30)") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
