@@ -44,12 +44,16 @@ def test_bank_allow_list(sidecar: ServerProcess, admin: httpx.Client) -> None:
     admin.post("/v1/banks/bob/memories", json={"content": "Bob's secret plan."})
     alice = httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ALICE_KEY}"})
     for method, path in _routes(admin, "bob"):
-        if "{" in path or path in ("/v1/banks", "/metrics", *PROXY_PATHS):  # the proxy: checked below
+        if "{" in path or path in ("/v1/banks", "/metrics", "/v1/recall", *PROXY_PATHS):  # checked below
             continue
         response = alice.request(method, path, json={"query": "plan", "content": "x", "items": []})
         assert response.status_code == 403, (method, path, response.text)
         assert response.json()["error"]["code"] == "bank_forbidden"
     assert alice.post("/v1/banks", json={"bank_id": "bob"}).status_code == 403
+    # A recall of several banks (the banks in its body): one the key may not use refuses the whole recall.
+    several = alice.post("/v1/recall", json={"bank_id": ["alice", "bob"], "query": "plan"})
+    assert several.status_code == 403 and several.json()["error"]["code"] == "bank_forbidden"
+    assert "Bob" not in several.text
     proxied = alice.post("/v1/chat/completions", headers={"X-Memwrap-Key": ALICE_KEY, "X-Memwrap-Bank": "bob"},
                          json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
     assert proxied.status_code == 403 and proxied.json()["error"]["code"] == "bank_forbidden"

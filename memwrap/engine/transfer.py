@@ -206,5 +206,9 @@ async def write_lines(path: Path, lines: AsyncIterator[str]) -> int:
 def read_lines(path: Path) -> Iterator[str]:
     if not path.is_file():
         raise InvalidInputError(f"No export file at {path}.")
-    with path.open(encoding="utf-8") as lines:
-        yield from lines
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            try:
+                yield line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise InvalidInputError(f"Import line {number} is not UTF-8 text: is this an export_bank file?") from None
