@@ -123,6 +123,9 @@ class ScaleRun:
         return self.memory._run(self.engine.store.pool.fetchval(query, *args))
 
     def _note_build(self, key: str, seconds: float) -> None:
+        # Re-read: a build of the other part may run side by side and write its own key.
+        if self.build_log_path.exists():
+            self.build_log = json.loads(self.build_log_path.read_text())
         self.build_log[key] = self.build_log.get(key, 0.0) + seconds
         self.build_log_path.write_text(json.dumps(self.build_log, indent=1))
 

@@ -59,7 +59,10 @@ def write_settings(pgdata: Path, settings: dict[str, str] | None = None) -> bool
     if not target.exists() or target.read_text() != text:
         tmp = target.with_suffix(".tmp")
         tmp.write_text(text)
-        tmp.chmod(0o644)
+        tmp.chmod(0o600)  # the server's own, like every file of its data directory
+        owner = pgdata.stat()
+        if os.geteuid() == 0 and (owner.st_uid, owner.st_gid) != (0, 0):
+            os.chown(tmp, owner.st_uid, owner.st_gid)  # run as root, the server runs as its own user
         tmp.replace(target)
         changed = True
     current = conf.read_text()
