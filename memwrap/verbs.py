@@ -351,7 +351,7 @@ class MemoryVerbs:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         ...
 
-    @verb(local_only="COPYs rows into the database: run it where the database is")
+    @verb(local_only="COPYs rows into the database: run it where the database is", cli=True)
     async def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
