@@ -11,10 +11,9 @@ from datetime import datetime
 from openai.types.chat import ChatCompletionMessage
 
 from memwrap.engine.recall import pack
+from memwrap.engine.recall.pack import CLOSE_TAG, OPEN_TAG
 from memwrap.wrappers import inject
 from memwrap.wrappers.inject import (
-    CLOSE_TAG,
-    OPEN_TAG,
     build_query,
     inject_anthropic,
     inject_chat,
