@@ -55,7 +55,7 @@ async def plain(memwrap_home: Path) -> AsyncIterator[Engine]:
 
 
 async def block(engine: Engine, bank: str) -> None:
-    await engine.create_bank(bank, {"defense_policy": "block"})
+    await engine.create_bank(bank, defense_policy="block")
 
 
 async def stored_text(db: Database, bank: str) -> str:
