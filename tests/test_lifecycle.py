@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -217,9 +218,16 @@ def _dead_pid() -> int:
         pid += 1
 
 
-def test_a_call_during_startup_waits_for_the_engine_and_says_so(script_home: Path, llm_server: Any) -> None:
+def test_a_call_during_startup_waits_for_the_engine_and_says_so(llm_server: Any) -> None:
+    # A home of its own, never started: the database is created at start (seconds), so the script's first call,
+    # made right after wrapping, certainly comes while the engine is starting (on a warm home it may not).
+    home = _new_home("memwrap-lifecycle-wait-")
     bank = f"life-wait-{uuid.uuid4().hex[:8]}"
-    done = run_script("openai", llm_server, bank, TELL, script_home, env=_env(script_home, LIFECYCLE_LOG="INFO"))
+    try:
+        done = run_script("openai", llm_server, bank, TELL, home, env=_env(home, LIFECYCLE_LOG="INFO"))
+    finally:
+        _wait_until_stopped(home / "pg")
+        shutil.rmtree(home, ignore_errors=True)
     waited = [line for line in done.stderr.splitlines() if "for the memory engine to start" in line]
     assert len(waited) == 1 and " INFO " in waited[0], done.stderr
     assert "recall failed open" not in done.stderr
