@@ -109,6 +109,10 @@ def _mutate(case: Any, mutation: str, data: st.DataObject) -> None:
         case.path_parameters = {**case.path_parameters, key: value}
 
 
+# httptools (uvicorn's parser) refuses a request line this long with a plain 400 before any app code runs.
+HTTP_URL_LIMIT = 60_000
+
+
 def _documented(path: str, response: requests.Response) -> bool:
     try:
         body = response.json()
@@ -155,6 +159,8 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
             statuses[response.status_code] += 1
             if response.status_code >= 500:
                 failures.append(f"{label} -> {response.status_code} {response.text[:200]}")
+            elif response.status_code == 400 and len(response.request.url or "") > HTTP_URL_LIMIT:
+                pass  # refused by the HTTP layer before the app (README: a URL past 64 KB)
             elif response.status_code >= 400 and not _documented(operation.path, response):
                 undocumented.append(f"{label} -> {response.status_code} {response.text[:200]} "
                                     f"{response.request.method} {response.request.url!r} {dict(response.request.headers)!r}"[:900])
