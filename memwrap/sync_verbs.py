@@ -6,31 +6,14 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Mapping
-from datetime import datetime
-from pathlib import Path
+from collections.abc import Coroutine
 from typing import Any, TypeVar
-from uuid import UUID
 
 from memwrap.async_api import AsyncMemory
-from memwrap.filters import RecallFilter
-from memwrap.models import (
-    BankInfo,
-    ConsolidationReport,
-    Disposition,
-    ImportReport,
-    Job,
-    JobStatus,
-    MemoryRecord,
-    MemoryVersion,
-    MentalModel,
-    MentalModelVersion,
-    Observation,
-    ObservationVersion,
-    Recall,
-    ReflectResult,
-)
-from memwrap.verbs import BankIds, DefensePolicy, ImportSource, Items, MemoryId, Tags
+from memwrap.verbs import (BankIds, BankInfo, ConsolidationReport, DefensePolicy, Disposition, ImportReport,
+    ImportSource, Items, Job, JobStatus, Mapping, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
+    MentalModelVersion, Observation, ObservationVersion, Path, Recall, RecallFilter, ReflectResult, Tags, UUID,
+    datetime)
 
 T = TypeVar("T")
 
