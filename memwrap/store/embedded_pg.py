@@ -83,23 +83,23 @@ def _postmaster(pgdata: Path) -> tuple[int, str] | None:
 
 def _wait_while_stopping(pgdata: Path) -> None:
     """The last user of a server stops it without waiting: give a server that is shutting down time to go."""
-    deadline = time.monotonic() + STOPPING_WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = _postmaster(pgdata)
-        if found is None or found[1] != "stopping":
-            return
-        time.sleep(0.02)
+    _wait_while_state(pgdata, "stopping", STOPPING_WAIT_SECONDS, 0.02)
 
 
 def _wait_until_stopping(pgdata: Path, timeout: float = 2.0) -> None:
     """Hold the lock until the server says it is stopping: a process that starts meanwhile must not read
     "ready" from a server that is about to go (it would attach, then lose its connections)."""
+    _wait_while_state(pgdata, "ready", timeout, 0.002)
+
+
+def _wait_while_state(pgdata: Path, state: str, timeout: float, interval: float) -> None:
+    """Poll the postmaster's state until it is no longer `state` (or there is none), at most `timeout` s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = _postmaster(pgdata)
-        if found is None or found[1] != "ready":
+        if found is None or found[1] != state:
             return
-        time.sleep(0.002)
+        time.sleep(interval)
 
 
 def _start(pgdata: Path) -> Any:
