@@ -55,7 +55,9 @@ def _wait_until_stopped(pgdata: Path, timeout: float = 30.0) -> None:
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWRAP_")}
     # The scripts run as a user's would: default settings (the inline learning worker included).
-    return {**env, "MEMWRAP_HOME": str(home), **extra}
+    # LiteLLM fetches its model price list from GitHub at import and warns when offline (this machine is): its
+    # own switch to the packaged copy, as an offline user sets it; the scripts' quiet exit is memwrap's to keep.
+    return {**env, "MEMWRAP_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
 
 
 def run_script(mode: str, server: Any, bank: str, text: str, home: Path, *, kill: bool = False,
