@@ -9,6 +9,10 @@ NaN in metadata and years 1 and 9999 (422), NUL in a path parameter (422), a pro
 (400), an unknown memory (404), a bank id with a newline over MCP (422). Each worker sends them in turn on its
 own keep-alive connection; the probe sends /health one at a time. Client and server share this machine's
 cores: the ratio (loaded p50 / idle p50) is the figure to read, not the milliseconds.
+
+All workers use one key, so after its burst the key's failure budget holds them (memwrap_server/throttle.py);
+`MEMWRAP_FAILURE_RATE=0 python -m bench.health_under_failures` measures the server without it, and `--control`
+the same number of connections sending /health itself (successful requests: no budget applies).
 """
 
 from __future__ import annotations

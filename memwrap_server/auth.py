@@ -63,6 +63,10 @@ class Auth:
                 found = candidate
         return found
 
+    def label(self, key: ApiKey) -> str:
+        """How logs name a key without revealing it: its place in MEMWRAP_API_KEYS."""
+        return f"#{self.keys.index(key) + 1}" if key in self.keys else "#?"
+
     @staticmethod
     def presented_key(path: str, headers: dict[str, str]) -> str | None:
         key = headers.get(KEY_HEADER)

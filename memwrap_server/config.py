@@ -37,3 +37,9 @@ class ServerSettings(BaseSettings):
     # Largest request body accepted, in bytes (413 past it): the proxy holds a call's body in memory while it
     # reads the conversation, so an unbounded body is unbounded memory. 32 MiB fits images sent inline.
     max_request_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    # The failure budget of each API key (memwrap_server/throttle.py): refused requests (4xx but 404/409/429) a
+    # key may send per second, beyond a burst, before its requests are held (429 past MEMWRAP_FAILURE_MAX_WAIT
+    # seconds). 0 turns it off. Only keyed requests are budgeted.
+    failure_rate: float = Field(default=20.0, ge=0)
+    failure_burst: int = Field(default=200, ge=1)
+    failure_max_wait: float = Field(default=1.0, gt=0, le=30)

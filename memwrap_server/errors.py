@@ -35,7 +35,7 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
 ]
 
 _TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-          409: "conflict_error", 413: "request_too_large", 422: "invalid_request_error", 502: "api_error",
+          409: "conflict_error", 413: "request_too_large", 422: "invalid_request_error", 429: "rate_limit_error", 502: "api_error",
           503: "api_error", 504: "api_error"}
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
 

@@ -1,6 +1,7 @@
 """The outermost ASGI layer: what every request passes before any route sees it.
 
-In order: the API key (every route but /health and /ready), the body limit (413 past MEMWRAP_MAX_REQUEST_BYTES,
+In order: the API key (every route but /health and /ready), the key's failure budget (a key that keeps sending
+requests the server refuses is held, then answered 429: memwrap_server/throttle.py), the body limit (413 past MEMWRAP_MAX_REQUEST_BYTES,
 from Content-Length up front or counted as the body streams in), the database (503 at once on data routes while
 the monitor says it is down), then MCP or the FastAPI routes. An exception no route handler took is answered
 here (500, or 503 for a lost database connection) and logged once, without reaching the server's own logger.
@@ -16,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memwrap_server.auth import Auth, is_public
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_response, unexpected
+from memwrap_server.throttle import FailureBudget
 
 DATA_PREFIXES = ("/v1/banks", "/mcp/")
 
@@ -34,8 +36,10 @@ def too_large(limit: int, path: str) -> Any:
 
 
 class Gate:
-    def __init__(self, app: ASGIApp, auth: Auth, mcp: ASGIApp, database: DatabaseMonitor, max_body: int) -> None:
+    def __init__(self, app: ASGIApp, auth: Auth, mcp: ASGIApp, database: DatabaseMonitor, max_body: int,
+                 failures: FailureBudget) -> None:
         self.app, self.auth, self.mcp, self.database, self.max_body = app, auth, mcp, database, max_body
+        self.failures = failures
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,23 +58,41 @@ class Gate:
                 await response(scope, receive, send)
                 return
             scope.setdefault("state", {})["memwrap_key"] = key
+            retry_after = await self.failures.admit(key, self.auth.label(key))
+            if retry_after is not None:
+                response = error_response(
+                    429, "too_many_failures", "This API key sent more refused requests than the server accepts "
+                    f"({self.failures.rate:g}/s beyond a burst of {self.failures.burst}); fix the failing calls "
+                    "or slow down (MEMWRAP_FAILURE_RATE).", path=path, headers={"Retry-After": str(int(retry_after))})
+                await response(scope, receive, send)
+                return
+            status = await self._answer(scope, receive, send)
+            if status is not None:
+                self.failures.charge(key, status)
+            return
+        await self._answer(scope, receive, send)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send) -> int | None:
+        """Everything after the key: body limit, database, then MCP or the routes. Returns the status answered
+        (None when nothing was)."""
+        path = scope["path"]
         declared = _content_length(scope)
         if declared is not None and declared > self.max_body:
             await too_large(self.max_body, path)(scope, receive, send)
-            return
+            return 413
         if self.database.down and path.startswith(DATA_PREFIXES):
             response = error_response(
                 503, "store_unavailable", "The memory database is unavailable; try again shortly.",
                 path=path, headers={"Retry-After": "1"},
             )
             await response(scope, receive, send)
-            return
-        started = False
+            return 503
+        status: int | None = None
 
         async def tracking_send(message: Message) -> None:
-            nonlocal started
+            nonlocal status
             if message["type"] == "http.response.start":
-                started = True
+                status = message["status"]
             await send(message)
 
         inner = self.mcp if path.startswith("/mcp/") else self.app
@@ -78,16 +100,20 @@ class Gate:
             await inner(scope, self._limited(receive), tracking_send)
         except BodyTooLarge:
             # Reached only where no FastAPI handler answered (MCP reads bodies itself).
-            if not started:
+            if status is None:
                 await too_large(self.max_body, path)(scope, receive, send)
+                return 413
         except Exception as exc:  # noqa: BLE001 - what no handler took: answered and logged here, once
-            if started:
+            if status is not None:
                 # A stream broke after its first byte: nothing can be answered any more. Returning leaves the
                 # response incomplete, so the server closes the connection and the client sees the failure.
                 if not getattr(exc, "expected", False):
                     unexpected(scope, exc, self.database)
-                return
-            await unexpected(scope, exc, self.database)(scope, receive, send)
+                return status
+            response = unexpected(scope, exc, self.database)
+            await response(scope, receive, send)
+            return response.status_code
+        return status
 
     def _limited(self, receive: Receive) -> Receive:
         received = 0

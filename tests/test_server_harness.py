@@ -151,6 +151,9 @@ def sidecar(request: pytest.FixtureRequest, memwrap_home: Path, upstream_server:
             "MEMWRAP_UPSTREAM_OPENAI_URL": upstream_server.openai_base_url,
             "MEMWRAP_UPSTREAM_ANTHROPIC_URL": upstream_server.anthropic_base_url,
             "MEMWRAP_GRACEFUL_TIMEOUT": "5",
+            # The auth, hardening and fuzz modules send hundreds of refused requests on purpose, as fast as they
+            # can; the failure budget has its own test (test_server_throttle.py) and would only slow these down.
+            "MEMWRAP_FAILURE_RATE": "0",
         }
         _shared["sidecar"] = ServerProcess(env).start()
     # Stopped before memwrap_home goes away (it was set up first, so it is torn down last).
