@@ -35,9 +35,14 @@ def private_file(path: Path | str, *, create: bool = True) -> Path:
     """Create `path` empty if missing (`create`), mode 0600; tighten an existing file of ours (and SQLite's
     side files)."""
     path = Path(path).expanduser()
-    if create:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
-        os.close(fd)
+    if create and not path.exists():
+        # Only a file that does not exist yet is opened (O_EXCL). Closing any descriptor of a file drops every
+        # POSIX lock this process holds on it, and SQLite's locks are POSIX locks: opening and closing the spool
+        # file while a connection of this process had it open left that connection's reads unguarded (another
+        # process's writes went unseen).
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+            os.close(fd)
     for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
         if candidate.exists():
             _tighten(candidate, FILE_MODE)
