@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memwrap_server.routes import banks, browse, learning, memories, recall, reflect, stats, system, transfer
+from memwrap_server.routes import (
+    banks, browse, learning, memories, recall, reflect, spool, stats, system, transfer,
+)
 
 ROUTERS: list[APIRouter] = [
     system.router, banks.router, memories.router, recall.router, learning.router, reflect.router, transfer.router,
-    stats.router, browse.router,
+    stats.router, browse.router, spool.router,
 ]
