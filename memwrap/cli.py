@@ -104,6 +104,20 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_import_mem0(args: argparse.Namespace) -> int:
+    from memwrap.engine.mem0_export import read_mem0_file  # only this command reads mem0's format
+
+    memories = list(read_mem0_file(args.file))  # checked whole before the database is touched
+    with _memory(args) as mem:
+        count = mem.import_memories(args.bank_id, memories)
+    if args.json:
+        _print_json({"bank_id": args.bank_id, "read": len(memories), "imported": count})
+    else:
+        console.print(f"Imported {count} of {len(memories)} mem0 memories into {args.bank_id} "
+                      f"({len(memories) - count} already there).")
+    return 0
+
+
 def cmd_spool(args: argparse.Namespace) -> int:
     from memwrap.config import load_settings
     from memwrap.wrappers import spool_admin
@@ -202,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
     reembed.set_defaults(run=cmd_reembed)
+
+    mem0 = sub.add_parser("import-mem0", parents=[common], help="import a mem0 export (get_all JSON) into a bank")
+    mem0.add_argument("bank_id", help="the bank to import into (one mem0 user: one bank)")
+    mem0.add_argument("file", help='the JSON file: {"results": [...]} as mem0\'s get_all returns it, or a list')
+    mem0.set_defaults(run=cmd_import_mem0)
 
     spool = sub.add_parser("spool", parents=[common], help="retains waiting in the spool: counts, list, replay, purge dead")
     spool.add_argument("action", nargs="?", choices=["counts", "list", "replay", "purge"], default="counts")

@@ -1,5 +1,7 @@
-"""OpenTelemetry spans for retain, recall (each arm, fuse, pack) and reflect, collected with the SDK's in-memory
-exporter; their attributes never carry memory text or the query."""
+"""OpenTelemetry spans for retain, recall (each arm, fuse, pack), reflect, extraction, consolidation and one wrapped
+SDK call, collected with the SDK's in-memory exporter; their attributes never carry memory text or the query.
+
+One module: the API keeps the first tracer provider a process sets, so every span test shares this exporter."""
 
 from __future__ import annotations
 
@@ -7,11 +9,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fakes.llm_server import FakeLLMServer
+from conftest_wrappers import fake_llm, llm_server, memory_block, openai_sdk, warm_memory  # noqa: F401 - fixtures
+from extract_support import fact, reply
+from extract_support import make_engine as make_extracting_engine
+from fakes.llm_server import FakeLLMServer, Reply
 from llm_fixtures import engine_fixture, fake_fixture
-from reflect_support import NOW, call, done, make_engine, script_ran_out, turn
+from reflect_support import DARK_MODE, NOW, call, done, make_engine, script_ran_out, turn
 
+import memwrap
 from memwrap.engine.engine import Engine
+from memwrap.tokens import count_tokens
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
 from opentelemetry import trace  # noqa: E402
@@ -20,6 +27,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 fake = fake_fixture(script_ran_out)
 engine = engine_fixture(make_engine)
+extracting = engine_fixture(make_extracting_engine)  # its extraction role talks to the module's fake server
 
 SECRET_WORDS = "cerulean-walrus-7731"
 
@@ -34,7 +42,14 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 
 def _attributes(spans: Any) -> list[Any]:
-    return [value for s in spans for value in (s.attributes or {}).values()]
+    """Every attribute value of the spans and of their events (a recorded exception's message included)."""
+    values = [value for s in spans for value in (s.attributes or {}).values()]
+    return values + [value for s in spans for e in s.events for value in (e.attributes or {}).values()]
+
+
+def _one(spans: Any, name: str) -> Any:
+    [found] = [s for s in spans if s.name == name]
+    return found
 
 
 async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExporter, bank: str) -> None:
@@ -80,3 +95,97 @@ async def test_reflect_span(engine: Engine, fake: FakeLLMServer, exporter: InMem
     # The recall the agent ran is inside the reflect's span.
     assert any(s.name == "memwrap.recall" and s.parent.span_id == reflect.context.span_id for s in spans)
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
+
+
+def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
+    llm_server: FakeLLMServer, warm_memory: Any, exporter: InMemorySpanExporter, bank: str
+) -> None:
+    warm_memory.retain(bank, f"The user's locker code word is {SECRET_WORDS}.")
+    client = memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=30)
+    llm_server.script([Reply(text=f"Your code word is {SECRET_WORDS}.")])
+    exporter.clear()
+    with trace.get_tracer("the-app").start_as_current_span("app.request") as app:
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"What is my locker code word {SECRET_WORDS}?"}]
+        )
+    block = memory_block(llm_server.last())
+    assert SECRET_WORDS in block  # the memory did reach the model: the spans below describe a real injection
+    spans = exporter.get_finished_spans()
+    app_id = app.get_span_context().span_id
+
+    # The app's span → the wrapper's three steps → the engine's recall → its arms, fusion and packing.
+    wrapper_recall, inject, retain = (_one(spans, f"memwrap.wrapper.{n}") for n in ("recall", "inject", "retain"))
+    assert all(s.parent.span_id == app_id for s in (wrapper_recall, inject, retain))
+    recall = _one(spans, "memwrap.recall")
+    assert recall.parent.span_id == wrapper_recall.context.span_id
+    steps = [s for s in spans if s.parent is not None and s.parent.span_id == recall.context.span_id]
+    assert {s.name for s in steps} == {"memwrap.recall.arm", "memwrap.recall.fuse", "memwrap.recall.pack"}
+    assert {s.attributes["memwrap.arm"] for s in steps if s.name == "memwrap.recall.arm"} >= {"semantic", "keyword"}
+    assert {s.context.trace_id for s in spans} == {app.get_span_context().trace_id}
+
+    common = {"memwrap.bank_id": bank, "memwrap.provider": "openai.chat"}
+    assert common.items() <= wrapper_recall.attributes.items()
+    assert common.items() <= inject.attributes.items() and common.items() <= retain.attributes.items()
+    assert wrapper_recall.attributes["memwrap.outcome"] == "found"
+    assert wrapper_recall.attributes["memwrap.token_budget"] == 1024
+    assert wrapper_recall.attributes["memwrap.memories"] == recall.attributes["memwrap.memories"] >= 1
+    assert wrapper_recall.attributes["memwrap.tokens"] == recall.attributes["memwrap.tokens"] > 0
+    assert wrapper_recall.attributes["memwrap.query_tokens"] > 0
+    assert inject.attributes["memwrap.injected"] is True and inject.attributes["memwrap.reused"] is False
+    assert inject.attributes["memwrap.block_tokens"] == count_tokens(block, "gpt-4o-mini")
+    assert retain.attributes["memwrap.outcome"] == "queued" and retain.attributes["memwrap.turns"] == 2
+    assert retain.attributes["memwrap.turn"] == 0 and retain.attributes["memwrap.content_tokens"] > 0
+
+    # The hand-off is all the call waits for; the engine's retain runs later, from the spool, in its own trace.
+    assert client.memwrap.flush(30)
+    delivered = _one(exporter.get_finished_spans(), "memwrap.retain")
+    assert delivered.parent is None and delivered.attributes["memwrap.items"] == 1
+    assert not any(SECRET_WORDS in str(v) for v in _attributes(exporter.get_finished_spans()))
+
+
+def test_trace_content_puts_the_query_on_the_wrapper_span_only_when_asked(
+    llm_server: FakeLLMServer, warm_memory: Any, exporter: InMemorySpanExporter, bank: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    client = memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=30,
+                                 retain=False)
+    monkeypatch.setenv("MEMWRAP_TRACE_CONTENT", "1")
+    exporter.clear()
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Which city, again?"}])
+    spans = exporter.get_finished_spans()
+    assert _one(spans, "memwrap.wrapper.recall").attributes["memwrap.query"] == "Which city, again?"
+    assert _one(spans, "memwrap.wrapper.recall").parent is None  # no app span: the wrapper's spans are roots
+    assert _one(spans, "memwrap.wrapper.inject").attributes["memwrap.injected"] is False
+
+
+async def test_extraction_span(extracting: Engine, fake: FakeLLMServer, exporter: InMemorySpanExporter, bank: str) -> None:
+    said = f"user: I named my new boat {SECRET_WORDS} last Friday."
+    fake.script([reply([fact(f"The user named the new boat {SECRET_WORDS}.", "world", [1])])])
+    exporter.clear()
+    # The extraction runs right after the retain, which waits for it (tests/test_extract.py).
+    await extracting.retain_many(bank, [{"content": said, "document_id": "chat-1:1", "timestamp": NOW}])
+    spans = exporter.get_finished_spans()
+    extract = _one(spans, "memwrap.extract")
+    assert extract.attributes["memwrap.bank_id"] == bank and extract.attributes["memwrap.items"] == 1
+    assert extract.attributes["memwrap.chunks"] == 1 and extract.attributes["memwrap.llm_calls"] == 1
+    assert extract.attributes["memwrap.prompt_tokens"] > 0 and extract.attributes["memwrap.completion_tokens"] > 0
+    assert extract.attributes["memwrap.memories"] == 1 and extract.attributes["memwrap.items_failed"] == 0
+    chunk = _one(spans, "memwrap.extract.chunk")
+    assert chunk.parent.span_id == extract.context.span_id
+    assert chunk.attributes["memwrap.turns"] == 1 and chunk.attributes["memwrap.facts"] == 1
+    # Started by the retain: the extraction shows under it in the same trace.
+    assert extract.context.trace_id == _one(spans, "memwrap.retain").context.trace_id
+    assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
+
+
+async def test_consolidation_span(engine: Engine, exporter: InMemorySpanExporter, bank: str) -> None:
+    await engine.retain_many(bank, [f"{text} ({SECRET_WORDS})" for text in DARK_MODE])
+    exporter.clear()
+    report = await engine.consolidate(bank)
+    consolidate = _one(exporter.get_finished_spans(), "memwrap.consolidate")
+    attributes = consolidate.attributes
+    assert attributes["memwrap.bank_id"] == bank and attributes["memwrap.mode"] == "heuristic"
+    assert attributes["memwrap.memories"] == report.units == len(DARK_MODE)
+    assert attributes["memwrap.observations_created"] == report.created >= 1
+    assert attributes["memwrap.llm_calls"] == 0 and attributes["memwrap.parked"] is False
+    assert not any(SECRET_WORDS in str(v) for v in _attributes(exporter.get_finished_spans()))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import inspect
 import logging
 import threading
@@ -217,7 +218,10 @@ class Backend:
             elif self.kind == "async":
                 future = asyncio.run_coroutine_threadsafe(self.memory.recall(bank_id, query, **kwargs), self.home_loop)
             else:
-                future = self._executor().submit(self.memory.recall, bank_id, query, **kwargs)
+                # In a copy of the caller's context: the engine's spans nest under the wrapper's (the loop and
+                # async kinds get that from asyncio already).
+                future = self._executor().submit(contextvars.copy_context().run, self.memory.recall, bank_id, query,
+                                                 **kwargs)
         except BaseException:
             with self._lock:
                 self._inflight -= 1
@@ -248,7 +252,8 @@ class Backend:
                 coro = self.memory.recall(bank_id, query, **kwargs)
                 future = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.home_loop))
             else:
-                future = loop.run_in_executor(self._executor(), partial(self.memory.recall, bank_id, query, **kwargs))
+                call = partial(contextvars.copy_context().run, self.memory.recall, bank_id, query, **kwargs)
+                future = loop.run_in_executor(self._executor(), call)
         except BaseException:
             with self._lock:
                 self._inflight -= 1

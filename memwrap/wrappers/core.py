@@ -15,18 +15,20 @@ Memories and their retainers are per process: a forked child builds its own on f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from memwrap import lifecycle
-from memwrap.engine import validate
+from memwrap.engine import tracing, validate
+from memwrap.wrappers import spans
 from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
 from memwrap.wrappers.memories import default_memory
@@ -315,39 +317,64 @@ class Call:
         query = self._query()
         recall = None
         if query:
-            self.handle.count("recalls")
-            try:
-                backend = backend_for(self.handle.memory)[0]
-                backend.wait_ready_sync()
-                recall = backend.recall_sync(self.bank, query, **self._recall_options())
-            except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
-                self.handle.recall_failed(exc)
+            with self._recall_span(query) as current:
+                self.handle.count("recalls")
+                try:
+                    backend = backend_for(self.handle.memory)[0]
+                    backend.wait_ready_sync()
+                    recall = backend.recall_sync(self.bank, query, **self._recall_options())
+                except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
+                    self.handle.recall_failed(exc)
+                    spans.failed_open(current, exc)
+                spans.recalled(current, recall)
         return self._placed(recall, tried=bool(query))
 
     async def prepare_async(self) -> dict[str, Any]:
         query = self._query()
         recall = None
         if query:
-            self.handle.count("recalls")
-            try:
-                backend = backend_for(self.handle.memory)[0]
-                await backend.wait_ready_async()
-                recall = await backend.recall_async(self.bank, query, **self._recall_options())
-            except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
-                self.handle.recall_failed(exc)
+            with self._recall_span(query) as current:
+                self.handle.count("recalls")
+                try:
+                    backend = backend_for(self.handle.memory)[0]
+                    await backend.wait_ready_async()
+                    recall = await backend.recall_async(self.bank, query, **self._recall_options())
+                except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
+                    self.handle.recall_failed(exc)
+                    spans.failed_open(current, exc)
+                spans.recalled(current, recall)
         return self._placed(recall, tried=bool(query))
 
+    @contextlib.contextmanager
+    def _recall_span(self, query: str) -> Iterator[Any]:
+        with tracing.span(
+            spans.RECALL, bank_id=self.bank, provider=self.provider.name, token_budget=self.options.token_budget,
+            **tracing.content_attributes(query=query),
+        ) as current:
+            spans.query_attributes(current, query, self._model())
+            yield current
+
     def _placed(self, recall: Any, *, tried: bool) -> dict[str, Any]:
-        try:
-            if recall is not None:
-                self.block = str(get(recall, "context") or "")
-                self.handle.count("injected" if self.block else "recall_empty")
-            elif not tried and self.block:
-                self.handle.count("injected")
-            return self.provider.inject(self.body, self.block)
-        except Exception as exc:  # noqa: BLE001 - a payload shape we did not foresee must not break the app's call
-            self.handle.internal_error(exc)
-            return self.body
+        with tracing.span(spans.INJECT, bank_id=self.bank, provider=self.provider.name) as current:
+            try:
+                reused = recall is None and not tried and bool(self.block)
+                if recall is not None:
+                    self.block = str(get(recall, "context") or "")
+                    self.handle.count("injected" if self.block else "recall_empty")
+                elif reused:
+                    self.handle.count("injected")
+                placed = self.provider.inject(self.body, self.block)
+                tracing.set_attributes(current, injected=bool(self.block), reused=reused)
+                spans.block_tokens(current, self.block, self._model())
+                return placed
+            except Exception as exc:  # noqa: BLE001 - a payload shape we did not foresee must not break the app's call
+                self.handle.internal_error(exc)
+                tracing.mark_error(current, f"memory not placed ({type(exc).__name__})")
+                return self.body
+
+    def _model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
 
     def _recall_options(self) -> dict[str, Any]:
         model = self.body.get("model")
@@ -375,12 +402,14 @@ class Call:
             if self._finished:
                 return
             self._finished = True
-        try:
-            self._retain(answer, partial=partial, response_id=response_id)
-        except Exception as exc:  # noqa: BLE001 - runs inside the app's iteration or a finalizer: never raise there
-            self.handle.internal_error(exc)
+        with tracing.span(spans.RETAIN, bank_id=self.bank, provider=self.provider.name, turn=self.turn) as current:
+            try:
+                self._retain(answer, partial=partial, response_id=response_id, current=current)
+            except Exception as exc:  # noqa: BLE001 - runs inside the app's iteration or a finalizer: never raise there
+                self.handle.internal_error(exc)
+                tracing.mark_error(current, f"exchange not retained ({type(exc).__name__})")
 
-    def _retain(self, answer: list[Turn], *, partial: bool, response_id: str | None) -> None:
+    def _retain(self, answer: list[Turn], *, partial: bool, response_id: str | None, current: Any) -> None:
         # A step that asked for tools is held back until its user turn's answer (loops.py), unless this request
         # forced that one tool (then the call is the answer).
         step = not self.per_step and any(t.calls_tools for t in answer) and not forces_one_tool(self.body)
@@ -408,6 +437,7 @@ class Call:
             self.handle.loops.hold(self.loop_key, self.block, item, loop)
         elif item is not None:
             self.handle.enqueue(self.bank, item)
+        spans.retained(current, item, exchange_turns=len(exchange), held=step)
 
 
 def exchange_item(

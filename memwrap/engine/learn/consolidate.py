@@ -12,14 +12,16 @@ retry_policy.py) tries just those units again; when that job dies too they stay 
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
 import asyncpg
 
+from memwrap.engine import tracing
 from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.jobs import JobContext, serial_lock
@@ -92,9 +94,17 @@ async def consolidate_now(engine: Any, bank_id: str) -> ConsolidationReport:
 
 
 async def consolidate_bank(engine: Any, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
-    pool: asyncpg.Pool = engine.store.pool
     llm = consolidation_llm(engine)
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
+    with _span(report):
+        return await _consolidate_pending(engine, llm, report, last_attempt=last_attempt)
+
+
+async def _consolidate_pending(
+    engine: Any, llm: Any, report: ConsolidationReport, *, last_attempt: bool
+) -> ConsolidationReport:
+    pool: asyncpg.Pool = engine.store.pool
+    bank_id = report.bank_id
     size = LLM_BATCH if llm else HEURISTIC_BATCH
     cursor = await pool.fetchval("SELECT watermark FROM learn_progress WHERE bank_id = $1", bank_id) or 0
     while facts := await pool.fetch(PENDING, bank_id, cursor, size, WATERMARK_LAG_SECONDS):
@@ -116,9 +126,26 @@ async def run_parked_job(ctx: JobContext) -> dict[str, Any]:
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
     ids = [UUID(str(i)) for i in ctx.job.payload.get("unit_ids", [])]
     size = LLM_BATCH if llm else HEURISTIC_BATCH
-    while facts := await engine.store.pool.fetch(PARKED, bank_id, ids, size, WATERMARK_LAG_SECONDS):
-        await _batch(engine, llm, bank_id, facts, report)
+    with _span(report, parked=True):
+        while facts := await engine.store.pool.fetch(PARKED, bank_id, ids, size, WATERMARK_LAG_SECONDS):
+            await _batch(engine, llm, bank_id, facts, report)
     return report.model_dump(exclude={"bank_id"})
+
+
+@contextlib.contextmanager
+def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None]:
+    """A span over one consolidation pass; its attributes are the report's counts (what it did, at what LLM
+    cost), also when a batch failed part-way."""
+    with tracing.span("consolidate", bank_id=report.bank_id, mode=report.mode, parked=parked) as current:
+        try:
+            yield
+        finally:
+            tracing.set_attributes(
+                current, memories=report.units, observations_created=report.created,
+                observations_updated=report.updated, observations_deleted=report.deleted,
+                evidence_added=report.evidence_added, memories_failed=report.failed, llm_calls=report.llm_calls,
+                prompt_tokens=report.prompt_tokens, completion_tokens=report.completion_tokens,
+            )
 
 
 async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:

@@ -186,7 +186,9 @@ async def graph(
             FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
             {narrow}
             GROUP BY r.id
-            ORDER BY score DESC
+            -- Rounded (a float sum's last bits follow the rows' order) and by id: which ties make the cut must
+            -- not depend on where the rows happen to be stored.
+            ORDER BY round(sum(r.score)::numeric, 9) DESC, r.id
             LIMIT $7 * 4
         )
         SELECT s.id, s.score
@@ -227,13 +229,15 @@ async def temporal(
                 OR (m.occurred_start IS NULL AND m.mentioned_at BETWEEN $3 AND $4)
               )
         ), sliced AS (
+            -- Ties broken by id: an observation and the fact whose vector it took are exactly as near, and their
+            -- order must not follow the rows' physical order (which an export and import changes).
             SELECT id, dist, row_number() OVER (
                 PARTITION BY width_bucket(extract(epoch FROM greatest(least(at, $4), $3)),
                                           extract(epoch FROM $3), extract(epoch FROM $4) + 1, $6)
-                ORDER BY dist) AS turn
+                ORDER BY dist, id) AS turn
             FROM candidates
         )
-        SELECT id, 1 - dist AS score FROM sliced ORDER BY turn, dist LIMIT $5
+        SELECT id, 1 - dist AS score FROM sliced ORDER BY turn, dist, id LIMIT $5
     """
     rows = await conn.fetch(sql, filters.bank_id, query_vector, start, end, limit, buckets, *params)
     return [(r["id"], float(r["score"])) for r in rows]
@@ -251,6 +255,8 @@ async def neighbours(conn: asyncpg.Connection, filters: Filters, ids: list[UUID]
             WHERE l.bank_id = $1 AND l.to_id = ANY($2::uuid[]) AND l.kind = 'next'
         ) x JOIN memory_units m ON m.bank_id = $1 AND m.id = x.neighbour
         WHERE {where}
+        -- A hit's two neighbours get the same score: their order is the session's, not the rows' storage order.
+        ORDER BY array_position($2::uuid[], x.hit), m.mentioned_at, x.neighbour
     """
     rows = await conn.fetch(sql, filters.bank_id, ids, *params)
     return [(r["hit"], r["neighbour"]) for r in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -25,12 +26,16 @@ def _ranks(results: Mapping[str, Hits]) -> dict[UUID, dict[str, int]]:
 
 
 def reciprocal_rank(results: Mapping[str, Hits], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
-    """score = Σ over arms of weight / (k + rank). Order only: scores from different arms are not comparable."""
+    """score = Σ over arms of weight / (k + rank). Order only: scores from different arms are not comparable.
+
+    A total order, so the same arm lists give the same ranking whatever order the memories were stored in: fsum
+    makes equal sets of terms add up to the same float (a plain sum depends on the order of the terms), and ties
+    are broken by the best rank in any arm, then by id."""
     fused = [
-        Fused(memory_id, sum(weights.get(arm, 1.0) / (k + rank) for arm, rank in arms.items()), arms)
+        Fused(memory_id, math.fsum(weights.get(arm, 1.0) / (k + rank) for arm, rank in arms.items()), arms)
         for memory_id, arms in _ranks(results).items()
     ]
-    fused.sort(key=lambda f: (-f.score, min(f.arms.values())))
+    fused.sort(key=lambda f: (-f.score, min(f.arms.values()), str(f.id)))
     return fused
 
 

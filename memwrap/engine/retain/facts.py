@@ -19,14 +19,16 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
+from memwrap.engine import tracing
 from memwrap.engine.learn.retry_policy import RetryPolicy
-from memwrap.engine.llm import LLM, OutputTruncatedError
+from memwrap.engine.llm import LLM, OutputTruncatedError, Usage
 from memwrap.engine.retain.defense import apply_policy, redact
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.coverage import raw_lines, uncovered
@@ -119,6 +121,18 @@ class Extractor:
         raw units plus `error` when its extraction failed."""
         if not items:
             return []
+        with tracing.span("extract", bank_id=bank_id, items=len(items)) as current:
+            translated = await self._translate(bank_id, items, now=now, policy=policy, current=current)
+            tracing.set_attributes(
+                current,
+                memories=sum(len(i.units) for i in translated if i.facts),
+                items_failed=sum(1 for i in translated if i.error),
+            )
+            return translated
+
+    async def _translate(
+        self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str, current: Any
+    ) -> list[ExtractedItem]:
         sessions = sorted({key for i in items if i.source and (key := session_key(i.source))})
         earlier = await self._earlier(bank_id, sessions, [i.item_hash for i in items])
         chunks = plan_chunks(
@@ -129,6 +143,11 @@ class Extractor:
             earlier=earlier,
         )
         outcomes = await asyncio.gather(*(self._extract(bank_id, chunk) for chunk in chunks))
+        usage = sum((o.usage for o in outcomes if not isinstance(o, str)), Usage())
+        tracing.set_attributes(
+            current, chunks=len(chunks), llm_calls=usage.calls, prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+        )
         failed: dict[str, str] = {}
         results: list[ChunkFacts] = []
         for chunk, outcome in zip(chunks, outcomes, strict=True):
@@ -158,12 +177,19 @@ class Extractor:
 
     async def _extract(self, bank_id: str, chunk: Chunk) -> ChunkFacts | str:
         """One chunk; a failure comes back as its (redacted) reason, so the other chunks still count."""
-        try:
-            return await self._extract_halving(chunk)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - whatever went wrong, the turns are kept raw and retried
-            reason = redact(f"{type(exc).__name__}: {exc}")[:1000]
+        with tracing.span("extract.chunk", bank_id=bank_id, turns=len(chunk.turns)) as current:
+            try:
+                result = await self._extract_halving(chunk)
+                tracing.set_attributes(
+                    current, facts=len(result.facts), llm_calls=result.usage.calls,
+                    prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+                )
+                return result
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - whatever went wrong, the turns are kept raw and retried
+                reason = redact(f"{type(exc).__name__}: {exc}")[:1000]
+                tracing.mark_error(current, f"extraction failed ({type(exc).__name__}); the turns stay raw")
         log.warning(
             "extraction of %d turn(s) in bank %s failed, kept raw for a retry: %s", len(chunk.turns), bank_id, reason
         )
