@@ -185,6 +185,81 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
     assert admin.get(f"/v1/banks/{bank}/memories/{ids[1]}").status_code == 404
 
 
+def test_edit_a_memory_and_see_its_versions(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+    memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Alice's locker code is on a blue note.",
+                                                               "tags": ["gym"]}).json()["ids"][0]
+    _login(page, sidecar)
+    _open(page, sidecar, f"b/{bank}/m/{memory_id}", "#edit")
+    assert "Never edited" in page.inner_text("body")
+    page.click("#edit")
+    page.fill("form.edit textarea[name=text]", "Alice's locker code is on a yellow note.")
+    page.fill("form.edit input[name=tags]", "gym, locker")
+    page.fill("form.edit textarea[name=metadata]", "{not json")
+    page.click("form.edit button[type=submit]")
+    page.wait_for_selector("text=Metadata is not valid JSON")
+    assert admin.get(f"/v1/banks/{bank}/memories/{memory_id}").json()["text"].endswith("blue note.")  # nothing sent
+    page.fill("form.edit textarea[name=metadata]", '{"room": 2}')
+    page.click("form.edit button[type=submit]")
+    page.wait_for_selector("tr[data-version='2']")
+    stored = admin.get(f"/v1/banks/{bank}/memories/{memory_id}").json()
+    assert (stored["text"], stored["tags"], stored["metadata"]) == (
+        "Alice's locker code is on a yellow note.", ["gym", "locker"], {"room": 2})
+    history = admin.get(f"/v1/banks/{bank}/memories/{memory_id}/history").json()
+    shown = page.inner_text("tr[data-version='1']")
+    assert [v["version"] for v in history] == [1, 2] and "blue note" in shown
+    assert all(f in page.inner_text("tr[data-version='2']") for f in history[1]["changed"]), history[1]
+    _shot(page, "11-memory-edited")
+    assert page.errors == []
+
+
+def test_memories_filtered_by_the_day_they_were_said(page: object, sidecar: ServerProcess, admin: httpx.Client) -> None:
+    dated = f"alice-days-{uuid.uuid4().hex[:8]}"
+    admin.post(f"/v1/banks/{dated}/memories/batch", json={"items": [
+        {"content": "Said in January: the boiler was serviced.", "timestamp": "2026-01-15T10:00:00Z"},
+        {"content": "Said in March: the roof was fixed.", "timestamp": "2026-03-10T10:00:00Z"},
+        {"content": "Said in May: the garden was planted.", "timestamp": "2026-05-20T10:00:00Z"}]}).raise_for_status()
+    _login(page, sidecar)
+    _open(page, sidecar, f"b/{dated}/memories", "table.memories")
+    page.fill("input[name=since]", "2026-03-01")
+    page.fill("input[name=until]", "2026-03-31")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r".*since=2026-03-01.*"))
+    page.wait_for_selector("table.memories")
+    page.wait_for_selector("#view:not([aria-busy])")  # (a predicate string would be eval: the page's CSP forbids it)
+    rows = page.inner_text("table.memories")
+    assert "roof" in rows and "boiler" not in rows and "garden" not in rows
+    # The same filter applies to a search (recall).
+    page.fill("input[name=q]", "what was done to the house")
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(re.compile(r".*q=.*"))
+    page.wait_for_selector("#view:not([aria-busy])")  # (a predicate string would be eval: the page's CSP forbids it)
+    found = page.inner_text("#view")
+    assert "roof" in found and "boiler" not in found and "garden" not in found
+    admin.delete(f"/v1/banks/{dated}")
+
+
+def test_dead_letters_replayed_from_the_jobs_view(page: object, sidecar: ServerProcess, admin: httpx.Client,
+                                                  memwrap_home: Path, bank: str) -> None:
+    import json
+    import sqlite3
+    import time
+
+    row_id = 20_000_000 + uuid.uuid4().int % 1_000_000
+    with sqlite3.connect(memwrap_home / "spool" / "retains.sqlite3") as db:  # a turn the spool gave up on
+        db.execute("INSERT INTO dead (id, bank_id, item, created, error) VALUES (?, ?, ?, ?, ?)",
+                   (row_id, bank, json.dumps({"content": "Alice's spare key is under the third flowerpot."}),
+                    time.time(), "StoreError: database unavailable"))
+    _login(page, sidecar)
+    _open(page, sidecar, f"b/{bank}/jobs", f"tr[data-spool-id='{row_id}']")
+    assert "database unavailable" in page.inner_text(f"tr[data-spool-id='{row_id}']")
+    _shot(page, "12-spool-dead-letters")
+    page.click(f"tr[data-spool-id='{row_id}'] button.replay")
+    page.wait_for_selector(f"tr[data-spool-id='{row_id}']", state="detached", timeout=30_000)
+    wait_until(lambda: any("third flowerpot" in m["text"] for m in  # noqa: F405
+                           admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]), timeout=60)
+    assert page.errors == []
+
+
 def test_a_restricted_key_sees_only_its_banks(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
     other = f"bob-ui-{uuid.uuid4().hex[:8]}"
     admin.post(f"/v1/banks/{other}/memories", json={"content": "Bob's secret plan."}).raise_for_status()

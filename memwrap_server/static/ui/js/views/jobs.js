@@ -4,9 +4,10 @@ import { badge, empty, h, link, route, section, table, truncate, when } from "..
 const STATES = ["queued", "running", "done", "failed", "cancelled"];
 const STATE_KIND = { queued: "info", running: "info", done: "good", failed: "bad", cancelled: "" };
 
-export async function jobsView({ bank, query }) {
+export async function jobsView({ bank, query, navigate, errorView }) {
   const status = query.get("status") || "";
   const kind = query.get("kind") || "";
+  const spool = spoolSection(bank, navigate, errorView); // fetched alongside the jobs
   const [jobs, all] = await Promise.all([
     api("GET", bankPath(bank, "jobs"), { query: { status: status || null, kind: kind || null, limit: 200 } }),
     api("GET", bankPath(bank, "jobs"), { query: { limit: 1000 } }),
@@ -40,8 +41,48 @@ export async function jobsView({ bank, query }) {
             h("td", { class: "num" }, `${j.attempts}/${j.max_attempts}`), h("td", {}, when(j.created_at)), h("td", {}, when(j.finished_at)),
             h("td", { class: "small" }, j.last_error ? h("span", { class: "bad-text" }, truncate(j.last_error, 200)) : j.result ? h("code", {}, truncate(JSON.stringify(j.result), 200)) : "—"))))
         : empty("No job here.")),
-    section("Retain spool", h("p", { class: "muted" },
-      "Exchanges a wrapped client or this server's proxy could not store yet wait in a spool file on the machine that made them, ",
-      "not in the database, so the REST API cannot show them. On that machine, ", h("code", {}, "memwrap spool"), " counts them, ",
-      h("code", {}, "memwrap spool list --dead"), " shows the dead letters and ", h("code", {}, "memwrap spool replay --dead"), " replays them.")));
+    await spool);
+}
+
+// What this server's proxy has queued on its disk for the bank and not yet stored, and the dead letters (turns whose
+// delivery failed alone too often) with replay and delete. Per server: each machine has its own spool.
+async function spoolSection(bank, navigate, errorView) {
+  const [summary, dead] = await Promise.all([
+    api("GET", "/v1/spool"),
+    api("GET", "/v1/spool/rows", { query: { dead: true, bank_id: bank, limit: 200 } }),
+  ]);
+  const status = h("div", { class: "action-status", "aria-live": "polite" });
+  const act = async (label, fn) => {
+    status.replaceChildren(h("span", { class: "muted" }, `${label}…`));
+    try {
+      const done = await fn();
+      status.replaceChildren(h("span", {}, `${label}: ${done.count} row(s).`));
+      setTimeout(() => navigate(location.hash), 800);
+    } catch (error) {
+      status.replaceChildren(errorView(error, bank));
+    }
+  };
+  const replay = (ids) => act("Replayed", () => api("POST", "/v1/spool/dead/replay", { body: { ids } }));
+  const purge = (ids) => {
+    if (!confirm(ids.length === 1 ? "Delete this turn for good? Nobody stored it." : `Delete these ${ids.length} turns for good? Nobody stored them.`)) return;
+    act("Deleted", () => api("POST", "/v1/spool/dead/purge", { body: { ids } }));
+  };
+  const waiting = summary.waiting_by_bank[bank] || 0;
+  const ids = dead.map((r) => r.id);
+  return section("Retain spool on this server",
+    h("p", { class: "muted" }, `${waiting} turn(s) of this bank waiting for delivery, ${dead.length} dead. `,
+      "Wrapped clients keep a spool of their own on their machine: there, ", h("code", {}, "memwrap spool"), " shows it."),
+    dead.length
+      ? h("div", {},
+          table(["Row", "Spooled", "Document", "Turn", "Last error", ""], dead.map((r) => h("tr", { "data-spool-id": r.id },
+            h("td", { class: "num" }, `#${r.id}`), h("td", {}, when(r.created)),
+            h("td", { class: "mono small" }, r.document_id ? truncate(r.document_id, 40) : "—"),
+            h("td", { dir: "auto" }, truncate(r.text, 200)),
+            h("td", { class: "bad-text small" }, truncate(r.error || "", 300)),
+            h("td", { class: "row" },
+              h("button", { type: "button", class: "replay", "aria-label": `Replay row ${r.id}`, onclick: () => replay([r.id]) }, "Replay"),
+              h("button", { type: "button", class: "danger purge", "aria-label": `Delete row ${r.id}`, onclick: () => purge([r.id]) }, "Delete…"))))),
+          h("div", { class: "row actions" },
+            h("button", { type: "button", id: "replay-all", onclick: () => replay(ids) }, `Replay all ${ids.length}`), status))
+      : h("div", {}, empty("No dead letter."), status));
 }

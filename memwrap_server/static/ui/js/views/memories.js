@@ -9,13 +9,21 @@ export async function memoriesView({ bank, query, navigate }) {
   const types = query.getAll("type");
   const tag = query.get("tag") || "";
   const doc = query.get("doc") || "";
+  const since = query.get("since") || "";
+  const until = query.get("until") || "";
   const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+  // Days of the user's calendar, as the API's time filter on when a memory was said: `until` includes its day.
+  const filters = since || until ? JSON.stringify({
+    mentioned_after: since ? new Date(`${since}T00:00:00`).toISOString() : undefined,
+    mentioned_before: until ? new Date(new Date(`${until}T00:00:00`).getTime() + 86_400_000 - 1).toISOString() : undefined,
+  }) : null;
 
-  const form = filterForm(bank, { q, types, tag, doc }, navigate);
+  const form = filterForm(bank, { q, types, tag, doc, since, until }, navigate);
   let body;
   if (q) {
     const result = await api("POST", bankPath(bank, "recall"), {
-      body: { query: q, token_budget: 4000, types: types.length ? types : null, tags: tag ? [tag] : null, explain: true },
+      body: { query: q, token_budget: 4000, types: types.length ? types : null, tags: tag ? [tag] : null, explain: true,
+        filters: filters ? JSON.parse(filters) : null },
     });
     const considered = result.considered || [];
     body = h("div", {},
@@ -31,9 +39,9 @@ export async function memoriesView({ bank, query, navigate }) {
         : empty("Nothing matched."));
   } else {
     const page = await api("GET", bankPath(bank, "memories"), {
-      query: { limit: PAGE, offset, type: types, tag: tag || null, document_id: doc || null },
+      query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters },
     });
-    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, offset: o || null });
+    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, offset: o || null });
     body = h("div", {},
       page.items.length
         ? table(["Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
@@ -55,6 +63,8 @@ function filterForm(bank, values, navigate) {
   const search = h("input", { type: "search", name: "q", value: values.q, placeholder: "What are you looking for? (uses recall)" });
   const tag = h("input", { type: "text", name: "tag", value: values.tag, placeholder: "a tag" });
   const doc = h("input", { type: "text", name: "doc", value: values.doc, placeholder: "document or session id" });
+  const since = h("input", { type: "date", name: "since", value: values.since, "aria-label": "Said on or after" });
+  const until = h("input", { type: "date", name: "until", value: values.until, "aria-label": "Said on or before" });
   const boxes = TYPES.map((t) => h("label", { class: "check" },
     h("input", { type: "checkbox", name: "type", value: t, checked: values.types.includes(t) }), " ", t));
   const form = h("form", { class: "filters", role: "search" },
@@ -62,6 +72,7 @@ function filterForm(bank, values, navigate) {
     h("fieldset", { class: "field" }, h("legend", {}, "Types"), h("div", { class: "checks" }, boxes)),
     field("Tag", tag),
     field("Document", doc, "list only (search ranks across documents)"),
+    h("fieldset", { class: "field" }, h("legend", {}, "Said between"), h("div", { class: "row" }, since, " and ", until)),
     h("div", { class: "field actions" }, h("button", { type: "submit" }, "Apply"),
       link(route("b", bank, "memories"), "Clear")));
   form.addEventListener("submit", (event) => {

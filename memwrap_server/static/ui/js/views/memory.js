@@ -1,11 +1,12 @@
 import { api, bankPath } from "../api.js";
-import { badge, empty, h, link, notice, route, section, table, typeBadge, when } from "../dom.js";
+import { badge, empty, field, h, link, notice, route, section, table, typeBadge, when } from "../dom.js";
 
 export async function memoryView({ bank, params, navigate, errorView }) {
   const id = params[1];
-  const [memory, context] = await Promise.all([
+  const [memory, context, versions] = await Promise.all([
     api("GET", bankPath(bank, "memories", id)),
     api("GET", bankPath(bank, "memories", id, "context")),
+    api("GET", bankPath(bank, "memories", id, "history")),
   ]);
   const status = h("div", { class: "action-status", "aria-live": "polite" });
   const act = async (label, fn, after) => {
@@ -18,7 +19,13 @@ export async function memoryView({ bank, params, navigate, errorView }) {
     }
   };
   const invalidated = Boolean(context.invalidated_at);
+  const editor = editForm(memory, (changes) => act("Saving", () => api("PATCH", bankPath(bank, "memories", id), { body: changes }), () => navigate(location.hash)), status);
   const actions = h("div", { class: "row actions" },
+    h("button", { type: "button", id: "edit", "aria-expanded": "false", onclick: (event) => {
+      editor.hidden = !editor.hidden;
+      event.currentTarget.setAttribute("aria-expanded", String(!editor.hidden));
+      if (!editor.hidden) editor.querySelector("textarea").focus();
+    } }, "Edit…"),
     invalidated
       ? h("button", { type: "button", id: "restore", onclick: () => act("Restoring", () => api("POST", bankPath(bank, "memories", id, "restore")), () => navigate(location.hash)) }, "Restore")
       : h("button", { type: "button", id: "invalidate", onclick: () => {
@@ -50,7 +57,7 @@ export async function memoryView({ bank, params, navigate, errorView }) {
     h("section", { class: "card" },
       h("blockquote", { class: "memory-text", lang: "", dir: "auto" }, memory.text),
       memory.context ? h("p", { class: "muted" }, "Context: ", memory.context) : null,
-      actions),
+      actions, editor),
     h("div", { class: "grid2" },
       section("Details", facts),
       section("Metadata", Object.keys(memory.metadata).length ? h("pre", { class: "json" }, JSON.stringify(memory.metadata, null, 2)) : empty("No metadata."))),
@@ -62,6 +69,14 @@ export async function memoryView({ bank, params, navigate, errorView }) {
             h("td", {}, badge(o.stance, o.stance === "supports" ? "good" : "warn")),
             h("td", { class: "num" }, o.proof_count))))
         : empty("No observation cites this memory (yet: the worker consolidates new facts in the background).")),
+    section("Versions",
+      versions.length > 1
+        ? table(["Version", "Text", "Changed", "From", "Until"], versions.slice().reverse().map((v) => h("tr", { "data-version": v.version },
+            h("td", { class: "num" }, `v${v.version}`, v.current ? [" ", badge("current", "good")] : null),
+            h("td", { dir: "auto" }, v.text),
+            h("td", {}, v.changed.length ? v.changed.map((f) => h("span", { class: "tag" }, f)) : h("span", { class: "muted" }, "first")),
+            h("td", {}, when(v.valid_from)), h("td", {}, v.valid_until ? when(v.valid_until) : h("span", { class: "muted" }, "now")))))
+        : empty("Never edited: this is the only version.")),
     section("Links",
       context.links.length
         ? table(["Direction", "Kind", "Memory"], context.links.map((l) => h("tr", {},
@@ -69,6 +84,42 @@ export async function memoryView({ bank, params, navigate, errorView }) {
             h("td", {}, badge(l.kind)),
             h("td", {}, typeBadge(l.type), " ", link(route("b", bank, "m", l.id), l.text), l.invalidated ? [" ", badge("invalidated", "bad")] : null))))
         : empty("No links.")));
+}
+
+// Text, tags and metadata, changed in place (the old version stays in the history). Only what changed is sent:
+// new text is re-embedded and re-dated, so an unchanged text is not sent back.
+function editForm(memory, save, status) {
+  const text = h("textarea", { name: "text", rows: 4, dir: "auto", required: true }, memory.text);
+  const tags = h("input", { type: "text", name: "tags", value: memory.tags.join(", "), placeholder: "comma-separated" });
+  const metadata = h("textarea", { name: "metadata", rows: 4, class: "mono", spellcheck: "false" }, JSON.stringify(memory.metadata, null, 2));
+  const form = h("form", { class: "card edit", hidden: true, "aria-label": "Edit this memory" },
+    field("Text", text), field("Tags", tags), field("Metadata (JSON object)", metadata),
+    h("div", { class: "row actions" }, h("button", { type: "submit" }, "Save"), h("span", { class: "muted small" }, "The old version is kept in the history.")));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const changes = {};
+    if (text.value.trim() && text.value !== memory.text) changes.text = text.value;
+    const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
+    if (newTags.join("\u0000") !== memory.tags.join("\u0000")) changes.tags = newTags;
+    let parsed;
+    try {
+      parsed = JSON.parse(metadata.value.trim() || "{}");
+    } catch (error) {
+      status.replaceChildren(h("span", { class: "bad-text" }, `Metadata is not valid JSON: ${error.message}`));
+      return;
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      status.replaceChildren(h("span", { class: "bad-text" }, "Metadata must be a JSON object ({…})."));
+      return;
+    }
+    if (JSON.stringify(parsed) !== JSON.stringify(memory.metadata)) changes.metadata = parsed;
+    if (!Object.keys(changes).length) {
+      status.replaceChildren(h("span", { class: "muted" }, "Nothing changed."));
+      return;
+    }
+    save(changes);
+  });
+  return form;
 }
 
 function dt(text) {
