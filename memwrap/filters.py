@@ -16,10 +16,15 @@ not have is false; `ne`, `not_in` and `not` therefore match memories without the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator,
+)
+
+from memwrap.errors import InvalidInputError
 
 # A filter is applied inside every recall arm; these keep one from turning into a very long statement.
 MAX_FILTER_CONDITIONS = 64
@@ -193,3 +198,14 @@ for _model in (AllOf, AnyOf, NoneOf, RecallFilter):
     _model.model_rebuild()
 
 __all__ = ["AllOf", "AnyOf", "MetadataCondition", "MetadataFilter", "NoneOf", "RecallFilter"]
+
+
+def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:
+    """A caller's filter (the model or its JSON form), checked: InvalidInputError says what is wrong and where."""
+    if value is None or isinstance(value, RecallFilter):
+        return value
+    try:
+        return RecallFilter.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg']}" for e in exc.errors())
+        raise InvalidInputError(f"Invalid recall filter: {problems}.") from None

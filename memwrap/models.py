@@ -120,6 +120,7 @@ class BankInfo(BaseModel):
     memories: int
     created_at: datetime | None = None
     last_retain_at: datetime | None = None
+    config: dict[str, Any] = Field(default_factory=dict)  # its stored settings, as bank_config(bank_id) gives them
 
 
 # --- learning: jobs, observations, mental models -------------------------------------------------------------

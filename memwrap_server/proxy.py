@@ -8,7 +8,8 @@ as they arrive; a copy of each SSE event feeds the wrappers' stream accumulators
 retain when the stream ends (or is cut: then marked partial).
 
 Headers: X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
-X-Memwrap-Tags (comma-separated), X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
+X-Memwrap-Tags (comma-separated), X-Memwrap-Filter (a recall filter as JSON: what may be injected),
+X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they
 are and are never stored or logged. The headers are checked before anything is sent (400 with the reason):
 a call memwrap could not file is refused up front, never answered and then silently not remembered.
@@ -34,6 +35,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from memwrap.api import AsyncMemory
 from memwrap.engine import validate
 from memwrap.errors import InvalidInputError
+from memwrap.filters import parse_filter
 from memwrap.wrappers.core import Call, backend_for
 from memwrap.wrappers.scope import Options, scope
 from memwrap.wrappers.streams import ACCUMULATORS, Capture
@@ -158,6 +160,12 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
             raise RequestRefused(f"X-Memwrap-Tags: a tag is {len(too_long[0])} characters; the limit is "
                                  f"{validate.MAX_TAG_CHARS}.")
         options["tags"] = found
+    raw_filter = headers.get("x-memwrap-filter")
+    if raw_filter is not None and raw_filter.strip():
+        try:
+            options["filters"] = parse_filter(json.loads(raw_filter))
+        except ValueError as exc:  # not JSON, or not a filter (InvalidInputError is a ValueError too)
+            raise RequestRefused(f"X-Memwrap-Filter must be a recall filter as JSON: {exc}") from None
     if _false(headers.get("x-memwrap-inject")):
         options["inject"] = False
     if _false(headers.get("x-memwrap-retain")):
@@ -342,6 +350,9 @@ _HEADERS = [
      "description": "Old name of X-Memwrap-Token-Budget."},
     {"name": "X-Memwrap-Tags", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "Comma-separated tags for the retained turn and the recall filter."},
+    {"name": "X-Memwrap-Filter", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": 'A recall filter as JSON (as `filters` of /v1/banks/{bank}/recall), e.g. '
+                    '`{"metadata": {"project": "apollo"}}`: only matching memories are injected.'},
     {"name": "X-Memwrap-Inject", "in": "header", "required": False, "schema": {"type": "string"}},
     {"name": "X-Memwrap-Retain", "in": "header", "required": False, "schema": {"type": "string"}},
 ]

@@ -157,3 +157,22 @@ def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstr
     retained = wait_until(lambda: [m for m in _retained(admin, seeded, "memwrap.openai.chat")
                                    if m["document_id"] == "curl-session:turn-1"])
     assert retained and "Streamed answer from curl." in retained[0]["text"]
+
+
+def test_x_memwrap_filter_narrows_what_is_injected(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
+) -> None:
+    admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
+        {"content": "Project apollo deploys on Tuesdays.", "metadata": {"project": "apollo"}},
+        {"content": "Project gemini deploys on Fridays.", "metadata": {"project": "gemini"}}]}).raise_for_status()
+    upstream.script(["Tuesdays."])
+    body = {"model": "m", "messages": [{"role": "user", "content": "When does the project deploy?"}]}
+    answer = httpx.post(sidecar.url + "/v1/chat/completions", json=body, timeout=30, headers=_headers(
+        bank, **{"X-Memwrap-Filter": json.dumps({"metadata": {"project": "apollo"}}), "X-Memwrap-Retain": "false"}))
+    assert answer.status_code == 200, answer.text
+    block = memory_block(upstream.last("openai.chat"))
+    assert "Tuesdays" in block and "Fridays" not in block
+    for bad in ("{not json", '{"metdata": {"project": "apollo"}}', '{"mentioned_after": "soon"}', '["apollo"]'):
+        refused = httpx.post(sidecar.url + "/v1/chat/completions", json=body, timeout=30,
+                             headers=_headers(bank, **{"X-Memwrap-Filter": bad}))
+        assert refused.status_code == 400 and "X-Memwrap-Filter" in refused.json()["error"]["message"], refused.text

@@ -64,6 +64,8 @@ def test_banks_create_configure_delete(admin: httpx.Client, bank: str) -> None:
     created = admin.post("/v1/banks", json={"bank_id": bank, "defense_policy": "block"})
     assert created.status_code == 201, created.text
     assert created.json()["config"] == {"defense_policy": "block"}
+    listed = next(b for b in admin.get("/v1/banks").json() if b["bank_id"] == bank)
+    assert listed["config"] == admin.get(f"/v1/banks/{bank}").json()["config"] == {"defense_policy": "block"}
     again = admin.post("/v1/banks", json={"bank_id": bank})
     assert again.status_code == 409 and again.json()["error"]["code"] == "bank_exists"
 

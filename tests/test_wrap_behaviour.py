@@ -117,6 +117,30 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     assert record.document_id == "s1:turn-0" and record.tags == ["t1"] and "Kept elsewhere." in record.text
 
 
+def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank: str) -> None:
+    warm_memory.retain(bank, "Project apollo deploys on Tuesdays.", metadata={"project": "apollo"})
+    warm_memory.retain(bank, "Project gemini deploys on Fridays.", metadata={"project": "gemini"})
+    client = wrapped(llm_server, warm_memory, bank, filters={"metadata": {"project": "apollo"}})
+    client.chat.completions.create(**ask("When does the project deploy?"))
+    block = memory_block(llm_server.last())
+    assert "Tuesdays" in block and "Fridays" not in block
+    # Per call and per block, the inner filter wins.
+    client.chat.completions.create(**ask("When does the project deploy?"),
+                                   memwrap={"filters": {"metadata": {"project": "gemini"}}})
+    block = memory_block(llm_server.last())
+    assert "Fridays" in block and "Tuesdays" not in block
+    with memwrap.scope(filters={"metadata": {"project": {"in": ["apollo", "gemini"]}}}):
+        client.chat.completions.create(**ask("When does the project deploy?"))
+    block = memory_block(llm_server.last())
+    assert "Fridays" in block and "Tuesdays" in block
+    # A wrong filter is an error at the call, never an empty recall.
+    with pytest.raises(InvalidInputError, match="Invalid recall filter"):
+        client.chat.completions.create(**ask("x"), memwrap={"filters": {"metdata": {"project": "apollo"}}})
+    with pytest.raises(InvalidInputError, match="Invalid recall filter"):
+        wrapped(llm_server, warm_memory, bank, filters={"mentioned_after": "yesterday-ish"})
+    assert client.memwrap.flush(30)
+
+
 def test_without_a_bank_the_call_passes_through(llm_server: Any, warm_memory: Any) -> None:
     client = wrapped(llm_server, warm_memory, None)
     client.chat.completions.create(**ask("hi"))

@@ -83,9 +83,10 @@ async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
 
 
 async def banks(pool: asyncpg.Pool) -> list[BankInfo]:
-    rows = await pool.fetch("SELECT bank_id, memory_count, created_at, last_retain_at FROM banks ORDER BY bank_id")
+    rows = await pool.fetch(
+        "SELECT bank_id, memory_count, created_at, last_retain_at, config FROM banks ORDER BY bank_id")
     return [
         BankInfo(bank_id=r["bank_id"], memories=r["memory_count"], created_at=r["created_at"],
-                 last_retain_at=r["last_retain_at"])
+                 last_retain_at=r["last_retain_at"], config=dict(r["config"] or {}))
         for r in rows
     ]

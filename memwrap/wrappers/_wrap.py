@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from memwrap.engine import validate
+from memwrap.filters import RecallFilter, parse_filter
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.memories import resolve_memory
@@ -42,6 +43,7 @@ def wrap(
     session_id: str | None,
     tags: str | Sequence[str] | None,
     recall_timeout: float,
+    filters: RecallFilter | Mapping[str, Any] | None = None,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
@@ -71,6 +73,7 @@ def wrap(
         token_budget=token_budget,
         session_id=session_id,
         tags=as_tags(tags),
+        filters=parse_filter(filters),
         recall_timeout=recall_timeout,
         tool_loop=tool_loop,
         retain_tools=retain_tools,

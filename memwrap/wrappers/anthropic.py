@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import anthropic
 
+from memwrap.filters import RecallFilter
 from memwrap.wrappers._wrap import wrap
 from memwrap.wrappers.proxies import Resource, Tree
 from memwrap.wrappers.scope import BankId, ToolLoop
@@ -36,6 +37,7 @@ def wrap_anthropic(
     token_budget: int = 1024,
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
+    filters: RecallFilter | Mapping[str, Any] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
@@ -67,6 +69,7 @@ def wrap_anthropic(
         token_budget=token_budget,
         session_id=session_id,
         tags=tags,
+        filters=filters,
         recall_timeout=recall_timeout,
         llm=llm,
         tool_loop=tool_loop,

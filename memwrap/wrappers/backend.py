@@ -33,6 +33,7 @@ from typing import Any
 
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
+from memwrap.filters import RecallFilter
 from memwrap.wrappers.spool_store import SPOOL_FILE
 
 log = logging.getLogger("memwrap.wrappers")
@@ -199,16 +200,20 @@ class Backend:
 
     # -- recall ----------------------------------------------------------------------------------------------
 
-    def _recall_kwargs(self, token_budget: int, tags: Sequence[str], model: str | None) -> dict[str, Any]:
+    def _recall_kwargs(self, token_budget: int, tags: Sequence[str], model: str | None,
+                       filters: RecallFilter | None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"token_budget": token_budget, "model": model}
         if tags:
             kwargs["tags"] = list(tags)
+        if filters is not None:
+            kwargs["filters"] = filters
         return kwargs
 
     def recall_sync(
-        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float
+        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float,
+        filters: RecallFilter | None = None,
     ) -> Any:
-        kwargs = self._recall_kwargs(token_budget, tags, model)
+        kwargs = self._recall_kwargs(token_budget, tags, model, filters)
         if self.kind == "async" and (self.home_loop is None or self.home_loop.is_closed()):
             raise RecallSkipped("an async memory can only be reached from its event loop (use Memory for sync code)")
         self._admit()
@@ -233,9 +238,10 @@ class Backend:
             raise RecallTimeout(f"recall took longer than {timeout:.3f}s") from None
 
     async def recall_async(
-        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float
+        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float,
+        filters: RecallFilter | None = None,
     ) -> Any:
-        kwargs = self._recall_kwargs(token_budget, tags, model)
+        kwargs = self._recall_kwargs(token_budget, tags, model, filters)
         loop = asyncio.get_running_loop()
         if self.kind == "async" and self.home_loop is None:
             self.home_loop = loop

@@ -381,6 +381,7 @@ class Call:
         return {
             "token_budget": self.options.token_budget,
             "tags": self.options.tags,
+            "filters": self.options.filters,
             "model": model if isinstance(model, str) else None,
             "timeout": self.options.recall_timeout,
         }

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import openai
 
+from memwrap.filters import RecallFilter
 from memwrap.wrappers._wrap import wrap
 from memwrap.wrappers.proxies import Resource, Tree
 from memwrap.wrappers.scope import BankId, ToolLoop
@@ -37,6 +38,7 @@ def wrap_openai(
     token_budget: int = 1024,
     session_id: str | None = None,
     tags: str | Sequence[str] | None = None,
+    filters: RecallFilter | Mapping[str, Any] | None = None,
     recall_timeout: float = 0.2,
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
@@ -54,7 +56,8 @@ def wrap_openai(
     Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
     the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
     `tool_loop="step"` treats each request as its own exchange. `token_budget`: tokens of memory injected per
-    call (`max_tokens`, its old name, still works with a DeprecationWarning). `memory_api_key`: the key of a
+    call (`max_tokens`, its old name, still works with a DeprecationWarning). `filters` narrows what is recalled
+    (as `recall(filters=...)`: e.g. `{"metadata": {"project": "apollo"}, "mentioned_after": ...}`). `memory_api_key`: the key of a
     sidecar given as `memory="http://..."` (default MEMWRAP_API_KEY).
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):
@@ -73,6 +76,7 @@ def wrap_openai(
         token_budget=token_budget,
         session_id=session_id,
         tags=tags,
+        filters=filters,
         recall_timeout=recall_timeout,
         llm=llm,
         tool_loop=tool_loop,

@@ -15,9 +15,11 @@ from typing import Any, Literal
 
 from memwrap.declare import renamed_arguments
 from memwrap.errors import InvalidInputError
+from memwrap.filters import RecallFilter, parse_filter
 
 OPTION_NAMES = (
-    "bank_id", "inject", "retain", "token_budget", "session_id", "tags", "recall_timeout", "tool_loop", "retain_tools"
+    "bank_id", "inject", "retain", "token_budget", "session_id", "tags", "filters", "recall_timeout", "tool_loop",
+    "retain_tools",
 )
 # Old spellings still accepted (with a DeprecationWarning): `max_tokens` sat beside the SDKs' own max_tokens.
 RENAMED_OPTIONS = {"max_tokens": "token_budget"}
@@ -37,6 +39,9 @@ class Options:
     token_budget: int = 1024  # tokens of memory injected per call (recall's token_budget)
     session_id: str | None = None
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # Narrows what is injected (recall's `filters`: metadata conditions, time ranges, documents, sessions); checked
+    # when the option is given, so a wrong filter is an error at the call, not a silently empty recall.
+    filters: RecallFilter | None = None
     recall_timeout: float = 0.2
     # Tool/agent loops (loops.py): "turn" recalls once per user turn and retains the user's message with the
     # final answer; "step" treats every request as its own exchange. `retain_tools` keeps tool calls and results.
@@ -44,6 +49,8 @@ class Options:
     retain_tools: bool = False
 
     def __post_init__(self) -> None:
+        if self.filters is not None and not isinstance(self.filters, RecallFilter):
+            object.__setattr__(self, "filters", parse_filter(self.filters))  # frozen: set once, while being built
         if self.tool_loop not in TOOL_LOOP_MODES:
             raise InvalidInputError(f"tool_loop must be one of {TOOL_LOOP_MODES}, not {self.tool_loop!r}.")
 
@@ -95,7 +102,8 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
         with memwrap.scope(bank_id=user.id, tags=["support"]):
             client.chat.completions.create(...)
 
-    Scopes nest; inner values win. Tags given here are used for retains and to filter recall.
+    Scopes nest; inner values win. Tags given here are used for retains and to filter recall; `filters` narrows
+    recall only (the same filter as `recall(filters=...)`: metadata, time ranges, documents, sessions).
     """
 
     def __init__(
@@ -107,6 +115,7 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
         token_budget: int | None = None,
         session_id: str | None = None,
         tags: str | Sequence[str] | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
         recall_timeout: float | None = None,
         tool_loop: ToolLoop | None = None,
         retain_tools: bool | None = None,
@@ -122,6 +131,7 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
             "token_budget": token_budget,
             "session_id": session_id,
             "tags": as_tags(tags) if tags is not None else None,
+            "filters": parse_filter(filters),
             "recall_timeout": recall_timeout,
             "tool_loop": tool_loop,
             "retain_tools": retain_tools,

@@ -17,7 +17,7 @@ async def _bank_out(memory: MemoryDep, bank_id: str) -> BankOut:
     # The engine lists banks in one query; a bank's own row is cheap to pick from it.
     info = next((b for b in await memory.banks() if b.bank_id == bank_id), None)
     data = info.model_dump() if info else {"bank_id": bank_id}
-    return BankOut(**data, config=config)
+    return BankOut(**(data | {"config": config}))
 
 
 @router.get("", response_model=list[BankOut], summary="Banks this key may use")

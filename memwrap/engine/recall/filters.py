@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from memwrap.errors import InvalidInputError
-from memwrap.filters import AllOf, AnyOf, MetadataCondition, MetadataFilter, NoneOf, RecallFilter
+from memwrap.filters import AllOf, AnyOf, MetadataCondition, MetadataFilter, NoneOf, RecallFilter, parse_filter
 
 
 class Params:
@@ -36,14 +34,8 @@ class Params:
 
 def recall_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:
     """The caller's filter, checked; None when there is nothing to filter on."""
-    if value is None:
-        return None
-    try:
-        checked = value if isinstance(value, RecallFilter) else RecallFilter.model_validate(value)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg']}" for e in exc.errors())
-        raise InvalidInputError(f"Invalid recall filter: {problems}.") from None
-    return None if checked.is_empty() else checked
+    checked = parse_filter(value)
+    return None if checked is None or checked.is_empty() else checked
 
 
 def compile_filter(where: RecallFilter, alias: str, params: Params) -> list[str]:
