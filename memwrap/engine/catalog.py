@@ -36,10 +36,15 @@ async def list_memories(
     if document_id is not None:
         params.append(document_id)
         document_filter = f" AND m.document_id = ${3 + len(params)}"
+    # The page's ids first, then its columns: OFFSET reads the rows it skips, and reading them through the
+    # record columns (the entity names' subquery) made deep pages cost a subquery per skipped row.
     sql = f"""
-        SELECT {_RECORD_COLUMNS} FROM memory_units m
-        WHERE m.bank_id = $1 AND {where}{document_filter}
-        ORDER BY m.seq LIMIT $2 OFFSET $3
+        SELECT {_RECORD_COLUMNS}
+        FROM (SELECT m.id, m.seq FROM memory_units m
+              WHERE m.bank_id = $1 AND {where}{document_filter}
+              ORDER BY m.seq LIMIT $2 OFFSET $3) page
+        JOIN memory_units m ON m.bank_id = $1 AND m.id = page.id
+        ORDER BY page.seq
     """
     return [_record(r) for r in await pool.fetch(sql, filters.bank_id, limit, offset, *params)]
 
