@@ -37,8 +37,9 @@ def add_verb_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> None:
+    assert declared.cli is not None
     parser = sub.add_parser(
-        declared.name.replace("_", "-"), parents=[common], help=declared.summary, description=declared.doc,
+        declared.cli, parents=[common], help=declared.summary, description=declared.doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     hints = get_type_hints(declared.function, include_extras=True)
@@ -95,7 +96,8 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
 
 # Verbs that read a bank: on a bank that does not exist they would answer "nothing", which reads like an empty
 # bank; the CLI says there is no such bank instead (and exits 1).
-READS_A_BANK = {"recall", "list", "get", "observations", "mental_models", "bank_config", "history", "export_bank"}
+READS_A_BANK = {"recall", "list", "get", "observations", "mental_models", "bank_config", "history", "export_bank",
+                "entities", "entity_graph", "memory_context"}
 
 
 def _bank_exists(memory: Memory, bank_id: str) -> bool:
@@ -213,7 +215,44 @@ def _reflect(result: Any, args: argparse.Namespace) -> None:
                   + (f", cut short: {result.forced_reason}" if result.forced else "") + "[/]")
 
 
+def _stats(stats: Any, args: argparse.Namespace) -> None:
+    def counts(by: dict[str, int]) -> str:
+        return ", ".join(f"{k} {v:,}" for k, v in sorted(by.items())) or "none"
+
+    def time(value: datetime | None) -> str:
+        return f"{value:%Y-%m-%d %H:%M}" if value else ""
+
+    table = Table(title=f"Bank {stats.bank_id}", show_header=False)
+    table.add_column(style="bold")
+    table.add_column()
+    for label, value in (
+        ("memories", f"{stats.memories:,} ({counts(stats.memories_by_type)})"),
+        ("invalidated", f"{stats.invalidated:,}"),
+        ("observations", f"{stats.observations:,}"),
+        ("mental models", f"{stats.mental_models:,} ({counts(stats.mental_models_by_status)})"),
+        ("entities", f"{stats.entities:,}"),
+        ("jobs pending", f"{stats.jobs_pending:,} ({counts(stats.jobs_by_status)})"),
+        ("created", time(stats.created_at)),
+        ("last retain", time(stats.last_retain_at)),
+        ("last activity", time(stats.last_activity_at)),
+    ):
+        table.add_row(label, value)
+    console.print(table)
+
+
+def _entities(entities: list[Any], args: argparse.Namespace) -> None:
+    table = Table(title=f"Entities in {args.bank_id}")
+    for column in ("id", "name", "mentions", "aliases", "last seen"):
+        table.add_column(column)
+    for e in entities:
+        table.add_row(str(e.id), e.name, f"{e.mentions:,}", ", ".join(e.aliases),
+                      f"{e.last_seen:%Y-%m-%d}" if e.last_seen else "")
+    console.print(table)
+
+
 RENDERERS: dict[str, Callable[[Any, argparse.Namespace], None]] = {
+    "bank_stats": _stats,
+    "entities": _entities,
     "recall": _recall,
     "retain": _retain,
     "banks": _banks,

@@ -90,7 +90,7 @@ class Verb:
     composed: str | None  # over HTTP the client composes it from these verbs (no route of its own)
     optional_bank: str | None  # bank_id=None means every bank, in-process only: why not over HTTP
     mcp: str | None  # the MCP tool's name (None: not a tool)
-    cli: bool
+    cli: str | None  # the CLI command's name (None: no command)
     partial: bool  # parameters not given are not passed on (PATCH: None resets, absent keeps)
     renamed: Mapping[str, str] = field(default_factory=dict)
     function: Callable[..., Any] | None = None  # the declared function (its signature is the public one)
@@ -115,15 +115,17 @@ def verb(
     composed: str | None = None,
     optional_bank: str | None = None,
     mcp: bool | str = False,
-    cli: bool = False,
+    cli: bool | str = False,
     partial: bool = False,
     renamed: Mapping[str, str] | None = None,
     custom: bool = False,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Declare a verb (see the module docstring). Exactly one of: a REST `route`; `local_only` (why it cannot
     travel over HTTP); `composed` (the verbs the HTTP client builds it from). `mcp`: offered as an MCP tool (a
-    string names the tool). `custom=True`: the class that inherits the declaration writes the method itself
-    (its signature must stay the declared one; tests/test_verb_drift.py checks)."""
+    string names the tool); `cli`: offered as a CLI command (`memwrap bank-config`; a string names the command,
+    for a verb whose Python name says more than a command needs, e.g. `memwrap stats`). `custom=True`: the class
+    that inherits the declaration writes the method itself (its signature must stay the declared one;
+    tests/test_verb_drift.py checks)."""
     if sum(x is not None for x in (route, local_only, composed)) != 1:
         raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
 
@@ -144,7 +146,7 @@ def verb(
             composed=composed,
             optional_bank=optional_bank,
             mcp=(name if mcp is True else mcp) or None,
-            cli=cli,
+            cli=(name.replace("_", "-") if cli is True else cli) or None,
             partial=partial,
             renamed=dict(renamed or {}),
             function=function,

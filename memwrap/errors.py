@@ -41,6 +41,15 @@ class BankNotFoundError(MemwrapError, KeyError):
         return str(self.args[0]) if self.args else "bank not found"
 
 
+class EntityNotFoundError(MemwrapError, KeyError):
+    """No entity of that id in the bank (`entities(bank_id)` lists the bank's entities and their ids)."""
+
+    code = "entity_not_found"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "entity not found"
+
+
 class BankExistsError(MemwrapError):
     """create_bank on a bank id that is taken (configure_bank changes an existing bank)."""
 

@@ -356,3 +356,94 @@ class ImportReport(BaseModel):
     read: dict[str, int] = Field(default_factory=dict)
     written: dict[str, int] = Field(default_factory=dict)
     embedded: int = 0  # memories embedded on import (the file had no vector for them, or one of another size)
+
+
+# --- views of a bank for people (memwrap/engine/bank_views.py; the memory browser shows them) --------------------
+
+# Bounds of the entity views: checked by the engine, advertised in the REST API's OpenAPI document (memwrap/verbs.py).
+MAX_ENTITIES_PAGE = 500
+MAX_ENTITIES_OFFSET = 1_000_000
+MAX_ENTITY_SEARCH_CHARS = 200
+MAX_NEIGHBOURS = 50
+
+
+class BankStats(BaseModel):
+    """A bank at a glance (`bank_stats`): what it holds, what its worker has to do, when it last changed."""
+
+    bank_id: str
+    memories: int = Field(description="Memories recall can find (not invalidated), every type")
+    memories_by_type: dict[str, int] = Field(default_factory=dict, description="Not invalidated, per type")
+    invalidated: int = 0
+    observations: int = 0
+    mental_models: int = 0
+    mental_models_by_status: dict[str, int] = Field(default_factory=dict)
+    entities: int = 0
+    jobs_pending: int = Field(0, description="Queued or running background jobs of this bank")
+    jobs_by_status: dict[str, int] = Field(default_factory=dict)
+    created_at: datetime | None = None
+    last_retain_at: datetime | None = None
+    last_activity_at: datetime | None = Field(None, description="The latest retain, learning step or job")
+
+
+class LinkedMemory(BaseModel):
+    id: UUID
+    kind: str = Field(description="next (the following turn of a session), causal, ...")
+    direction: str = Field(description="out: this memory links to it; in: it links to this memory")
+    type: str
+    text: str
+    invalidated: bool = False
+
+
+class CitingObservation(BaseModel):
+    id: UUID
+    text: str
+    quote: str
+    stance: str
+    proof_count: int
+    invalidated: bool = False
+
+
+class EntityRef(BaseModel):
+    id: UUID
+    name: str
+
+
+class MemoryContext(BaseModel):
+    """What surrounds one memory (`memory_context`), beside the memory itself (`get`)."""
+
+    id: UUID
+    invalidated_at: datetime | None = None
+    invalidation_reason: str | None = None
+    entities: list[EntityRef] = Field(default_factory=list)
+    links: list[LinkedMemory] = Field(default_factory=list)
+    observations: list[CitingObservation] = Field(default_factory=list, description="Observations citing it")
+
+
+class EntitySummary(BaseModel):
+    id: UUID
+    name: str
+    mentions: int
+    aliases: list[str] = Field(default_factory=list)
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class Neighbour(BaseModel):
+    entity: EntitySummary
+    co_mentions: int = Field(description="Memories that mention both")
+    links: int = Field(description="Links (next turn, causal) between memories of one and memories of the other")
+
+
+class EntityMemory(BaseModel):
+    id: UUID
+    type: str
+    text: str
+    mentioned_at: datetime | None = None
+
+
+class EntityGraph(BaseModel):
+    """An entity with its closest neighbours and its latest memories (`entity_graph`)."""
+
+    entity: EntitySummary
+    neighbours: list[Neighbour] = Field(default_factory=list)
+    memories: list[EntityMemory] = Field(default_factory=list, description="Its latest memories")

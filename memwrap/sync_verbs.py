@@ -10,10 +10,11 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from memwrap.async_api import AsyncMemory
-from memwrap.verbs import (BankIds, BankInfo, ConsolidationReport, DefensePolicy, Disposition, ImportReport,
-    ImportSource, Items, Job, JobStatus, Mapping, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, Observation, ObservationVersion, Path, Recall, RecallFilter, ReflectResult, Tags, UUID,
-    datetime)
+from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
+    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
+    Items, Job, JobStatus, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
+    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, Path, Recall, RecallFilter, ReflectResult,
+    Tags, UUID, datetime)
 
 T = TypeVar("T")
 
@@ -109,6 +110,37 @@ class SyncVerbs:
         """Create the bank if needed and change the settings given (None resets one to the default); the
         settings are those of `create_bank`. Returns the bank's settings."""
         return self._run(self._async.configure_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days))
+
+    def bank_stats(self, bank_id: str) -> BankStats:
+        """A bank's counts and last activity.
+
+        Memories recall can find (per type), invalidated ones, observations, mental models (per status), entities,
+        background jobs pending (per status), and when the bank was created, last retained into and last changed.
+        BankNotFoundError if there is no such bank."""
+        return self._run(self._async.bank_stats(bank_id))
+
+    def memory_context(self, bank_id: str, memory_id: MemoryId) -> MemoryContext:
+        """What surrounds a memory: entities, links, observations citing it, invalidation.
+
+        Its entities; its links both ways (the next turn of its session, causal links); the observations citing it;
+        when and why it was invalidated, if it was. MemoryNotFoundError if the bank has no such memory; the memory
+        itself is `get`'s."""
+        return self._run(self._async.memory_context(bank_id, memory_id))
+
+    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> list[EntitySummary]:
+        """The bank's entities, most mentioned first (search: part of a name or alias).
+
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
+        and when they were first and last seen; `search`: only those with it in their name or in one of their
+        aliases, in any case."""
+        return self._run(self._async.entities(bank_id, search=search, limit=limit, offset=offset))
+
+    def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount=15) -> EntityGraph:
+        """An entity, its neighbours (co-mentions, links) and its latest memories.
+
+        The `neighbours` closest entities: most memories mentioning both first, then most links between their
+        memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
+        return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
 
     def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: int=100) -> list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""

@@ -17,17 +17,25 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import SkipValidation
+from pydantic import Field, SkipValidation
 
 from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
+    MAX_ENTITIES_OFFSET,
+    MAX_ENTITIES_PAGE,
+    MAX_ENTITY_SEARCH_CHARS,
+    MAX_NEIGHBOURS,
     BankInfo,
+    BankStats,
     ConsolidationReport,
     Disposition,
+    EntityGraph,
+    EntitySummary,
     ImportReport,
     Job,
     JobStatus,
+    MemoryContext,
     MemoryRecord,
     MemoryVersion,
     MentalModel,
@@ -50,6 +58,13 @@ MemoryId = UUID | str
 # A JSONL file (memwrap/engine/memories_jsonl.py) or the memories themselves, read lazily by the engine.
 ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
 DefensePolicy = Literal["redact", "block", "off"]
+EntityId = UUID | str
+# The bounds of the entity views: the engine checks them (memwrap/engine/view_verbs.py); declared here too, they
+# are checked before the engine is reached over REST and MCP, and the OpenAPI document shows them.
+EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
+EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
+EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
+NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
 
 BANK = "/v1/banks/{bank_id}"
 
@@ -231,6 +246,47 @@ class MemoryVerbs:
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default); the
         settings are those of `create_bank`. Returns the bank's settings."""
+        ...
+
+    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/bank_views.py) -----------
+    # What the memory browser (/ui) shows; read-only, each a bounded query. Not MCP tools: an agent asks memory
+    # with recall and reflect; these are for people (and scripts) looking at a bank.
+
+    @verb(Route("GET", f"{BANK}/stats"), cli="stats")
+    async def bank_stats(self, bank_id: str) -> BankStats:
+        """A bank's counts and last activity.
+
+        Memories recall can find (per type), invalidated ones, observations, mental models (per status), entities,
+        background jobs pending (per status), and when the bank was created, last retained into and last changed.
+        BankNotFoundError if there is no such bank."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/context"), cli=True)
+    async def memory_context(self, bank_id: str, memory_id: MemoryId) -> MemoryContext:
+        """What surrounds a memory: entities, links, observations citing it, invalidation.
+
+        Its entities; its links both ways (the next turn of its session, causal links); the observations citing it;
+        when and why it was invalidated, if it was. MemoryNotFoundError if the bank has no such memory; the memory
+        itself is `get`'s."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/entities"), cli=True)
+    async def entities(
+        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+    ) -> list[EntitySummary]:
+        """The bank's entities, most mentioned first (search: part of a name or alias).
+
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
+        and when they were first and last seen; `search`: only those with it in their name or in one of their
+        aliases, in any case."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/entities/{{entity_id}}/graph"), cli=True)
+    async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
+        """An entity, its neighbours (co-mentions, links) and its latest memories.
+
+        The `neighbours` closest entities: most memories mentioning both first, then most links between their
+        memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
         ...
 
     # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) -----------------------

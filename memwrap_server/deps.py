@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Annotated
 
-import asyncpg
 from fastapi import Depends, Path, Request
 
 from memwrap.api import AsyncMemory
@@ -42,18 +41,3 @@ async def bank_access(
 MemoryDep = Annotated[AsyncMemory, Depends(get_memory)]
 BankDep = Annotated[str, Depends(bank_access)]
 CallerDep = Annotated["ApiKey | None", Depends(caller)]
-
-
-async def get_pool(memory: MemoryDep) -> asyncpg.Pool:
-    """The engine's connection pool, for the read-only browsing views (memwrap/engine/bank_views.py).
-
-    The server's memory is always an in-process engine (an HTTP-backed one has no database here: 501).
-    """
-    engine = await memory._get_engine()  # noqa: SLF001 - the server owns this memory and its engine
-    store = getattr(engine, "store", None)
-    if store is None:
-        raise ApiError(501, "not_embedded", "This server's memory is reached over HTTP: it has no database to browse.")
-    return store.pool  # type: ignore[no-any-return]
-
-
-PoolDep = Annotated[asyncpg.Pool, Depends(get_pool)]

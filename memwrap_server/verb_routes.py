@@ -31,6 +31,7 @@ from memwrap_server.schemas import ERRORS, Text, storable_text
 PATH_TYPES: dict[str, Any] = {
     "memory_id": UUID,
     "observation_id": UUID,
+    "entity_id": UUID,
     "name": Annotated[Text, Path(min_length=1, max_length=200, description="The mental model's name.")],
 }
 NOT_FOUND = {404: ERRORS[422] | {"description": "No such memory, observation or mental model in this bank"}}
@@ -101,7 +102,10 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
             if name in route.path_params:
                 continue
             query.append(name)
-            parameters += _query_parameters(name, info.annotation, info.default)
+            # Bounds declared on the parameter (Field(ge=..., le=...)) sit in the field's metadata: keep them, so
+            # the query string is checked (422) and the OpenAPI document shows them.
+            annotation = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+            parameters += _query_parameters(name, annotation, info.default)
 
     async def endpoint(**kwargs: Any) -> Any:
         memory = kwargs.pop("memory")

@@ -1,4 +1,4 @@
-"""The command line: demo, retain, recall, banks, list — for people and (--json) for scripts."""
+"""The command line: demo, retain, recall, banks, list, stats, entities — for people and (--json) for scripts."""
 
 from __future__ import annotations
 
@@ -40,3 +40,23 @@ def test_retain_recall_banks_list(memwrap_home: Path, capsys: pytest.CaptureFixt
 def test_errors_are_readable(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["retain", "bad bank", "x", "--home", str(memwrap_home)]) == 2
     assert "invalid_bank_id" in capsys.readouterr().out
+
+
+def test_stats_and_entities_of_a_bank(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = ["--home", str(memwrap_home)]
+    assert main(["retain", "cli-views", "Alice met Maya in Lisbon.", *home, "--json"]) == 0
+    capsys.readouterr()
+    assert main(["stats", "cli-views", *home, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["bank_id"] == "cli-views" and stats["memories"] == 1 and stats["entities"] >= 2
+    assert main(["stats", "cli-views", *home]) == 0
+    assert "last retain" in capsys.readouterr().out
+    assert main(["entities", "cli-views", "--search", "may", *home, "--json"]) == 0
+    [maya] = json.loads(capsys.readouterr().out)
+    assert maya["name"] == "Maya"
+    assert main(["entity-graph", "cli-views", maya["id"], "--neighbours", "5", *home, "--json"]) == 0
+    assert "Alice" in {n["entity"]["name"] for n in json.loads(capsys.readouterr().out)["neighbours"]}
+    assert main(["entities", "cli-views", *home]) == 0
+    assert "Maya" in capsys.readouterr().out
+    assert main(["entities", "cli-viewz", *home]) == 1  # no such bank: said, not an empty table
+    assert "cli-views" in capsys.readouterr().out

@@ -128,14 +128,14 @@ def cli_problems(parser: argparse.ArgumentParser) -> list[str]:
     for declared in VERBS.values():
         if not declared.cli:
             continue
-        command = commands.get(declared.name.replace("_", "-"))
+        command = commands.get(declared.cli)
         if command is None:
             problems.append(f"no CLI command for {declared.name}")
             continue
         dests = {a.dest for a in command._actions}  # noqa: SLF001
         for name in declared.params.model_fields:
             if name not in dests:
-                problems.append(f"`memwrap {declared.name.replace('_', '-')}` lacks {name}")
+                problems.append(f"`memwrap {declared.cli}` lacks {name}")
     return problems
 
 

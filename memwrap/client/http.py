@@ -232,6 +232,7 @@ _PATH_CHECKS: dict[str, Callable[[Any], Any]] = {
     "bank_id": validate.bank_id,
     "memory_id": validate.memory_id,
     "observation_id": validate.memory_id,
+    "entity_id": validate.entity_id,
 }
 
 

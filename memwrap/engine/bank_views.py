@@ -1,101 +1,35 @@
 """Read-only views of a bank for people looking at it (the sidecar's memory browser): its counts, one memory
 with what surrounds it (links, the observations citing it, its invalidation), and its entities as a small graph.
 
+The SQL only: the engine checks the arguments and offers these as verbs (memwrap/engine/view_verbs.py); their
+results are public models (memwrap/models.py).
+
 Every query here is bounded (LIMIT, or a GROUP BY over one bank's index range) so a page of the browser costs a
 few milliseconds on a bank of ten thousand memories.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import asyncpg
-from pydantic import BaseModel, Field
 
-from memwrap.errors import BankNotFoundError, MemoryNotFoundError
+from memwrap.errors import BankNotFoundError, EntityNotFoundError, MemoryNotFoundError
+from memwrap.models import (
+    BankStats,
+    CitingObservation,
+    EntityGraph,
+    EntityMemory,
+    EntityRef,
+    EntitySummary,
+    LinkedMemory,
+    MemoryContext,
+    Neighbour,
+)
 
 # The text of a linked or citing item is shown as a one-line preview.
 PREVIEW_CHARS = 300
-
-
-class BankStats(BaseModel):
-    bank_id: str
-    memories: int = Field(description="Memories recall can find (not invalidated), every type")
-    memories_by_type: dict[str, int] = Field(default_factory=dict, description="Not invalidated, per type")
-    invalidated: int = 0
-    observations: int = 0
-    mental_models: int = 0
-    mental_models_by_status: dict[str, int] = Field(default_factory=dict)
-    entities: int = 0
-    jobs_pending: int = Field(0, description="Queued or running background jobs of this bank")
-    jobs_by_status: dict[str, int] = Field(default_factory=dict)
-    created_at: datetime | None = None
-    last_retain_at: datetime | None = None
-    last_activity_at: datetime | None = Field(None, description="The latest retain, learning step or job")
-
-
-class LinkedMemory(BaseModel):
-    id: UUID
-    kind: str = Field(description="next (the following turn of a session), causal, ...")
-    direction: str = Field(description="out: this memory links to it; in: it links to this memory")
-    type: str
-    text: str
-    invalidated: bool = False
-
-
-class CitingObservation(BaseModel):
-    id: UUID
-    text: str
-    quote: str
-    stance: str
-    proof_count: int
-    invalidated: bool = False
-
-
-class EntityRef(BaseModel):
-    id: UUID
-    name: str
-
-
-class MemoryContext(BaseModel):
-    """What surrounds one memory: the browser's memory page beside `GET /memories/{id}`."""
-
-    id: UUID
-    invalidated_at: datetime | None = None
-    invalidation_reason: str | None = None
-    entities: list[EntityRef] = Field(default_factory=list)
-    links: list[LinkedMemory] = Field(default_factory=list)
-    observations: list[CitingObservation] = Field(default_factory=list, description="Observations citing it")
-
-
-class EntitySummary(BaseModel):
-    id: UUID
-    name: str
-    mentions: int
-    aliases: list[str] = Field(default_factory=list)
-    first_seen: datetime | None = None
-    last_seen: datetime | None = None
-
-
-class Neighbour(BaseModel):
-    entity: EntitySummary
-    co_mentions: int = Field(description="Memories that mention both")
-    links: int = Field(description="Links (next turn, causal) between memories of one and memories of the other")
-
-
-class EntityMemory(BaseModel):
-    id: UUID
-    type: str
-    text: str
-    mentioned_at: datetime | None = None
-
-
-class EntityGraph(BaseModel):
-    entity: EntitySummary
-    neighbours: list[Neighbour] = Field(default_factory=list)
-    memories: list[EntityMemory] = Field(default_factory=list, description="Its latest memories")
 
 
 STATS = """
@@ -120,7 +54,7 @@ FROM banks b WHERE b.bank_id = $1
 async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> BankStats:
     row = await pool.fetchrow(STATS, bank_id)
     if row is None:
-        raise BankNotFoundError(f"No bank {bank_id!r}.")
+        raise BankNotFoundError(f"No bank {bank_id!r}; banks() lists the banks there are.")
     by_type = {k: int(v) for k, v in _json(row["by_type"]).items()}
     models = {k: int(v) for k, v in _json(row["models_by_status"]).items()}
     jobs = {k: int(v) for k, v in _json(row["jobs_by_status"]).items()}
@@ -255,13 +189,15 @@ async def entities(
 
 
 async def entity_graph(pool: asyncpg.Pool, bank_id: str, entity_id: UUID, *, neighbours: int = 15,
-                       memories: int = 20) -> EntityGraph | None:
-    """An entity, its closest neighbours (by co-mentions, then links) and its latest memories; None if unknown."""
+                       memories: int = 20) -> EntityGraph:
+    """An entity, its closest neighbours (by co-mentions, then links) and its latest memories."""
     async with pool.acquire() as conn:
         row = await conn.fetchrow(f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.bank_id = $1 AND e.id = $2",
                                   bank_id, entity_id)
         if row is None:
-            return None
+            raise EntityNotFoundError(
+                f"No entity {entity_id} in bank {bank_id!r}; entities({bank_id!r}) lists the bank's entities."
+            )
         near = await conn.fetch(NEIGHBOURS, bank_id, entity_id, neighbours)
         latest = await conn.fetch(ENTITY_MEMORIES, bank_id, entity_id, memories, PREVIEW_CHARS)
     return EntityGraph(

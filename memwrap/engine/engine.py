@@ -1,4 +1,7 @@
-"""The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them."""
+"""The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them.
+
+The learning verbs (memwrap/engine/learn/verbs.py) and the read-only views of a bank (view_verbs.py) are mixed in.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
 from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
+from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
@@ -58,7 +62,7 @@ WRITE_BATCH = 256
 WARMUP_BANK = "__memwrap_warmup__"
 
 
-class Engine(LearningVerbs):
+class Engine(LearningVerbs, ViewVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder

@@ -12,6 +12,7 @@ from uuid import UUID
 from pydantic import ValidationError
 
 from memwrap.errors import (
+    EntityNotFoundError,
     InvalidBankIdError,
     InvalidBudgetError,
     InvalidContentError,
@@ -204,6 +205,25 @@ def memory_id(value: UUID | str) -> UUID:
         return UUID(str(value))
     except ValueError:
         raise MemoryNotFoundError(f"{value!r} is not a memory id (ids are UUIDs, as returned by retain).") from None
+
+
+def entity_id(value: UUID | str) -> UUID:
+    """An entity's id; anything that is not a UUID names no entity (as for memory ids: not found, not invalid)."""
+    if isinstance(value, UUID):
+        return value
+    try:
+        return UUID(str(value))
+    except ValueError:
+        raise EntityNotFoundError(f"{value!r} is not an entity id (ids are UUIDs, as entities() lists them).") from None
+
+
+def bounded(value: object, *, what: str, low: int, high: int) -> int:
+    """An integer argument (a limit, an offset, a count) within [low, high], named in the message."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInputError(f"{what} must be an integer, not {value!r}.")
+    if not low <= value <= high:
+        raise InvalidInputError(f"{what} must be from {low:,} to {high:,} (got {value:,}).")
+    return value
 
 
 # What a bank's config may hold, and the values each key takes (None removes the key).
