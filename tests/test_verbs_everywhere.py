@@ -119,3 +119,11 @@ def test_the_views_check_their_bounds(memory: Memory) -> None:
     with pytest.raises(InvalidInputError, match="NUL"):
         memory.entities("views-bounds", search="a\x00b")
     assert memory.entities("views-bounds", search="  ") == []  # blank: no filter (and no such bank: nothing)
+
+
+def test_a_limit_out_of_range_is_invalid_input_on_every_surface(surface: Memory) -> None:
+    # Over HTTP the server's own check answers 422; the client raises what the engine raises embedded.
+    with pytest.raises(InvalidInputError, match="limit"):
+        surface.entities("views-bounds", limit=0)
+    with pytest.raises(InvalidInputError):
+        surface.list("views-bounds", limit=0)

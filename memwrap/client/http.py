@@ -69,6 +69,11 @@ class AuthError(HttpError):
     """401 (no or wrong key: set api_key= or MEMWRAP_API_KEY) or 403 (the key may not use this bank)."""
 
 
+class InvalidRequestError(HttpError, errors.InvalidInputError):
+    """400/422 the server's own checks gave (a limit out of range, a malformed body) where the embedded engine
+    raises InvalidInputError: catchable as either, so code written against one surface works on the other."""
+
+
 def _raise_for(response: httpx.Response) -> None:
     if response.status_code < 400:
         return
@@ -86,6 +91,8 @@ def _raise_for(response: httpx.Response) -> None:
         raise cls(message)
     if response.status_code >= 500:
         raise errors.StoreError(f"memwrap server error {response.status_code}: {message}")
+    if response.status_code in (400, 422):
+        raise InvalidRequestError(message, status=response.status_code, code=code)
     raise HttpError(message, status=response.status_code, code=code)
 
 
