@@ -237,6 +237,33 @@ def test_a_filter_never_hides_what_the_arm_finds_in_the_filtered_set(filled: Any
     memory._run(run())
 
 
+@pytest.mark.parametrize("first_pass", [0, 1])
+def test_the_graph_arms_first_pass_gives_what_checking_everything_gives(
+    filled: Any, monkeypatch: pytest.MonkeyPatch, first_pass: int
+) -> None:
+    """A filtered graph arm checks its filter on the best reached memories first and on the rest only when too few
+    passed. With a first pass of 0 (the rest always read) or of 1 × limit (often too few), every filter gives the
+    ranked list the default first pass gives: the shortcut changes the cost, never the answer."""
+    memory, bank, records = filled
+    eng = engine(memory)
+    size, limit = len(records), 6
+    filters = [{"metadata": {"project": "hera"}}, {"metadata": {"priority": {"gte": 4}}},
+               {"metadata": {"owner": {"name": "bob"}}}, {"metadata": {"due": {"exists": True}}}]
+
+    async def ranked(where: dict[str, Any], query: str) -> list[Any]:
+        vector = await eng.embedder.embed_query(query)
+        async with eng.store.pool.acquire() as conn:
+            hits = await arms.graph(conn, Filters(bank, where=recall_filter(where)), vector, ["maya", "lisbon"],
+                                    limit, size)
+        return [i for i, _ in hits]
+
+    queries = ["Maya birthday picnic", "the Lisbon apartment", "hiking in the Alps"]
+    default = [memory._run(ranked(w, q)) for w in filters for q in queries]
+    monkeypatch.setattr(arms, "FILTER_FIRST_PASS", first_pass)
+    assert [memory._run(ranked(w, q)) for w in filters for q in queries] == default
+    assert any(default)
+
+
 def test_the_metadata_index_serves_containment(filled: Any) -> None:
     """memory_units_metadata answers the containment the filter compiles to (the planner picks it when it is
     selective in a big bank; in this small one the sequential scan is switched off to see that it can)."""
