@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
@@ -199,22 +199,24 @@ def tags(values: Sequence[str] | None) -> list[str] | None:
 
 
 def memory_id(value: UUID | str) -> UUID:
-    if isinstance(value, UUID):
-        return value
-    try:
-        return UUID(str(value))
-    except ValueError:
-        raise MemoryNotFoundError(f"{value!r} is not a memory id (ids are UUIDs, as returned by retain).") from None
+    return _uuid(value, lambda: MemoryNotFoundError(
+        f"{value!r} is not a memory id (ids are UUIDs, as returned by retain)."))
 
 
 def entity_id(value: UUID | str) -> UUID:
-    """An entity's id; anything that is not a UUID names no entity (as for memory ids: not found, not invalid)."""
+    return _uuid(value, lambda: EntityNotFoundError(
+        f"{value!r} is not an entity id (ids are UUIDs, as entities() lists them)."))
+
+
+def _uuid(value: UUID | str, not_found: Callable[[], Exception]) -> UUID:
+    """An id; anything that is not a UUID names nothing (not found, rather than invalid: the caller asked for a
+    thing by its name, and there is no such thing)."""
     if isinstance(value, UUID):
         return value
     try:
         return UUID(str(value))
     except ValueError:
-        raise EntityNotFoundError(f"{value!r} is not an entity id (ids are UUIDs, as entities() lists them).") from None
+        raise not_found() from None
 
 
 def bounded(value: object, *, what: str, low: int, high: int) -> int:
