@@ -46,10 +46,15 @@ def test_bank_allow_list(sidecar: ServerProcess, admin: httpx.Client) -> None:
     for method, path in _routes(admin, "bob"):
         if "{" in path or path in ("/v1/banks", "/metrics", "/v1/recall", *PROXY_PATHS):  # checked below
             continue
+        if path.startswith("/v1/spool"):  # not one bank's: answered with the key's banks only (below)
+            continue
         response = alice.request(method, path, json={"query": "plan", "content": "x", "items": []})
         assert response.status_code == 403, (method, path, response.text)
         assert response.json()["error"]["code"] == "bank_forbidden"
     assert alice.post("/v1/banks", json={"bank_id": "bob"}).status_code == 403
+    for path in ("/v1/spool", "/v1/spool/rows?dead=true", "/v1/spool/rows"):  # tests/test_server_spool.py: rows
+        assert alice.get(path).status_code == 200 and "bob" not in alice.get(path).text
+    assert alice.get("/v1/spool/rows", params={"bank_id": "bob"}).status_code == 403
     # A recall of several banks (the banks in its body): one the key may not use refuses the whole recall.
     several = alice.post("/v1/recall", json={"bank_id": ["alice", "bob"], "query": "plan"})
     assert several.status_code == 403 and several.json()["error"]["code"] == "bank_forbidden"
