@@ -95,6 +95,10 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
     matches read: a selective filter would otherwise read every match of a common term looking for TERM_SCAN_CAP
     that pass (0.9 s for a 0.5% filter in a 100k bank). The unfiltered arm drops those terms anyway, so nothing
     it finds in the filtered set is lost.
+
+    Hits come in BM25 order, each with its *coverage*: the share of the question's term weight (the idf of every
+    term looked up, matched in the bank or not) that the memory matches. Fusion weighs the arm's vote by it: a
+    memory sharing one incidental word with a paraphrased question is a weaker vote than one matching its names.
     """
     where, params = filters.sql("m", 7)
     bank_wide = filters.where is not None
@@ -110,30 +114,37 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
             WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
               AND NOT ($6 AND EXISTS (SELECT 1 FROM bank_common_terms c WHERE c.bank_id = $1 AND c.lexeme = u.lexeme))
         ), matches AS (
-            SELECT hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
+            SELECT t.tsq, hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM terms t
             CROSS JOIN LATERAL (
                 SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns} FROM memory_units m
                 WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
             ) hit
+        ), question AS (
+            -- The question's whole term weight: every term looked up, those the bank never uses at their highest
+            -- idf (df 0), those too common to count left out as they are from the scores.
+            SELECT sum(ln(1 + ($3::float8 - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5))) AS idf
+            FROM terms t LEFT JOIN (SELECT tsq, max(df) AS df FROM matches GROUP BY tsq) d ON d.tsq = t.tsq
+            WHERE coalesce(d.df, 0) < $4
         ), scored AS (
             SELECT id, max(mentioned_at) AS mentioned_at,
                    sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
-                       / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score
+                       / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score,
+                   sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5))) AS idf
             FROM matches
             WHERE df < $4 {passes}
             GROUP BY id
         )
         -- Equal texts score equally (up to the order of a float sum): the newer memory goes first.
-        SELECT id, score FROM scored
+        SELECT id, s.idf / greatest(q.idf, 1e-9) AS coverage FROM scored s, question q
         ORDER BY round(score::numeric, 9) DESC, mentioned_at DESC, id
         LIMIT $5
     """
     rows = await conn.fetch(
         sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, skip_known_common, *params
     )
-    return [(r["id"], float(r["score"])) for r in rows]
+    return [(r["id"], min(1.0, float(r["coverage"]))) for r in rows]
 
 
 async def graph(
