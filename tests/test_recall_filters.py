@@ -280,3 +280,36 @@ def test_the_metadata_index_serves_containment(filled: Any) -> None:
             return "\n".join(r[0] for r in rows)
 
     assert "memory_units_metadata" in memory._run(plan())
+
+
+def test_a_keyword_vote_counts_by_how_much_of_the_question_it_matches(filled: Any) -> None:
+    """The keyword arm's hits carry their coverage (0..1, BM25 order kept), and fusion weighs the arm's vote by it:
+    a hit sharing one word of a long question is a weaker vote than one matching most of it."""
+    import uuid as uuid_module
+
+    from memwrap.engine.recall.fusion import GRADED_ARMS, reciprocal_rank
+
+    memory, bank, records = filled
+    eng = engine(memory)
+
+    async def hits(query: str) -> list[tuple[Any, float]]:
+        async with eng.store.pool.acquire() as conn:
+            return await arms.keyword(conn, Filters(bank), search_text(query), 10, len(records))
+
+    found = memory._run(hits("cello lesson tournament"))
+    assert found and all(0.0 < c <= 1.0 for _, c in found)
+    by_id = {r.id: r.text for r in records}
+    # A memory with two of the three rare words covers more of the question than one with one of them.
+    best = found[0]
+    assert "cello" in by_id[best[0]] and best[1] < 1.0
+    full = memory._run(hits("cello lesson"))
+    assert full[0][1] == pytest.approx(1.0)  # every term of the question matched
+
+    a, b, c = (uuid_module.uuid4() for _ in range(3))
+    weights = {"semantic": 1.0, "keyword": 1.0}
+    # b is first in the keyword arm but matched little of the question: a, first in the semantic arm, wins.
+    fused = reciprocal_rank({"semantic": [(a, 0.9), (c, 0.8)], "keyword": [(b, 0.1), (a, 0.6)]}, weights)
+    assert [f.id for f in fused][0] == a
+    weak_b = next(f.score for f in fused if f.id == b)
+    strong = reciprocal_rank({"semantic": [(a, 0.9)], "keyword": [(b, GRADED_ARMS["keyword"])]}, weights)
+    assert next(f.score for f in strong if f.id == b) == pytest.approx(weak_b * GRADED_ARMS["keyword"] / 0.1)
