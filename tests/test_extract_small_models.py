@@ -157,3 +157,20 @@ async def test_what_the_assistant_only_acknowledged_is_the_users(engine: Engine,
         "Zhang Wei is the user's team lead.": "world",  # "your", from the assistant, is the user
         "The assistant booked the user a React course.": "experience",
     }
+
+
+async def test_what_the_assistant_recommended_is_its_experience_whatever_the_model_typed(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    content = ("user: I'm flying to Berlin next Tuesday for a conference.\n"
+               "assistant: I recommend the Museum Island in Berlin if you have a free evening.")
+    fake.script([reply([
+        fact("The user is flying to Berlin next Tuesday for a conference.", "world", [1], ["Berlin"], when="next Tuesday"),
+        # The local model's reply: typed world, and citing the user's turn.
+        fact("The assistant recommends the Museum Island in Berlin if the user has a free evening.", "world", [1],
+             ["Museum Island", "Berlin"]),
+    ])])
+    await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
+    rows = {r["text"]: r["fact_type"] for r in await units(engine, bank)}
+    assert rows == {
+        "The user is flying to Berlin next Tuesday for a conference.": "world",
+        "The assistant recommends the Museum Island in Berlin if the user has a free evening.": "experience",
+    }

@@ -16,6 +16,7 @@ What we check instead of trusting the model:
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal
@@ -316,10 +317,14 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
             continue
         seen_texts.add(text.casefold())
         position[index] = len(kept)
-        said_by = restating_turn(text, chunk.turns, {t.item.item_hash for t in sources})
+        items = {t.item.item_hash for t in sources}
+        said_by = restating_turn(text, chunk.turns, items)
         if said_by is not None and said_by not in sources:
             sources = sorted([*sources, said_by], key=lambda t: t.number)
-        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources)
+        acted = assistant_turn(text, chunk.turns, items) if said_by is None else None
+        if acted is not None and acted not in sources:
+            sources = sorted([*sources, acted], key=lambda t: t.number)
+        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources, acted is not None)
         text = third_person(text, {said_by.role} if said_by is not None else {t.role for t in sources})
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
@@ -350,8 +355,26 @@ def restating_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None
     return None
 
 
-def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience"]:
-    """Who said it decides: experience needs the assistant (or a tool it ran) among the sources."""
-    if claimed == "experience" and any(t.role in ("assistant", "tool") for t in sources):
+_ASSISTANT_SUBJECT = re.compile(r"^\s*(?:the\s+)?(?:AI\s+)?assistant\b", re.IGNORECASE)
+
+
+def assistant_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The assistant's turn (among those of the fact's items) that says what a fact about the assistant says:
+    "The assistant recommends the Museum Island in Berlin" is its experience, whichever turn the model cited."""
+    if _ASSISTANT_SUBJECT.match(text) is None:
+        return None
+    statement = _ASSISTANT_SUBJECT.sub("", text)
+    for turn in turns:
+        if turn.role in ("assistant", "tool") and turn.item.item_hash in items:
+            if lexically_covered(statement, turn.text)[0]:
+                return turn
+    return None
+
+
+def fact_type(claimed: str, sources: list[Turn], by_assistant: bool = False) -> Literal["world", "experience"]:
+    """Who said it decides: experience needs the assistant (or a tool it ran) among the sources, and either the
+    model's word for it or a fact about the assistant that its own turn states (`by_assistant`: a small model
+    types "The assistant recommends …" as world)."""
+    if (claimed == "experience" or by_assistant) and any(t.role in ("assistant", "tool") for t in sources):
         return "experience"
     return "world"
