@@ -102,3 +102,16 @@ async def test_a_chinese_sentence_is_not_taken_as_carried_by_embedding_similarit
     facts = {"a": ["用户计划下周三出差。"], "b": ["Peanuts make the user ill."]}
     missing = await uncovered(turns, facts, alike)
     assert missing == {"a": [("user", "我下周三要去上海出差。")]}
+
+
+@pytest.mark.parametrize(("fact", "expected"), [
+    ("Started a new job at Lumen Labs last month", "The user started a new job at Lumen Labs last month"),
+    ("user is allergic to peanuts", "The user is allergic to peanuts"),
+    ("five years at Contoso", "five years at Contoso"),  # no "I five" in the turn: left alone
+    ("Lumen Labs hired the user", "Lumen Labs hired the user"),
+])
+def test_a_fact_without_its_subject_gets_the_user_back(fact: str, expected: str) -> None:
+    from memwrap.engine.retain.speakers import with_subject
+
+    said = ["I started a new job at Lumen Labs last month, after five years at Contoso.", "I'm allergic to peanuts."]
+    assert with_subject(fact, said) == expected

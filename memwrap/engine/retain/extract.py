@@ -28,7 +28,14 @@ from memwrap.engine.prompt_echo import EchoGuard
 from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
 from memwrap.engine.retain.coverage import lexically_covered, sentences
-from memwrap.engine.retain.speakers import METADATA_ROLES, NAMED_SPEAKER, ROLE_ALIASES, ROLE_LINE, third_person
+from memwrap.engine.retain.speakers import (
+    METADATA_ROLES,
+    NAMED_SPEAKER,
+    ROLE_ALIASES,
+    ROLE_LINE,
+    third_person,
+    with_subject,
+)
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import normalise_whitespace
 from memwrap.tokens import count_tokens
@@ -325,7 +332,10 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
         if acted is not None and acted not in sources:
             sources = sorted([*sources, acted], key=lambda t: t.number)
         kind = "world" if said_by is not None else fact_type(raw.fact_type, sources, acted is not None)
-        text = third_person(text, {said_by.role} if said_by is not None else {t.role for t in sources})
+        roles = {said_by.role} if said_by is not None else {t.role for t in sources}
+        text = third_person(text, roles)
+        if roles == {"user"}:
+            text = with_subject(text, [t.text for t in sources])
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(

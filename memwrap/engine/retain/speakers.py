@@ -57,4 +57,25 @@ def third_person(text: str, roles: set[str]) -> str:
     return text[:1].upper() + text[1:] if text.startswith("the user") else text
 
 
-__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person"]
+_BARE_USER = re.compile(r"^user\b", re.IGNORECASE)
+_FIRST_WORD = re.compile(r"^([A-Za-z][a-z']*)\b")
+
+
+def with_subject(text: str, said: list[str]) -> str:
+    """A fact from the user's own words with its subject back: a small model writes "Started a new job at Lumen
+    Labs" for "I started a new job at Lumen Labs" (and "user is allergic"), and a fact that does not say whom it
+    is about is hard to find by asking about the user. Only a first word that follows "I" in the user's turn
+    counts as the dropped subject's verb."""
+    if _BARE_USER.match(text):
+        return "The " + text[:1].lower() + text[1:]
+    word = _FIRST_WORD.match(text)
+    if word is None or word.group(1).casefold() in ("i", "the", "a", "an", "my"):
+        return text
+    verb = re.compile(rf"\bI\s+{re.escape(word.group(1))}\b", re.IGNORECASE)
+    if any(verb.search(turn) for turn in said):
+        return "The user " + text[:1].lower() + text[1:]
+    return text
+
+
+__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person",
+           "with_subject"]
