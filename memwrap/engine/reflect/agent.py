@@ -86,7 +86,11 @@ class Agent:
 
     async def run(self) -> ReflectResult:
         request = self.request
+        probing = time.monotonic()
         self.protocol = TurnProtocol(self.llm, await self.llm.capabilities("reflect"))
+        # Finding out what the server can do (once per model; three tiny requests, a minute on a slow local server)
+        # is not this question's work: the loop's clock starts after it.
+        self.limits.started += time.monotonic() - probing
         empty_bank = await queries.bank_is_empty(self.engine.store.pool, request.bank_id)
         system = self.protocol.system(prompts.agent_system(request.disposition))
         tools = [*self.toolbox.tools(), request.output.tool()]
@@ -324,7 +328,11 @@ class Agent:
         return call
 
     async def _fallback(self, reason: str, problem: str) -> ReflectResult:
-        """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented)."""
+        """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented).
+        With nothing gathered (a slow model spent the time on a wrong first step), the agent recalls the question
+        itself: no LLM, a fraction of a second, and what it lists is cited."""
+        if not self.gathered.render().strip():
+            await self._recall_question()
         gathered, _ = self.counter.cut(self.gathered.render(), self.limits.answer_tokens)
         if gathered:
             answer = f"No answer could be synthesised ({problem}). What memory holds on this:\n{gathered}"
@@ -334,6 +342,13 @@ class Agent:
                                             detail="fallback: gathered items listed"))
         refs = [line.split("]", 1)[0].lstrip("[→ ") for line in gathered.splitlines() if line.startswith("[")]
         return await self._finish(DoneCall(answer=answer, memory_ids=refs), forced=reason)
+
+    async def _recall_question(self) -> None:
+        call = ToolCall(id=f"{AUTOMATIC}-fallback", name="recall", arguments={"query": self.request.query})
+        try:
+            await self._tool(call, max(self.limits.answer_tokens, MIN_RESULT_TOKENS))
+        except Exception as exc:  # noqa: BLE001 - the fallback must still answer; the trace says what failed
+            log.warning("reflect fallback recall failed: %s: %s", type(exc).__name__, exc)
 
     async def _finish(self, call: DoneCall, forced: str | None = None) -> ReflectResult:
         request = self.request
