@@ -166,3 +166,22 @@ async def test_a_fallback_with_nothing_gathered_looks_the_question_up(memwrap_ho
         assert [(e.name, e.arguments.get("automatic")) for e in result.trace if e.kind == "tool"] == [("recall", True)]
     finally:
         await engine.close()
+
+
+async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model expanded an id it was never shown, then answered from nothing: refused, it looks, it cites.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "expand", "id": "F9"},
+            {"action": "done", "answer": "The user has no preference.", "memory_ids": []},
+            {"action": "recall", "query": "editor theme"},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("expand", True), ("done", True), ("recall", False), ("done", False)]
+    finally:
+        await engine.close()

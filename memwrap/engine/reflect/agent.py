@@ -77,7 +77,7 @@ class Agent:
         self.trace: list[ReflectTraceEntry] = []
         self.usage = ReflectUsage()
         self.iteration = 0
-        self.lookups = 0  # tool calls that ran (not `done`)
+        self.lookups = 0  # tool calls that ran without an error (not `done`)
         self.refused = 0  # final answers refused because nothing was looked up
         self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
@@ -251,12 +251,13 @@ class Agent:
 
     async def _tool(self, call: ToolCall, cap: int) -> ToolOutcome:
         started = time.perf_counter()
-        self.lookups += 1
         try:
             outcome = await self.toolbox.run(call, cap)
         except asyncio.CancelledError:
             self._tool_trace(call, ToolOutcome("", error=True), cap, _ms(started), error="timeout")
             raise
+        if not outcome.error:
+            self.lookups += 1  # a failed lookup (an `expand` of an id never shown) looked nothing up
         self._tool_trace(call, outcome, cap, _ms(started))
         return outcome
 
