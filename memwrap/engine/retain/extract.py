@@ -29,10 +29,12 @@ from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
 from memwrap.engine.retain.coverage import lexically_covered, sentences
 from memwrap.engine.retain.speakers import (
+    FIRST_PERSON,
     METADATA_ROLES,
     NAMED_SPEAKER,
     ROLE_ALIASES,
     ROLE_LINE,
+    assistant_voice,
     third_person,
     with_subject,
 )
@@ -312,7 +314,7 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
     position: dict[int, int] = {}  # the model's index → index in `kept`
     seen_texts: set[str] = set()
     for index, raw in enumerate(extraction.facts):
-        text = normalise_whitespace(raw.text)
+        text = normalise_whitespace(ROLE_LINE.sub("", normalise_whitespace(raw.text), count=1))  # "user: …" copied
         sources = [by_number[n] for n in sorted(set(raw.turns)) if n in by_number]
         if not text or not sources:
             log.info("dropped an extracted fact that names no turn of its chunk (turns %s)", raw.turns)
@@ -325,6 +327,10 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
         seen_texts.add(text.casefold())
         position[index] = len(kept)
         items = {t.item.item_hash for t in sources}
+        voice = first_person_turn(text, chunk.turns, items)
+        if voice is not None:  # "I recommend …" copied from the assistant's turn: the assistant's words
+            text = assistant_voice(text)
+            sources = sources if voice in sources else sorted([*sources, voice], key=lambda t: t.number)
         said_by = restating_turn(text, chunk.turns, items)
         if said_by is not None and said_by not in sources:
             sources = sorted([*sources, said_by], key=lambda t: t.number)
@@ -336,6 +342,8 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
         text = third_person(text, roles)
         if roles == {"user"}:
             text = with_subject(text, [t.text for t in sources])
+        if kind == "experience" and _USER_SUBJECT.match(text):
+            kind = "world"  # "The user plans a trip to Shanghai": not something the assistant did
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(
@@ -362,6 +370,19 @@ def restating_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None
         statements = " ".join(s for s in sentences(turn.text) if not s.rstrip().endswith(("?", "？")))
         if statements and lexically_covered(text, statements)[0]:
             return turn
+    return None
+
+
+_USER_SUBJECT = re.compile(r"^\s*(?:the\s+)?user(?:'s)?\b", re.IGNORECASE)
+
+
+def first_person_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The assistant's turn a first-person fact repeats, when no user's or person's turn of its items does."""
+    if FIRST_PERSON.search(text) is None:
+        return None
+    saying = [t for t in turns if t.item.item_hash in items and lexically_covered(text, t.text)[0]]
+    if saying and all(t.role in ("assistant", "tool") for t in saying):
+        return saying[0]
     return None
 
 

@@ -57,6 +57,27 @@ def third_person(text: str, roles: set[str]) -> str:
     return text[:1].upper() + text[1:] if text.startswith("the user") else text
 
 
+_ASSISTANT_FIRST_PERSON = [
+    (re.compile(r"\bI(?:'m| am)\b"), "the assistant is"),
+    (re.compile(r"\bI(?:'ve| have)\b"), "the assistant has"),
+    (re.compile(r"\bI(?:'ll| will)\b"), "the assistant will"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the assistant's"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "the assistant"),
+    (re.compile(r"\bI\b"), "the assistant"),
+]
+FIRST_PERSON = re.compile(r"\bI\b|\bI'|\bmy\b|\bme\b", re.IGNORECASE)
+
+
+def assistant_voice(text: str) -> str:
+    """A fact a small model copied from the assistant's turn ("I recommend the Museum Island"), in the third
+    person: "The assistant recommends…" is not what the user said."""
+    for pattern, replacement in _ASSISTANT_FIRST_PERSON:
+        text = pattern.sub(replacement, text)
+    text = re.sub(r"^the assistant (recommend|suggest|promise|think|believe|prefer|book|plan|want)\b",
+                  lambda m: f"the assistant {m.group(1)}s", text)
+    return text[:1].upper() + text[1:] if text.startswith("the assistant") else text
+
+
 _BARE_USER = re.compile(r"^user\b", re.IGNORECASE)
 _FIRST_WORD = re.compile(r"^([A-Za-z][a-z']*)\b")
 
@@ -77,5 +98,5 @@ def with_subject(text: str, said: list[str]) -> str:
     return text
 
 
-__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person",
-           "with_subject"]
+__all__ = ["FIRST_PERSON", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "assistant_voice",
+           "keep_turn_breaks", "third_person", "with_subject"]
