@@ -185,3 +185,25 @@ async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: Fak
         assert tools == [("expand", True), ("done", True), ("recall", False), ("done", False)]
     finally:
         await engine.close()
+
+
+async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model searched the mental models and observations (none yet: the bank has only facts) and then
+    # answered from its general knowledge: refused; the second time the agent recalls the question itself.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "search_mental_models", "query": "editor theme"},
+            {"action": "search_observations", "query": "editor theme"},
+            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("search_mental_models", None, False), ("search_observations", None, False),
+                         ("done", None, True), ("done", None, True), ("recall", True, False), ("done", None, False)]
+    finally:
+        await engine.close()

@@ -77,7 +77,7 @@ class Agent:
         self.trace: list[ReflectTraceEntry] = []
         self.usage = ReflectUsage()
         self.iteration = 0
-        self.lookups = 0  # tool calls that ran without an error (not `done`)
+        self.lookups = 0  # tool calls that showed the model something (not `done`)
         self.refused = 0  # final answers refused because nothing was looked up
         self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
@@ -179,6 +179,7 @@ class Agent:
             messages.pop()
             return False
         messages += await self._run_tools([call], shares)
+        self.lookups = max(self.lookups, 1)  # the agent looked: whatever it found is what memory holds on this
         return True
 
     def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
@@ -251,13 +252,16 @@ class Agent:
 
     async def _tool(self, call: ToolCall, cap: int) -> ToolOutcome:
         started = time.perf_counter()
+        known = len(self.gathered.lines)
         try:
             outcome = await self.toolbox.run(call, cap)
         except asyncio.CancelledError:
             self._tool_trace(call, ToolOutcome("", error=True), cap, _ms(started), error="timeout")
             raise
-        if not outcome.error:
-            self.lookups += 1  # a failed lookup (an `expand` of an id never shown) looked nothing up
+        if not outcome.error and len(self.gathered.lines) > known:
+            # Only a lookup that showed something counts: an `expand` of an id never shown, or searches of empty
+            # layers (no mental models, no observations yet) have not looked at what memory holds.
+            self.lookups += 1
         self._tool_trace(call, outcome, cap, _ms(started))
         return outcome
 
