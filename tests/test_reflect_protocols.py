@@ -207,3 +207,23 @@ async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLM
                          ("done", None, True), ("done", None, True), ("recall", True, False), ("done", None, False)]
     finally:
         await engine.close()
+
+
+async def test_a_synthesis_after_nothing_was_shown_answers_from_a_recall(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model's path in the tier: a failed expand and an empty search until the iterations ran out, then a
+    # synthesis that answered "avoid fast food" from general knowledge. Now the synthesis gets the question recalled.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "expand", "id": "F9"},
+            {"action": "search_mental_models", "query": "editor theme"},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},  # the synthesis
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=2)
+        assert result.forced and result.forced_reason == "iterations"
+        assert result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        synthesis = fake.requests[-1].body["messages"][-1]["content"]
+        assert "dark mode" in synthesis.casefold() and "[F1]" in synthesis
+    finally:
+        await engine.close()

@@ -287,6 +287,10 @@ class Agent:
         request = self.request
         log.info("reflect on %s: %s after %d iterations; synthesising", request.bank_id, reason, self.iteration)
         self.trace.append(ReflectTraceEntry(kind="limit", iteration=self.iteration, name=reason))
+        if not self.gathered.render().strip():
+            # The loop showed the model nothing (failed or empty lookups): the synthesis answers from a recall of
+            # the question (no LLM), not from the model's general knowledge.
+            await self._recall_question()
         done_tool = request.output.tool()
         system = prompts.synthesis_system(reason, request.disposition)
         if self.protocol is not None and self.protocol.name == "json":
@@ -336,7 +340,9 @@ class Agent:
         """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented).
         With nothing gathered (a slow model spent the time on a wrong first step), the agent recalls the question
         itself: no LLM, a fraction of a second, and what it lists is cited."""
-        if not self.gathered.render().strip():
+        if not self.gathered.render().strip() and not any(
+            e.kind == "tool" and e.arguments.get("automatic") and e.name == "recall" for e in self.trace
+        ):
             await self._recall_question()
         gathered, _ = self.counter.cut(self.gathered.render(), self.limits.answer_tokens)
         if gathered:
