@@ -7,8 +7,11 @@ named two ways in two languages, a preference that changes, a secret, a Chinese 
 * items lost: an item counts as kept when a recall about its content returns a memory holding its key words;
 * speakers: a memory of what the assistant said is typed `experience` or says "assistant"; one of what the user
   said is not typed `experience`; raw memories keep their "user:"/"assistant:" labels;
-* dates: every memory holding a dated item's key words is dated exactly as memwrap's calendar resolves the
-  item's time phrase; the undated allergy stays undated;
+* dates: every memory of the exchange that holds the item's key words and was said by the item's speaker is
+  dated exactly as memwrap's calendar resolves the item's time phrase; the undated allergy stays undated. (The
+  memories of an exchange are told by the `exchange` number retain gets in its metadata: "Since last week I
+  prefer Vue over React" holds "react" but is not the undated React item; the assistant's Museum Island tip holds
+  "berlin" but not the user's "next Tuesday".)
 * reflect: each question cites at least one existing memory id, or ends forced=True with a reason.
 
     MEMWRAP_LLM_PROVIDER=openai MEMWRAP_LLM_BASE_URL=http://127.0.0.1:8089/v1 MEMWRAP_LLM_MODEL=qwen2.5-coder-1.5b \
@@ -119,9 +122,10 @@ async def run_scenario(memory: Any, bank: str, *, model: str = "", extraction_wa
     """Retain the exchanges one by one, wait for their facts, then probe recall and reflect."""
     report = Report(model=model)
     started = time.perf_counter()
-    for exchange in EXCHANGES:
+    for index, exchange in enumerate(EXCHANGES):
         t0 = time.perf_counter()
-        await memory.retain(bank, f"user: {exchange.user}\nassistant: {exchange.assistant}", timestamp=SAID)
+        await memory.retain(bank, f"user: {exchange.user}\nassistant: {exchange.assistant}", timestamp=SAID,
+                            metadata={"exchange": index})
         report.retain_seconds.append(time.perf_counter() - t0)
     report.steps["retain (8 calls)"] = time.perf_counter() - started
     t0 = time.perf_counter()
@@ -131,12 +135,13 @@ async def run_scenario(memory: Any, bank: str, *, model: str = "", extraction_wa
     report.steps["extraction after the last retain returned"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     records = await memory.list(bank, limit=200, types=["raw", "world", "experience"])
-    report.memories = [{"id": str(m.id), "type": m.type, "text": m.text,
+    report.memories = [{"id": str(m.id), "exchange": m.metadata.get("exchange"), "type": m.type, "text": m.text,
                         "occurred": [m.occurred_start.date().isoformat() if m.occurred_start else None,
                                      m.occurred_end.date().isoformat() if m.occurred_end else None]}
                        for m in records]
-    for exchange in EXCHANGES:
-        report.items.append(await _check_item(memory, bank, exchange, records))
+    for index, exchange in enumerate(EXCHANGES):
+        mine = [m for m in records if m.metadata.get("exchange") == index]
+        report.items.append(await _check_item(memory, bank, exchange, mine))
     report.steps["recall checks"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     for question in QUESTIONS:
@@ -163,12 +168,14 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
         hits = [m for m in recall.memories[:5] if all(w in m.text.casefold() for w in words)]
         kept = kept and bool(hits)
         found += hits
-    # Speakers and dates are checked on every stored memory holding the item's key words, not only the hits.
+    # Speakers and dates are checked on every stored memory of the exchange holding the item's key words, not only
+    # the hits; dates on those said by the item's speaker (the other side's reply has no time phrase of its own).
     words = exchange.probes[0][1]
     holding = [m for m in records if all(w in m.text.casefold() for w in words)]
     speaker_ok = all(_speaker_ok(m, exchange) for m in holding)
     expected = _expected_span(exchange.phrase) if exchange.phrase else None
-    dates_ok = all(_dated_as(m, expected) for m in holding if m.type != "raw" or expected is not None)
+    stated = [m for m in holding if _said_by(m) == exchange.speaker]
+    dates_ok = all(_dated_as(m, expected) for m in stated if m.type != "raw" or expected is not None)
     return {
         "user": exchange.user, "kept": kept, "speaker_ok": speaker_ok, "dates_ok": dates_ok,
         "expected_dates": [expected[0].date().isoformat(), expected[1].date().isoformat()] if expected else None,
@@ -177,6 +184,13 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
                                    m.occurred_end.date().isoformat() if m.occurred_end else None]} for m in holding],
         "found_by_recall": [m.text for m in found],
     }
+
+
+def _said_by(memory: Any) -> str:
+    text = memory.text.casefold()
+    if memory.type == "raw":
+        return "assistant" if text.startswith("assistant:") else "user"
+    return "assistant" if memory.type == "experience" or text.startswith("the assistant") else "user"
 
 
 def _speaker_ok(memory: Any, exchange: Exchange) -> bool:

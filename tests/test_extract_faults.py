@@ -177,7 +177,10 @@ async def test_the_worker_retries_the_extraction_on_its_own(memwrap_home: Path, 
         fake.responder = lambda request: reply(GOOD)
         await eng.retain_many(bank, [TURN])
         deadline = time.monotonic() + 15
-        while time.monotonic() < deadline and [r["fact_type"] for r in await units(eng, bank)] != ["world"]:
+        # Converted, and the job settled: the worker marks it done just after the facts are committed.
+        while time.monotonic() < deadline and (
+            [r["fact_type"] for r in await units(eng, bank)] != ["world"] or await queued(eng, bank)
+        ):
             await asyncio.sleep(0.1)
         await assert_converted(eng, bank)
         [job] = await eng.jobs(bank, kind="extract")

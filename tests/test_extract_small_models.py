@@ -157,3 +157,48 @@ async def test_what_the_assistant_only_acknowledged_is_the_users(engine: Engine,
         "Zhang Wei is the user's team lead.": "world",  # "your", from the assistant, is the user
         "The assistant booked the user a React course.": "experience",
     }
+
+
+async def test_what_the_assistant_recommended_is_its_experience_whatever_the_model_typed(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    content = ("user: I'm flying to Berlin next Tuesday for a conference.\n"
+               "assistant: I recommend the Museum Island in Berlin if you have a free evening.")
+    fake.script([reply([
+        fact("The user is flying to Berlin next Tuesday for a conference.", "world", [1], ["Berlin"], when="next Tuesday"),
+        # The local model's reply: typed world, and citing the user's turn.
+        fact("The assistant recommends the Museum Island in Berlin if the user has a free evening.", "world", [1],
+             ["Museum Island", "Berlin"]),
+    ])])
+    await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
+    rows = {r["text"]: r["fact_type"] for r in await units(engine, bank)}
+    assert rows == {
+        "The user is flying to Berlin next Tuesday for a conference.": "world",
+        "The assistant recommends the Museum Island in Berlin if the user has a free evening.": "experience",
+    }
+
+
+async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    # What the local model answered in the real-model tier: a fact copied with its "user:" label, the assistant's
+    # "I recommend …" copied in its first person, and an English fact about a Chinese turn typed experience with
+    # a wider time phrase ("next week") than the turn's own (下周三, next Wednesday).
+    fake.script([
+        reply([fact("user: For front-end work I prefer React.", "world", [1], ["React"])]),
+        reply([fact("I recommend the Museum Island in Berlin if the user has a free evening.", "world", [2],
+                    ["Museum Island", "Berlin"])]),
+        reply([fact("The user plans to go on a trip to Shanghai next week.", "experience", [1, 2], ["Shanghai"],
+                    when="next week")]),
+    ])
+    await engine.retain_many(bank, [{"content": "user: For front-end work I prefer React.\n"
+                                                "assistant: Good to know, React for front-end work.",
+                                     "timestamp": TUESDAY}])
+    await engine.retain_many(bank, [{"content": "user: I'm flying to Berlin next Tuesday for a conference.\n"
+                                                "assistant: I recommend the Museum Island in Berlin if you have a free "
+                                                "evening.", "timestamp": TUESDAY}])
+    await engine.retain_many(bank, [{"content": "user: 我下周三要去上海出差。\nassistant: 祝你出差顺利！",
+                                     "timestamp": TUESDAY}])
+    rows = {r["text"]: r for r in await units(engine, bank)}
+    assert rows["For front-end work the user prefer React."]["fact_type"] == "world"
+    museum = rows["The assistant recommends the Museum Island in Berlin if the user has a free evening."]
+    assert museum["fact_type"] == "experience"
+    shanghai = rows["The user plans to go on a trip to Shanghai next week."]
+    assert shanghai["fact_type"] == "world" and (shanghai["occurred_start"], shanghai["occurred_end"]) == day(2026, 12, 9)
+    assert not any(t.startswith(("user:", "The user:")) for t in rows if rows[t]["fact_type"] != "raw")

@@ -16,7 +16,7 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from bench.qa.data import DATA  # noqa: E402
-from bench.qa.run import main, render, summarise  # noqa: E402
+from bench.qa.run import main, parse_args, render, select, summarise  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not (DATA / "locomo").exists(), reason="evaluation data not available")
 
@@ -71,3 +71,16 @@ def test_longmemeval_end_to_end(fake: FakeLLMServer, memwrap_home: Path, tmp_pat
     [row] = [json.loads(line) for line in out.read_text().splitlines()]
     assert row["id"].startswith("longmemeval:") and row["correct"] is False and row["answer"] == "I do not know."
     assert json.loads(out.with_suffix(".summary.json").read_text())["categories"]["overall"]["accuracy"] == 0.0
+
+
+def test_per_category_takes_the_first_questions_of_each_category() -> None:
+    everything = select(parse_args(["--dataset", "locomo", "--max-sessions", "4"]))
+    picked = select(parse_args(["--dataset", "locomo", "--max-sessions", "4", "--per-category", "2"]))
+    categories = {i.category for i in everything}
+    assert len(categories) > 1
+    expected = [i for c in categories for i in [j for j in everything if j.category == c][:2]]
+    assert sorted(i.id for i in picked) == sorted(i.id for i in expected)
+    assert [i.id for i in picked] == [i.id for i in everything if i in picked]  # file order kept
+    one = select(parse_args(["--dataset", "locomo", "--max-sessions", "4", "--per-category", "2",
+                             "--categories", "temporal"]))
+    assert {i.category for i in one} == {"temporal"} and 0 < len(one) <= 2

@@ -130,3 +130,100 @@ async def test_a_model_that_never_looks_ends_forced_with_its_reason(memwrap_home
         assert await existing(engine, bank, result.memory_ids)  # the agent's own lookup gave it something to cite
     finally:
         await engine.close()
+
+
+async def test_the_capability_probe_is_not_charged_to_the_question(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # A slow local server takes longer to answer the three probe requests than the whole loop may take: the
+    # question still gets its own time (the probe is once per model, not this question's work).
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto", reflect_timeout=3.0)
+    try:
+        await facts(engine, bank)
+        fake.tools_as_text = fake.refuse_named_tool_choice = True
+        fake.script([
+            Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})], delay=2.0), Reply(json={"ok": True}, delay=2.0),
+            {"action": "recall", "query": "editor theme"},
+            {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "The user prefers dark mode [F1]."
+        assert await existing(engine, bank, result.memory_ids)
+    finally:
+        await engine.close()
+
+
+async def test_a_fallback_with_nothing_gathered_looks_the_question_up(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The model spends the loop's time on one slow turn and the synthesis times out too: the answer lists what a
+    # recall of the question finds, and cites it, instead of "nothing was found".
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json", reflect_timeout=1.0,
+                               reflect_synthesis_timeout=1.0)
+    try:
+        await facts(engine, bank)
+        fake.script([Reply(json={"action": "expand", "id": "F9"}, delay=3.0),
+                     Reply(json={"action": "done", "answer": "late"}, delay=3.0)])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert result.forced and result.forced_reason == "timeout"
+        assert "dark mode" in result.answer and await existing(engine, bank, result.memory_ids)
+        assert [(e.name, e.arguments.get("automatic")) for e in result.trace if e.kind == "tool"] == [("recall", True)]
+    finally:
+        await engine.close()
+
+
+async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model expanded an id it was never shown, then answered from nothing: refused, it looks, it cites.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "expand", "id": "F9"},
+            {"action": "done", "answer": "The user has no preference.", "memory_ids": []},
+            {"action": "recall", "query": "editor theme"},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("expand", True), ("done", True), ("recall", False), ("done", False)]
+    finally:
+        await engine.close()
+
+
+async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model searched the mental models and observations (none yet: the bank has only facts) and then
+    # answered from its general knowledge: refused; the second time the agent recalls the question itself.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "search_mental_models", "query": "editor theme"},
+            {"action": "search_observations", "query": "editor theme"},
+            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("search_mental_models", None, False), ("search_observations", None, False),
+                         ("done", None, True), ("done", None, True), ("recall", True, False), ("done", None, False)]
+    finally:
+        await engine.close()
+
+
+async def test_a_synthesis_after_nothing_was_shown_answers_from_a_recall(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model's path in the tier: a failed expand and an empty search until the iterations ran out, then a
+    # synthesis that answered "avoid fast food" from general knowledge. Now the synthesis gets the question recalled.
+    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
+    try:
+        await facts(engine, bank)
+        fake.script([
+            {"action": "expand", "id": "F9"},
+            {"action": "search_mental_models", "query": "editor theme"},
+            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},  # the synthesis
+        ])
+        result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=2)
+        assert result.forced and result.forced_reason == "iterations"
+        assert result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        synthesis = fake.requests[-1].body["messages"][-1]["content"]
+        assert "dark mode" in synthesis.casefold() and "[F1]" in synthesis
+    finally:
+        await engine.close()

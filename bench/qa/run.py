@@ -2,7 +2,8 @@
 
 Resumable: questions already in --out are skipped, and retaining a conversation again is free (retain knows
 its items). --limit takes the first N questions (after --categories), so a second run with a higher limit goes
-on where the first stopped. The summary (accuracy per category, tokens and seconds per question) is printed
+on where the first stopped; --per-category N takes the first N of each category instead (file order kept), so a
+small run covers every category. The summary (accuracy per category, tokens and seconds per question) is printed
 and written next to --out as `<out>.summary.json`; it covers every question in --out.
 
 Retain runs without an LLM by default (--ingest raw: the turns are stored as they are); --ingest extract uses
@@ -35,6 +36,7 @@ class QAConfig:
     out: Path
     data: Path | None
     limit: int | None
+    per_category: int | None
     categories: list[str] | None
     budget: int
     answer_base_url: str | None
@@ -57,6 +59,7 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--data", type=Path, help="the data file (default: ../shared/data/...)")
     p.add_argument("--out", type=Path, default=Path("qa-results.jsonl"), help="results, one JSON line per question")
     p.add_argument("--limit", type=int, help="the first N questions (after --categories)")
+    p.add_argument("--per-category", type=int, help="the first N questions of each category (after --categories)")
     p.add_argument("--categories", help="comma-separated categories (LoCoMo: multi-hop,temporal,open-domain,single-hop)")
     p.add_argument("--budget", type=int, default=1024, help="recall's token_budget (the memories the answerer reads)")
     p.add_argument("--answer-base-url", help="OpenAI-compatible endpoint of the answerer (default: OpenAI)")
@@ -73,7 +76,7 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--max-sessions", type=int, help="LoCoMo: retain only the first N sessions (and their questions)")
     a = p.parse_args(argv)
     return QAConfig(
-        dataset=a.dataset, out=a.out, data=a.data, limit=a.limit,
+        dataset=a.dataset, out=a.out, data=a.data, limit=a.limit, per_category=a.per_category,
         categories=[c.strip() for c in a.categories.split(",")] if a.categories else None, budget=a.budget,
         answer_base_url=a.answer_base_url, answer_model=a.answer_model, answer_api_key=a.answer_api_key,
         judge_base_url=a.judge_base_url or a.answer_base_url, judge_model=a.judge_model or a.answer_model,
@@ -89,6 +92,14 @@ def select(config: QAConfig) -> list[QAItem]:
         items = list(longmemeval_items(config.data))
     if config.categories:
         items = [i for i in items if i.category in config.categories]
+    if config.per_category is not None:
+        taken: dict[str, int] = defaultdict(int)
+        kept = []
+        for item in items:
+            if taken[item.category] < config.per_category:
+                taken[item.category] += 1
+                kept.append(item)
+        items = kept
     return items[: config.limit] if config.limit is not None else items
 
 

@@ -77,7 +77,7 @@ class Agent:
         self.trace: list[ReflectTraceEntry] = []
         self.usage = ReflectUsage()
         self.iteration = 0
-        self.lookups = 0  # tool calls that ran (not `done`)
+        self.lookups = 0  # tool calls that showed the model something (not `done`)
         self.refused = 0  # final answers refused because nothing was looked up
         self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
@@ -86,7 +86,11 @@ class Agent:
 
     async def run(self) -> ReflectResult:
         request = self.request
+        probing = time.monotonic()
         self.protocol = TurnProtocol(self.llm, await self.llm.capabilities("reflect"))
+        # Finding out what the server can do (once per model; three tiny requests, a minute on a slow local server)
+        # is not this question's work: the loop's clock starts after it.
+        self.limits.started += time.monotonic() - probing
         empty_bank = await queries.bank_is_empty(self.engine.store.pool, request.bank_id)
         system = self.protocol.system(prompts.agent_system(request.disposition))
         tools = [*self.toolbox.tools(), request.output.tool()]
@@ -175,6 +179,7 @@ class Agent:
             messages.pop()
             return False
         messages += await self._run_tools([call], shares)
+        self.lookups = max(self.lookups, 1)  # the agent looked: whatever it found is what memory holds on this
         return True
 
     def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
@@ -247,12 +252,16 @@ class Agent:
 
     async def _tool(self, call: ToolCall, cap: int) -> ToolOutcome:
         started = time.perf_counter()
-        self.lookups += 1
+        known = len(self.gathered.lines)
         try:
             outcome = await self.toolbox.run(call, cap)
         except asyncio.CancelledError:
             self._tool_trace(call, ToolOutcome("", error=True), cap, _ms(started), error="timeout")
             raise
+        if not outcome.error and len(self.gathered.lines) > known:
+            # Only a lookup that showed something counts: an `expand` of an id never shown, or searches of empty
+            # layers (no mental models, no observations yet) have not looked at what memory holds.
+            self.lookups += 1
         self._tool_trace(call, outcome, cap, _ms(started))
         return outcome
 
@@ -278,6 +287,10 @@ class Agent:
         request = self.request
         log.info("reflect on %s: %s after %d iterations; synthesising", request.bank_id, reason, self.iteration)
         self.trace.append(ReflectTraceEntry(kind="limit", iteration=self.iteration, name=reason))
+        if not self.gathered.render().strip():
+            # The loop showed the model nothing (failed or empty lookups): the synthesis answers from a recall of
+            # the question (no LLM), not from the model's general knowledge.
+            await self._recall_question()
         done_tool = request.output.tool()
         system = prompts.synthesis_system(reason, request.disposition)
         if self.protocol is not None and self.protocol.name == "json":
@@ -324,7 +337,13 @@ class Agent:
         return call
 
     async def _fallback(self, reason: str, problem: str) -> ReflectResult:
-        """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented)."""
+        """Even the synthesis failed: list what was gathered rather than fail (still forced, never invented).
+        With nothing gathered (a slow model spent the time on a wrong first step), the agent recalls the question
+        itself: no LLM, a fraction of a second, and what it lists is cited."""
+        if not self.gathered.render().strip() and not any(
+            e.kind == "tool" and e.arguments.get("automatic") and e.name == "recall" for e in self.trace
+        ):
+            await self._recall_question()
         gathered, _ = self.counter.cut(self.gathered.render(), self.limits.answer_tokens)
         if gathered:
             answer = f"No answer could be synthesised ({problem}). What memory holds on this:\n{gathered}"
@@ -334,6 +353,13 @@ class Agent:
                                             detail="fallback: gathered items listed"))
         refs = [line.split("]", 1)[0].lstrip("[→ ") for line in gathered.splitlines() if line.startswith("[")]
         return await self._finish(DoneCall(answer=answer, memory_ids=refs), forced=reason)
+
+    async def _recall_question(self) -> None:
+        call = ToolCall(id=f"{AUTOMATIC}-fallback", name="recall", arguments={"query": self.request.query})
+        try:
+            await self._tool(call, max(self.limits.answer_tokens, MIN_RESULT_TOKENS))
+        except Exception as exc:  # noqa: BLE001 - the fallback must still answer; the trace says what failed
+            log.warning("reflect fallback recall failed: %s: %s", type(exc).__name__, exc)
 
     async def _finish(self, call: DoneCall, forced: str | None = None) -> ReflectResult:
         request = self.request

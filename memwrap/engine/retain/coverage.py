@@ -9,8 +9,9 @@ against the facts the item's chunk gave (and the names the model linked as alias
 * its key terms must all be there: numbers, names (capitalised words inside a sentence), and CJK names inside a
   Latin sentence ("we call him 老张"): the details a paraphrase must not lose;
 * and its content words must be: at least half of them appear in the facts (compared on their first five
-  letters, so "allergic" finds "allergy"; Chinese by character), or the sentence means what one fact says
-  (cosine of their embeddings at least SIMILAR).
+  letters, so "allergic" finds "allergy"; Chinese by pairs of characters), or the sentence means what one fact
+  says (cosine of their embeddings at least SIMILAR; not for Chinese, which the default embedding model does not
+  read).
 
 What fails is kept as a raw unit, in its speaker's words ("user: …"), recalled like any memory.
 """
@@ -91,10 +92,22 @@ def content_terms(sentence: str) -> tuple[set[str], set[str]]:
             terms.add(run)
             keys.add(run)
             continue
-        # Chinese is compared character by character: a fact rephrases and reorders, and one Han character
-        # carries about as much as a Latin word's stem.
-        terms.update(c for c in run if c not in _HAN_STOP)
+        # Chinese is compared by character pairs (most Chinese words are two characters): a fact that keeps
+        # "下周三" and "出差" but drops "上海" has lost the place. Single characters would pass it.
+        terms.update(_han_terms(run))
     return terms, keys
+
+
+def _han_terms(run: str) -> set[str]:
+    """The character pairs of a Han run that are not two function characters; a lone character by itself."""
+    if len(run) == 1:
+        return set() if run in _HAN_STOP else {run}
+    return {run[i : i + 2] for i in range(len(run) - 1) if not (run[i] in _HAN_STOP and run[i + 1] in _HAN_STOP)}
+
+
+def mostly_han(sentence: str) -> bool:
+    han = sum(len(r) for r in _HAN.findall(sentence))
+    return han > sum(len(m.group()) for m in _LATIN.finditer(sentence))
 
 
 def _carried(term: str, haystack: str, words: set[str]) -> bool:
@@ -140,8 +153,12 @@ async def uncovered(
                 continue
             if not lexically_covered(sentence, haystack)[0]:
                 pending.append(Sentence(item_hash, speaker, sentence))
-    # A paraphrase may carry a sentence, but only one that kept its key terms (a missing detail is lost).
-    checkable = [s for s in pending if facts.get(s.item_hash) and _keys_present(s.text, facts[s.item_hash])]
+    # A paraphrase may carry a sentence, but only one that kept its key terms (a missing detail is lost). Not a
+    # Chinese one: the default embedding model is English-only, and any two Chinese sentences look alike to it.
+    checkable = [
+        s for s in pending
+        if facts.get(s.item_hash) and not mostly_han(s.text) and _keys_present(s.text, facts[s.item_hash])
+    ]
     close = await _similar(checkable, facts, embed) if checkable else set()
     out: dict[str, list[tuple[str, str]]] = {}
     for sentence in pending:

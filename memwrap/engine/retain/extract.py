@@ -16,6 +16,7 @@ What we check instead of trusting the model:
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal
@@ -27,7 +28,16 @@ from memwrap.engine.prompt_echo import EchoGuard
 from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
 from memwrap.engine.retain.coverage import lexically_covered, sentences
-from memwrap.engine.retain.speakers import METADATA_ROLES, NAMED_SPEAKER, ROLE_ALIASES, ROLE_LINE, third_person
+from memwrap.engine.retain.speakers import (
+    FIRST_PERSON,
+    METADATA_ROLES,
+    NAMED_SPEAKER,
+    ROLE_ALIASES,
+    ROLE_LINE,
+    assistant_voice,
+    third_person,
+    with_subject,
+)
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import normalise_whitespace
 from memwrap.tokens import count_tokens
@@ -304,7 +314,7 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
     position: dict[int, int] = {}  # the model's index → index in `kept`
     seen_texts: set[str] = set()
     for index, raw in enumerate(extraction.facts):
-        text = normalise_whitespace(raw.text)
+        text = normalise_whitespace(ROLE_LINE.sub("", normalise_whitespace(raw.text), count=1))  # "user: …" copied
         sources = [by_number[n] for n in sorted(set(raw.turns)) if n in by_number]
         if not text or not sources:
             log.info("dropped an extracted fact that names no turn of its chunk (turns %s)", raw.turns)
@@ -316,11 +326,24 @@ def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:
             continue
         seen_texts.add(text.casefold())
         position[index] = len(kept)
-        said_by = restating_turn(text, chunk.turns, {t.item.item_hash for t in sources})
+        items = {t.item.item_hash for t in sources}
+        voice = first_person_turn(text, chunk.turns, items)
+        if voice is not None:  # "I recommend …" copied from the assistant's turn: the assistant's words
+            text = assistant_voice(text)
+            sources = sources if voice in sources else sorted([*sources, voice], key=lambda t: t.number)
+        said_by = restating_turn(text, chunk.turns, items)
         if said_by is not None and said_by not in sources:
             sources = sorted([*sources, said_by], key=lambda t: t.number)
-        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources)
-        text = third_person(text, {said_by.role} if said_by is not None else {t.role for t in sources})
+        acted = assistant_turn(text, chunk.turns, items) if said_by is None else None
+        if acted is not None and acted not in sources:
+            sources = sorted([*sources, acted], key=lambda t: t.number)
+        kind = "world" if said_by is not None else fact_type(raw.fact_type, sources, acted is not None)
+        roles = {said_by.role} if said_by is not None else {t.role for t in sources}
+        text = third_person(text, roles)
+        if roles == {"user"}:
+            text = with_subject(text, [t.text for t in sources])
+        if kind == "experience" and _USER_SUBJECT.match(text):
+            kind = "world"  # "The user plans a trip to Shanghai": not something the assistant did
         span, text = fact_span(raw.when, raw.start, raw.end, text, [(t.text, t.said_at) for t in sources])
         kept.append(
             Fact(
@@ -350,8 +373,39 @@ def restating_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None
     return None
 
 
-def fact_type(claimed: str, sources: list[Turn]) -> Literal["world", "experience"]:
-    """Who said it decides: experience needs the assistant (or a tool it ran) among the sources."""
-    if claimed == "experience" and any(t.role in ("assistant", "tool") for t in sources):
+_USER_SUBJECT = re.compile(r"^\s*(?:the\s+)?user(?:'s)?\b", re.IGNORECASE)
+
+
+def first_person_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The assistant's turn a first-person fact repeats, when no user's or person's turn of its items does."""
+    if FIRST_PERSON.search(text) is None:
+        return None
+    saying = [t for t in turns if t.item.item_hash in items and lexically_covered(text, t.text)[0]]
+    if saying and all(t.role in ("assistant", "tool") for t in saying):
+        return saying[0]
+    return None
+
+
+_ASSISTANT_SUBJECT = re.compile(r"^\s*(?:the\s+)?(?:AI\s+)?assistant\b", re.IGNORECASE)
+
+
+def assistant_turn(text: str, turns: list[Turn], items: set[str]) -> Turn | None:
+    """The assistant's turn (among those of the fact's items) that says what a fact about the assistant says:
+    "The assistant recommends the Museum Island in Berlin" is its experience, whichever turn the model cited."""
+    if _ASSISTANT_SUBJECT.match(text) is None:
+        return None
+    statement = _ASSISTANT_SUBJECT.sub("", text)
+    for turn in turns:
+        if turn.role in ("assistant", "tool") and turn.item.item_hash in items:
+            if lexically_covered(statement, turn.text)[0]:
+                return turn
+    return None
+
+
+def fact_type(claimed: str, sources: list[Turn], by_assistant: bool = False) -> Literal["world", "experience"]:
+    """Who said it decides: experience needs the assistant (or a tool it ran) among the sources, and either the
+    model's word for it or a fact about the assistant that its own turn states (`by_assistant`: a small model
+    types "The assistant recommends …" as world)."""
+    if (claimed == "experience" or by_assistant) and any(t.role in ("assistant", "tool") for t in sources):
         return "experience"
     return "world"

@@ -57,4 +57,46 @@ def third_person(text: str, roles: set[str]) -> str:
     return text[:1].upper() + text[1:] if text.startswith("the user") else text
 
 
-__all__ = ["METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "keep_turn_breaks", "third_person"]
+_ASSISTANT_FIRST_PERSON = [
+    (re.compile(r"\bI(?:'m| am)\b"), "the assistant is"),
+    (re.compile(r"\bI(?:'ve| have)\b"), "the assistant has"),
+    (re.compile(r"\bI(?:'ll| will)\b"), "the assistant will"),
+    (re.compile(r"\bmy\b", re.IGNORECASE), "the assistant's"),
+    (re.compile(r"\bme\b", re.IGNORECASE), "the assistant"),
+    (re.compile(r"\bI\b"), "the assistant"),
+]
+FIRST_PERSON = re.compile(r"\bI\b|\bI'|\bmy\b|\bme\b", re.IGNORECASE)
+
+
+def assistant_voice(text: str) -> str:
+    """A fact a small model copied from the assistant's turn ("I recommend the Museum Island"), in the third
+    person: "The assistant recommends…" is not what the user said."""
+    for pattern, replacement in _ASSISTANT_FIRST_PERSON:
+        text = pattern.sub(replacement, text)
+    text = re.sub(r"^the assistant (recommend|suggest|promise|think|believe|prefer|book|plan|want)\b",
+                  lambda m: f"the assistant {m.group(1)}s", text)
+    return text[:1].upper() + text[1:] if text.startswith("the assistant") else text
+
+
+_BARE_USER = re.compile(r"^user\b", re.IGNORECASE)
+_FIRST_WORD = re.compile(r"^([A-Za-z][a-z']*)\b")
+
+
+def with_subject(text: str, said: list[str]) -> str:
+    """A fact from the user's own words with its subject back: a small model writes "Started a new job at Lumen
+    Labs" for "I started a new job at Lumen Labs" (and "user is allergic"), and a fact that does not say whom it
+    is about is hard to find by asking about the user. Only a first word that follows "I" in the user's turn
+    counts as the dropped subject's verb."""
+    if _BARE_USER.match(text):
+        return "The " + text[:1].lower() + text[1:]
+    word = _FIRST_WORD.match(text)
+    if word is None or word.group(1).casefold() in ("i", "the", "a", "an", "my"):
+        return text
+    verb = re.compile(rf"\bI\s+{re.escape(word.group(1))}\b", re.IGNORECASE)
+    if any(verb.search(turn) for turn in said):
+        return "The user " + text[:1].lower() + text[1:]
+    return text
+
+
+__all__ = ["FIRST_PERSON", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "assistant_voice",
+           "keep_turn_breaks", "third_person", "with_subject"]
