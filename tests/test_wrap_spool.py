@@ -120,3 +120,41 @@ def test_an_unwritable_spool_still_delivers(tmp_path: Path) -> None:
     finally:
         retainer.close()
     assert deliver.items == [("a", "kept anyway")]
+
+
+def test_an_ended_async_loop_is_said_only_if_it_lasts(tmp_path: Path) -> None:
+    """A short async script's `asyncio.run` returns a moment before its exit: the deliverer's first failure then
+    is the loop having ended, which is not worth a line on stderr. If it lasts (the first retry fails too), it is
+    said: an app whose memory's loop is gone for good must hear it."""
+    import logging
+
+    from memwrap.wrappers.spool_store import HomeLoopEnded
+
+    retried = threading.Event()
+    calls: list[int] = []
+
+    def deliver(bank_id: str, items: list[dict[str, Any]]) -> None:
+        calls.append(len(items))
+        if len(calls) >= 3:
+            retried.set()
+        raise HomeLoopEnded("the async memory's event loop is not running; retains wait in the spool")
+
+    retainer = Retainer(tmp_path / "spool.sqlite3", deliver, max_backoff=0.05)
+    said_at: list[tuple[int, str]] = []  # the failure count when each line was written, and the line
+
+    class Witness(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "delivery failed" in record.getMessage():
+                said_at.append((retainer.stats.failures, record.getMessage()))
+
+    witness = Witness(logging.WARNING)
+    logging.getLogger("memwrap").addHandler(witness)
+    try:
+        retainer.put("a", {"content": "said at the end of a script"})
+        assert retainer.wait_spooled(10)
+        assert retried.wait(10)
+    finally:
+        logging.getLogger("memwrap").removeHandler(witness)
+        retainer.close(0.1)
+    assert [failures for failures, _ in said_at] == [2], said_at
+    assert "event loop is not running" in said_at[0][1]

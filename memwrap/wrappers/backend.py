@@ -34,7 +34,7 @@ from typing import Any
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
 from memwrap.filters import RecallFilter
-from memwrap.wrappers.spool_store import SPOOL_FILE
+from memwrap.wrappers.spool_store import SPOOL_FILE, HomeLoopEnded
 
 log = logging.getLogger("memwrap.wrappers")
 
@@ -281,13 +281,13 @@ class Backend:
         elif self.kind == "async":
             loop = self.home_loop
             if loop is None or loop.is_closed() or not loop.is_running():
-                raise ConnectionError("the async memory's event loop is not running; retains wait in the spool")
+                raise HomeLoopEnded("the async memory's event loop is not running; retains wait in the spool")
             coro = self.memory.retain_many(bank_id, items)
             try:
                 future = asyncio.run_coroutine_threadsafe(coro, loop)
             except RuntimeError as exc:  # the loop closed between the check and the call
                 coro.close()
-                raise ConnectionError("the async memory's event loop closed; retains wait in the spool") from exc
+                raise HomeLoopEnded("the async memory's event loop closed; retains wait in the spool") from exc
         else:
             self.memory.retain_many(bank_id, items)
             return

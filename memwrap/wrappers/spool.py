@@ -38,7 +38,7 @@ from typing import Any
 from memwrap import lifecycle
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError, StoreError
-from memwrap.wrappers.spool_store import LEASE_SECONDS, SPOOL_FILE, Row, Spool
+from memwrap.wrappers.spool_store import LEASE_SECONDS, SPOOL_FILE, HomeLoopEnded, Row, Spool
 
 __all__ = ["LEASE_SECONDS", "SPOOL_FILE", "Retainer", "RetainStats", "Row", "Spool", "close_all"]
 
@@ -384,7 +384,10 @@ class Retainer:
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
             failures = self.stats.failures
             self._cond.notify_all()
-        if (failures in (1, 10, 100) or failures % 1000 == 0) and not lifecycle.exiting():
+        # An async script's loop ending a moment before its exit is not worth a line on stderr: warn only if it
+        # lasts until the first retry (0.5 s later, by when a short script is already in its exit).
+        first = 2 if isinstance(exc, HomeLoopEnded) else 1
+        if (failures in (first, 10, 100) or failures % 1000 == 0) and not lifecycle.exiting():
             log.warning("memwrap: retain delivery failed (%s); %d item(s) wait in the spool",
                         self.stats.last_error, self.pending)
         if not poison_suspect:

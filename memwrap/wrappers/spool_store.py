@@ -52,6 +52,11 @@ CREATE TABLE IF NOT EXISTS dead (
 """
 
 
+class HomeLoopEnded(ConnectionError):
+    """An async memory's event loop has ended (a script's `asyncio.run` returned): its rows wait in the spool for
+    exit or the next process. The usual end of a short async script, not yet a failure worth a warning."""
+
+
 @dataclass
 class Row:
     id: int
