@@ -196,7 +196,7 @@ async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(e
     await engine.retain_many(bank, [{"content": "user: 我下周三要去上海出差。\nassistant: 祝你出差顺利！",
                                      "timestamp": TUESDAY}])
     rows = {r["text"]: r for r in await units(engine, bank)}
-    assert rows["For front-end work the user prefer React."]["fact_type"] == "world"
+    assert rows["For front-end work the user prefers React."]["fact_type"] == "world"
     museum = rows["The assistant recommends the Museum Island in Berlin if the user has a free evening."]
     assert museum["fact_type"] == "experience"
     shanghai = rows["The user plans to go on a trip to Shanghai next week."]

@@ -34,6 +34,7 @@ def keep_turn_breaks(text: str) -> str:
 _SECOND_PERSON = [
     (re.compile(r"\byou(?:'re| are)\b", re.IGNORECASE), "the user is"),
     (re.compile(r"\byou(?:'ve| have)\b", re.IGNORECASE), "the user has"),
+    (re.compile(r"\byou(?:'ll| will)\b", re.IGNORECASE), "the user will"),
     (re.compile(r"\byours\b", re.IGNORECASE), "the user's"),
     (re.compile(r"\byour\b", re.IGNORECASE), "the user's"),
     (re.compile(r"\byou\b", re.IGNORECASE), "the user"),
@@ -41,9 +42,47 @@ _SECOND_PERSON = [
 _FIRST_PERSON = [
     (re.compile(r"\bI(?:'m| am)\b"), "the user is"),
     (re.compile(r"\bI(?:'ve| have)\b"), "the user has"),
+    (re.compile(r"\bI(?:'ll| will)\b"), "the user will"),
     (re.compile(r"\bmy\b", re.IGNORECASE), "the user's"),
     (re.compile(r"\bI\b"), "the user"),
 ]
+
+
+# The verb after a subject turned into "the user" agrees with it: "I prefer Vue" is "the user prefers Vue", not
+# "the user prefer". Only verbs known to be in their base form here are changed (a past tense such as "went" must
+# stay as it is); adverbs between subject and verb are stepped over ("the user also likes").
+_BASE_VERBS = frozenset("""
+    like love prefer want need live work plan enjoy hate use play study own know think feel eat drink speak visit
+    read watch take make keep run teach learn cook travel write drive practice practise believe hope wish miss
+    walk swim bake paint sing dance collect follow support avoid dislike mean remember forget understand attend
+    commute volunteer manage lead design build code develop program rent share care get see hear call meet help
+    start finish try buy sell spend save pay owe belong come stay sleep wake exercise
+    """.split())
+_IRREGULAR = {"have": "has", "do": "does", "go": "goes", "don't": "doesn't", "are": "is", "were": "was"}
+_ADVERBS = r"(?:(?:also|really|usually|often|always|never|still|just|now|only|sometimes|currently|mostly|"
+_ADVERBS += r"generally|rarely|seldom|even|already|normally|typically|actually|definitely|\w+ly)\s+)*"
+_USER_VERB = re.compile(rf"\b(the user\s+{_ADVERBS})([a-z][a-z']*)\b", re.IGNORECASE)
+# "My sister and I cook" has a plural subject: a short phrase and "and"/"or" right before, at the clause's start.
+# ("… loves the user's job and I teach" is a second clause: its verb agrees.)
+_USER_SUBJECT = re.compile(r"\bthe user\b(?!'s)", re.IGNORECASE)
+_COMPOUND_SUBJECT = re.compile(r"(?:^|[,;:.!?]\s*)(?:\S+\s+){1,4}(?:and|or)\s+$", re.IGNORECASE)
+
+
+def _third_person_verb(match: re.Match[str]) -> str:
+    lead, verb = match.group(1), match.group(2)
+    before = _COMPOUND_SUBJECT.search(match.string[: match.start()])
+    if before and not _USER_SUBJECT.search(before.group(0)):  # "the user swims and I run": two clauses
+        return match.group(0)
+    lower = verb.lower()
+    if lower in _IRREGULAR:
+        return lead + _IRREGULAR[lower]
+    if lower not in _BASE_VERBS:
+        return match.group(0)
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return lead + verb + "es"
+    if lower.endswith("y") and lower[-2:-1] not in "aeiou":
+        return lead + verb[:-1] + "ies"
+    return lead + verb + "s"
 
 
 def third_person(text: str, roles: set[str]) -> str:
@@ -52,9 +91,13 @@ def third_person(text: str, roles: set[str]) -> str:
     if not roles or not roles <= {"user", "assistant", "tool"}:
         return text
     rules = _SECOND_PERSON + (_FIRST_PERSON if roles == {"user"} else [])
+    changed = text
     for pattern, replacement in rules:
-        text = pattern.sub(replacement, text)
-    return text[:1].upper() + text[1:] if text.startswith("the user") else text
+        changed = pattern.sub(replacement, changed)
+    if changed != text:
+        # Only where a pronoun became "the user" (a fact that already said "The user prefers" is left alone).
+        changed = _USER_VERB.sub(_third_person_verb, changed)
+    return changed[:1].upper() + changed[1:] if changed.startswith("the user") else changed
 
 
 _ASSISTANT_FIRST_PERSON = [
