@@ -107,7 +107,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 def cmd_import_mem0(args: argparse.Namespace) -> int:
     from memwrap.engine.mem0_export import read_mem0_file  # only this command reads mem0's format
 
-    memories = list(read_mem0_file(args.file))  # checked whole before the database is touched
+    memories = read_mem0_file(args.file)  # checked whole before the database is touched
     with _memory(args) as mem:
         count = mem.import_memories(args.bank_id, memories)
     if args.json:

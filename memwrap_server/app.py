@@ -106,7 +106,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
-    failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait)
+    failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait,
+                             label=auth.label)
     app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,
                        max_body=settings.max_request_bytes, failures=failures)
     app.add_middleware(MetricsMiddleware, metrics=metrics)

@@ -58,7 +58,7 @@ class Gate:
                 await response(scope, receive, send)
                 return
             scope.setdefault("state", {})["memwrap_key"] = key
-            retry_after = await self.failures.admit(key, self.auth.label(key))
+            retry_after = await self.failures.admit(key)
             if retry_after is not None:
                 response = error_response(
                     429, "too_many_failures", "This API key sent more refused requests than the server accepts "

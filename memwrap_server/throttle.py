@@ -53,6 +53,9 @@ class FailureBudget:
     burst: int
     max_wait: float = 1.0
     clock: Callable[[], float] = time.monotonic
+    # How the log names a key without revealing it (Auth.label: its place in MEMWRAP_API_KEYS); asked only when
+    # a key starts being held, not on every request.
+    label: Callable[[Hashable], str] = lambda key: "#?"
     _buckets: dict[Hashable, _Bucket] = field(default_factory=dict)
 
     @property
@@ -78,10 +81,8 @@ class FailureBudget:
         owed = bucket.waiting - bucket.tokens
         return 0.0 if bucket.tokens >= 0 and bucket.waiting == 0 else max(owed, 0.0) / self.rate
 
-    async def admit(self, key: Hashable, label: str) -> float | None:
-        """Hold the request while its key is in debt. None: go on. A number: answer 429 with that Retry-After.
-
-        `label` names the key in the log without revealing it (its position in MEMWRAP_API_KEYS)."""
+    async def admit(self, key: Hashable) -> float | None:
+        """Hold the request while its key is in debt. None: go on. A number: answer 429 with that Retry-After."""
         if not self.enabled:
             return None
         wait = self.wait_needed(key)
@@ -92,7 +93,7 @@ class FailureBudget:
         if not bucket.held:
             bucket.held = True
             log.warning("API key %s is over its failure budget (%g refused requests/s, burst %d): its requests are "
-                        "held until it recovers", label, self.rate, self.burst)
+                        "held until it recovers", self.label(key), self.rate, self.burst)
         bucket.waiting += 1
         try:
             await asyncio.sleep(min(wait, self.max_wait))

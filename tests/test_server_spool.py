@@ -70,3 +70,11 @@ def test_a_restricted_key_sees_and_touches_only_its_banks(sidecar: ServerProcess
         assert alice.post("/v1/spool/dead/purge", json={}).json()["count"] >= 1  # all of hers
     assert {r["id"] for r in admin.get("/v1/spool/rows", params={"dead": "true", "bank_id": other}).json()} == {theirs}
     assert admin.post("/v1/spool/dead/purge", json={"ids": [theirs]}).json() == {"count": 1}
+
+
+def test_row_ids_past_sqlites_range_are_refused(admin: httpx.Client) -> None:
+    # The fuzzer sent 37534706123923088532300642127970304: SQLite overflowed (500) before ids were bounded.
+    for ids in ([2**63], [0], [-1]):
+        for action in ("replay", "purge"):
+            refused = admin.post(f"/v1/spool/dead/{action}", json={"ids": ids})
+            assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request", refused.text

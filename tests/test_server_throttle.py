@@ -66,7 +66,7 @@ def test_held_requests_queue_behind_each_other_and_past_max_wait_get_429() -> No
         budget.charge("k", 403)  # one owed: the next request waits 10 ms
         # Twenty at once: each one held waits behind those before it (10 ms apart), so from the sixth on the
         # wait passes 50 ms and the answer is 429 with a Retry-After of at least a second.
-        return await asyncio.gather(*(budget.admit("k", "#1") for _ in range(20)))
+        return await asyncio.gather(*(budget.admit("k") for _ in range(20)))
 
     outcomes = asyncio.run(run())
     assert outcomes[:5] == [None] * 5
@@ -77,7 +77,7 @@ def test_a_budget_of_rate_zero_is_off() -> None:
     budget = FailureBudget(rate=0, burst=1)
     for _ in range(100):
         budget.charge("k", 403)
-    assert asyncio.run(budget.admit("k", "#1")) is None
+    assert asyncio.run(budget.admit("k")) is None
 
 
 @pytest.fixture(scope="module")

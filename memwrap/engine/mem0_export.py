@@ -14,7 +14,6 @@ under `metadata["mem0"]`. mem0's memories are already extracted facts, so they c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -93,10 +92,10 @@ def read_mem0(data: Any, *, source: str = "mem0 export") -> list[ImportedMemory]
     return out
 
 
-def read_mem0_file(path: str | Path) -> Iterator[ImportedMemory]:
+def read_mem0_file(path: str | Path) -> list[ImportedMemory]:
     """A mem0 export file (JSON), checked whole before anything is imported."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"{path}: cannot read it as JSON ({exc}).") from exc
-    yield from read_mem0(data, source=str(path))
+    return read_mem0(data, source=str(path))

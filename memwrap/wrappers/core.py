@@ -377,12 +377,11 @@ class Call:
         return model if isinstance(model, str) else None
 
     def _recall_options(self) -> dict[str, Any]:
-        model = self.body.get("model")
         return {
             "token_budget": self.options.token_budget,
             "tags": self.options.tags,
             "filters": self.options.filters,
-            "model": model if isinstance(model, str) else None,
+            "model": self._model(),
             "timeout": self.options.recall_timeout,
         }
 
@@ -420,14 +419,13 @@ class Call:
         exchange, loop = exchange_turns(
             self.turns, answer, per_step=self.per_step, tools=self.options.retain_tools, carried=carried
         )
-        model = self.body.get("model")
         item = (
             exchange_item(
                 exchange,
                 source=f"memwrap.{self.provider.name}",
                 session=self.session,
                 turn=self.turn,
-                model=model if isinstance(model, str) else None,
+                model=self._model(),
                 tags=self.options.tags,
                 partial=partial,
             )

@@ -32,9 +32,13 @@ class SpoolSummary(BaseModel):
     dead_by_bank: dict[str, int]
 
 
+# A spool row's id: SQLite's rowid, a positive 64-bit integer (a larger number is a 422, not an overflow in SQLite).
+RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+
+
 class SpoolIds(BaseModel):
-    ids: list[int] | None = Field(default=None, max_length=1000,
-                                  description="Dead rows to act on; omitted: every dead row this key may see")
+    ids: list[RowId] | None = Field(default=None, max_length=1000,
+                                    description="Dead rows to act on; omitted: every dead row this key may see")
 
 
 class SpoolActed(BaseModel):
@@ -74,18 +78,21 @@ async def rows(
     return [r for r in found if key is None or key.allows(r.bank_id)][:limit]
 
 
-async def _dead_ids(request: Request, key: ApiKey | None, ids: list[int] | None) -> list[int]:
-    """The dead rows a request may act on: those asked for (or all), within the key's banks."""
+async def _dead_ids(request: Request, key: ApiKey | None, ids: list[int] | None) -> list[int] | None:
+    """The dead rows a request may act on: those asked for (None: all), within the key's banks. Only a key
+    limited to some banks needs the rows read to know whose they are."""
+    if key is None or key.banks is None:
+        return ids
     found = await asyncio.to_thread(spool_admin.rows, _path(request), dead=True, limit=1_000_000)
     wanted = set(ids) if ids is not None else None
-    return [r.id for r in found if (wanted is None or r.id in wanted) and (key is None or key.allows(r.bank_id))]
+    return [r.id for r in found if (wanted is None or r.id in wanted) and key.allows(r.bank_id)]
 
 
 @router.post("/dead/replay", response_model=SpoolActed,
              summary="Put dead rows back in the queue (attempts reset) and deliver them now")
 async def replay_dead(request: Request, key: CallerDep, body: SpoolIds) -> SpoolActed:
     ids = await _dead_ids(request, key, body.ids)
-    revived = await asyncio.to_thread(spool_admin.revive_dead, _path(request), ids) if ids else 0
+    revived = await asyncio.to_thread(spool_admin.revive_dead, _path(request), ids) if ids != [] else 0
     if revived:
         backend_for(request.app.state.memory)[1].flush(timeout=0)  # wake the delivery thread; does not wait
     return SpoolActed(count=revived)
@@ -94,5 +101,6 @@ async def replay_dead(request: Request, key: CallerDep, body: SpoolIds) -> Spool
 @router.post("/dead/purge", response_model=SpoolActed, summary="Delete dead rows (they are turns nobody stored)")
 async def purge_dead(request: Request, key: CallerDep, body: SpoolIds) -> SpoolActed:
     ids = await _dead_ids(request, key, body.ids)
-    removed = await asyncio.to_thread(spool_admin.purge_dead, _path(request), ids) if ids else 0
+    # An empty list acts on nothing (spool_admin reads None and [] alike as "every row").
+    removed = await asyncio.to_thread(spool_admin.purge_dead, _path(request), ids) if ids != [] else 0
     return SpoolActed(count=removed)
