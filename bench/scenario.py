@@ -41,7 +41,8 @@ SAID = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)  # a Tuesday
 class Exchange:
     user: str
     assistant: str
-    probes: tuple[tuple[str, tuple[str, ...]], ...]  # (recall query, words one recalled memory must hold)
+    # (recall query, words one recalled memory must hold); "上海|shanghai": either spelling holds the word
+    probes: tuple[tuple[str, tuple[str, ...]], ...]
     phrase: str | None = None  # the time phrase whose span dated memories must have (None: undated)
     speaker: str = "user"  # who said what the probes look for
 
@@ -61,7 +62,7 @@ EXCHANGES: tuple[Exchange, ...] = (
              "Your secret is safe with me.",
              (("When is the surprise party for Mei?", ("party",)),), "12 December"),
     Exchange("我下周三要去上海出差。", "祝你出差顺利！",
-             (("上海出差", ("上海",)),), "下周三"),
+             (("上海出差", ("上海|shanghai",)),), "下周三"),
     Exchange("I'm allergic to peanuts.", "Thanks, I will never suggest food with peanuts.",
              (("What is the user allergic to?", ("peanut",)),)),
     Exchange("I'm flying to Berlin next Tuesday for a conference.",
@@ -165,13 +166,13 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
     found: list[Any] = []
     for query, words in exchange.probes:
         recall = await memory.recall(bank, query, token_budget=400, now=SAID, types=["raw", "world", "experience"])
-        hits = [m for m in recall.memories[:5] if all(w in m.text.casefold() for w in words)]
+        hits = [m for m in recall.memories[:5] if _holds(m.text, words)]
         kept = kept and bool(hits)
         found += hits
     # Speakers and dates are checked on every stored memory of the exchange holding the item's key words, not only
     # the hits; dates on those said by the item's speaker (the other side's reply has no time phrase of its own).
     words = exchange.probes[0][1]
-    holding = [m for m in records if all(w in m.text.casefold() for w in words)]
+    holding = [m for m in records if _holds(m.text, words)]
     speaker_ok = all(_speaker_ok(m, exchange) for m in holding)
     expected = _expected_span(exchange.phrase) if exchange.phrase else None
     stated = [m for m in holding if _said_by(m) == exchange.speaker]
@@ -184,6 +185,12 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
                                    m.occurred_end.date().isoformat() if m.occurred_end else None]} for m in holding],
         "found_by_recall": [m.text for m in found],
     }
+
+
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Every word in the text, a word being any of its "|"-separated spellings (a fact may translate 上海)."""
+    folded = text.casefold()
+    return all(any(spelling in folded for spelling in word.split("|")) for word in words)
 
 
 def _said_by(memory: Any) -> str:

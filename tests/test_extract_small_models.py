@@ -202,3 +202,26 @@ async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(e
     shanghai = rows["The user plans to go on a trip to Shanghai next week."]
     assert shanghai["fact_type"] == "world" and (shanghai["occurred_start"], shanghai["occurred_end"]) == day(2026, 12, 9)
     assert not any(t.startswith(("user:", "The user:")) for t in rows if rows[t]["fact_type"] != "raw")
+
+
+async def test_a_users_plan_the_model_called_experience_is_the_users(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    # The local model's fact of run F: half translated, no subject, typed experience, citing the assistant's reply
+    # (which shares only 出差 with it). The user's turn carries it as well, so it is the user's, dated by 下周三.
+    fake.script([reply([fact("Shanghai出差 next week", "experience", [2], ["上海"], when="next week")])])
+    await engine.retain_many(bank, [{"content": "user: 我下周三要去上海出差。\nassistant: 祝你出差顺利！",
+                                     "timestamp": TUESDAY}])
+    facts = [r for r in await units(engine, bank) if r["fact_type"] != "raw"]
+    assert [r["fact_type"] for r in facts] == ["world"]
+    trip = facts[0]
+    assert (trip["occurred_start"], trip["occurred_end"]) == day(2026, 12, 9)
+
+
+async def test_what_the_assistant_wished_stays_its_experience(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+    # The other side: a fact the assistant's turn carries better than the user's stays the assistant's.
+    fake.script([reply([fact("Wished the user a good business trip and suggested the Bund at night.", "experience",
+                             [2], [])])])
+    await engine.retain_many(bank, [{"content": "user: 我下周三要去上海出差。\n"
+                                                "assistant: Have a good business trip! The Bund at night is lovely.",
+                                     "timestamp": TUESDAY}])
+    facts = [r for r in await units(engine, bank) if r["fact_type"] != "raw"]
+    assert [r["fact_type"] for r in facts] == ["experience"]

@@ -313,3 +313,21 @@ def test_a_keyword_vote_counts_by_how_much_of_the_question_it_matches(filled: An
     weak_b = next(f.score for f in fused if f.id == b)
     strong = reciprocal_rank({"semantic": [(a, 0.9)], "keyword": [(b, GRADED_ARMS["keyword"])]}, weights)
     assert next(f.score for f in strong if f.id == b) == pytest.approx(weak_b * GRADED_ARMS["keyword"] / 0.1)
+
+
+def test_the_semantic_arms_nearest_memory_is_not_buried_by_arms_that_agree_on_a_distractor() -> None:
+    """A paraphrased question: the right memory is the semantic arm's nearest and no other arm finds it; a
+    distractor a little further semantically is also in the graph arm (a busy session). The nearest wins."""
+    import uuid as uuid_module
+
+    from memwrap.engine.recall.fusion import NEAREST_BONUS, reciprocal_rank
+
+    right, distractor, other = (uuid_module.uuid4() for _ in range(3))
+    weights = {"semantic": 1.0, "keyword": 1.0, "graph": 0.6}
+    arms_lists = {"semantic": [(right, 0.91), (other, 0.90), (distractor, 0.89)],
+                  "graph": [*((uuid_module.uuid4(), 1.0) for _ in range(29)), (distractor, 0.5)]}
+    fused = reciprocal_rank(arms_lists, weights)
+    assert fused[0].id == right
+    assert fused[0].score == pytest.approx((1 + NEAREST_BONUS) / 61)
+    # Second place in the semantic arm gets no bonus: the distractor's two votes beat `other`'s one.
+    assert [f.id for f in fused].index(distractor) < [f.id for f in fused].index(other)

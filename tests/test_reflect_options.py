@@ -52,8 +52,9 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert stored["disposition"] == {"skepticism": 5, "directives": ["Answer in one sentence."]}
     await engine.retain_many(bank, ["I prefer dark mode in my code editor."])
 
-    # (an answer before any lookup would be refused: the bank is not empty)
-    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say.")])
+    # (an answer before any lookup would be refused: the bank is not empty; an uncited one after it is refused
+    # once, and taken the second time as the model's word that memory does not hold it)
+    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say."), done("Memory does not say.")])
     result = await engine.reflect(bank, QUESTION, disposition={"empathy": 1, "literalism": 5})
     system = system_of(fake.requests[0])
     assert "Skepticism 5/5: Treat every memory as a claim" in system
@@ -65,9 +66,9 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
 
     # Neutral traits say nothing: the default prompt has no disposition section at all.
     await engine.configure_bank(bank, disposition=None)
-    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say.")])
+    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say."), done("Memory does not say.")])
     await engine.reflect(bank, QUESTION)
-    assert "Disposition" not in system_of(fake.requests[2])
+    assert "Disposition" not in system_of(fake.requests[3])
 
 
 async def test_bad_options_are_refused_before_any_llm_call(engine: Engine, fake: FakeLLMServer, bank: str) -> None:

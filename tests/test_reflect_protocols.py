@@ -110,6 +110,25 @@ async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLL
         await engine.close()
 
 
+async def test_an_uncited_answer_after_a_lookup_is_refused_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+    # The local model in run G: recall showed the answer, then `done` answered from its own guess, citing nothing.
+    engine = await make_engine(memwrap_home, fake)
+    try:
+        await facts(engine, bank)
+        fake.script([turn(call("recall", query="editor theme")), done("Light mode."), done("Dark mode [F1].", "F1")])
+        result = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
+        assert tools == [("recall", False), ("done", True), ("done", False)]
+        assert "cites nothing" in str(fake.requests[2].body["messages"][-1]["content"])
+        # Twice uncited: the model's word that memory does not hold it, taken as it is.
+        fake.script([turn(call("recall", query="editor theme")), Reply(text="Not in memory."), Reply(text="Not in memory.")])
+        again = await engine.reflect(bank, QUESTION, now=NOW)
+        assert again.answer == "Not in memory." and again.memory_ids == [] and not again.forced
+    finally:
+        await engine.close()
+
+
 async def test_an_empty_bank_may_be_answered_at_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
     engine = await make_engine(memwrap_home, fake)
     try:

@@ -29,7 +29,7 @@ from memwrap.engine.reflect.budget import MIN_RESULT_TOKENS, SAFETY_TOKENS, Limi
 from memwrap.engine.reflect.cite import resolve_citations
 from memwrap.engine.reflect.output import DONE, DoneCall, OutputSchema
 from memwrap.engine.reflect.protocol import TurnProtocol
-from memwrap.engine.reflect.refs import Gathered, Refs
+from memwrap.engine.reflect.refs import REF, Gathered, Refs
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
 from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
@@ -40,6 +40,11 @@ NOT_RUN = "Not run: `done` ended the turn."
 LOOK_FIRST = (
     "Not accepted: nothing has been looked up yet, and this memory bank is not empty. Search memory first "
     "(search_mental_models, search_observations or recall), then answer from what you find."
+)
+UNCITED = (
+    "Not accepted yet: the answer cites nothing, though memories were shown. Call `done` again with the "
+    "references ([F1], [O2], [M3] …) of the memories the answer rests on, after checking that they say it; if "
+    "none of them does, say that memory does not hold the answer."
 )
 AUTOMATIC = "auto"  # the id prefix of a lookup the agent made itself
 SYNTHESIS_ATTEMPTS = 3  # a synthesis that overflows the provider's window is retried with half the evidence
@@ -79,6 +84,7 @@ class Agent:
         self.iteration = 0
         self.lookups = 0  # tool calls that showed the model something (not `done`)
         self.refused = 0  # final answers refused because nothing was looked up
+        self.uncited = 0  # final answers refused once because they cited nothing that was shown
         self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
 
@@ -135,11 +141,21 @@ class Agent:
                         for c in step.tool_calls
                     ]
                     continue
+                if self._cite_first(call):
+                    self._tool_trace(done, ToolOutcome(UNCITED, error=True), None, 0.0)
+                    messages.append(step.message())
+                    messages += [Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True)
+                                 for c in step.tool_calls]
+                    continue
                 self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
                 return await self._finish(call)
             if not step.tool_calls:
                 if step.text.strip() and not request.output.wanted:
-                    return await self._finish(DoneCall(answer=step.text.strip()))  # answered without `done`
+                    answer = DoneCall(answer=step.text.strip())  # answered without `done`
+                    if self._cite_first(answer):
+                        messages += [step.message(), Message.user(UNCITED)]
+                        continue
+                    return await self._finish(answer)
                 if step.text.strip():  # an empty assistant turn is refused by Anthropic: leave it out
                     messages.append(step.message())
                 messages.append(Message.user(prompts.INVALID_DONE.format(error="no tool was called")))
@@ -180,6 +196,15 @@ class Agent:
             return False
         messages += await self._run_tools([call], shares)
         self.lookups = max(self.lookups, 1)  # the agent looked: whatever it found is what memory holds on this
+        return True
+
+    def _cite_first(self, call: DoneCall) -> bool:
+        """Refuse, once, a final answer that cites nothing when memories were shown: a small model answers from
+        its own guess ("React") right after a recall that showed the answer ("Vue is the user's choice now").
+        A second uncited answer is taken as the model's word that memory does not hold it."""
+        if self.uncited or not self.gathered.lines or call.memory_ids or REF.search(call.answer):
+            return False
+        self.uncited += 1
         return True
 
     def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
