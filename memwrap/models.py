@@ -311,7 +311,7 @@ class ReflectResult(BaseModel):
     unknown_ids: list[str] = Field(default_factory=list)
     iterations: int = 0
     forced: bool = False
-    forced_reason: str | None = None  # iterations | context_budget | timeout | context_overflow
+    forced_reason: str | None = None  # iterations | context_budget | timeout | context_overflow | uncited
     context_budget: int = Field(default=0, validation_alias=AliasChoices("context_budget", "max_tokens"))
     disposition: Disposition = Field(default_factory=Disposition)
     usage: ReflectUsage = Field(default_factory=ReflectUsage)

@@ -215,11 +215,13 @@ class SyncVerbs:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         return self._run(self._async.export(directory, bank_id=bank_id))
 
-    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000) -> int:
+    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
-        not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new."""
-        return self._run(self._async.import_memories(bank_id, memories, batch_size=batch_size))
+        not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new.
+        rebuild_vector_index: drop the vector index (every bank's) for the load and build it once at the end: for
+        a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
+        return self._run(self._async.import_memories(bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index))
 
     def reembed(self, *, batch_size: int=256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""

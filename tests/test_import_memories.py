@@ -70,3 +70,44 @@ def test_import_checks_rows_before_writing(memory: Memory, bank: str) -> None:
 def test_jsonl_line_round_trip() -> None:
     memory = ImportedMemory(text="Grace: we hiked the ridge trail", tags=["hiking"], mentioned_at=WHEN, embedding=[0.5])
     assert list(read_jsonl([memory_line(memory)])) == [memory]
+
+
+def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -> None:
+    from memwrap.store.vector_index import LOCK_KEY, ensure_vector_index, vector_index_exists
+
+    rows = [{"text": f"Note {i}: the user measured {i} litres of rain in garden plot {i % 7}.",
+             "mentioned_at": WHEN.isoformat()} for i in range(299)]
+    rows.insert(150, {"text": "João has taught the user the cello since March.", "mentioned_at": WHEN.isoformat()})
+    with Memory(home=tmp_path) as memory:
+        engine = _engine(memory)
+        pool = engine.store.pool
+        seen: list[bool] = []
+
+        async def watched():  # type: ignore[no-untyped-def]
+            for row in rows:
+                if len(seen) < 1:  # while the load runs (its first batch is being read), the index is down
+                    seen.append(await vector_index_exists(pool))
+                yield row
+
+        assert memory.import_memories("plots", watched(), batch_size=100, rebuild_vector_index=True) == 300
+        assert seen == [False] and memory._run(vector_index_exists(pool))
+        hits = memory.recall("plots", "Who gives the user music lessons?", now=WHEN).memories
+        assert hits and "cello" in hits[0].text and hits[0].arms.get("semantic") == 1
+
+        # A load still under way (its shared lock held): a store opening meanwhile does not build the index.
+        memory._run(pool.execute("DROP INDEX memory_units_embedding_hnsw"))
+
+        async def under_a_load() -> float:
+            async with pool.acquire() as conn:
+                await conn.execute("SELECT pg_advisory_lock_shared($1)", LOCK_KEY)
+                try:
+                    return await ensure_vector_index(pool)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock_shared($1)", LOCK_KEY)
+
+        assert memory._run(under_a_load()) == 0.0 and not memory._run(vector_index_exists(pool))
+    # A load that died with the index down: the next start builds it again.
+    with Memory(home=tmp_path) as memory:
+        assert memory._run(vector_index_exists(_engine(memory).store.pool))
+        hits = memory.recall("plots", "Who gives the user music lessons?", now=WHEN).memories
+        assert hits and "cello" in hits[0].text

@@ -52,9 +52,8 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert stored["disposition"] == {"skepticism": 5, "directives": ["Answer in one sentence."]}
     await engine.retain_many(bank, ["I prefer dark mode in my code editor."])
 
-    # (an answer before any lookup would be refused: the bank is not empty; an uncited one after it is refused
-    # once, and taken the second time as the model's word that memory does not hold it)
-    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say."), done("Memory does not say.")])
+    # (an answer before any lookup would be refused: the bank is not empty; so would an uncited one after it)
+    fake.script([turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1")])
     result = await engine.reflect(bank, QUESTION, disposition={"empathy": 1, "literalism": 5})
     system = system_of(fake.requests[0])
     assert "Skepticism 5/5: Treat every memory as a claim" in system
@@ -62,13 +61,13 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert "Empathy 1/5: Be matter-of-fact" in system and "- Answer in one sentence." in system
     assert result.disposition.model_dump() == {"skepticism": 5, "literalism": 5, "empathy": 1,
                                                "directives": ["Answer in one sentence."]}
-    assert result.answer == "Memory does not say." and result.memory_ids == [] and not result.forced
+    assert result.answer == "Dark mode [F1]." and len(result.memory_ids) == 1 and not result.forced
 
     # Neutral traits say nothing: the default prompt has no disposition section at all.
     await engine.configure_bank(bank, disposition=None)
-    fake.script([turn(call("recall", query="editor theme")), done("Memory does not say."), done("Memory does not say.")])
+    fake.script([turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1")])
     await engine.reflect(bank, QUESTION)
-    assert "Disposition" not in system_of(fake.requests[3])
+    assert "Disposition" not in system_of(fake.requests[2])
 
 
 async def test_bad_options_are_refused_before_any_llm_call(engine: Engine, fake: FakeLLMServer, bank: str) -> None:

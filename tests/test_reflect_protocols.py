@@ -110,7 +110,7 @@ async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLL
         await engine.close()
 
 
-async def test_an_uncited_answer_after_a_lookup_is_refused_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
     # The local model in run G: recall showed the answer, then `done` answered from its own guess, citing nothing.
     engine = await make_engine(memwrap_home, fake)
     try:
@@ -121,10 +121,14 @@ async def test_an_uncited_answer_after_a_lookup_is_refused_once(memwrap_home, fa
         tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("recall", False), ("done", True), ("done", False)]
         assert "cites nothing" in str(fake.requests[2].body["messages"][-1]["content"])
-        # Twice uncited: the model's word that memory does not hold it, taken as it is.
-        fake.script([turn(call("recall", query="editor theme")), Reply(text="Not in memory."), Reply(text="Not in memory.")])
+        # Uncited twice (run H: "Their team leader is John Smith" after a recall showed Zhang Wei): a forced
+        # synthesis answers from what was shown, and says why.
+        fake.script([turn(call("recall", query="editor theme")), Reply(text="Light mode."), Reply(text="Light mode."),
+                     done("Dark mode [F1].", "F1")])
         again = await engine.reflect(bank, QUESTION, now=NOW)
-        assert again.answer == "Not in memory." and again.memory_ids == [] and not again.forced
+        assert again.forced and again.forced_reason == "uncited" and again.answer == "Dark mode [F1]."
+        assert await existing(engine, bank, again.memory_ids)
+        assert "without citing" in str(fake.requests[-1].body["messages"][0]["content"])
     finally:
         await engine.close()
 

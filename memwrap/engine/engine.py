@@ -43,6 +43,7 @@ from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
+from memwrap.store.vector_index import index_down
 from memwrap.tokens import encoding_for_model
 
 log = logging.getLogger("memwrap.engine")
@@ -127,6 +128,7 @@ class Engine(LearningVerbs, ViewVerbs):
                 allow_model_change=allow_model_change,
                 min_size=settings.pool_min_size,
                 max_size=settings.pool_max_size,
+                index_memory_cap=None if settings.database_url else _quarter_of_ram(),
             )
             timings["store"] = round((time.perf_counter() - start) * 1000, 1)
         except BaseException:
@@ -258,10 +260,13 @@ class Engine(LearningVerbs, ViewVerbs):
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
     async def import_memories(
-        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH
+        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH,
+        rebuild_vector_index: bool = False,
     ) -> int:
         """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with
-        COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new."""
+        COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new.
+        `rebuild_vector_index`: drop the vector index for the load and build it once at the end
+        (memwrap/store/vector_index.py)."""
         bank_id = validate.bank_id(bank_id)
         if isinstance(memories, str | Path):
             memories = read_jsonl_file(memories)
@@ -269,6 +274,18 @@ class Engine(LearningVerbs, ViewVerbs):
             raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
         policy = await self._defense_policy(bank_id)
         report = BulkLoadReport()
+        if rebuild_vector_index:
+            async with index_down(self.store.pool, memory_cap=self.store.index_memory_cap):
+                await self._import_batches(bank_id, memories, batch_size, policy, report)
+        else:
+            await self._import_batches(bank_id, memories, batch_size, policy, report)
+        await self.learning.after_retain(bank_id, report.imported)
+        return report.imported
+
+    async def _import_batches(
+        self, bank_id: str, memories: Iterable[Any] | AsyncIterable[Any], batch_size: int, policy: str,
+        report: BulkLoadReport,
+    ) -> None:
         async for batch in batches(memories, batch_size):
             async with self.store.pool.acquire() as conn:
                 written = await import_batch(
@@ -276,8 +293,6 @@ class Engine(LearningVerbs, ViewVerbs):
                     report=report,
                 )
             self.store.planner_stats.note_writes(bank_id, len(written))
-        await self.learning.after_retain(bank_id, report.imported)
-        return report.imported
 
     # --- recall -----------------------------------------------------------------------------------------
 
@@ -384,3 +399,10 @@ class Engine(LearningVerbs, ViewVerbs):
 
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
         return await self.import_stream(bank_id, read_lines(Path(path)))
+
+
+def _quarter_of_ram() -> int:
+    """What a vector index build on the embedded server (this machine) may take: a quarter of RAM."""
+    import psutil
+
+    return int(psutil.virtual_memory().total) // 4

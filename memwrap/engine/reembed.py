@@ -2,15 +2,18 @@
 
 Each unit is embedded from the same text retain used (a raw unit with the end of the unit before it in its
 session: `embedding_text`), so a re-embedded store holds the vectors a store built afresh with this model would.
-The vector column is resized when the model's dimension differs (its HNSW index is dropped and rebuilt).
+The vector column is resized when the model's dimension differs. The HNSW index is dropped for the run and
+built once at the end (memwrap/store/vector_index.py).
 """
 
 from __future__ import annotations
 
+import asyncpg
 import numpy as np
 
 from memwrap.engine.embed import Embedder
 from memwrap.store.db import Store
+from memwrap.store.vector_index import index_down
 
 # How much of the previous unit of a session joins a unit's embedding text.
 PREVIOUS_CONTEXT_CHARS = 300
@@ -39,10 +42,20 @@ async def reembed_store(store: Store, embedder: Embedder, model: str, *, batch_s
     """Re-embed every memory of every bank; returns how many. Records the model and dimension in store_meta."""
     dim = embedder.dim
     pool = store.pool
+    # Every vector changes: the index is dropped and built once at the end (faster than updating the graph row
+    # by row, and a clean graph rather than one full of dead versions).
+    async with index_down(pool, memory_cap=store.index_memory_cap):
+        done = await _reembed_rows(pool, embedder, dim, batch_size)
+    async with pool.acquire() as conn, conn.transaction():
+        await store.set_meta("embedding_model", model, conn)
+        await store.set_meta("embedding_dim", str(dim), conn)
+    return done
+
+
+async def _reembed_rows(pool: asyncpg.Pool, embedder: Embedder, dim: int, batch_size: int) -> int:
     async with pool.acquire() as conn, conn.transaction():
         stored_dim = await conn.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'")
         if stored_dim != str(dim):
-            await conn.execute("DROP INDEX IF EXISTS memory_units_embedding_hnsw")
             await conn.execute(f"ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
     done = 0
     last_seq = 0
@@ -57,10 +70,4 @@ async def reembed_store(store: Store, embedder: Embedder, model: str, *, batch_s
         )
         done += len(rows)
         last_seq = rows[-1]["seq"]
-    async with pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            "CREATE INDEX IF NOT EXISTS memory_units_embedding_hnsw ON memory_units USING hnsw (embedding vector_cosine_ops)"
-        )
-        await store.set_meta("embedding_model", model, conn)
-        await store.set_meta("embedding_dim", str(dim), conn)
     return done

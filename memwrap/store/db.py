@@ -13,6 +13,7 @@ from pgvector.asyncpg import register_vector
 
 from memwrap.errors import EmbeddingModelMismatchError, StoreError
 from memwrap.store.planner_stats import PlannerStats
+from memwrap.store.vector_index import ensure_vector_index
 
 # Any fixed number works; every memwrap process on a database must agree on it.
 _MIGRATION_LOCK_KEY = 0x6D656D77  # "memw"
@@ -60,6 +61,7 @@ class Store:
         self.pool = pool
         self.url = url
         self.planner_stats = PlannerStats(pool)  # writers report rows; it re-ANALYZEs after bulk loads
+        self.index_memory_cap: int | None = None  # what a vector index build may take (embedded server only)
 
     @classmethod
     async def open(
@@ -71,7 +73,10 @@ class Store:
         allow_model_change: bool = False,
         min_size: int = 1,
         max_size: int = 8,
+        index_memory_cap: int | None = None,
     ) -> Store:
+        """Migrate, connect, check the embedding model, and build the vector index if a bulk load died without
+        building it again (`index_memory_cap`: see vector_index.ensure_vector_index)."""
         try:
             await migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
             pool = await asyncpg.create_pool(
@@ -80,8 +85,10 @@ class Store:
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StoreError(f"Could not open the memwrap database at {_redact_url(url)}: {exc}") from exc
         store = cls(pool, url)
+        store.index_memory_cap = index_memory_cap
         if not allow_model_change:
             await store.check_embedding_model(embedding_model, embedding_dim)
+            await ensure_vector_index(pool, memory_cap=index_memory_cap, unfinished=True)
         return store
 
     async def check_embedding_model(self, model: str, dim: int) -> None:

@@ -8,7 +8,9 @@
 The model is asked through native tool calls or, where the server's model cannot make them, a JSON-schema
 "next action" protocol (protocol.py): the same loop, trace, budgets and citations either way. A final answer
 before anything was looked up is refused (unless the bank is empty): the first time the model is told to look
-first; the second time the agent recalls the question itself and shows the model what it found.
+first; the second time the agent recalls the question itself and shows the model what it found. A final answer
+that cites nothing, though memories were shown, is refused once; the second ends in a forced synthesis
+(forced_reason "uncited").
 
 The budget is enforced before the tool calls run: the room left in the budget is divided among the calls of the
 turn, and each call's result is cut to its share, so several calls together cannot overflow the next request.
@@ -84,7 +86,7 @@ class Agent:
         self.iteration = 0
         self.lookups = 0  # tool calls that showed the model something (not `done`)
         self.refused = 0  # final answers refused because nothing was looked up
-        self.uncited = 0  # final answers refused once because they cited nothing that was shown
+        self.uncited = 0  # final answers refused because they cited nothing though memories were shown
         self.protocol: TurnProtocol | None = None
         self._started = time.perf_counter()
 
@@ -141,8 +143,11 @@ class Agent:
                         for c in step.tool_calls
                     ]
                     continue
-                if self._cite_first(call):
+                if self._uncited(call):
                     self._tool_trace(done, ToolOutcome(UNCITED, error=True), None, 0.0)
+                    if self.uncited > 1:
+                        reason = "uncited"
+                        break
                     messages.append(step.message())
                     messages += [Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True)
                                  for c in step.tool_calls]
@@ -152,7 +157,10 @@ class Agent:
             if not step.tool_calls:
                 if step.text.strip() and not request.output.wanted:
                     answer = DoneCall(answer=step.text.strip())  # answered without `done`
-                    if self._cite_first(answer):
+                    if self._uncited(answer):
+                        if self.uncited > 1:
+                            reason = "uncited"
+                            break
                         messages += [step.message(), Message.user(UNCITED)]
                         continue
                     return await self._finish(answer)
@@ -198,11 +206,11 @@ class Agent:
         self.lookups = max(self.lookups, 1)  # the agent looked: whatever it found is what memory holds on this
         return True
 
-    def _cite_first(self, call: DoneCall) -> bool:
-        """Refuse, once, a final answer that cites nothing when memories were shown: a small model answers from
-        its own guess ("React") right after a recall that showed the answer ("Vue is the user's choice now").
-        A second uncited answer is taken as the model's word that memory does not hold it."""
-        if self.uncited or not self.gathered.lines or call.memory_ids or REF.search(call.answer):
+    def _uncited(self, call: DoneCall) -> bool:
+        """A final answer that cites nothing though memories were shown: a small model answers from its own guess
+        ("React", "John Smith") right after a recall that showed the answer. The first is refused with a word on
+        citing; the second ends the loop in a forced synthesis from what was shown (forced_reason "uncited")."""
+        if not self.gathered.lines or call.memory_ids or REF.search(call.answer):
             return False
         self.uncited += 1
         return True

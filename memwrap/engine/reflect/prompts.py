@@ -94,6 +94,7 @@ REASONS = {
     "context_budget": "the context budget is used up",
     "timeout": "the time limit was reached",
     "context_overflow": "the model's context window is full",
+    "uncited": "an answer was given twice without citing any of the items shown",
 }
 
 

@@ -1,0 +1,104 @@
+"""The one HNSW index over every bank's vectors: dropped for a bulk load and built again in one pass.
+
+Inserting into an HNSW graph row by row is most of what a bulk import costs (10k rows on 2 cores: 427 rows/s
+with the index, 1,764 without, and 3 s to build it afterwards), so `import_memories(..., rebuild_vector_index=
+True)` and `reembed` drop it, write, and build it once. Meanwhile the semantic arm scans exactly: answers stay
+right, only slower. A process killed in between leaves the store without the index; the next `Store.open`
+builds it again (`ensure_vector_index`).
+
+Bulk loads hold an advisory lock in shared mode while the index is down; building takes it exclusively. So
+several bulk loads may run at once and the last to finish builds the index, and a process starting meanwhile
+does not build it under a load still running (its inserts would wait for the build, then pay for the graph).
+
+A build that does not fit `maintenance_work_mem` goes on on disk, many times slower (pgvector says so in a
+NOTICE). On the embedded server, which runs on this machine, a build gets what the graph needs, up to a
+quarter of RAM; an external server keeps its own setting (see the README's PostgreSQL settings).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import asyncpg
+
+log = logging.getLogger("memwrap.store")
+
+VECTOR_INDEX = "memory_units_embedding_hnsw"
+CREATE_VECTOR_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON memory_units USING hnsw (embedding vector_cosine_ops)"
+)
+DROP_VECTOR_INDEX = f"DROP INDEX IF EXISTS {VECTOR_INDEX}"
+
+# Bytes of graph per row besides the vector itself (neighbour lists at pgvector's default m = 16, tuple headers).
+GRAPH_BYTES_PER_ROW = 400
+MB = 1024 * 1024
+LOCK_KEY = 0x6D656D77_7669  # pg advisory lock: "memw" "vi"
+
+
+async def vector_index_exists(conn: asyncpg.Connection | asyncpg.Pool) -> bool:
+    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VECTOR_INDEX)  # type: ignore[no-any-return]
+
+
+async def drop_vector_index(conn: asyncpg.Connection | asyncpg.Pool) -> None:
+    await conn.execute(DROP_VECTOR_INDEX)
+
+
+@asynccontextmanager
+async def index_down(pool: asyncpg.Pool, *, memory_cap: int | None = None) -> AsyncIterator[None]:
+    """The vector index dropped for the block, built again after it (by the last such block to end)."""
+    async with pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock_shared($1)", LOCK_KEY)
+        try:
+            await drop_vector_index(conn)
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock_shared($1)", LOCK_KEY)
+    await ensure_vector_index(pool, memory_cap=memory_cap)
+
+
+async def ensure_vector_index(pool: asyncpg.Pool, *, memory_cap: int | None = None, unfinished: bool = False) -> float:
+    """Build the index if it is missing and no bulk load is under way; returns the seconds the build took (0.0 if
+    there was nothing to build, or a bulk load will build it).
+
+    `memory_cap`: the most `maintenance_work_mem` this build may take (the embedded server's machine); None keeps
+    the server's own setting. `unfinished`: a missing index means a bulk load died (said as a warning)."""
+    async with pool.acquire() as conn:
+        if await vector_index_exists(conn):
+            return 0.0
+        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", LOCK_KEY):
+            return 0.0  # a bulk load is under way: the last one to end builds it
+        try:
+            if await vector_index_exists(conn):  # built while this one waited
+                return 0.0
+            if unfinished:
+                log.warning("building the missing vector index %s: a bulk load or reembed did not finish",
+                            VECTOR_INDEX)
+            started = time.perf_counter()
+            async with conn.transaction():
+                if memory_cap is not None:
+                    await _size_build_memory(conn, memory_cap)
+                await conn.execute(CREATE_VECTOR_INDEX)
+            took = time.perf_counter() - started
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", LOCK_KEY)
+    log.info("built the vector index %s in %.1f s", VECTOR_INDEX, took)
+    return took
+
+
+async def _size_build_memory(conn: asyncpg.Connection, cap: int) -> None:
+    """Raise maintenance_work_mem for this transaction to what the graph needs (rows × (vector + links)), if the
+    server's setting is below it, up to `cap`."""
+    rows = await conn.fetchval("SELECT count(*) FROM memory_units WHERE embedding IS NOT NULL")
+    dim = await conn.fetchval(
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
+    )
+    need = int(rows * (max(int(dim or 0), 1) * 4 + GRAPH_BYTES_PER_ROW) * 1.2)
+    current = await conn.fetchval(
+        "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+    )  # kB on the server
+    wanted = min(need, cap)
+    if wanted > current:
+        await conn.execute(f"SET LOCAL maintenance_work_mem = '{wanted // MB}MB'")
