@@ -129,6 +129,30 @@ class ScaleRun:
         self.build_log[key] = self.build_log.get(key, 0.0) + seconds
         self.build_log_path.write_text(json.dumps(self.build_log, indent=1))
 
+    def index_down(self) -> Any:
+        """The vector index dropped while the build runs and built once after it, as
+        `import_memories(..., rebuild_vector_index=True)` does for one call (memwrap/store/vector_index.py)."""
+        from contextlib import contextmanager
+
+        from memwrap.store.vector_index import index_down
+
+        @contextmanager
+        def down() -> Iterator[None]:
+            manager = index_down(self.engine.store.pool, memory_cap=self.engine.store.index_memory_cap)
+            self.memory._run(manager.__aenter__())
+            failed = True
+            try:
+                yield
+                failed = False
+            finally:
+                t0 = time.perf_counter()
+                self.memory._run(manager.__aexit__(None, None, None))
+                self._note_build("index_s", time.perf_counter() - t0)
+                self.log(f"[scale] vector index built in {time.perf_counter() - t0:.0f} s"
+                         + (" (after a failed build)" if failed else ""))
+
+        return down()
+
     def size_of(self, bank: str) -> int:
         return int(self.sql("SELECT coalesce(max(memory_count), 0) FROM banks WHERE bank_id = $1", bank))
 
@@ -284,10 +308,11 @@ def build_only(config: ScaleConfig, part: str, log: Any = print) -> None:
     """Grow one part of the cached database until the time budget ends (two parts may grow side by side)."""
     run = ScaleRun(config, log)
     try:
-        if part == "small":
-            run.build_small(reserve_s=0)
-        else:
-            run.build_big(reserve_s=0)
+        with run.index_down():
+            if part in ("small", "both"):
+                run.build_small(reserve_s=0)
+            if part in ("big", "both"):
+                run.build_big(reserve_s=0)
     finally:
         run.memory.close()
 
@@ -333,8 +358,9 @@ def run_scale(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
     }
     measure_s = 8 * 60
     share = max(0.0, config.time_budget_s - measure_s)
-    results["small_build"] = run.build_small(reserve_s=measure_s + share / 2)
-    results["big_build"] = run.build_big(reserve_s=measure_s)
+    with run.index_down():
+        results["small_build"] = run.build_small(reserve_s=measure_s + share / 2)
+        results["big_build"] = run.build_big(reserve_s=measure_s)
     results["build_seconds_total"] = {k: round(v, 1) for k, v in run.build_log.items()}
     pool = QueryPool(seed=int(time.time()) % 1000)
     banks = results["small_build"]["banks"]
@@ -374,8 +400,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--home", type=Path, default=None, help="the cached database's home")
     parser.add_argument("--time-budget", type=float, default=90, help="minutes (build stops in time to measure)")
     parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--build-only", choices=("small", "big"), default=None,
-                        help="only grow this part for the time budget (run one of each side by side), no measuring")
+    parser.add_argument("--build-only", choices=("small", "big", "both"), default=None,
+                        help="only grow this part (or both: small banks first) for the time budget, no measuring")
     parser.add_argument("--pg-defaults", action="store_true",
                         help="only the big bank's recall, with PostgreSQL's default memory settings (a comparison)")
     args = parser.parse_args(argv)
