@@ -22,6 +22,7 @@ from uuid import uuid4
 import asyncpg
 import numpy as np
 
+from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.entities import entity_key, extract_entities
@@ -135,12 +136,14 @@ async def import_batch(
         keep = [i for i in keep if not (units[i].item_hash in seen or seen.add(units[i].item_hash))]  # type: ignore[func-returns-value]
         written = [units[i] for i in keep]
         if written:
+            fresh_names = await add_name_words(conn, bank_id, written)
             await conn.execute(CREATE_STAGING.format(dim=int(dim)))
             await conn.copy_records_to_table(
                 STAGING, columns=STAGING_COLUMNS, records=[_record(units[i], vectors[i]) for i in keep]
             )
             await conn.execute(MOVE_STAGED, bank_id)
             await _write_entities(conn, bank_id, written)
+            await backfill(conn, bank_id, fresh_names)
             await link_names(conn, bank_id, unit_entities(written))
             last = await _last_of_sessions(conn, bank_id, written)
             await _write_session_links(conn, bank_id, written, last)

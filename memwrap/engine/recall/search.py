@@ -22,6 +22,7 @@ from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
+from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.pack import plan
@@ -219,7 +220,7 @@ class Searcher:
         entity_keys = _query_entity_keys(request.query)
         filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = {bank: asyncio.ensure_future(related_names(self.pool, bank, entity_keys)) for bank in searched}
+        names = {bank: asyncio.ensure_future(self._names(bank, request.query, entity_keys)) for bank in searched}
         keyword = {
             bank: asyncio.ensure_future(self._keyword(filters[bank], request.query, names[bank], limit, sizes[bank]))
             for bank in searched
@@ -291,12 +292,21 @@ class Searcher:
             encoding=encoding_name(encoding), time_window=window, **fields,
         )
 
+    async def _names(self, bank_id: str, query: str, entity_keys: list[str]) -> list[tuple[str, str]]:
+        """(name, key) of the question's entities in this bank besides `entity_keys`: the bank's Han names the
+        question holds (jieba may have cut them: bank_names.py), and the other names of all of them."""
+        seen = [(name, entity_key(name)) for name in sorted(await names_in(self.pool, bank_id, query))]
+        keys = sorted({*entity_keys, *(key for _name, key in seen)})
+        related = await related_names(self.pool, bank_id, keys)
+        return [*seen, *related]
+
     async def _keyword(
         self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int
     ) -> Hits:
         related = await names
         text = " ".join([query, *(name for name, _key in related)])
-        return await self._on_connection(arms.keyword, filters, search_text(text), limit, bank_size)
+        words = with_names(search_text(text), han_names(name for name, _key in related))
+        return await self._on_connection(arms.keyword, filters, words, limit, bank_size)
 
     async def _details(
         self, filters: dict[str, Filters], fused: list[Fused], with_neighbours: bool

@@ -8,6 +8,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 
@@ -106,6 +107,7 @@ async def write_items(
                 if sessions
                 else {}
             )
+            fresh_names = await add_name_words(conn, bank_id, units)
             await conn.executemany(
                 INSERT_UNIT,
                 [
@@ -118,6 +120,7 @@ async def write_items(
                 ],
             )
             await _write_entities(conn, bank_id, units)
+            await backfill(conn, bank_id, fresh_names)
             if link:
                 await link_names(conn, bank_id, unit_entities(units))
             await _write_session_links(conn, bank_id, units, last_of_session)
