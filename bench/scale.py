@@ -244,25 +244,35 @@ class ScaleRun:
         return {"small_among_banks_ms": s, "lone_bank_ms": a, "ratio_p50": round(s["p50"] / a["p50"], 2),
                 "ratio_p95": round(s["p95"] / a["p95"], 2)}
 
-    def semantic_recall(self, pool: QueryPool, bank: str, bank_size: int, *, ef_search: int | None = None) -> float:
-        """The semantic arm's top 20 against an exact scan of the bank, averaged over queries."""
+    def semantic_recall(
+        self, pool: QueryPool, bank: str, bank_size: int, *, ef_search: int | None = None
+    ) -> dict[str, float]:
+        """The semantic arm's top 20 against an exact scan of the bank, averaged over queries: the share of the
+        exact 20 found, and the share of the arm's 20 no farther than the exact 20th plus 0.01 in cosine distance
+        (the scale bench's mixture vectors come in tight clusters, where many memories are all but tied)."""
         from memwrap.engine.recall import arms
         from memwrap.engine.recall.arms import Filters
 
-        queries = pool.take(self.config.recall_probes if bank != BIG else 15)
+        queries = pool.take(self.config.recall_probes if bank != BIG else 25)
         vectors = self.engine.embedder.encode(queries)
 
-        async def one(vector: np.ndarray) -> float:
+        async def one(vector: np.ndarray) -> tuple[float, float]:
             async with self.engine.store.pool.acquire() as conn, conn.transaction():
                 if ef_search:
                     await conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-                got = {i for i, _ in await arms.semantic(conn, Filters(bank), vector, 20, bank_size)}
+                # As recall runs the arm (its arm_limit of candidates, by exact distance), then its first 20.
+                got = (await arms.semantic(conn, Filters(bank), vector, self.memory.settings.arm_limit, bank_size))[:20]
                 exact = await conn.fetch(
-                    "SELECT id FROM memory_units WHERE bank_id = $1 AND invalidated_at IS NULL "
-                    "ORDER BY (embedding <=> $2) + 0 LIMIT 20", bank, vector)
-            return len(got & {r["id"] for r in exact}) / max(1, len(exact))
+                    "SELECT id, embedding <=> $2 AS dist FROM memory_units WHERE bank_id = $1 "
+                    "AND invalidated_at IS NULL ORDER BY (embedding <=> $2) + 0 LIMIT 20", bank, vector)
+            found = len({i for i, _ in got} & {r["id"] for r in exact}) / max(1, len(exact))
+            cut = exact[-1]["dist"] + 0.01 if exact else 0.0
+            near = sum(1 for _, score in got if 1 - score <= cut) / max(1, len(exact))
+            return found, near
 
-        return round(statistics.fmean(self.memory._run(one(v)) for v in vectors), 4)
+        results = [self.memory._run(one(v)) for v in vectors]
+        return {"recall_at_20": round(statistics.fmean(r[0] for r in results), 4),
+                "within_0.01_of_exact_20th": round(statistics.fmean(r[1] for r in results), 4)}
 
     def disk(self) -> dict[str, Any]:
         rows = int(self.sql("SELECT count(*) FROM memory_units"))
@@ -380,7 +390,7 @@ def run_scale(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
         if big:
             results["big_bank"] = {"size": big, **run.big_latency(pool)}
             results["big_bank"]["semantic_recall_at_20"] = {
-                f"ef_search={ef}": run.semantic_recall(pool, BIG, big, ef_search=ef) for ef in (40, 100, 200)
+                f"ef_search={ef}": run.semantic_recall(pool, BIG, big, ef_search=ef) for ef in (40, 100, 200, 400)
             }
             results["big_bank"]["retain_many"] = run.retain_throughput()
         results["disk"] = run.disk()

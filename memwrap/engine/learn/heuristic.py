@@ -21,6 +21,7 @@ import numpy as np
 
 from memwrap.engine.learn.observations import CreateOp, EvidenceIn, Plan, UpdateOp
 from memwrap.engine.recall.arms import EXACT_SCAN_MAX
+from memwrap.store.vector_index import indexed_distance, vector_dim
 
 NEIGHBOURS = 10
 
@@ -70,10 +71,11 @@ CROSS JOIN LATERAL (
     FROM memory_units m
     WHERE m.bank_id = b.bank_id AND m.id <> b.id AND m.fact_type <> 'observation'
       AND m.invalidated_at IS NULL AND m.tags @> b.tags AND m.tags <@ b.tags
-    ORDER BY m.embedding <=> b.embedding
+    ORDER BY {order}
     LIMIT $3
 ) nn
 WHERE b.bank_id = $1 AND b.id = ANY($2::uuid[]) AND b.embedding IS NOT NULL AND nn.similarity >= $4
+ORDER BY nn.similarity DESC, nn.id
 """
 
 # Small banks: every candidate's vector at once, compared in numpy (an exact scan per fact in SQL is quadratic
@@ -96,7 +98,10 @@ async def _nearest(
     """Each fact's near-duplicates (same exact tag scope, cosine >= threshold), best first, at most NEIGHBOURS."""
     found: dict[UUID, list[Neighbour]] = {}
     if bank_size > EXACT_SCAN_MAX:
-        rows = await conn.fetch(NEAREST_INDEXED, bank_id, [f.id for f in facts], NEIGHBOURS, threshold)
+        order = indexed_distance("m.embedding", "b.embedding", await vector_dim(conn))
+        rows = await conn.fetch(
+            NEAREST_INDEXED.format(order=order), bank_id, [f.id for f in facts], NEIGHBOURS, threshold
+        )
         for r in rows:
             found.setdefault(r["unit_id"], []).append(
                 Neighbour(r["id"], r["seq"], r["text"], r["mentioned_at"], float(r["similarity"]))

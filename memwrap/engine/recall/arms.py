@@ -17,6 +17,7 @@ import numpy as np
 
 from memwrap.engine.recall.filters import Params, compile_filter
 from memwrap.filters import RecallFilter
+from memwrap.store.vector_index import indexed_distance
 
 Hits = list[tuple[UUID, float]]
 
@@ -67,7 +68,10 @@ async def semantic(
     # `+ 0` hides the distance from the planner's index matching, forcing the exact scan on small banks.
     # The exact scan breaks ties by id: a copy and its original (an observation and the fact whose words and vector
     # it took) are equally near, and which one makes the cut must not depend on the plan.
-    order = "m.embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
+    # A big bank asks the index (half precision) for its candidates; `dist`, and so the order they come back in,
+    # is the exact distance.
+    dim = len(query_vector)
+    order = indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
@@ -162,7 +166,8 @@ async def graph(
     # In a small bank a few seeds are already much of it; keep some memories left to be reached.
     seeds = max(1, min(seeds, bank_size // 4))
     where, params = filters.sql("m", 8)
-    order = "embedding <=> $2" if bank_size > EXACT_SCAN_MAX else "(embedding <=> $2) + 0, id"
+    order = (indexed_distance("embedding", "$2", len(query_vector)) if bank_size > EXACT_SCAN_MAX
+             else "(embedding <=> $2) + 0, id")
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred; but
     # checking every memory reached is slow when many are (17k through common entities in a 100k bank: 85 ms).
