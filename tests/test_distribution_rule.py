@@ -48,6 +48,9 @@ CROSS_BANK_STATEMENTS = {
     "UPDATE learn_progress p SET watermark = s.low - 1": "consolidation's watermark repair, every bank at once",
     "SELECT 'refresh_mental_model', mm.bank_id": "the scheduler queueing due mental-model refreshes",
     "SELECT o.bank_id, o.id FROM observations o WHERE o.evidence_count": "reconciliation of evidence counts",
+    # Building the one vector index (memwrap/store/vector_index.py): once per build, never per request.
+    "SELECT EXISTS (SELECT 1 FROM memory_units)": "whether a missing vector index is worth a warning",
+    "SELECT count(*) FROM memory_units WHERE embedding IS NOT NULL": "sizing the vector index build's memory",
 }
 
 _CREATE_TABLE = re.compile(r"CREATE TABLE(?: IF NOT EXISTS)?\s+(\w+)\s*\((.*?)\n\);", re.S | re.I)

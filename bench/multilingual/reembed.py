@@ -64,6 +64,11 @@ def _answers(home: Path, model: str, questions: list[str]) -> tuple[list[list[st
         return rankings, {r["document_id"]: r["embedding"].to_numpy() for r in rows}
 
 
+def _recall_at_5(questions: list[Any], rankings: list[list[str]]) -> float:
+    shares = [len(set(q.evidence) & set(ranked[:5])) / len(q.evidence) for q, ranked in zip(questions, rankings)]
+    return round(sum(shares) / len(shares), 3)
+
+
 def main(argv: list[str] | None = None) -> int:
     from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
     from memwrap.store.embedded_pg import stop_embedded_server
@@ -75,10 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=50, help="synthetic questions besides the set's own")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "reembed.json")
+    parser.add_argument("--exact-scan", action="store_true",
+                        help="search the bank exactly (no HNSW index), so that equal vectors must give equal lists")
     args = parser.parse_args(argv)
+    if args.exact_scan:
+        from memwrap.engine.recall import arms
+
+        arms.EXACT_SCAN_MAX = args.size + 1  # the two stores' indexes are built differently: approximate search differs
 
     items = _items(args.size)
-    questions = [q.text for q in load_set().questions] + generate_queries(args.queries, seed=31)
+    set_questions = load_set().questions
+    questions = [q.text for q in set_questions] + generate_queries(args.queries, seed=31)
     moved, fresh = (Path(tempfile.mkdtemp(prefix="memwrap-reembed-")) for _ in range(2))
     try:
         build_source_s = _build(moved, args.source, items)
@@ -107,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
         "identical_rankings": sum(a == b for a, b in zip(moved_rankings, fresh_rankings, strict=True)),
         "identical_top5": sum(a[:5] == b[:5] for a, b in zip(moved_rankings, fresh_rankings, strict=True)),
         "max_vector_difference": max(diffs) if diffs else None,
+        "exact_scan": args.exact_scan,
+        # The set's questions, scored as bench.recall_at_k scores them: the same quality either way?
+        "set_recall_at_5_moved": _recall_at_5(set_questions, moved_rankings),
+        "set_recall_at_5_fresh": _recall_at_5(set_questions, fresh_rankings),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
