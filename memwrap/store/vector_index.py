@@ -45,6 +45,12 @@ def indexed_distance(column: str, other: str, dim: int) -> str:
     return f"({column}::halfvec({int(dim)}) <=> {other}::vector::halfvec({int(dim)}))"
 
 
+def dimensions(vector: object) -> int:
+    """A query vector's length: a numpy array, a list, or pgvector's Vector (a vector read back from the table)."""
+    to_numpy = getattr(vector, "to_numpy", None)
+    return len(to_numpy() if to_numpy is not None else vector)  # type: ignore[arg-type]
+
+
 def create_vector_index_sql(dim: int) -> str:
     return (f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON memory_units "
             f"USING hnsw ((embedding::halfvec({int(dim)})) halfvec_cosine_ops)")

@@ -17,7 +17,7 @@ import numpy as np
 
 from memwrap.engine.recall.filters import Params, compile_filter
 from memwrap.filters import RecallFilter
-from memwrap.store.vector_index import indexed_distance
+from memwrap.store.vector_index import dimensions, indexed_distance
 
 Hits = list[tuple[UUID, float]]
 
@@ -70,7 +70,7 @@ async def semantic(
     # it took) are equally near, and which one makes the cut must not depend on the plan.
     # A big bank asks the index (half precision) for its candidates; `dist`, and so the order they come back in,
     # is the exact distance.
-    dim = len(query_vector)
+    dim = dimensions(query_vector)
     order = indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
@@ -166,7 +166,7 @@ async def graph(
     # In a small bank a few seeds are already much of it; keep some memories left to be reached.
     seeds = max(1, min(seeds, bank_size // 4))
     where, params = filters.sql("m", 8)
-    order = (indexed_distance("embedding", "$2", len(query_vector)) if bank_size > EXACT_SCAN_MAX
+    order = (indexed_distance("embedding", "$2", dimensions(query_vector)) if bank_size > EXACT_SCAN_MAX
              else "(embedding <=> $2) + 0, id")
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred; but
