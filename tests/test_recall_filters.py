@@ -331,3 +331,17 @@ def test_the_semantic_arms_nearest_memory_is_not_buried_by_arms_that_agree_on_a_
     assert fused[0].score == pytest.approx((1 + NEAREST_BONUS) / 61)
     # Second place in the semantic arm gets no bonus: the distractor's two votes beat `other`'s one.
     assert [f.id for f in fused].index(distractor) < [f.id for f in fused].index(other)
+
+
+def test_the_nearest_memory_gets_no_bonus_over_one_matching_more_of_the_words() -> None:
+    """"cello teacher": the nearest memory ("practises the cello") matches one word, the teacher's memory both;
+    the keyword arm already speaks for the nearest one, so no bonus outvotes the better match."""
+    import uuid as uuid_module
+
+    from memwrap.engine.recall.fusion import reciprocal_rank
+
+    practises, teacher = uuid_module.uuid4(), uuid_module.uuid4()
+    fused = reciprocal_rank({"semantic": [(practises, 0.62), (teacher, 0.60)],
+                             "keyword": [(teacher, 1.0), (practises, 0.5)],
+                             "graph": [(teacher, 1.0), (practises, 0.9)]}, {"semantic": 1.0, "keyword": 1.0, "graph": 0.6})
+    assert fused[0].id == teacher

@@ -31,24 +31,30 @@ def _ranks(results: Mapping[str, Hits]) -> dict[UUID, dict[str, int]]:
 # offline on the same arm lists: recall@5 0.510 -> 0.542 and 0.719 -> 0.809 (bench/README.md).
 GRADED_ARMS: dict[str, float] = {"keyword": 0.5}
 
-# The semantic arm's nearest memory votes this much more than its rank alone gives. The nearest neighbour is the
-# one signal no wording can fake, yet with plain RRF it lands behind distractors that the keyword and graph arms
-# agree on (graph rank ~40 beside busy sessions). Replayed offline on saved arm lists: multilingual Chinese recall@5
-# 0.800 -> 0.875 (e5), LoCoMo 0.542 -> 0.546 (MiniLM); any bonus from 0.3 to 1.0 gave the same rankings there.
+# The semantic arm's nearest memory votes this much more than its rank alone gives, when the keyword arm did not
+# find it: a paraphrase, which no wording matches, and which plain RRF put behind distractors that the keyword and
+# graph arms agreed on (graph rank ~40 beside busy sessions). When the keyword arm found it too, the words already
+# speak for it, and the bonus would only outvote a memory matching more of them ("cello teacher": the teacher's
+# memory, not the nearest "practises the cello"). Replayed offline on saved arm lists: multilingual Chinese
+# recall@5 0.800 -> 0.875 (e5), LoCoMo 0.542 -> 0.548 (MiniLM); any bonus from 0.3 to 1.0 ranked the same there.
 NEAREST_BONUS = 0.5
 
 
-def _vote(arm: str, rank: int, strength: float, weights: Mapping[str, float], k: int) -> float:
+def _vote(arm: str, rank: int, strength: float, weights: Mapping[str, float], k: int, *, bonus: bool = False) -> float:
     full = GRADED_ARMS.get(arm)
     grade = 1.0 if full is None else min(1.0, max(strength, 0.0) / full)
-    if arm == "semantic" and rank == 1:
+    if bonus:
         grade += NEAREST_BONUS
     return weights.get(arm, 1.0) * grade / (k + rank)
 
 
+def _nearest_unmatched(arm: str, rank: int, arms: Mapping[str, int]) -> bool:
+    return arm == "semantic" and rank == 1 and "keyword" not in arms
+
+
 def reciprocal_rank(results: Mapping[str, Hits], weights: Mapping[str, float], k: int = 60) -> list[Fused]:
     """score = Σ over arms of weight × grade / (k + rank), the grade 1 but for GRADED_ARMS and the semantic arm's
-    nearest memory (1 + NEAREST_BONUS). Order only: scores
+    nearest memory when the keyword arm missed it (1 + NEAREST_BONUS). Order only: scores
     from different arms are not comparable.
 
     A total order, so the same arm lists give the same ranking whatever order the memories were stored in: fsum
@@ -59,7 +65,8 @@ def reciprocal_rank(results: Mapping[str, Hits], weights: Mapping[str, float], k
         for memory_id, strength in hits:
             strengths.setdefault((arm, memory_id), strength)  # its first place in the arm, as _ranks keeps
     fused = [
-        Fused(memory_id, math.fsum(_vote(arm, rank, strengths[(arm, memory_id)], weights, k)
+        Fused(memory_id, math.fsum(_vote(arm, rank, strengths[(arm, memory_id)], weights, k,
+                                         bonus=_nearest_unmatched(arm, rank, arms))
                                    for arm, rank in arms.items()), arms)
         for memory_id, arms in _ranks(results).items()
     ]
