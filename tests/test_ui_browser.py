@@ -71,6 +71,17 @@ def _open(page: object, sidecar: ServerProcess, hash_: str, ready: str) -> None:
     page.wait_for_function("!document.getElementById('view').hasAttribute('aria-busy')")
 
 
+def _submit_filters(page: object, url: re.Pattern[str]) -> None:
+    """Submit the filter form and wait for the view it leads to to be drawn. Waiting for `table.memories` and no
+    aria-busy could match the page before the new render began (the old table, not yet busy): CI once read
+    "Loading…" that way. The view counts its renders (#view's data-rendered): wait for the next one."""
+    drawn = int(page.get_attribute("#view", "data-rendered") or 0)
+    page.click("form.filters button[type=submit]")
+    page.wait_for_url(url)
+    # A function, not an expression string: Playwright would eval a string, and the page's CSP forbids eval.
+    page.wait_for_function("n => Number(document.getElementById('view').dataset.rendered || 0) > n", arg=drawn)
+
+
 def _shot(page: object, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
@@ -222,17 +233,12 @@ def test_memories_filtered_by_the_day_they_were_said(page: object, sidecar: Serv
     _open(page, sidecar, f"b/{dated}/memories", "table.memories")
     page.fill("input[name=since]", "2026-03-01")
     page.fill("input[name=until]", "2026-03-31")
-    page.click("form.filters button[type=submit]")
-    page.wait_for_url(re.compile(r".*since=2026-03-01.*"))
-    page.wait_for_selector("table.memories")
-    page.wait_for_selector("#view:not([aria-busy])")  # (a predicate string would be eval: the page's CSP forbids it)
+    _submit_filters(page, re.compile(r".*since=2026-03-01.*"))
     rows = page.inner_text("table.memories")
     assert "roof" in rows and "boiler" not in rows and "garden" not in rows
     # The same filter applies to a search (recall).
     page.fill("input[name=q]", "what was done to the house")
-    page.click("form.filters button[type=submit]")
-    page.wait_for_url(re.compile(r".*q=.*"))
-    page.wait_for_selector("#view:not([aria-busy])")  # (a predicate string would be eval: the page's CSP forbids it)
+    _submit_filters(page, re.compile(r".*q=.*"))
     found = page.inner_text("#view")
     assert "roof" in found and "boiler" not in found and "garden" not in found
     admin.delete(f"/v1/banks/{dated}")
