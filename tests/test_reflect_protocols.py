@@ -121,6 +121,11 @@ async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: F
         tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("recall", False), ("done", True), ("done", False)]
         assert "cites nothing" in str(fake.requests[2].body["messages"][-1]["content"])
+        # "Cited" with what names nothing shown (run K: the model filled memory_ids with its own words): uncited.
+        fake.script([turn(call("recall", query="editor theme")), done("Light mode.", "React.js"),
+                     done("Dark mode [F1].", "F1")])
+        named = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not named.forced and named.answer == "Dark mode [F1]." and await existing(engine, bank, named.memory_ids)
         # Uncited twice (run H: "Their team leader is John Smith" after a recall showed Zhang Wei): a forced
         # synthesis answers from what was shown, and says why.
         fake.script([turn(call("recall", query="editor theme")), Reply(text="Light mode."), Reply(text="Light mode."),

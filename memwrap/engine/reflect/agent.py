@@ -31,7 +31,7 @@ from memwrap.engine.reflect.budget import MIN_RESULT_TOKENS, SAFETY_TOKENS, Limi
 from memwrap.engine.reflect.cite import resolve_citations
 from memwrap.engine.reflect.output import DONE, DoneCall, OutputSchema
 from memwrap.engine.reflect.protocol import TurnProtocol
-from memwrap.engine.reflect.refs import REF, Gathered, Refs
+from memwrap.engine.reflect.refs import REF, Gathered, Refs, parse_uuid
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
 from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
@@ -210,10 +210,15 @@ class Agent:
         """A final answer that cites nothing though memories were shown: a small model answers from its own guess
         ("React", "John Smith") right after a recall that showed the answer. The first is refused with a word on
         citing; the second ends the loop in a forced synthesis from what was shown (forced_reason "uncited")."""
-        if not self.gathered.lines or call.memory_ids or REF.search(call.answer):
+        if not self.gathered.lines or REF.search(call.answer) or any(self._shown(str(c)) for c in call.memory_ids):
             return False
         self.uncited += 1
         return True
+
+    def _shown(self, cited: str) -> bool:
+        """Whether a cited reference or id names something shown (run K: "memory_ids" held what named nothing)."""
+        cited = cited.strip()
+        return self.refs.resolve(cited) is not None or parse_uuid(cited) in self.refs.by_id
 
     def _limit(self, system: str, messages: list[Message], tools: list[Tool]) -> str | None:
         if self.iteration >= self.limits.max_iterations:
