@@ -93,6 +93,11 @@ def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -
         assert seen == [False] and memory._run(vector_index_exists(pool))
         hits = memory.recall("plots", "Who gives the user music lessons?", now=WHEN).memories
         assert hits and "cello" in hits[0].text and hits[0].arms.get("semantic") == 1
+        # A load refused on a bad row (after a batch went in) still builds the index again.
+        bad = [{"text": f"Extra note {i}.", "mentioned_at": WHEN.isoformat()} for i in range(5)] + [{"txt": "no text"}]
+        with pytest.raises(InvalidInputError):
+            memory.import_memories("other", bad, batch_size=5, rebuild_vector_index=True)
+        assert memory._run(vector_index_exists(pool))
 
         # A load still under way (its shared lock held): a store opening meanwhile does not build the index.
         memory._run(pool.execute("DROP INDEX memory_units_embedding_hnsw"))

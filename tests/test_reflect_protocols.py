@@ -126,6 +126,11 @@ async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: F
                      done("Dark mode [F1].", "F1")])
         named = await engine.reflect(bank, QUESTION, now=NOW)
         assert not named.forced and named.answer == "Dark mode [F1]." and await existing(engine, bank, named.memory_ids)
+        # A reference written in the answer that names nothing shown is no citation either.
+        fake.script([turn(call("recall", query="editor theme")), done("Light mode [F9]."),
+                     done("Dark mode [F1].", "F1")])
+        inline = await engine.reflect(bank, QUESTION, now=NOW)
+        assert not inline.forced and inline.answer == "Dark mode [F1]."
         # Uncited twice (run H: "Their team leader is John Smith" after a recall showed Zhang Wei): a forced
         # synthesis answers from what was shown, and says why.
         fake.script([turn(call("recall", query="editor theme")), Reply(text="Light mode."), Reply(text="Light mode."),

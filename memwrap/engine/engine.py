@@ -43,6 +43,7 @@ from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
 from memwrap.store.db import Store
+from memwrap.store.pg_tuning import index_build_cap
 from memwrap.store.vector_index import index_down
 from memwrap.tokens import encoding_for_model
 
@@ -128,7 +129,7 @@ class Engine(LearningVerbs, ViewVerbs):
                 allow_model_change=allow_model_change,
                 min_size=settings.pool_min_size,
                 max_size=settings.pool_max_size,
-                index_memory_cap=None if settings.database_url else _quarter_of_ram(),
+                index_memory_cap=None if settings.database_url else index_build_cap(),
             )
             timings["store"] = round((time.perf_counter() - start) * 1000, 1)
         except BaseException:
@@ -399,10 +400,3 @@ class Engine(LearningVerbs, ViewVerbs):
 
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
         return await self.import_stream(bank_id, read_lines(Path(path)))
-
-
-def _quarter_of_ram() -> int:
-    """What a vector index build on the embedded server (this machine) may take: a quarter of RAM."""
-    import psutil
-
-    return int(psutil.virtual_memory().total) // 4

@@ -52,6 +52,13 @@ def machine_settings(total_ram: int | None = None, cores: int | None = None) -> 
     }
 
 
+def index_build_cap() -> int:
+    """The most a vector index build on the embedded server may take (maintenance_work_mem): a quarter of RAM."""
+    import psutil
+
+    return int(psutil.virtual_memory().total) // 4
+
+
 def cache_settings() -> dict[str, str]:
     """Autoprewarm, when the embedded server ships pg_prewarm (a library it cannot load would stop it starting)."""
     try:

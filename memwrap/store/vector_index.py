@@ -32,6 +32,8 @@ DROP_VECTOR_INDEX = f"DROP INDEX IF EXISTS {VECTOR_INDEX}"
 # Bytes of graph per row besides the vector itself (neighbour lists at pgvector's default m = 16, tuple headers).
 GRAPH_BYTES_PER_ROW = 400
 HALF = 2  # bytes per dimension in the index: half precision
+MB = 1024 * 1024
+LOCK_KEY = 0x6D656D77_7669  # pg advisory lock: "memw" "vi"
 
 
 def indexed_distance(column: str, other: str, dim: int) -> str:
@@ -61,8 +63,6 @@ async def vector_dim(conn: asyncpg.Connection | asyncpg.Pool) -> int:
     return int(await conn.fetchval(
         "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
     ))
-MB = 1024 * 1024
-LOCK_KEY = 0x6D656D77_7669  # pg advisory lock: "memw" "vi"
 
 
 async def vector_index_exists(conn: asyncpg.Connection | asyncpg.Pool) -> bool:
@@ -75,15 +75,18 @@ async def drop_vector_index(conn: asyncpg.Connection | asyncpg.Pool) -> None:
 
 @asynccontextmanager
 async def index_down(pool: asyncpg.Pool, *, memory_cap: int | None = None) -> AsyncIterator[None]:
-    """The vector index dropped for the block, built again after it (by the last such block to end)."""
-    async with pool.acquire() as conn:
-        await conn.execute("SELECT pg_advisory_lock_shared($1)", LOCK_KEY)
-        try:
-            await drop_vector_index(conn)
-            yield
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock_shared($1)", LOCK_KEY)
-    await ensure_vector_index(pool, memory_cap=memory_cap)
+    """The vector index dropped for the block, built again after it (by the last such block to end), also when
+    the block fails: a load refused on a bad row must not leave every bank searching without the index."""
+    try:
+        async with pool.acquire() as conn:
+            await conn.execute("SELECT pg_advisory_lock_shared($1)", LOCK_KEY)
+            try:
+                await drop_vector_index(conn)
+                yield
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock_shared($1)", LOCK_KEY)
+    finally:
+        await ensure_vector_index(pool, memory_cap=memory_cap)
 
 
 async def ensure_vector_index(pool: asyncpg.Pool, *, memory_cap: int | None = None, unfinished: bool = False) -> float:

@@ -16,13 +16,13 @@ import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine import tracing, validate
+from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.engine.recall import arms
 from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.pack import plan

@@ -210,7 +210,8 @@ class Agent:
         """A final answer that cites nothing though memories were shown: a small model answers from its own guess
         ("React", "John Smith") right after a recall that showed the answer. The first is refused with a word on
         citing; the second ends the loop in a forced synthesis from what was shown (forced_reason "uncited")."""
-        if not self.gathered.lines or REF.search(call.answer) or any(self._shown(str(c)) for c in call.memory_ids):
+        cited = [str(c) for c in call.memory_ids] + [f"{kind}{n}" for kind, n in REF.findall(call.answer)]
+        if not self.gathered.lines or any(self._shown(c) for c in cited):
             return False
         self.uncited += 1
         return True
