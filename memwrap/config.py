@@ -19,6 +19,17 @@ EMBEDDING_MODEL_ALIASES: dict[str, str] = {
     "multilingual": MULTILINGUAL_EMBEDDING_MODEL,
     "intfloat/multilingual-e5-small": MULTILINGUAL_EMBEDDING_MODEL,
 }
+# How memwrap embeds with a model, when it has changed since the model was first offered: the vectors of one recipe
+# do not mix with another's, so a store records the model with its recipe (store_meta 'embedding_model', export
+# headers) and a store built the old way asks for `memwrap reembed`. multilingual-e5-small: 1 embedded stored texts
+# as "passage: …", 2 embeds them as "query: …" like questions (memwrap/engine/embed_e5.py).
+EMBEDDING_RECIPES: dict[str, int] = {MULTILINGUAL_EMBEDDING_MODEL: 2}
+
+
+def embedding_space(model: str) -> str:
+    """What a store records for vectors made with `model` (a canonical name): the name, with its recipe if any."""
+    recipe = EMBEDDING_RECIPES.get(model)
+    return f"{model}@{recipe}" if recipe else model
 
 
 def _user_cache() -> Path:

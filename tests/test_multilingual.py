@@ -22,6 +22,7 @@ from memwrap.engine.embed_e5 import language_means, script_weights
 from memwrap.engine.retain.entities import extract_entities, is_entity_name
 from memwrap.engine.retain.name_links import familiar_surname, romanised_keys
 from memwrap.engine.retain.resolve import Canonical, Resolution
+from memwrap.engine.text import without_function_words
 
 _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
@@ -56,9 +57,46 @@ def test_e5_vectors_are_unit_length_and_independent_of_their_batch(e5: Embedder)
     assert np.array_equal(together, alone)  # what reembed relies on: no batch companions in a vector
 
 
-def test_questions_and_memories_are_embedded_as_e5_wants(e5: Embedder) -> None:
+def test_questions_and_memories_are_embedded_alike_as_e5_wants_for_paraphrases(e5: Embedder) -> None:
     text = "我哥哥住在哪里？"
-    assert not np.allclose(e5.encode([text])[0], e5.encode_queries([text])[0])  # "query: " vs "passage: "
+    assert np.array_equal(e5.encode([text])[0], e5.encode_queries([text])[0])  # "query: " on both sides (recipe 2)
+    from memwrap.engine.embed_e5 import E5Encoder
+
+    encoder = E5Encoder()
+    assert np.array_equal(encoder.encode([text], 8), e5.encode([text]))
+    assert not np.allclose(encoder.encode([text], 8, prefix="passage")[0], e5.encode([text])[0])  # recipe 1's side
+
+
+def test_a_store_of_the_earlier_e5_recipe_asks_for_reembed_and_reembed_puts_it_right() -> None:
+    from memwrap.errors import EmbeddingModelMismatchError
+
+    home = Path(tempfile.mkdtemp(prefix="memwrap-recipe-"))
+    settings = load_settings(home=home, embedding_model=E5)
+    try:
+        with Memory(settings=settings) as mem:
+            mem.retain_many("b", _items())
+            fresh = _vectors(mem, "b")
+            db = Database.of(mem).blocking
+            assert db.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'") == "multilingual-e5-small@2"
+            # What a store of recipe 1 says (its vectors made with "passage: "): the old name, no recipe.
+            db.execute("UPDATE store_meta SET value = 'multilingual-e5-small' WHERE key = 'embedding_model'")
+            db.execute("UPDATE memory_units SET embedding = (SELECT embedding FROM memory_units WHERE bank_id = 'b' "
+                       "AND document_id = 's1:0') WHERE bank_id = 'b'")  # vectors that must not survive reembed
+        with Memory(settings=settings) as mem, pytest.raises(EmbeddingModelMismatchError, match="earlier recipe") as err:
+            mem.banks()
+        assert "memwrap reembed" in str(err.value)
+        with Memory(settings=settings) as mem:
+            assert mem.reembed() == 6
+        with Memory(settings=settings) as mem:
+            moved = _vectors(mem, "b")
+            assert moved.keys() == fresh.keys()
+            assert all(np.allclose(moved[k], v, atol=1e-6) for k, v in fresh.items())
+            assert _ranking(mem, "b", "我哥哥住在哪里？")[0] == "s0:2"
+    finally:
+        from memwrap.store.embedded_pg import stop_embedded_server
+
+        stop_embedded_server(home / "pg")
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_a_question_finds_its_memory_across_languages(e5: Embedder) -> None:
@@ -156,6 +194,43 @@ def test_familiar_names_are_entities_but_everyday_words_are_not() -> None:
     assert extract_entities("老张说周五的demo改到下周一了。") == ["老张"]
     assert "老张" in extract_entities("我和老张去吃饭。")
     assert extract_entities("我等了一个小时，老师还没来。") == []
+
+
+def test_sentence_openers_of_other_languages_are_not_entities_but_the_names_after_them_are() -> None:
+    # "Mi" and "Soy" were entities, and linked every Spanish memory to every other in the graph arm.
+    assert extract_entities("Mi hermano menor estudia medicina en Salamanca.") == ["Salamanca"]
+    assert extract_entities("Mi mejor amiga Lucía se casa en junio en Sevilla.") == ["Lucía", "Sevilla"]
+    assert extract_entities("Soy intolerante a la lactosa, no puedo tomar leche.") == []
+    assert extract_entities("Je suis allé à Lyon avec Marie.") == ["Lyon", "Marie"]
+    assert extract_entities("Ich wohne in Hamburg.") == ["Hamburg"]
+    # Articles that begin names keep them; a name's first word mid-sentence is a name as before.
+    assert extract_entities("El Salvador is where we met.") == ["El Salvador"]
+    assert extract_entities("La Paz es muy alta.") == ["La Paz"]
+    assert extract_entities("We flew to Los Angeles.") == ["Los Angeles"]
+    # Words that also begin names, and acronyms, stay names at the start of a sentence.
+    assert extract_entities("Su Bingtian won the race.") == ["Su Bingtian"]
+    assert extract_entities("Van Gogh painted it.") == ["Van Gogh"]
+    assert extract_entities("AI is everywhere.") == ["AI"]
+
+
+def test_function_words_of_other_languages_are_no_keyword_terms(memory: Memory, bank: str) -> None:
+    # In a mostly English bank "mi" is rare, so the keyword arm took it for a telling word and a Spanish question
+    # found every memory starting "Mi …". Names that look like function words stay terms.
+    assert without_function_words("¿A qué es alérgico mi hijo?").split() == ["¿A", "alérgico", "hijo?"]
+    assert without_function_words("When did Mia and Su Han come?") == "When did Mia and Su Han come?"
+    memory.retain_many(
+        bank,
+        [
+            {"content": "Mi gata se llama Luna y tiene cinco años.", "document_id": "es1"},
+            {"content": "Mi coche se averió en la autopista.", "document_id": "es2"},
+            {"content": "My son is allergic to cat hair.", "document_id": "en1"},
+            *({"content": f"We talked about the weather on day {i}.", "document_id": f"d{i}"} for i in range(30)),
+        ],
+    )
+    considered = memory.recall(bank, "¿A qué es alérgico mi hijo?", now=NOW, explain=True).considered or []
+    assert considered and not [m.document_id for m in considered if "keyword" in m.arms]
+    considered = memory.recall(bank, "¿Cómo se llama mi gata?", now=NOW, explain=True).considered or []
+    assert [m.document_id for m in considered if "keyword" in m.arms] == ["es1"]  # "llama", "gata"
 
 
 def test_pronouns_are_never_entities() -> None:

@@ -21,7 +21,8 @@ from memwrap.engine.embed_e5 import LANGUAGE_MEANS_FILE, SCRIPTS, E5Encoder, scr
 def compute_means(texts: list[str], encoder: E5Encoder) -> dict[str, np.ndarray]:
     weights = script_weights(texts)  # (n, scripts)
     out: dict[str, np.ndarray] = {}
-    for side, vectors in (("passage", encoder.encode(texts, 64)), ("query", encoder.encode_queries(texts, 64))):
+    for side in ("passage", "query"):
+        vectors = encoder.encode(texts, 64, prefix=side)
         totals = weights.sum(axis=0)
         if (totals < 1.0).any():
             raise SystemExit(f"no calibration text in scripts {[s for s, t in zip(SCRIPTS, totals) if t < 1.0]}")

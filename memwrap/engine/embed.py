@@ -25,8 +25,9 @@ recipe (graph, optimisation, quantisation) changes. When the export is impossibl
 no onnxruntime) the embedder logs a warning and uses torch.
 
 The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small) is a model with its own engine, not a
-backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). Its questions and stored texts are embedded
-differently ("query: " / "passage: "), so the embedder has `embed_query`/`embed_queries` next to `embed`.
+backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). The embedder has `embed_query`/`embed_queries` next
+to `embed` for an encoder that embeds questions differently from stored text (one with `encode_queries`); both
+packaged models now embed them alike.
 
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
 embed_encoders.py and embed_e5.py, the ONNX export and its cache in embed_export.py (their names stay importable

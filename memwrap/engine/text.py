@@ -46,6 +46,40 @@ ZH_STOPWORDS: frozenset[str] = frozenset(
     """.split()
 )
 
+# The same for Spanish, Portuguese, French, Italian and German: pronouns, possessives, articles, prepositions,
+# conjunctions, auxiliaries and question words. In a bank that is mostly English (or Chinese), "mi" or "que" is
+# rare, so the keyword arm took it for a telling word: "¿A qué es alérgico mi hijo?" matched every Spanish memory
+# starting "Mi …". Left in: words that are also English words or common names and acronyms ("son", "come",
+# "comment", "car", "hay", "la", "el", "un", "os", "mit", "ai", "eu") and Chinese or Vietnamese surnames ("su",
+# "tu", "han", "le", "lo", "du", "lei", "chi", "hai", "bei", "da") or names ("mia", "ella", "della"): a question
+# may need them.
+LATIN_FUNCTION_WORDS: frozenset[str] = frozenset(
+    """
+    yo tú él ellos ellas nosotros nosotras vosotros vosotras usted ustedes mi mis mí tus sus nuestro nuestra
+    nuestros nuestras vuestro vuestra te se nos les los las unos unas de en con por para y ni pero porque que
+    qué quien quién quienes cuál cuáles cuando cuándo donde dónde como cómo cuánto cuánta cuántos cuántas es
+    están está estoy estás estamos eran fue fueron ser estar eres somos hemos tengo tiene tienen tenemos muy
+    más menos también este esta estos estas ese esos esas eso esto
+    você vocês ele eles nós meu minha meus minhas teu tua seu sua seus suas nosso nossa uma uns umas das na
+    em pelo pela qual quais quem quando onde é são sou estão estou foi tem tenho têm muito isso isto esse essa
+    je il nous vous ils elles mon mes tes ses votre vos leur leurs une et ou mais donc qui quoi où quand
+    pourquoi quel quelle quels quelles est sont suis sommes êtes avons avez ont était été avec dans chez très
+    aussi cet cette ces
+    noi voi loro mio miei mie tuo suo gli uno dei delle nel nella tra perché è sono sei siamo abbiamo
+    hanno molto anche questo questa quello quella
+    ich sie wir ihr mein meine meinen meinem meiner dein deine sein seine ihre unser unsere der das dem ein
+    eine einen einem einer und oder aber weil dass wenn wie wo wann warum wer welche ist sind bist waren habe
+    haben hast wird werden nicht auch sehr von zu auf für nach
+    """.split()
+)
+_LATIN_WORD_RE = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+def without_function_words(text: str) -> str:
+    """`text` with the LATIN_FUNCTION_WORDS left out (a question's keyword terms; stored text keeps them)."""
+    return _LATIN_WORD_RE.sub(lambda m: " " if m.group().lower() in LATIN_FUNCTION_WORDS else m.group(), text)
+
+
 # Runs up to this length are memoised; longer ones are rare and would pin a lot of memory.
 _CACHED_RUN_CHARS = 64
 

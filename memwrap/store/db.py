@@ -92,13 +92,22 @@ class Store:
         return store
 
     async def check_embedding_model(self, model: str, dim: int) -> None:
+        """`model` is an embedding space (config.embedding_space): the model's name, and its recipe if it has one."""
         stored = await self.get_meta("embedding_model")
         stored_dim = await self.get_meta("embedding_dim")
-        if stored is not None and (stored != model or stored_dim != str(dim)):
+        if stored is not None and stored != model and stored.split("@")[0] == model.split("@")[0]:
+            # The same model, embedded another way (config.EMBEDDING_RECIPES): old and new vectors do not mix.
             raise EmbeddingModelMismatchError(
-                f"This store was built with the embedding model {stored!r} ({stored_dim} dims), but "
-                f"{model!r} ({dim} dims) is configured. Run `memwrap reembed` to re-embed every memory in place "
-                f"with {model!r}, or set MEMWRAP_EMBEDDING_MODEL={stored!r} to keep using the old one."
+                f"This store's vectors were made with an earlier recipe of {model.split('@')[0]!r} ({stored!r}; "
+                f"this memwrap makes {model!r}). Run `memwrap reembed` once to re-embed every memory in place "
+                "(about 40 memories a second on two cores); nothing else changes."
+            )
+        if stored is not None and (stored != model or stored_dim != str(dim)):
+            stored_name, name = stored.split("@")[0], model.split("@")[0]  # names as users set them
+            raise EmbeddingModelMismatchError(
+                f"This store was built with the embedding model {stored_name!r} ({stored_dim} dims), but "
+                f"{name!r} ({dim} dims) is configured. Run `memwrap reembed` to re-embed every memory in place "
+                f"with {name!r}, or set MEMWRAP_EMBEDDING_MODEL={stored_name!r} to keep using the old one."
             )
 
     async def get_meta(self, key: str) -> str | None:

@@ -29,7 +29,7 @@ from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
-from memwrap.engine.text import search_text
+from memwrap.engine.text import search_text, without_function_words
 from memwrap.filters import RecallFilter
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -304,7 +304,9 @@ class Searcher:
         self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int
     ) -> Hits:
         related = await names
-        text = " ".join([query, *(name for name, _key in related)])
+        # Other languages' function words are no terms ("mi", "que": rare in a mostly English bank, so the arm
+        # would take them for telling words; text.LATIN_FUNCTION_WORDS). English ones the text-search config drops.
+        text = " ".join([without_function_words(query), *(name for name, _key in related)])
         words = with_names(search_text(text), han_names(name for name, _key in related))
         return await self._on_connection(arms.keyword, filters, words, limit, bank_size)
 

@@ -15,7 +15,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memwrap.engine.text import HAN_RUN_RE, han_pos_words, has_cjk, is_dictionary_word
+from memwrap.engine.text import LATIN_FUNCTION_WORDS, HAN_RUN_RE, han_pos_words, has_cjk, is_dictionary_word
 
 MAX_ENTITIES = 20
 
@@ -92,13 +92,27 @@ _COMMON_WORDS = frozenset(
     general national international royal united holy saint san santa los las mount lake fort port cape
     """.split()
 )
-# Among the common words, those that often begin a proper name ("New York", "Great Wall"). A
-# sentence-initial phrase starting with one keeps it; any other common first word is dropped.
+# The same for the commonest sentence-openers of Spanish, Portuguese, French, Italian and German: a memory
+# written "Mi hermano vive en Salamanca." or "Soy alérgico…" names Salamanca, not "Mi" or "Soy" (which, as
+# entities, linked every such memory to every other in the graph arm). Their function words (text.py) and common
+# verbs, adverbs and greetings; not words that also begin names ("Su Bingtian", "Ma Yun", "Son Heung-min",
+# "Van Gogh"), which a sentence may well start with, and never a word in capitals ("AI", "EU": acronyms).
+_OTHER_LANGUAGE_OPENERS = LATIN_FUNCTION_WORDS | frozenset(
+    """
+    me os un una el la esa aquel aquella soy tienes hay fui era voy vas va vamos quiero quería creo puedo hoy ayer
+    mañana anoche ahora siempre nunca ya todavía después antes sí no mucho mucha hola gracias eu elas um o as hoje
+    ontem amanhã agora sempre também depois obrigado ce aujourd'hui hier demain maintenant toujours jamais après
+    avant comment parce oui non merci bonjour oggi ieri domani adesso dopo prima come ciao grazie die den hat heute
+    gestern morgen jetzt immer nie vor ja nein danke
+    """.split()
+)
+# Among the common words, those that often begin a proper name ("New York", "Great Wall", "El Salvador", "La
+# Paz", "Den Haag"). A sentence-initial phrase starting with one keeps it; any other common first word is dropped.
 _NAME_STARTERS = frozenset(
     """
     new good great old big little long high north south east west northern southern eastern western
     central upper lower grand golden silver red blue green black white general national international
-    royal united holy saint san santa los las mount lake fort port cape
+    royal united holy saint san santa los las mount lake fort port cape el la le les il lo der die das den
     """.split()
 )
 # Titles written with a period ("Dr. Smith"): the period does not end the sentence.
@@ -358,6 +372,8 @@ def _finish_phrase(
 def _ordinary(token: _Token, lowercase_words: set[str]) -> bool:
     # A sentence-initial word is ordinary if it is a common word, or if the same text also uses it
     # in lower case ("Cooking is fun. I love cooking.").
+    if token.lower in _OTHER_LANGUAGE_OPENERS and not token.word.isupper():
+        return True
     return token.lower in _COMMON_WORDS or token.lower in lowercase_words
 
 
