@@ -16,10 +16,10 @@ memories are Chinese ones about something else, and "我哥哥住在哪里？" n
 (cross-language recall@5 0.20 on bench/multilingual). Every vector therefore has its language's mean vector taken
 out and is normalised again — the standard remedy (Libovický et al., 2020, "On the Language Neutrality of
 Pre-trained Multilingual Representations") — with one mean per script (Han, Latin) and per prefix (the file keeps
-the "passage: " means of recipe 1 beside the "query: " ones used now), weighted by the text's share of letters in that script (code-switched text gets both, other scripts none). The
-means are constants of the model, computed once by bench/multilingual/calibrate.py from held-out dialogue (the
-first seven users of MemoryBank, MIT; the benchmark draws its distractors from the other eight) and shipped in
-data/e5_language_means.npz. Dense-only recall@5 on bench/multilingual: Chinese 0.85 → 0.93, cross-language
+the "passage: " means of recipe 1 beside the "query: " ones used now), weighted by the text's share of letters in
+that script (code-switched text gets both, other scripts none). The means are constants of the model, computed
+once by bench/multilingual/calibrate.py from held-out dialogue (the first seven users of MemoryBank, MIT; the
+benchmark draws its distractors from the other eight) and shipped in data/e5_language_means.npz. Dense-only recall@5 on bench/multilingual: Chinese 0.85 → 0.93, cross-language
 0.20 → 0.88.
 
 The engine embeds every text on its own (no padding, activations quantised per text): a text's vector does not

@@ -52,7 +52,8 @@ async def export_lines(engine: Any, bank_id: str, *, include_embeddings: bool = 
             yield _line({
                 RECORD: HEADER, "format": FORMAT, "version": FORMAT_VERSION, "bank_id": bank_id,
                 "exported_at": datetime.now(UTC).isoformat(), "config": dict(bank["config"] or {}),
-                "created_at": bank["created_at"].isoformat(), "embedding_model": embedding_space(engine.settings.embedding_model),
+                "created_at": bank["created_at"].isoformat(),
+                "embedding_model": embedding_space(engine.settings.embedding_model),
                 "embedding_dim": engine.embedder.dim if include_embeddings else None, "counts": counts,
             })
             for table in sql.TABLES:

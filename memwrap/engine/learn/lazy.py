@@ -92,8 +92,8 @@ async def open_engine(settings: Settings) -> Any:
     if dim is None:
         return await Engine.open(settings)  # a new store, or another model: the model decides the schema
     store = await Store.open(
-        url, embedding_model=embedding_space(settings.embedding_model), embedding_dim=dim, min_size=settings.pool_min_size,
-        max_size=settings.pool_max_size,
+        url, embedding_model=embedding_space(settings.embedding_model), embedding_dim=dim,
+        min_size=settings.pool_min_size, max_size=settings.pool_max_size,
     )
     embedder = LazyEmbedder(
         settings.embedding_model, settings.embedding_batch_size, dim,
