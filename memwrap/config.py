@@ -65,6 +65,11 @@ class Settings(BaseSettings):
     def _canonical_embedding_model(cls, value: str) -> str:
         return EMBEDDING_MODEL_ALIASES.get(value.strip(), value.strip())
 
+    @property
+    def embedding_space(self) -> str:
+        """What the store records for this model's vectors (`embedding_space`)."""
+        return embedding_space(self.embedding_model)
+
     # Recall
     rrf_k: int = 60
     fusion: Literal["rrf", "interleave"] = "rrf"

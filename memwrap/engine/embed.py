@@ -25,9 +25,8 @@ recipe (graph, optimisation, quantisation) changes. When the export is impossibl
 no onnxruntime) the embedder logs a warning and uses torch.
 
 The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small) is a model with its own engine, not a
-backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). The embedder has `embed_query`/`embed_queries` next
-to `embed` for an encoder that embeds questions differently from stored text (one with `encode_queries`); both
-packaged models now embed them alike.
+backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). Both packaged models embed questions like stored
+text (E5 marks both as "query: …"); `embed_query` only adds a cache of recent questions.
 
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
 embed_encoders.py and embed_e5.py, the ONNX export and its cache in embed_export.py (their names stay importable
@@ -111,7 +110,7 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
 class Embedder:
     """Turns texts into unit-length float32 vectors. One worker thread: the backend already uses every core.
 
-    `embed` is for what is stored, `embed_query`/`embed_queries` for questions (the same thing for symmetric models).
+    `embed` for texts, `embed_query` for a question (embedded alike, with a cache of recent questions).
     """
 
     def __init__(
@@ -137,13 +136,6 @@ class Embedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         return np.asarray(self._encoder.encode(list(texts), self.batch_size), dtype=np.float32)
 
-    def _encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        # Symmetric models (sentence-transformers) embed a question like any text; E5 marks it as a query.
-        encode_queries = getattr(self._encoder, "encode_queries", None)
-        if encode_queries is None:
-            return self._encode(texts)
-        return np.asarray(encode_queries(list(texts), self.batch_size), dtype=np.float32)
-
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Synchronous embedding (benchmarks, scripts); the engine uses `embed`."""
         if not texts:
@@ -158,16 +150,7 @@ class Embedder:
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Synchronous embedding of questions (benchmarks, scripts); the engine uses `embed_query`."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return self._encode_queries(texts)
-
-    async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Questions (and other texts compared with questions), as the model wants them embedded."""
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._encode_queries, texts)
+        return self.encode(texts)
 
     async def embed_query(self, text: str) -> np.ndarray:
         with self._cache_lock:
@@ -175,7 +158,7 @@ class Embedder:
             if cached is not None:
                 self._query_cache.move_to_end(text)
                 return cached
-        vector = (await self.embed_queries([text]))[0]
+        vector = (await self.embed([text]))[0]
         with self._cache_lock:
             self._query_cache[text] = vector
             if len(self._query_cache) > self._query_cache_size:

@@ -19,7 +19,7 @@ from uuid import UUID
 import numpy as np
 
 from memwrap import lifecycle
-from memwrap.config import Settings, embedding_space
+from memwrap.config import Settings
 from memwrap.engine import bank_settings, catalog, tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
@@ -124,7 +124,7 @@ class Engine(LearningVerbs, ViewVerbs):
             start = time.perf_counter()
             store = await Store.open(
                 url,
-                embedding_model=embedding_space(settings.embedding_model),
+                embedding_model=settings.embedding_space,
                 embedding_dim=embedder.dim,
                 allow_model_change=allow_model_change,
                 min_size=settings.pool_min_size,
@@ -361,7 +361,7 @@ class Engine(LearningVerbs, ViewVerbs):
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured model, in place (memwrap/engine/reembed.py)."""
         return await reembed_store(
-            self.store, self.embedder, embedding_space(self.settings.embedding_model), batch_size=batch_size
+            self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size
         )
 
     # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memwrap.config import embedding_space
 from memwrap.engine import tracing, validate
 from memwrap.engine.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
@@ -53,7 +52,7 @@ async def export_lines(engine: Any, bank_id: str, *, include_embeddings: bool = 
                 RECORD: HEADER, "format": FORMAT, "version": FORMAT_VERSION, "bank_id": bank_id,
                 "exported_at": datetime.now(UTC).isoformat(), "config": dict(bank["config"] or {}),
                 "created_at": bank["created_at"].isoformat(),
-                "embedding_model": embedding_space(engine.settings.embedding_model),
+                "embedding_model": engine.settings.embedding_space,
                 "embedding_dim": engine.embedder.dim if include_embeddings else None, "counts": counts,
             })
             for table in sql.TABLES:
@@ -168,7 +167,7 @@ async def _add_vectors(engine: Any, header: dict[str, Any], memories: list[dict[
     computed here from the text retain would embed. Returns how many were embedded."""
     from memwrap.engine.engine import embedding_text
 
-    same_model = header.get("embedding_model") == embedding_space(engine.settings.embedding_model)
+    same_model = header.get("embedding_model") == engine.settings.embedding_space
     dim = engine.embedder.dim
     previous: dict[str, str] = {}
     missing: list[tuple[dict[str, Any], str]] = []

@@ -16,7 +16,7 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-from memwrap.config import Settings, embedding_space
+from memwrap.config import Settings
 from memwrap.engine.embed import Embedder, shared_embedder
 
 
@@ -88,11 +88,11 @@ async def open_engine(settings: Settings) -> Any:
 
     loop = asyncio.get_running_loop()
     url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
-    dim = await _stored_dim(url, embedding_space(settings.embedding_model))
+    dim = await _stored_dim(url, settings.embedding_space)
     if dim is None:
         return await Engine.open(settings)  # a new store, or another model: the model decides the schema
     store = await Store.open(
-        url, embedding_model=embedding_space(settings.embedding_model), embedding_dim=dim,
+        url, embedding_model=settings.embedding_space, embedding_dim=dim,
         min_size=settings.pool_min_size, max_size=settings.pool_max_size,
     )
     embedder = LazyEmbedder(
