@@ -77,11 +77,15 @@ class Settings(BaseSettings):
     weight_keyword: float = 1.0
     weight_graph: float = 0.6
     weight_temporal: float = 1.0
+    weight_speaker: float = 1.0  # the nearest memories said by a speaker the question names (recall/search.py)
     arm_limit: int = 60
     # Semantic hits less similar than this are noise, not memories (MiniLM puts unrelated text near 0.0-0.1).
     min_similarity: float = 0.15
     reranker: str | None = None
     neighbours: bool = True
+    # The assistant's own turns ("Noted: vegetarian") stay recallable but weigh this share of their fused score:
+    # the user's statement of a fact ranks above the assistant's restatement of it (engine/recall/order.py).
+    assistant_weight: float = Field(default=0.5, ge=0.0, le=1.0)
 
     # Defense: redact | block | off (per bank overrides live in the banks table)
     defense_policy: Literal["redact", "block", "off"] = "redact"

@@ -151,6 +151,11 @@ class RecallFilter(BaseModel):
     mentioned_before: datetime | None = Field(default=None, description="said before this")
     document_ids: list[str] | None = Field(default=None, description="only memories of these documents")
     session_ids: list[str] | None = Field(default=None, description="only memories of these sessions")
+    speakers: list[str] | None = Field(
+        default=None,
+        description='only memories said by one of these: "user", "assistant", or a participant\'s name ("Alice"); '
+        "any case",
+    )
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -164,7 +169,7 @@ class RecallFilter(BaseModel):
             raise ValueError("give a time zone (e.g. 2026-03-01T00:00:00Z): a naive time is ambiguous")
         return value
 
-    @field_validator("document_ids", "session_ids")
+    @field_validator("document_ids", "session_ids", "speakers")
     @classmethod
     def _ids(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and not 0 < len(value) <= MAX_ID_VALUES:

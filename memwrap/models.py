@@ -52,6 +52,7 @@ class MemoryRecord(BaseModel):
     occurred_end: datetime | None = None
     mentioned_at: datetime | None = None
     created_at: datetime | None = None
+    speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
 
 
 class RecalledMemory(BaseModel):
@@ -68,6 +69,7 @@ class RecalledMemory(BaseModel):
     occurred_start: datetime | None = None
     occurred_end: datetime | None = None
     mentioned_at: datetime | None = None
+    speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
     score: float = 0.0
     arms: dict[str, int] = Field(default_factory=dict)
     tokens: int = 0
@@ -88,6 +90,7 @@ class TimeWindow(BaseModel):
     start: datetime
     end: datetime
     expression: str
+    vague: bool = Field(default=False, description='a rough window ("recently": the last 30 days), not a date')
 
 
 class Recall(BaseModel):

@@ -28,6 +28,7 @@ from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, session_key
+from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import BUMP_BANK, ENSURE_BANK, _write_entities, _write_session_links, unit_entities
 from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError
@@ -41,19 +42,19 @@ CREATE_STAGING = f"""
 CREATE TEMP TABLE IF NOT EXISTS {STAGING} (
     id uuid, text text, fact_type text, document_id text, session_key text, context text, metadata text,
     tags text[], item_hash text, occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
-    embedding vector({{dim}}), search_text text
+    embedding vector({{dim}}), search_text text, speaker text
 ) ON COMMIT DELETE ROWS
 """
 STAGING_COLUMNS = (
     "id", "text", "fact_type", "document_id", "session_key", "context", "metadata", "tags", "item_hash",
-    "occurred_start", "occurred_end", "mentioned_at", "embedding", "search_text",
+    "occurred_start", "occurred_end", "mentioned_at", "embedding", "search_text", "speaker",
 )  # fmt: skip
 
 MOVE_STAGED = f"""
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, context, metadata, tags,
-                          item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv)
+                          item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker)
 SELECT $1, s.id, s.text, s.fact_type, s.document_id, s.session_key, s.context, s.metadata::jsonb, s.tags, s.item_hash,
-       s.occurred_start, s.occurred_end, s.mentioned_at, s.embedding, to_tsvector('english', s.search_text)
+       s.occurred_start, s.occurred_end, s.mentioned_at, s.embedding, to_tsvector('english', s.search_text), s.speaker
 FROM {STAGING} s
 """
 
@@ -93,14 +94,16 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
         occurred = (row.occurred_start, row.occurred_end or row.occurred_start)
     else:
         occurred = extract_occurred(item.content, mentioned)
+    # A raw turn's speaker is a field, not an entity (speakers.said_by); facts and observations have none.
+    speaker, said = said_by(item.content, item.metadata) if row.type == "raw" else (None, item.content)
     entities: dict[str, str] = {}
-    for name in extract_entities(item.content):
+    for name in extract_entities(said):
         entities.setdefault(entity_key(name), name)
     return PreparedUnit(
         id=row.id or uuid4(), text=item.content, fact_type=row.type, item_hash=hashed, document_id=item.document_id,
         session_key=session_key(item), part_index=0, context=item.context, metadata=dict(item.metadata),
         tags=list(item.tags), mentioned_at=mentioned, occurred=occurred, entities=entities,
-        search_text=search_text(item.content), embed_text=item.content,
+        search_text=search_text(item.content), embed_text=item.content, speaker=speaker,
     )
 
 
@@ -179,7 +182,7 @@ def _record(unit: PreparedUnit, vector: np.ndarray | None) -> tuple[object, ...]
     return (
         unit.id, unit.text, unit.fact_type, unit.document_id, unit.session_key, unit.context,
         json.dumps(unit.metadata, ensure_ascii=False, default=str),
-        unit.tags, unit.item_hash, start, end, unit.mentioned_at, vector, unit.search_text,
+        unit.tags, unit.item_hash, start, end, unit.mentioned_at, vector, unit.search_text, unit.speaker,
     )
 
 

@@ -27,7 +27,7 @@ class Table:
 
 MEMORY_COLUMNS = (
     "id", "text", "fact_type", "document_id", "session_key", "part_index", "context", "metadata", "tags", "item_hash",
-    "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at",
+    "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at", "speaker",
 )
 
 ENTITIES = Table("entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key")

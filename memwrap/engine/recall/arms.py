@@ -240,6 +240,12 @@ async def graph(
     return [(r["id"], float(r["score"])) for r in rows]
 
 
+# A memory said inside a time window is about it unless it is dated more than this far from it: "Yesterday I
+# finished the script", said on the 23rd, answers "what did she do on the 23rd"; "we'll go to Lapland at Christmas",
+# said in April, does not answer "what did I do last spring".
+NEAR_DAYS = 31
+
+
 async def temporal(
     conn: asyncpg.Connection,
     filters: Filters,
@@ -263,7 +269,11 @@ async def temporal(
                 (m.occurred_start IS NOT NULL
                  AND tstzrange(m.occurred_start, greatest(m.occurred_start, m.occurred_end), '[]')
                      && tstzrange($3, $4, '[]'))
-                OR (m.occurred_start IS NULL AND m.mentioned_at BETWEEN $3 AND $4)
+                -- Said inside it, and about no time far from it (order.in_window: the same rule).
+                OR (m.mentioned_at BETWEEN $3 AND $4
+                    AND (m.occurred_start IS NULL
+                         OR tstzrange(m.occurred_start, greatest(m.occurred_start, m.occurred_end), '[]')
+                            && tstzrange($3 - interval '{NEAR_DAYS} days', $4 + interval '{NEAR_DAYS} days', '[]')))
               )
         ), sliced AS (
             -- Ties broken by id: an observation and the fact whose vector it took are exactly as near, and their

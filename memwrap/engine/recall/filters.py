@@ -60,6 +60,10 @@ def compile_filter(where: RecallFilter, alias: str, params: Params) -> list[str]
         conditions.append(f"{m}.document_id = ANY({params.add(where.document_ids, '::text[]')})")
     if where.session_ids is not None:
         conditions.append(f"{m}.session_key = ANY({params.add(where.session_ids, '::text[]')})")
+    if where.speakers is not None:
+        # lower(speaker): the expression memory_units_speaker indexes (migration 0010).
+        wanted = sorted({name.strip().lower() for name in where.speakers})
+        conditions.append(f"lower({m}.speaker) = ANY({params.add(wanted, '::text[]')})")
     return conditions
 
 

@@ -25,6 +25,7 @@ from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
+from memwrap.engine.recall.order import favour_named_speakers, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
@@ -44,7 +45,7 @@ NEIGHBOUR_DISCOUNT = 0.5
 
 DETAILS = """
 SELECT m.id, m.text, m.fact_type, m.document_id, m.metadata, m.tags, m.occurred_start, m.occurred_end,
-       m.mentioned_at,
+       m.mentioned_at, m.speaker,
        coalesce((SELECT array_agg(e.name ORDER BY e.name)
                  FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
                  WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.id), '{}') AS entities
@@ -217,12 +218,16 @@ class Searcher:
             _discard(embedding)
             return self._result(request, banks, encoding, window, context="", tokens=0,
                                 considered=[] if request.explain else None)
-        entity_keys = _query_entity_keys(request.query)
+        # The time expression is the temporal arm's: its words ("last" of "last spring") are no keyword terms and
+        # no entities (they matched "last month" in memories of any date).
+        entity_keys = _query_entity_keys(topic)
+        # The calendar's names in it stay ("on Friday" still matches "the launch is on Friday").
+        keyword_text = " ".join([topic, *calendar_names(window.expression)]) if window else topic
         filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = {bank: asyncio.ensure_future(self._names(bank, request.query, entity_keys)) for bank in searched}
+        names = {bank: asyncio.ensure_future(self._names(bank, topic, entity_keys)) for bank in searched}
         keyword = {
-            bank: asyncio.ensure_future(self._keyword(filters[bank], request.query, names[bank], limit, sizes[bank]))
+            bank: asyncio.ensure_future(self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank]))
             for bank in searched
         }
         try:
@@ -259,13 +264,22 @@ class Searcher:
                 interleave(results, self.weights)  # type: ignore[arg-type]
                 if fusion == "interleave"
                 else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
-            )[: max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)]
+            )
+            cut = max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)
+            governs = window is not None and not window.vague
+            # Under a time range every memory the temporal arm found inside it is a candidate, however it fused:
+            # they come first (order.window_first).
+            in_range = {key for key, _score in results.get("temporal", [])} if governs else set()
+            fused = fused[:cut] + [f for f in fused[cut:] if f.id in in_range]
             ranked = await self._details(filters, fused, request.neighbours)
+            ranked = weigh_speakers(ranked, self.settings.assistant_weight)
+            ranked = favour_named_speakers(ranked, entity_keys, self.settings.weight_speaker, self.settings.rrf_k)
             if self.reranker is not None and ranked:
                 ranked = await self._rerank(request.query, ranked)
             if request.prefer_observations and ranked:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
+            ranked = window_first(ranked, window)
             if request.min_score is not None:
                 ranked = [m for m in ranked if m.score >= request.min_score]
             if request.top_k is not None:
@@ -384,6 +398,21 @@ async def _awaited(future: Awaitable[Hits]) -> Hits:
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]{2,}")
 
+# Names of the calendar (months, weekdays, seasons, holidays), which memories say as they are: the words of a time
+# expression that stay keyword terms. Relative words ("last", "next", "ago", 去年) do not.
+_CALENDAR_NAME = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tues|wednes|thurs|fri|satur|sun)day|spring|summer|autumn|fall|"
+    r"winter|christmas|easter|thanksgiving|halloween|hanukkah|diwali|ramadan|weekend)\b"
+    r"|[一二三四五六七八九十]{1,2}月|[春夏秋冬]天|(?:周|星期|礼拜)[一二三四五六日天]|春节|国庆|中秋|元旦|周末",
+    re.IGNORECASE,
+)
+
+
+def calendar_names(expression: str) -> list[str]:
+    """The names of the calendar in a time expression ("on Friday" -> ["Friday"], "last year" -> [])."""
+    return _CALENDAR_NAME.findall(expression)
+
 
 def _query_entity_keys(query: str) -> list[str]:
     """Keys that may name an entity of the bank: the query's entities, and — since people type "where does
@@ -398,7 +427,7 @@ def _memory(bank_id: str, row: asyncpg.Record, score: float, arm_ranks: dict[str
         id=row["id"], bank_id=bank_id, text=row["text"], type=row["fact_type"], document_id=row["document_id"],
         metadata=row["metadata"] or {}, tags=list(row["tags"] or []), entities=list(row["entities"] or []),
         occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"],
-        score=score, arms=arm_ranks,
+        speaker=row["speaker"], score=score, arms=arm_ranks,
     )
 
 

@@ -45,6 +45,7 @@ from memwrap.engine.retain.extract import (
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
+from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import unit_entities, write_items
 from memwrap.engine.text import search_text
 
@@ -307,11 +308,13 @@ def _raw_unit(
     source = owner.source
     assert source is not None
     metadata = {**source.metadata, "kept_raw": UNCOVERED}
+    speaker, said = said_by(text, source.metadata)
     return PreparedUnit(
         id=uuid4(), text=text, fact_type="raw", item_hash=owner.item_hash, document_id=source.document_id,
         session_key=session_key(source), part_index=part, context=source.context, metadata=metadata,
         tags=list(source.tags), mentioned_at=said_at, occurred=extract_occurred(text, said_at),
-        entities=resolution.entities(extract_entities(text)), search_text=search_text(text), embed_text=text,
+        entities=resolution.entities(extract_entities(said)), search_text=search_text(text), embed_text=text,
+        speaker=speaker,
     )
 
 

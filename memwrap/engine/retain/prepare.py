@@ -11,7 +11,7 @@ from uuid import UUID, uuid4
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.defense import apply_policy, map_strings
 from memwrap.engine.retain.entities import entity_key, extract_entities
-from memwrap.engine.retain.speakers import keep_turn_breaks
+from memwrap.engine.retain.speakers import keep_turn_breaks, said_by, split_turns
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import search_text
 from memwrap.errors import SecretBlockedError
@@ -35,6 +35,7 @@ class PreparedUnit:
     entities: dict[str, str]  # entity_key → display name
     search_text: str
     embed_text: str
+    speaker: str | None = None  # who said it ("user", "assistant", "Alice"): speakers.turn_speaker
 
 
 @dataclass
@@ -104,31 +105,41 @@ def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> Pre
     context = item.context
     mentioned = item.timestamp or now
     prepared = PreparedItem(item_hash=hashed, source=item)
-    for index, part in enumerate(split_units(item.content)):
-        # Role labels keep their line: re-extraction reads the speakers back from this text.
-        text = keep_turn_breaks(part)
-        if not text:
-            continue
-        entities: dict[str, str] = {}
-        for name in extract_entities(text):
-            entities.setdefault(entity_key(name), name)
-        prepared.units.append(
-            PreparedUnit(
-                id=uuid4(),
-                text=text,
-                fact_type="raw",
-                item_hash=hashed,
-                document_id=item.document_id,
-                session_key=session_key(item),
-                part_index=index,
-                context=context,
-                metadata=dict(item.metadata),
-                tags=list(item.tags),
-                mentioned_at=mentioned,
-                occurred=extract_occurred(text, mentioned),
-                entities=entities,
-                search_text=search_text(text),
-                embed_text=text,
+    index = 0
+    for turn in split_turns(item.content):
+        speaker: str | None = None
+        for part_number, part in enumerate(split_units(turn)):
+            # Role labels keep their line: re-extraction reads the speakers back from this text.
+            text = keep_turn_breaks(part)
+            if not text:
+                continue
+            said = text
+            if part_number == 0:  # the turn's first unit carries its label; the others are the same speaker's
+                # Who speaks is a field of the memory, not an entity of it: "Alice: …" on every turn of a chat
+                # would otherwise link each of them to all the others in the graph arm.
+                speaker, said = said_by(text, item.metadata)
+            entities: dict[str, str] = {}
+            for name in extract_entities(said):
+                entities.setdefault(entity_key(name), name)
+            prepared.units.append(
+                PreparedUnit(
+                    id=uuid4(),
+                    text=text,
+                    fact_type="raw",
+                    item_hash=hashed,
+                    document_id=item.document_id,
+                    session_key=session_key(item),
+                    part_index=index,
+                    context=context,
+                    metadata=dict(item.metadata),
+                    tags=list(item.tags),
+                    mentioned_at=mentioned,
+                    occurred=extract_occurred(text, mentioned),
+                    entities=entities,
+                    search_text=search_text(text),
+                    embed_text=text,
+                    speaker=speaker,
+                )
             )
-        )
+            index += 1
     return prepared

@@ -9,14 +9,83 @@ with the same speakers as the original.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from memwrap.engine.text import normalise_whitespace
 
 ROLE_LINE = re.compile(r"^(user|assistant|tool result|tool|system|human|ai)\s*:\s?", re.IGNORECASE | re.MULTILINE)
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
 # "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
-NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*[:：]\s+")
+# A full-width colon needs no space after it (Chinese puts none).
+NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*(?::\s+|：\s*)")
 METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
+# Words that open a line with a colon without naming who speaks ("Note: buy milk", "Update: we moved"). A named
+# speaker label is a name; these are headings. (The same list is in migration 0010's backfill.)
+HEADING_WORDS = frozenset("""
+    note notes update updates reminder todo to-do fyi ps p.s re fw fwd edit warning error question answer q a
+    summary tip tips step example important source subject date time location address email phone name title
+    status result results output input goal goals plan plans idea ideas news info bonus caution
+    disclaimer spoiler context background problem solution reason because hint recap tldr tl;dr nb
+    """.split())
+
+
+@dataclass(frozen=True, slots=True)
+class Speaker:
+    """Who said a turn: `name` as the memory records it ("user", "assistant", "tool", or a participant's name
+    as written: "Alice", "张伟"), `role` ("user", "assistant", "tool", "system" or "person"), and `label_end`,
+    where the turn's own words begin in its text (0 when the text carries no label)."""
+
+    name: str
+    role: str
+    label_end: int = 0
+
+
+def _label(text: str) -> Speaker | None:
+    """The speaker a turn's text names in its leading label ("user: …", "Alice: …"), or None."""
+    role = ROLE_LINE.match(text)
+    if role is not None:
+        label = ROLE_ALIASES.get(role.group(1).lower(), role.group(1).lower())
+        return Speaker(label, label, role.end())
+    named = NAMED_SPEAKER.match(text)
+    if named is not None and named.group(1).casefold() not in HEADING_WORDS:
+        return Speaker(named.group(1), "person", named.end())
+    return None
+
+
+def turn_speaker(text: str, metadata: Mapping[str, Any] | None = None) -> Speaker | None:
+    """Who said `text`: its leading label, else the item's metadata (`role`, with `speaker` or `name` for a
+    participant), else nobody known (None: a note, a document, a fact)."""
+    found = _label(text)
+    if found is not None:
+        return found
+    role = str(metadata.get("role", "")).lower() if metadata else ""
+    if role in METADATA_ROLES:
+        role = METADATA_ROLES[role]
+        name = str(metadata.get("speaker") or metadata.get("name") or role) if metadata else role
+        return Speaker(role if role in ("assistant", "tool") else name, role)
+    return None
+
+
+def said_by(text: str, metadata: Mapping[str, Any] | None = None) -> tuple[str | None, str]:
+    """(speaker's name or None, the turn's own words without its label): what retain stores as the memory's
+    speaker, and what it reads entities from."""
+    speaker = turn_speaker(text, metadata)
+    return (None, text) if speaker is None else (speaker.name, text[speaker.label_end :])
+
+
+def split_turns(text: str) -> list[str]:
+    """A transcript's turns, each with its label ("user: …", "assistant: …"): one memory per turn, so who said
+    what stays a property of each memory (the assistant's restatement is not the user's fact). Text that does not
+    start with a role label is one turn. Named speakers are split only by the item: one "Alice: …" turn per item,
+    as chat logs are retained."""
+    stripped = text.lstrip()
+    if not ROLE_LINE.match(stripped):
+        return [text]
+    starts = [m.start() for m in ROLE_LINE.finditer(stripped)]
+    bounds = [*starts, len(stripped)]
+    return [piece for a, b in zip(bounds, bounds[1:], strict=False) if (piece := stripped[a:b].strip())]
 
 
 def keep_turn_breaks(text: str) -> str:
@@ -141,5 +210,5 @@ def with_subject(text: str, said: list[str]) -> str:
     return text
 
 
-__all__ = ["FIRST_PERSON", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "assistant_voice",
-           "keep_turn_breaks", "third_person", "with_subject"]
+__all__ = ["FIRST_PERSON", "HEADING_WORDS", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "Speaker",
+           "assistant_voice", "keep_turn_breaks", "said_by", "split_turns", "third_person", "turn_speaker", "with_subject"]

@@ -14,8 +14,8 @@ from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 
 INSERT_UNIT = """
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
-                          tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16))
+                          tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17)
 """
 
 UPSERT_ENTITIES = """
@@ -114,7 +114,7 @@ async def write_items(
                     (
                         bank_id, u.id, u.text, u.fact_type, u.document_id, u.session_key, u.part_index, u.context,
                         u.metadata, u.tags, u.item_hash, u.occurred[0] if u.occurred else None,
-                        u.occurred[1] if u.occurred else None, u.mentioned_at, vector, u.search_text,
+                        u.occurred[1] if u.occurred else None, u.mentioned_at, vector, u.search_text, u.speaker,
                     )
                     for u, vector in zip(units, unit_vectors, strict=True)
                 ],

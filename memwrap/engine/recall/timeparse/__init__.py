@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timezone, tzinfo
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
 from memwrap.engine.recall.timeparse._calendar import _READING, _Reading
 from memwrap.engine.recall.timeparse._scan import _Found, _scan
@@ -99,12 +99,64 @@ def parse_time_window(query: str, now: datetime, *, tense: Tense | None = None) 
     `tense` overrides the tense read from the query's own words ("what will I do in March" -> "future").
     """
     today, zone = _local(now)
-    found = _read(query, today, _Reading(statement=False, tense=tense))
+    reading = _Reading(statement=False, tense=tense)
+    found = _read(query, today, reading)
     if not found:
         return None
     chosen = next((f for f in found if not f.vague), found[0])
-    start, end = _utc_bounds(chosen.first, chosen.last, zone)
-    return TimeWindow(start=start, end=end, expression=query[chosen.start : chosen.end])
+    first, last, start_at, end_at = chosen.first, chosen.last, chosen.start, chosen.end
+    anchor = _anchor(query, today, found, reading)
+    if anchor is not None:
+        first, last, start_at, end_at = anchor
+    start, end = _utc_bounds(first, last, zone)
+    return TimeWindow(start=start, end=end, expression=query[start_at:end_at], vague=chosen.vague and anchor is None)
+
+
+# "two weeks before August 11, 2023", "the week before Christmas 2022", "a month after 3 May 2024".
+_UNITS_OFF = re.compile(
+    r"\b(?:(?P<n>a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d{1,2})\s+|(?:the|last)\s+)?"
+    r"(?P<unit>days?|weeks?|weekend|months?|years?)\s+(?P<dir>before|after|prior\s+to)\s*$",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {"a": 1, "an": 1, "the": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+                 "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_UNIT_DAYS = {"day": 1, "week": 7, "weekend": 7, "month": 31, "year": 366}
+
+
+def _anchor(query: str, today: date, found: list[_Found], reading: _Reading) -> tuple[date, date, int, int] | None:
+    """A question that names a date anchors its other time words to it, not to today: "what did Joanna finish last
+    Friday, on 23 January 2022" is the Friday before that Sunday, "two weeks before August 11, 2023" the fortnight
+    before it. Returns (first day, last day, where the phrase starts, where it ends), or None when the question
+    names no day besides its relative words.
+
+    Which expressions are dates: those that resolve the same whatever today is (the question read again a thousand
+    days later); the others are relative to the day they are read on."""
+    later = _read(query, today + timedelta(days=1000), reading)
+    absolute = [f for f in found if not f.vague and any(
+        (g.start, g.end, g.first, g.last) == (f.start, f.end, f.first, f.last) for g in later)]
+    # Only a day anchors ("in 2019" is the year something happened, not the day the question stands on).
+    if not absolute or absolute[0].first != absolute[0].last:
+        return None
+    date_ = absolute[0]
+    before = _UNITS_OFF.search(query, 0, date_.start)
+    if before is not None:
+        count = _NUMBER_WORDS.get((before["n"] or "the").lower()) or int(before["n"])
+        days = count * _UNIT_DAYS[before["unit"].lower().rstrip("s")]
+        if before["dir"].lower() == "after":
+            return date_.last, date_.last + timedelta(days=days), before.start(), date_.end
+        return date_.first - timedelta(days=days), date_.first, before.start(), date_.end
+    relative = [f for f in found if f is not date_ and f not in absolute]
+    if not relative:
+        return None
+    # The relative words read on the named day (its last day: "last Friday on 23 January" is before the 23rd),
+    # and the window spans both: the day it was said and the day it was about.
+    anchored = _read(query, date_.last, reading)
+    spans = [g for g in anchored if (g.start, g.end) in {(f.start, f.end) for f in relative}]
+    if not spans:
+        return None
+    first = min([date_.first, *(g.first for g in spans)])
+    last = max([date_.last, *(g.last for g in spans)])
+    return first, last, min(date_.start, *(g.start for g in spans)), max(date_.end, *(g.end for g in spans))
 
 
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([?.!,;:，。？！；：、])")
