@@ -70,6 +70,10 @@ class RecalledMemory(BaseModel):
     occurred_end: datetime | None = None
     mentioned_at: datetime | None = None
     speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
+    replaced_by: UUID | None = Field(
+        default=None, description="a newer memory among those recalled that states a change of what this one says"
+    )
+    replaced_at: datetime | None = Field(default=None, description="when that newer memory was said")
     score: float = 0.0
     arms: dict[str, int] = Field(default_factory=dict)
     tokens: int = 0

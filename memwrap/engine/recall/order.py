@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
+from memwrap.engine.language.changes import Statement, asks_past, asks_present, replaces, same_topic, topic_terms
 from memwrap.engine.recall.arms import NEAR_DAYS
 from memwrap.models import RecalledMemory, TimeWindow
 
@@ -86,6 +87,70 @@ def window_first(ranked: Sequence[RecalledMemory], window: TimeWindow | None) ->
     return inside + [m for m in ranked if id(m) not in chosen]
 
 
+# How far down the fused hits replaced facts are looked for: the memories a block can hold, with room to spare.
+CHANGE_WINDOW = 30
+
+
+def _statement(memory: RecalledMemory) -> Statement:
+    return Statement(memory.text, memory.speaker, memory.mentioned_at)
+
+
+def apply_changes(ranked: Sequence[RecalledMemory], question: str) -> list[RecalledMemory]:
+    """Replaced facts (language/changes.py) among the best hits: each older statement a newer one replaces is
+    marked (`replaced_by`, `replaced_at`), the newer one moves up to just before it, and — unless the question
+    asks about the past — the older ones go after every other memory. A question about the present also puts
+    the newer of two memories on one topic first, without marking either."""
+    hits, neighbours = _hits_and_neighbours(ranked)
+    head = hits[:CHANGE_WINDOW]
+    statements = {id(m): _statement(m) for m in head}
+    present = asks_present(question)
+    before: list[tuple[RecalledMemory, RecalledMemory]] = []  # (newer, older): newer must lead
+    for newer in head:
+        for older in head:
+            if older is newer:
+                continue
+            a, b = statements[id(newer)], statements[id(older)]
+            if replaces(a, b):
+                if older.replaced_by is None or (older.replaced_at and a.said_at and a.said_at > older.replaced_at):
+                    older.replaced_by, older.replaced_at = newer.id, a.said_at
+                before.append((newer, older))
+            elif present and a.said_at and b.said_at and a.said_at > b.said_at and same_topic(a, b):
+                before.append((newer, older))
+    if not before:
+        return list(ranked)
+    _assistant_echoes(head)
+    order = list(head)
+    for newer, older in sorted(before, key=lambda pair: order.index(pair[1])):
+        at, place = order.index(newer), order.index(older)
+        if at > place:
+            order.insert(place, order.pop(at))
+    if not asks_past(question):
+        order = stable_partition(order, lambda m: m.replaced_by is not None)
+    return order + hits[CHANGE_WINDOW:] + neighbours
+
+
+def _session(memory: RecalledMemory) -> str | None:
+    document = memory.document_id
+    return document.rsplit(":", 1)[0] if document and ":" in document else document
+
+
+def _assistant_echoes(head: Sequence[RecalledMemory]) -> None:
+    """The assistant's reply to a replaced statement ("Nice, Neovim is great.") is as old as it: the same session,
+    said within a day of it, sharing a word or a topic with it. It is marked replaced by the same newer memory."""
+    replaced = [m for m in head if m.replaced_by is not None and m.speaker != "assistant"]
+    for echo in head:
+        if echo.speaker != "assistant" or echo.replaced_by is not None or echo.mentioned_at is None:
+            continue
+        words, topics = topic_terms(echo.text)
+        for old in replaced:
+            if (_session(old) == _session(echo) and old.mentioned_at is not None
+                    and abs(old.mentioned_at - echo.mentioned_at) <= timedelta(days=1)):
+                old_words, old_topics = topic_terms(old.text)
+                if (words & old_words) or (topics & old_topics):
+                    echo.replaced_by, echo.replaced_at = old.replaced_by, old.replaced_at
+                    break
+
+
 def stable_partition(
     ranked: Sequence[RecalledMemory], last: Callable[[RecalledMemory], bool]
 ) -> list[RecalledMemory]:
@@ -97,4 +162,4 @@ def newest(memories: Sequence[RecalledMemory]) -> datetime | None:
     return max((m.mentioned_at for m in memories if m.mentioned_at is not None), default=None)
 
 
-__all__ = ["favour_named_speakers", "in_window", "newest", "stable_partition", "weigh_speakers", "window_first"]
+__all__ = ["apply_changes", "favour_named_speakers", "in_window", "newest", "stable_partition", "weigh_speakers", "window_first"]

@@ -8,6 +8,7 @@ more as a guard, so `tokens == len(encode(context)) <= max_tokens` holds whateve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,6 +16,7 @@ from datetime import datetime
 import tiktoken
 
 from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, neutralise
+from memwrap.engine.retain.speakers import ROLE_ALIASES
 from memwrap.engine.text import normalise_whitespace
 from memwrap.models import ConsideredMemory, RecalledMemory
 
@@ -45,9 +47,27 @@ def render_line(memory: RecalledMemory) -> str:
         about = start if end in (None, start) else f"{start}..{end}"
         when = f"{when}, about {about}" if when else f"about {about}"
     label = "" if memory.type == "raw" else f"({memory.type}) "
+    if memory.replaced_by is not None:  # a newer memory states a change of this one
+        changed = f"; changed {_day(memory.replaced_at)}" if memory.replaced_at else ""
+        label = f"(earlier{changed}) {label}"
     prefix = f"[{when}] " if when else ""
+    text = normalise_whitespace(memory.text)
+    if memory.speaker and not _labelled(text, memory.speaker):
+        text = f"{memory.speaker}: {text}"  # who said it shows, as in a transcript (the later parts of a long turn)
     # Memory text is data someone once said: it must never be able to close (or open) the fence.
-    return f"- {prefix}{label}{neutralise(normalise_whitespace(memory.text))}\n"
+    return f"- {prefix}{label}{neutralise(text)}\n"
+
+
+_LABEL = re.compile(r"^([^:：\n]{1,40}?)\s*[:：]")
+
+
+def _labelled(text: str, speaker: str) -> bool:
+    """Whether the text already starts with its speaker's label ("Alice: …", "user: …", "human: …", "张伟：…")."""
+    label = _LABEL.match(text)
+    if label is None:
+        return False
+    name = label.group(1).casefold()
+    return ROLE_ALIASES.get(name, name) == speaker.casefold()
 
 
 @dataclass

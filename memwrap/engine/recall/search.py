@@ -25,7 +25,7 @@ from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
-from memwrap.engine.recall.order import favour_named_speakers, weigh_speakers, window_first
+from memwrap.engine.recall.order import apply_changes, favour_named_speakers, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
@@ -279,6 +279,7 @@ class Searcher:
             if request.prefer_observations and ranked:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
+            ranked = apply_changes(ranked, request.query)
             ranked = window_first(ranked, window)
             if request.min_score is not None:
                 ranked = [m for m in ranked if m.score >= request.min_score]

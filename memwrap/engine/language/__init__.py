@@ -1,0 +1,1 @@
+"""What text says, read without an LLM: statements of change (changes.py)."""

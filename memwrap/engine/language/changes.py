@@ -1,0 +1,215 @@
+"""Statements of change and the earlier statements they replace, without an LLM.
+
+"I use Neovim for all my coding" (January) and "Actually I switched to VS Code last week" (November) are two
+memories about one thing; the second says it changed. Recall ranks the newer above the older and marks the older
+as earlier (engine/recall/order.py); heuristic consolidation records it as a change, never as support
+(engine/learn/heuristic.py). Both ask the same question of a pair, `replaces(newer, older)`:
+
+1. the newer one *states a change*: "switched to", "no longer", "moved to", "stopped", "now …", "改用", "不再",
+   "搬到", "现在" … (CHANGE_CUE);
+2. it was said later;
+3. the same speaker said both (a memory without a speaker, such as an extracted fact, goes with any);
+4. they have the same *subject*: both are the speaker about themselves ("I …", "I'm …", "我…", "The user …"), or
+   both name the same someone ("My sister …", "Alice …");
+5. they are about the same *topic*: a content word in common ("tennis" / "padel instead of tennis"), or the same
+   kind of thing that changes (TOPICS: where one lives, works, what one uses, eats, drinks, drives, …).
+
+Vectors are not asked: a unit's vector carries the turn before it (retain embeds context), and MiniLM puts "My
+sister lives in Berlin" nearer "I moved to Berlin" (0.73) than "I live in Lisbon" (0.33).
+
+A question can ask about the present ("which editor do I use *now*?", "现在") — then, of two memories on one
+topic, the newer leads even with no word of change — or about the past ("where did I live *before*?"), and then
+the earlier statements are what it wants: they keep their place (still marked as earlier).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+# A change said in the first person: "I switched to VS Code", "we moved to Berlin", "I'm no longer vegetarian",
+# "I don't drink coffee anymore", "I quit my job", "I got a new phone", "I now live in Porto". Past-tense narration
+# ("I used to …", "instead of giving up") and present states ("I'm currently reading …") are no change of a fact:
+# in chat they are everywhere.
+_I = r"(?:i|we|the\s+user)(?:\s+(?:have|had|'ve|just|finally|recently|actually|also))*"
+_CHANGE_EN = (
+    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
+    rf"{_I}(?:\s+(?:am|are|is)|'m|'re)?\s+no\s+longer\b|"
+    rf"{_I}\s+(?:do\s+not|don't|dont|does\s+not|doesn't|never)\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
+    rf"{_I}(?:\s+(?:am|are|is)|'m|'re)\s+not\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
+    rf"{_I}\s+(?:stopped|quit|gave\s+up|ditched)\s+\w+|"
+    rf"{_I}\s+left\s+(?:my\s+|the\s+)?\w+(?:\s+\w+)?\s+(?:and|for|to)\b|"
+    rf"{_I}\s+(?:sold|got\s+rid\s+of|replaced|swapped)\s+(?:my|our|the)\b|"
+    rf"{_I}\s+(?:got|have|found|started|bought|landed|accepted)\s+(?:a\s+|an\s+)?new\s+(?:job|role|position|phone|car|"
+    r"house|home|apartment|flat|address|number|email|laptop|computer|editor|place)\b|"
+    rf"(?:{_I}(?:'m|\s+am|'re|\s+are)?\s+now|now\s+{_I})\s+(?:use|using|live|living|work|working|prefer|drive|eat|"
+    r"drink|own|based|vegan|vegetarian|at|in|with)\b|"
+    rf"{_I}\s+(?:turned|went|became)\s+(?:vegan|vegetarian|pescatarian|sober)\b|"
+    rf"{_I}\s+(?:broke\s+up|split\s+up|got\s+(?:divorced|married|engaged))\b|"
+    r"from\s+now\s+on\b"
+)
+_CHANGE_ZH = (
+    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
+    r"离婚了|以前.{0,12}现在|现在改"
+)
+CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})", re.IGNORECASE)
+
+_PRESENT = re.compile(
+    r"\b(?:now|currently|current|these\s+days|nowadays|at\s+the\s+moment|at\s+present|presently|still|any\s*more|"
+    r"latest|today)\b|现在|目前|如今|当前|这些天|这阵子|还在|最新",
+    re.IGNORECASE,
+)
+_PAST = re.compile(
+    r"\b(?:before|used\s+to|previous(?:ly)?|formerly|former|earlier|old|originally|at\s+first|first|back\s+when|"
+    r"in\s+the\s+past|once)\b|以前|之前|原来|过去|曾经|起初|最初|当初",
+    re.IGNORECASE,
+)
+
+
+# A change inside a clause that only sets the scene ("since I moved from Sweden", "after I quit smoking") is told,
+# not stated: the sentence is about something else.
+_SCENE = re.compile(r"\b(?:since|after|when|before|because|until|till|if|once|while|as)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=8192)
+def states_change(text: str) -> bool:
+    """Whether a statement says something changed ("switched to", "no longer", "搬到" …)."""
+    return any(_SCENE.search(text, max(0, m.start() - 30), m.start()) is None for m in CHANGE_CUE.finditer(text))
+
+
+def asks_present(question: str) -> bool:
+    """Whether a question asks how things are now ("now", "currently", "these days", "现在")."""
+    return _PRESENT.search(question) is not None
+
+
+def asks_past(question: str) -> bool:
+    """Whether a question asks how things were ("before", "used to", "previously", "以前")."""
+    return _PAST.search(question) is not None
+
+
+# The things that change, each by the words that name it (Latin words by their first five letters, Chinese as
+# written). Two statements on one of these are about the same topic though they share no word: "I live in
+# Lisbon" and "I moved to Berlin".
+TOPICS: dict[str, tuple[str, ...]] = {
+    "home": ("live", "lives", "livin", "moved", "move", "movin", "reloc", "based", "home", "house", "apart", "flat",
+             "addre", "rent", "住", "搬", "家", "房子", "公寓", "地址"),
+    "work": ("work", "works", "worki", "job", "jobs", "compa", "emplo", "hired", "quit",
+             "resig", "offic", "boss", "start", "caree", "posit", "role", "工作", "公司", "上班", "入职", "离职",
+             "辞职", "跳槽", "老板", "职位"),
+    "tools": ("use", "uses", "using", "switc", "edito", "app", "apps", "phone", "lapto", "compu", "brows", "frame",
+              "langu", "tool", "tools", "vscod", "vim", "neovi", "emacs", "用", "改用", "手机", "电脑", "软件",
+              "编辑器", "框架", "工具"),
+    "diet": ("eat", "eats", "eatin", "veget", "vegan", "meat", "diet", "food", "aller", "glute", "dairy", "pesca",
+             "吃", "素", "肉", "饮食", "过敏"),
+    "drink": ("drink", "coffe", "tea", "alcoh", "beer", "wine", "sober", "喝", "咖啡", "茶", "酒"),
+    "transport": ("drive", "drive", "car", "cars", "bike", "cycle", "bus", "train", "commu", "scoot", "开车",
+                  "车", "骑车", "地铁", "公交", "通勤"),
+    "partner": ("datin", "marri", "boyfr", "girlf", "partn", "husba", "wife", "singl", "divor", "engag",
+                "结婚", "男朋友", "女朋友", "对象", "分手", "离婚", "老公", "老婆"),
+    "study": ("schoo", "study", "studi", "unive", "colle", "major", "cours", "degre", "学校", "大学", "专业",
+              "课程", "读书", "上学"),
+    "habit": ("smoke", "smoki", "vape", "vapin", "exerc", "gym", "run", "runni", "swim", "yoga", "抽烟", "戒烟",
+              "健身", "跑步", "运动"),
+    "contact": ("numbe", "email", "phone", "电话", "号码", "邮箱", "微信"),
+}
+_TOPIC_OF: dict[str, set[str]] = {}
+for _topic, _words in TOPICS.items():
+    for _word in _words:
+        _TOPIC_OF.setdefault(_word, set()).add(_topic)
+
+_LATIN = re.compile(r"[^\W\d_\u3400-\u9fff]+(?:['’][^\W\d_\u3400-\u9fff]+)?")
+_HAN = re.compile(r"[\u3400-\u9fff]+")
+# Words that say nothing of a topic: function words, the change cues' own words, and chat filler.
+_NOT_TOPIC = frozenset("""
+    the a an and or but so to of in on at for from with by as is are was were be been am i i'm i've i'd me my mine
+    we our us you your he she it they them their this that these those there here what which who when where why how
+    have has had do does did will would can could should may might must not no yes yeah oh ok okay actually really
+    just now also still then than too very much more most some any all one two last next week month year years
+    today yesterday since ago about into over after before again already anymore longer switch switched change
+    changed moved move instead these days nowadays currently used stopped quit started new different got get
+    going went back from user assistant think thing things lot like love
+    """.split())
+_FIRST_PERSON = re.compile(
+    r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
+    r"just so you know|guess what|good news|news)[,!:.\s]+)*(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
+    r"we['’]re\b|we['’]ve\b|the user\b|user\b|(?:the )?user['’]s\b)",
+    re.IGNORECASE,
+)
+_SOMEONE = re.compile(r"^(?:my|our|the user['’]s)\s+(\w+)|^([A-Z][\w'’-]+)\b", re.IGNORECASE)
+_ZH_FIRST_PERSON = re.compile(r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*我(?:们)?(?![的妈爸妹姐哥弟儿女朋同家老])")
+_LABEL = re.compile(r"^[^:：\n]{1,40}?\s*[:：]\s*")
+# Two-character pieces of Chinese that are function words, not topics (我们, 已经 …).
+_HAN_FUNCTION_PAIRS = frozenset("我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split())
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """A memory as a statement: its words, who said it and when."""
+
+    text: str
+    speaker: str | None
+    said_at: datetime | None
+
+
+def _body(statement: Statement) -> str:
+    """The words, without the speaker's label."""
+    text = statement.text.strip()
+    return _LABEL.sub("", text, count=1) if statement.speaker else text
+
+
+@functools.lru_cache(maxsize=8192)
+def subject(text: str) -> str | None:
+    """Whom a statement is about: "I" for the speaker themselves, else the someone it names first ("my sister" ->
+    "sister", "Alice" -> "alice"), or None when it cannot tell."""
+    if _FIRST_PERSON.match(text) or _ZH_FIRST_PERSON.match(text):
+        return "I"
+    someone = _SOMEONE.match(text)
+    if someone is not None:
+        return (someone.group(1) or someone.group(2)).casefold()
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def topic_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(content words, topics) of a statement: Latin words by their first five letters, Chinese words as jieba cuts
+    them (and every two-character piece of a longer run)."""
+    stems: set[str] = set()
+    words: set[str] = set()
+    for match in _LATIN.finditer(text):
+        low = match.group().casefold().replace("’", "'")
+        stems.add(low[:5])
+        if low not in _NOT_TOPIC and len(low) > 2:
+            words.add(low[:5])
+    runs = _HAN.findall(text)
+    for run in runs:
+        words.update(run[i : i + 2] for i in range(len(run) - 1))
+    topics = {topic for stem in stems | words for topic in _TOPIC_OF.get(stem, ())}
+    topics.update(topic for run in runs for key, found in _TOPIC_OF.items() if key in run for topic in found)
+    return frozenset(words - _HAN_FUNCTION_PAIRS), frozenset(topics)
+
+
+def same_topic(a: Statement, b: Statement) -> bool:
+    """Both about the same subject and the same topic (rules 3-5 of the module's docstring)."""
+    if a.speaker and b.speaker and a.speaker.casefold() != b.speaker.casefold():
+        return False
+    body_a, body_b = _body(a), _body(b)
+    who_a, who_b = subject(body_a), subject(body_b)
+    if who_a is None or who_a != who_b:
+        return False
+    words_a, topics_a = topic_terms(body_a)
+    words_b, topics_b = topic_terms(body_b)
+    return bool(((words_a & words_b) - {who_a}) or (topics_a & topics_b))
+
+
+def replaces(newer: Statement, older: Statement) -> bool:
+    """Whether `newer` states a change of what `older` said: said later, by the same speaker, of the same subject
+    and topic, in words of change."""
+    if newer.said_at is None or older.said_at is None or newer.said_at <= older.said_at:
+        return False
+    return states_change(_body(newer)) and same_topic(newer, older)
+
+
+__all__ = ["CHANGE_CUE", "TOPICS", "Statement", "asks_past", "asks_present", "replaces", "same_topic",
+           "states_change", "subject", "topic_terms"]
