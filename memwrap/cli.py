@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.panel import Panel
@@ -14,8 +13,8 @@ from rich.table import Table
 
 from memwrap.api import Memory
 from memwrap.cli_verbs import add_verb_commands, print_json
+from memwrap.demo import DEMO_BANK, DEMO_BUDGET, DEMO_NOW, DEMO_SESSIONS, demo_items, run_demo
 from memwrap.errors import MemwrapError
-from memwrap.models import RetainItem
 
 console = Console()
 
@@ -35,62 +34,20 @@ def _memory(args: argparse.Namespace) -> Memory:
 _print_json = print_json
 
 
-DEMO_BANK = "demo-alice"
-DEMO_SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
-    (
-        "2026-04-12T18:30:00+00:00",
-        [
-            ("user", "Hi! I'm Alice. I just moved to Lisbon for a new job at Google."),
-            ("assistant", "Welcome to Lisbon, Alice! How is the new job at Google going?"),
-            ("user", "Great so far. I'm on the Cloud team. My sister Maya is visiting in May."),
-            ("user", "Also, I'm vegetarian and I'm allergic to peanuts, so restaurant tips need to fit that."),
-            ("assistant", "Noted: vegetarian, peanut allergy. Time Out Market has good vegetarian stalls."),
-        ],
-    ),
-    (
-        "2026-11-23T09:00:00+00:00",
-        [
-            ("user", "I started learning the cello last month. Practising every morning before work."),
-            ("assistant", "That's a lovely routine. Are you taking lessons?"),
-            ("user", "Yes, with a teacher called João on Saturdays. Maya thinks I'm crazy."),
-        ],
-    ),
-]
-DEMO_QUESTIONS = [
-    "Can you suggest a restaurant for dinner tonight?",
-    "What did I do last spring?",
-    "Who is my cello teacher?",
-]
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
-    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     with _memory(args) as mem:
-        mem.delete_bank(DEMO_BANK)
-        items = [
-            RetainItem(
-                content=f"{'Alice' if role == 'user' else 'Assistant'}: {text}",
-                timestamp=datetime.fromisoformat(when),
-                document_id=f"session-{s}:turn-{t}",
-                context="demo conversation",
-            )
-            for s, (when, turns) in enumerate(DEMO_SESSIONS, start=1)
-            for t, (role, text) in enumerate(turns, start=1)
-        ]
-        ids = mem.retain_many(DEMO_BANK, items)
-        results = []
-        if not args.json:
-            console.print(f"[bold]Retained[/] {len(items)} turns from 2 sessions into bank [cyan]{DEMO_BANK}[/] "
-                          f"({len(ids)} memories, embedded home: {mem.settings.home}).\n")
-        for question in DEMO_QUESTIONS:
-            recall = mem.recall(DEMO_BANK, question, token_budget=args.token_budget, now=now)
-            results.append(recall.model_dump(mode="json", include={"query", "context", "tokens", "token_budget"}))
-            if not args.json:
-                console.print(Panel(recall.context.rstrip() or "(nothing recalled)",
-                                    title=f"[bold]{question}[/]  →  injected ({recall.tokens}/{recall.token_budget} tokens)",
-                                    expand=False))
+        stored, recalls = run_demo(mem, token_budget=args.token_budget)
         if args.json:
-            _print_json(results)
+            _print_json([r.model_dump(mode="json", include={"query", "context", "tokens", "token_budget"})
+                         for r in recalls])
+            return 0
+        console.print(f"[bold]Retained[/] {len(demo_items())} exchanges of {len(DEMO_SESSIONS)} sessions (a year) into "
+                      f"bank [cyan]{DEMO_BANK}[/]: {stored} memories, embedded home: {mem.settings.home}.\n"
+                      f"Each question gets what fits in {args.token_budget} tokens, asked on {DEMO_NOW:%Y-%m-%d}.\n")
+        for recall in recalls:
+            console.print(Panel(recall.context.rstrip() or "(nothing recalled)",
+                                title=f"[bold]{recall.query}[/]  →  injected ({recall.tokens}/{recall.token_budget} tokens)",
+                                expand=False))
     return 0
 
 
@@ -207,8 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memwrap", description="Long-term memory for LLM applications.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    demo = sub.add_parser("demo", parents=[common], help="retain a scripted two-session conversation and show what gets injected")
-    demo.add_argument("--token-budget", type=int, default=300)
+    demo = sub.add_parser("demo", parents=[common], help="retain a scripted year of chats and show what gets injected")
+    demo.add_argument("--token-budget", type=int, default=DEMO_BUDGET)
     demo.add_argument("--max-tokens", dest="token_budget", type=int, help=argparse.SUPPRESS)
     demo.set_defaults(run=cmd_demo)
 

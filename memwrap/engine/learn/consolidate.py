@@ -40,7 +40,7 @@ LLM_BATCH = 10
 # seq. (The deep reconciliation finds any that slip below it anyway.)
 WATERMARK_LAG_SECONDS = 60.0
 
-_FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m.item_hash, m.embedding,
+_FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m.item_hash, m.embedding, m.speaker,
        m.created_at < now() - $4 * interval '1 second' AS settled"""
 
 PENDING = f"""
@@ -151,7 +151,8 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
 async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
     pool: asyncpg.Pool = engine.store.pool
     facts = [
-        Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"])
+        Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"],
+             r["speaker"])
         for r in rows
     ]
     bank_size = await pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank_id) or 0

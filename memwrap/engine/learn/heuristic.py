@@ -1,11 +1,19 @@
-"""Consolidation without an LLM: near-duplicate facts become one observation that cites all of them.
+"""Consolidation without an LLM: near-duplicate facts become one observation that cites all of them, and a
+statement of change records the change.
 
 Two facts are near-duplicates when their embeddings' cosine is at least `observation_threshold` (default 0.92),
-they are in the same bank and tag scope (exactly the same tags), and they agree on negation and numbers —
+they are in the same bank and tag scope (exactly the same tags), they agree on negation and numbers —
 MiniLM puts "I am vegetarian" and "I am not vegetarian" at 0.94, and "my flight is on May 3" and "… May 4" at
-0.97. A new fact joins the observation of its nearest near-duplicate; near-duplicates that belong to no
-observation yet start one. The observation uses the words of its earliest fact (it is a restatement, so any of
-them would do; the earliest keeps the text stable as evidence accumulates).
+0.97 — and they share most of their words: a raw turn's vector carries the turn before it (retain embeds
+context), so two turns of one session can be near in vector and say different things. A new fact joins the
+observation of its nearest near-duplicate; near-duplicates that belong to no observation yet start one. The
+observation uses the words of its earliest fact (it is a restatement, so any of them would do; the earliest keeps
+the text stable as evidence accumulates).
+
+A fact that states a change of earlier facts (language/changes.py: "Actually I switched to VS Code" after "I use
+Neovim") is never their support. When one of them is evidence of an observation, the observation is contradicted:
+its supporting evidence becomes 'superseded' and its text the new statement (its history keeps the old one); when
+none is, a new observation records the change: the old statements superseded, the new one supporting.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from uuid import UUID, uuid4
 import asyncpg
 import numpy as np
 
+from memwrap.engine.language.changes import Statement, replaces, states_change, topic_terms
 from memwrap.engine.learn.observations import CreateOp, EvidenceIn, Plan, UpdateOp
 from memwrap.engine.recall.arms import EXACT_SCAN_MAX
 from memwrap.store.vector_index import indexed_distance, vector_dim
@@ -42,6 +51,11 @@ class Fact:
     mentioned_at: datetime
     document_id: str | None
     item_hash: str
+    speaker: str | None = None
+
+    @property
+    def statement(self) -> Statement:
+        return Statement(self.text, self.speaker, self.mentioned_at)
 
 
 @dataclass
@@ -60,6 +74,15 @@ def _signature(text: str) -> tuple[bool, frozenset[str]]:
 def compatible(a: str, b: str) -> bool:
     """Same polarity and the same numbers: cosine alone cannot tell "I do" from "I don't"."""
     return _signature(a) == _signature(b)
+
+
+def restates(a: str, b: str) -> bool:
+    """Whether two statements share most of their words (at least half of the shorter one's content words): a
+    restatement does, two turns near only through the context their vectors carry do not."""
+    words_a, words_b = topic_terms(a)[0], topic_terms(b)[0]
+    if not words_a or not words_b:
+        return not words_a and not words_b
+    return len(words_a & words_b) * 2 >= min(len(words_a), len(words_b))
 
 
 # Big banks: each new fact's nearest units through the HNSW index (filtered by bank and exact tag scope).
@@ -137,6 +160,34 @@ ORDER BY e.added_at
 """
 
 
+# Earlier statements a statement of change may replace: its nearest older memories of the same tag scope (which
+# of them it replaces, language/changes.py decides from their words).
+CHANGE_CANDIDATES = """
+SELECT m.id, m.seq, m.text, m.mentioned_at, m.speaker, m.document_id, m.item_hash, m.tags
+FROM memory_units m, (SELECT embedding, tags, mentioned_at FROM memory_units WHERE bank_id = $1 AND id = $2) b
+WHERE m.bank_id = $1 AND m.id <> $2 AND m.fact_type <> 'observation' AND m.invalidated_at IS NULL
+  AND m.mentioned_at < b.mentioned_at AND m.tags @> b.tags AND m.tags <@ b.tags AND m.embedding IS NOT NULL
+ORDER BY m.embedding <=> b.embedding, m.id
+LIMIT $3
+"""
+CHANGE_NEIGHBOURS = 20
+
+
+async def _replaced(conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact]) -> dict[UUID, list[Fact]]:
+    """For each fact that states a change, the earlier facts it replaces (language/changes.replaces)."""
+    found: dict[UUID, list[Fact]] = {}
+    for fact in facts:
+        if not states_change(fact.text):
+            continue
+        rows = await conn.fetch(CHANGE_CANDIDATES, bank_id, fact.id, CHANGE_NEIGHBOURS)
+        older = [Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"],
+                      r["item_hash"], r["speaker"]) for r in rows]
+        replaced = [o for o in older if replaces(fact.statement, o.statement)]
+        if replaced:
+            found[fact.id] = replaced
+    return found
+
+
 async def plan_batch(
     conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact], *, threshold: float, bank_size: int
 ) -> Plan:
@@ -144,10 +195,12 @@ async def plan_batch(
         return Plan()
     texts = {f.id: f.text for f in facts}
     neighbours = {
-        fact_id: [n for n in near if compatible(texts[fact_id], n.text)]
+        fact_id: [n for n in near if compatible(texts[fact_id], n.text) and restates(texts[fact_id], n.text)]
         for fact_id, near in (await _nearest(conn, bank_id, facts, threshold, bank_size)).items()
     }
-    involved = {f.id for f in facts} | {n.id for ns in neighbours.values() for n in ns}
+    changes = await _replaced(conn, bank_id, facts)
+    involved = ({f.id for f in facts} | {n.id for ns in neighbours.values() for n in ns}
+                | {o.id for olds in changes.values() for o in olds})
     member_of: dict[UUID, UUID] = {}
     for r in await conn.fetch(MEMBERSHIP, bank_id, list(involved)):
         member_of.setdefault(r["memory_id"], r["observation_id"])
@@ -158,6 +211,9 @@ async def plan_batch(
     for fact in sorted(facts, key=lambda f: f.seq):
         if fact.id in member_of:
             continue  # already evidence (a re-run, or pulled in by an earlier fact of this batch)
+        if fact.id in changes:
+            _record_change(fact, changes[fact.id], member_of, creates, updates)
+            continue
         near = sorted(neighbours.get(fact.id, []), key=lambda n: -n.similarity)
         joined = next((member_of[n.id] for n in near if n.id in member_of), None)
         if joined is not None:
@@ -185,3 +241,36 @@ async def plan_batch(
     plan.creates = list(creates.values())
     plan.updates = list(updates.values())
     return plan
+
+
+def _record_change(
+    fact: Fact, replaced: list[Fact], member_of: dict[UUID, UUID], creates: dict[UUID, CreateOp],
+    updates: dict[UUID, UpdateOp],
+) -> None:
+    """`fact` replaces `replaced`: each observation they support is contradicted (its text becomes the fact's), or,
+    when none is, a new observation records the change (the old statements superseded, the new one supporting)."""
+    reason = f"changed: {len(replaced)} earlier statement(s) replaced by a newer one"
+    observations = list(dict.fromkeys(member_of[o.id] for o in replaced if o.id in member_of))
+    for observation_id in observations:
+        if observation_id in creates:  # started in this batch: it begins with the change already made
+            create = creates[observation_id]
+            for evidence in create.evidence:
+                evidence.stance = "superseded"
+            create.evidence.append(EvidenceIn(fact.id))
+            create.text, create.representative_id, create.reason = fact.text, fact.id, reason
+        else:
+            update = updates.setdefault(observation_id, UpdateOp(id=observation_id))
+            update.evidence.append(EvidenceIn(fact.id))
+            update.text, update.change, update.origin = fact.text, "contradict", "heuristic"
+            update.representative_id, update.reason = fact.id, reason
+        member_of[fact.id] = observation_id
+    if observations:
+        return
+    observation_id = uuid4()
+    creates[observation_id] = CreateOp(
+        id=observation_id, text=fact.text, scope=sorted(set(fact.tags)), origin="heuristic",
+        evidence=[*(EvidenceIn(o.id, stance="superseded") for o in replaced), EvidenceIn(fact.id)], embedding=None,
+        representative_id=fact.id, reason=reason,
+    )
+    for member in (*replaced, fact):
+        member_of[member.id] = observation_id

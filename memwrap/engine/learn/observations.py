@@ -26,6 +26,8 @@ QUOTE_CHARS = 300
 class EvidenceIn:
     memory_id: UUID
     quote: str = ""
+    # 'superseded': a statement the observation records as replaced (an earlier state, kept as history)
+    stance: Literal["supports", "superseded"] = "supports"
 
 
 @dataclass
@@ -48,6 +50,8 @@ class UpdateOp:
     embedding: np.ndarray | None = None
     change: Literal["refine", "contradict"] = "refine"
     reason: str = ""
+    origin: Literal["heuristic", "llm"] = "llm"
+    representative_id: UUID | None = None  # whose words (and vector) the new text is, when it is a memory's
 
 
 @dataclass
@@ -100,12 +104,13 @@ INSERT_OBSERVATION = """
 INSERT INTO observations (bank_id, id, scope, origin, representative_id) VALUES ($1, $2, $3, $4, $5)
 """
 
-# Evidence added again (it was superseded, say) supports again; its first quote stays.
+# Evidence added again takes the stance given now (a superseded statement restated supports again); its first
+# quote stays.
 ADD_EVIDENCE = """
-INSERT INTO observation_evidence (bank_id, observation_id, memory_id, quote, evidenced_at, source_key)
-SELECT $1, $2, t.memory_id, t.quote, t.at, t.source
-FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[]) AS t(memory_id, quote, at, source)
-ON CONFLICT (bank_id, observation_id, memory_id) DO UPDATE SET stance = 'supports'
+INSERT INTO observation_evidence (bank_id, observation_id, memory_id, quote, evidenced_at, source_key, stance)
+SELECT $1, $2, t.memory_id, t.quote, t.at, t.source, t.stance
+FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS t(memory_id, quote, at, source, stance)
+ON CONFLICT (bank_id, observation_id, memory_id) DO UPDATE SET stance = EXCLUDED.stance
 """
 
 # The observation is linked to the entities of its evidence, so the graph arm reaches it too. Each new link is
@@ -223,7 +228,8 @@ async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Appl
         await refresh_stats(conn, bank_id, [update.id])
         new_text = update.text.strip() if update.text else None
         if new_text and new_text != current["text"]:
-            await set_text(conn, bank_id, update.id, new_text, update.embedding, origin="llm")
+            await set_text(conn, bank_id, update.id, new_text, update.embedding, origin=update.origin,
+                           representative_id=update.representative_id)
             since = min((sources[e.memory_id]["mentioned_at"] for e in evidence), default=None)
             action = "contradicted" if update.change == "contradict" else "refined"
             await record_version(conn, bank_id, update.id, action, update.reason, valid_from=since)
@@ -250,6 +256,7 @@ async def _add_evidence(
     await conn.execute(
         ADD_EVIDENCE, bank_id, observation_id, [e.memory_id for e in evidence], quotes,
         [r["mentioned_at"] for r in rows], [source_key(r["document_id"], r["item_hash"]) for r in rows],
+        [e.stance for e in evidence],
     )
 
 
@@ -273,11 +280,13 @@ async def set_text(
     conn: asyncpg.Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
     *, origin: str, representative_id: UUID | None = None,
 ) -> None:
+    # Without a vector of its own the text takes its representative's (the memory whose words it now is).
     await conn.execute(
         "UPDATE memory_units SET text = $3, search_tsv = to_tsvector('english', $4), "
-        "embedding = coalesce($5, embedding), metadata = metadata || jsonb_build_object('origin', $6::text) "
+        "embedding = coalesce($5, (SELECT r.embedding FROM memory_units r WHERE r.bank_id = $1 AND r.id = $7), "
+        "embedding), metadata = metadata || jsonb_build_object('origin', $6::text) "
         "WHERE bank_id = $1 AND id = $2",
-        bank_id, observation_id, text, search_text(text), embedding, origin,
+        bank_id, observation_id, text, search_text(text), embedding, origin, representative_id,
     )
     await conn.execute(
         "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = $2",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from memwrap.engine.language.changes import Statement, asks_past, asks_present, replaces, same_topic, topic_terms
-from memwrap.engine.recall.arms import NEAR_DAYS
+from memwrap.engine.recall.arms import NEAR_DAYS, SPAN_FACTOR
 from memwrap.models import RecalledMemory, TimeWindow
 
 
@@ -68,7 +68,8 @@ def in_window(memory: RecalledMemory, window: TimeWindow) -> bool:
     tells of no time far from it (arms.NEAR_DAYS). The temporal arm's rule (arms.temporal)."""
     start, end = memory.occurred_start, memory.occurred_end or memory.occurred_start
     if start is not None and end is not None and start <= window.end and max(end, start) >= window.start:
-        return True
+        widest = SPAN_FACTOR * max(window.end - window.start, timedelta(days=NEAR_DAYS))
+        return max(end, start) - start <= widest
     said = memory.mentioned_at is not None and window.start <= memory.mentioned_at <= window.end
     if not said or start is None or end is None:
         return said
