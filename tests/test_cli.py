@@ -8,17 +8,25 @@ from pathlib import Path
 import pytest
 
 from memwrap.cli import main
+from memwrap.demo import DEMO_SESSIONS
 
 
-def test_demo_prints_what_would_be_injected(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_chooses_and_puts_the_right_memory_first(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """More was said than fits the budget: each block holds only part of the year, and its first memory is the one
+    the question needs (the restaurant tip needs the diet, "last spring" something done in March-May, the
+    teacher's name João)."""
     assert main(["demo", "--home", str(memwrap_home), "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
     assert len(results) == 3
+    said = sum(len(exchanges) * 2 for _when, exchanges in DEMO_SESSIONS)
     for result in results:
         assert result["context"].startswith("<memwrap_memories>")
         assert 0 < result["tokens"] <= result["token_budget"]
-    assert "peanut" in results[0]["context"].lower() or "vegetarian" in results[0]["context"].lower()
-    assert "João" in results[2]["context"]
+        assert 0 < result["context"].count("\n- ") < said / 3  # a choice, not everything
+    first = [result["context"].split("\n- ", 2)[1] for result in results]
+    assert "vegetarian" in first[0] and "peanuts" in first[0]
+    assert first[1].startswith(("[2026-03", "[2026-04", "[2026-05")) and "user:" in first[1]
+    assert "João" in first[2]
 
 
 def test_retain_recall_banks_list(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:

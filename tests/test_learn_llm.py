@@ -152,6 +152,31 @@ def test_a_changed_preference_updates_the_observation_and_keeps_its_history(
     assert "Vue" in plain.memories[0].text and observation.id in {m.id for m in plain.memories[:3]}
 
 
+@pytest.mark.parametrize("path", ["llm", "heuristic"])
+def test_both_paths_record_a_changed_preference_alike(
+    path: str, mem: Memory, memory: Memory, fake: FakeLLMServer, bank: str
+) -> None:
+    """The same conversation, consolidated by the LLM (the diligent fake) and without one (heuristic.py, on the
+    run's LLM-free memory): the same change is recorded — the React statements superseded, Vue supporting the one
+    observation — and recall answers the question about now with Vue first."""
+    target = mem if path == "llm" else memory
+    react = [target.retain(bank, f"I prefer React for frontend work{'!' * (i % 3)}",
+                           timestamp=JAN + timedelta(days=15 * i), document_id=f"react-{i}")[0] for i in range(6)]
+    target.consolidate(bank)
+    target.retain(bank, "These days I prefer Vue for frontend work.", timestamp=APRIL, document_id="vue-1")
+    target.retain(bank, "Vue is now my favourite frontend framework.", timestamp=APRIL + timedelta(days=3),
+                  document_id="vue-2")
+    target.consolidate(bank)
+
+    [observation] = target.observations(bank, now=APRIL + timedelta(days=4))
+    assert "Vue" in observation.text
+    evidence = {e.memory_id: e.stance for e in target.get_observation(bank, observation.id).evidence}
+    assert [evidence.get(i) for i in react] == ["superseded"] * 6
+    assert "supports" in evidence.values()
+    recall = target.recall(bank, "Which framework does the user prefer now?", now=APRIL + timedelta(days=5))
+    assert "Vue" in recall.memories[0].text
+
+
 def test_a_create_that_twins_an_existing_observation_becomes_an_update(
     mem: Memory, fake: FakeLLMServer, bank: str
 ) -> None:

@@ -46,6 +46,7 @@ _CHANGE_EN = (
     r"house|home|apartment|flat|address|number|email|laptop|computer|editor|place)\b|"
     rf"(?:{_I}(?:'m|\s+am|'re|\s+are)?\s+now|now\s+{_I})\s+(?:use|using|live|living|work|working|prefer|drive|eat|"
     r"drink|own|based|vegan|vegetarian|at|in|with)\b|"
+    rf"(?:these\s+days|nowadays),?\s+{_I}\s+(?:use|live|work|prefer|drive|eat|drink|go|take|play|am|'m)\b|"
     rf"{_I}\s+(?:turned|went|became)\s+(?:vegan|vegetarian|pescatarian|sober)\b|"
     rf"{_I}\s+(?:broke\s+up|split\s+up|got\s+(?:divorced|married|engaged))\b|"
     r"from\s+now\s+on\b"
@@ -133,7 +134,8 @@ _NOT_TOPIC = frozenset("""
     """.split())
 _FIRST_PERSON = re.compile(
     r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
-    r"just so you know|guess what|good news|news)[,!:.\s]+)*(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
+    r"just so you know|guess what|good news|news|these days|nowadays|lately|recently|now|today|"
+    r"(?:this|last|next) (?:week|month|year|spring|summer|autumn|fall|winter))[,!:.\s]+)*(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
     r"we['’]re\b|we['’]ve\b|the user\b|user\b|(?:the )?user['’]s\b)",
     re.IGNORECASE,
 )
