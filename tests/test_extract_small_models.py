@@ -118,9 +118,9 @@ async def test_a_slow_server_never_holds_back_the_turn(memwrap_home, fake: FakeL
 async def test_speakers_survive_reextraction(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
     content = "user: Can you book the 8 am train?\nassistant: I booked the 8 am train to Porto for you."
     fake.script([Reply(status=503, error="down")] * 2)
-    [raw_id] = await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
-    [raw] = await units(engine, bank)
-    assert raw["text"] == content  # the line break before the speaker label is kept
+    raw_id, _answer_id = await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
+    # One raw memory per turn, each with its speaker's label (the retry rebuilds the exchange from them)
+    assert [r["text"] for r in await units(engine, bank)] == content.split("\n")
     fake.script([reply([fact("The assistant booked the 8 am train to Porto for the user.", "experience", [2], ["Porto"])])])
     assert await engine.retry_extractions(bank) == 1
     _, user = prompt_of(fake.last())

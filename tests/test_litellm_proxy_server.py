@@ -115,13 +115,9 @@ def test_chat_through_the_litellm_proxy_injects_and_retains_once(
     sent = upstream.last("openai.chat")
     assert "Biscuit" in memory_block(sent), litellm_proxy.tail()
 
-    def retained() -> list[dict[str, Any]]:
-        items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()["items"]
-        return [m for m in items if QUESTION in m["text"]]
-
-    found = wait_until(retained, timeout=60)
-    assert len(found) == 1 and "Your dog is Biscuit." in found[0]["text"], (found, litellm_proxy.tail())
-    assert "<memwrap_memories>" not in found[0]["text"]
+    found = wait_until(lambda: _exchange(admin, bank), timeout=60)
+    # Retained once: the question and the answer, a memory each.
+    assert [m["text"] for m in found] == [f"user: {QUESTION}", "assistant: Your dog is Biscuit."], litellm_proxy.tail()
 
 
 def test_streamed_chat_through_the_litellm_proxy(
@@ -139,9 +135,15 @@ def test_streamed_chat_through_the_litellm_proxy(
     assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Biscuit, the beagle."
     assert "Biscuit" in memory_block(upstream.last("openai.chat"))
 
-    def retained() -> list[dict[str, Any]]:
-        items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()["items"]
-        return [m for m in items if QUESTION in m["text"]]
+    found = wait_until(lambda: _exchange(admin, bank), timeout=60)
+    assert [m["text"] for m in found] == [f"user: {QUESTION}", "assistant: Biscuit, the beagle."], litellm_proxy.tail()
 
-    found = wait_until(retained, timeout=60)
-    assert len(found) == 1 and "Biscuit, the beagle." in found[0]["text"], (found, litellm_proxy.tail())
+
+def _exchange(admin: httpx.Client, bank: str) -> list[dict[str, Any]] | None:
+    """The retained exchange of QUESTION (its question and its answer) once both are there, else None."""
+    items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()["items"]
+    asked = [m for m in items if QUESTION in m["text"]]
+    if not asked:
+        return None
+    exchange = [m for m in items if m["document_id"] == asked[0]["document_id"]]
+    return exchange if len(exchange) >= 2 else None

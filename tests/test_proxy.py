@@ -61,7 +61,8 @@ def test_openai_sdk_chat_gets_memory_and_turn_is_retained(
     assert not any(k.startswith("x-memwrap-") for k in sent.headers)  # memwrap's headers stay here
 
     retained = _retained(admin, seeded, "memwrap.openai.chat")
-    assert retained and "Then skip the satay" in retained[0]["text"]
+    # The exchange is one memory per turn: the user's question, then the answer.
+    assert [r["speaker"] for r in retained] == ["user", "assistant"] and "Then skip the satay" in retained[1]["text"]
     assert "<memwrap_memories>" not in retained[0]["text"]  # an injected block is never retained again
     assert UPSTREAM_KEY not in sidecar.tail(1_000_000)
 
@@ -80,8 +81,8 @@ def test_openai_sdk_stream_arrives_complete_and_is_retained_after(
     assert "".join(chunks) == reply and len(chunks) > 5
     assert "peanuts" in memory_block(upstream.last("openai.chat"))
 
-    retained = _retained(admin, seeded, "memwrap.openai.chat")
-    assert retained and reply in retained[0]["text"] and not retained[0]["metadata"].get("partial")
+    retained = wait_until(lambda: r if len(r := _retained(admin, seeded, "memwrap.openai.chat")) == 2 else None, 15)
+    assert reply in retained[1]["text"] and not retained[1]["metadata"].get("partial")  # the answer, a memory
 
 
 def test_openai_responses_stream_through_proxy(
@@ -154,9 +155,9 @@ def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstr
     text = "".join((json.loads(e)["choices"] or [{}])[0].get("delta", {}).get("content") or "" for e in events[:-1])
     assert text == "Streamed answer from curl."
 
-    retained = wait_until(lambda: [m for m in _retained(admin, seeded, "memwrap.openai.chat")
-                                   if m["document_id"] == "curl-session:turn-1"])
-    assert retained and "Streamed answer from curl." in retained[0]["text"]
+    retained = wait_until(lambda: r if len(r := [m for m in _retained(admin, seeded, "memwrap.openai.chat")
+                                                 if m["document_id"] == "curl-session:turn-1"]) == 2 else None)
+    assert "Streamed answer from curl." in retained[1]["text"]  # the question, then the answer
 
 
 def test_x_memwrap_filter_narrows_what_is_injected(

@@ -196,8 +196,8 @@ def test_response_sessions_survive_a_restart(server: ServerProcess, upstream_ser
     assert httpx.post(f"{server.url}/v1/responses", json=follow, headers=headers, timeout=30).status_code == 200
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as fresh:
         docs = wait_until(lambda: sorted(m["document_id"] for m in fresh.get(f"/v1/banks/{bank}/memories").json()["items"])
-                          if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 2 else None, 30)
-    assert docs == ["trip:turn-0", "trip:turn-1"]
+                          if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 4 else None, 30)
+    assert docs == ["trip:turn-0", "trip:turn-0", "trip:turn-1", "trip:turn-1"]  # a question and its answer each
 
 
 def test_unreachable_upstream_is_a_502_that_names_no_address(server: ServerProcess, server_env: dict[str, str]) -> None:

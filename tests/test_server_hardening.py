@@ -132,7 +132,7 @@ def test_proxy_stores_a_turn_with_nul(sidecar: ServerProcess, admin: httpx.Clien
     body = {"model": "m", "messages": [{"role": "user", "content": "My locker code is 4\u00002\u00007, remember it."}]}
     assert httpx.post(f"{sidecar.url}/v1/chat/completions", json=body, headers=_proxy_headers(bank)).status_code == 200
     turns = _turns(admin, bank)
-    assert turns and "4\ufffd2\ufffd7" in turns[0]["text"] and "Noted." in turns[0]["text"]
+    assert turns and "4\ufffd2\ufffd7" in turns[0]["text"] and "Noted." in turns[1]["text"]  # one memory per turn
 
 
 def test_proxy_stores_a_turn_over_the_content_limit_in_parts(
@@ -224,8 +224,9 @@ def test_hang_up_before_the_answer_keeps_the_turn_marked_unseen(
     with pytest.raises(httpx.ReadTimeout):
         httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, headers=_proxy_headers(bank), timeout=0.5)
     turns = _turns(admin, bank)
-    assert turns and "An answer nobody waited for." in turns[0]["text"]
-    assert turns[0]["metadata"].get("unseen") is True
+    turns = wait_until(lambda: t if len(t := _turns(admin, bank)) == 2 else None, 60)
+    assert "An answer nobody waited for." in turns[1]["text"]  # the question and the answer, a memory each
+    assert all(t["metadata"].get("unseen") is True for t in turns)
     upstream.script(["Seen."])
     httpx.post(f"{sidecar.url}/v1/chat/completions", json={**CHAT, "messages": [
         {"role": "user", "content": "And a second question, answered normally?"}]}, headers=_proxy_headers(bank))
@@ -247,10 +248,10 @@ def test_previous_response_id_continues_a_session_only_in_its_own_bank(
     follow = {"model": "m", "input": "And the hotel?", "previous_response_id": first["id"]}
     assert httpx.post(f"{sidecar.url}/v1/responses", json=follow, headers=_proxy_headers(bob)).status_code == 200
     assert httpx.post(f"{sidecar.url}/v1/responses", json=follow, headers=_proxy_headers(alice)).status_code == 200
-    alice_docs = wait_until(lambda: sorted(t["document_id"] for t in _turns(admin, alice, 1)) if len(_turns(admin, alice, 1)) == 2 else None, 30)
-    assert alice_docs == ["trip:turn-0", "trip:turn-1"]
+    alice_docs = wait_until(lambda: sorted(t["document_id"] for t in _turns(admin, alice, 1)) if len(_turns(admin, alice, 1)) == 4 else None, 30)
+    assert alice_docs == ["trip:turn-0", "trip:turn-0", "trip:turn-1", "trip:turn-1"]  # question and answer each
     bob_docs = [t["document_id"] for t in _turns(admin, bob)]
-    assert bob_docs == [f"resp-{first['id']}:turn-1"]  # bob cannot file his turn under alice's session
+    assert bob_docs == [f"resp-{first['id']}:turn-1"] * 2  # bob cannot file his turn under alice's session
 
 
 # -- 10/11. MCP ---------------------------------------------------------------------------------------------

@@ -113,8 +113,24 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
         client.chat.completions.create(**ask("x"), memwrap={"bnak_id": "typo"})
     assert client.memwrap.flush(30)
     assert not any("Secret" in t for t in texts(warm_memory, bank))
-    [record] = warm_memory.list(other)
-    assert record.document_id == "s1:turn-0" and record.tags == ["t1"] and "Kept elsewhere." in record.text
+    # The exchange is two memories: what the user said and the assistant's answer, each with its speaker.
+    records = warm_memory.list(other)
+    assert [(r.document_id, r.tags, r.speaker) for r in records] == [("s1:turn-0", ["t1"], "user"),
+                                                                      ("s1:turn-0", ["t1"], "assistant")]
+    assert "Kept elsewhere." in records[0].text
+
+
+def test_retain_assistant_false_keeps_only_what_the_user_said(llm_server: Any, warm_memory: Any, bank: str) -> None:
+    llm_server.script(["Noted: you are vegetarian, no peanuts."])
+    client = wrapped(llm_server, warm_memory, bank, retain_assistant=False)
+    client.chat.completions.create(**ask("I'm vegetarian and allergic to peanuts."))
+    llm_server.script(["Sure, noted."])
+    with memwrap.scope(retain_assistant=True):
+        client.chat.completions.create(**ask("I also hate coriander."))
+    assert client.memwrap.flush(30)
+    said = [(r.speaker, r.text) for r in warm_memory.list(bank)]
+    assert said == [("user", "user: I'm vegetarian and allergic to peanuts."),
+                    ("user", "user: I also hate coriander."), ("assistant", "assistant: Sure, noted.")]
 
 
 def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank: str) -> None:
@@ -176,7 +192,8 @@ def test_scope_per_thread_and_per_task(llm_server: Any, warm_memory: Any, bank: 
     assert client.memwrap.flush(30)
     for name in ("ann", "bea", "cid", "dot"):
         found = texts(warm_memory, f"{bank}-{name}")
-        assert found and all(f"I am {name}" in t for t in found), (name, found)
+        said = [t for t in found if t.startswith("user: ")]  # and the answers, "assistant: OK"
+        assert said and all(f"I am {name}" in t for t in said), (name, found)
     assert warm_memory.list(f"{bank}-ann")[0].tags == ["ann"]
 
 

@@ -27,6 +27,7 @@ class WrapOptions(TypedDict, total=False):
     recall_timeout: float
     tool_loop: ToolLoop
     retain_tools: bool
+    retain_assistant: bool
 
 
 def wrap(
@@ -47,6 +48,7 @@ def wrap(
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    retain_assistant: bool = True,
     memory_api_key: str | None = None,
     max_tokens: int | None = None,
 ) -> Any:
@@ -77,6 +79,7 @@ def wrap(
         recall_timeout=recall_timeout,
         tool_loop=tool_loop,
         retain_tools=retain_tools,
+        retain_assistant=retain_assistant,
     )
     handle = Memwrap(memory, options, family=family)
     if llm:

@@ -42,6 +42,7 @@ def wrap_anthropic(
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    retain_assistant: bool = True,
     memory_api_key: str | None = None,
     max_tokens: int | None = None,
 ) -> C:
@@ -74,6 +75,7 @@ def wrap_anthropic(
         llm=llm,
         tool_loop=tool_loop,
         retain_tools=retain_tools,
+        retain_assistant=retain_assistant,
         memory_api_key=memory_api_key,
         max_tokens=max_tokens,
     )

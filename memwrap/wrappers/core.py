@@ -419,6 +419,8 @@ class Call:
         exchange, loop = exchange_turns(
             self.turns, answer, per_step=self.per_step, tools=self.options.retain_tools, carried=carried
         )
+        if not self.options.retain_assistant:
+            exchange = [t for t in exchange if t.role != "assistant"]
         item = (
             exchange_item(
                 exchange,

@@ -43,6 +43,7 @@ def wrap_openai(
     llm: str | bool | None = None,
     tool_loop: ToolLoop = "turn",
     retain_tools: bool = False,
+    retain_assistant: bool = True,
     memory_api_key: str | None = None,
     max_tokens: int | None = None,
 ) -> C:
@@ -54,7 +55,8 @@ def wrap_openai(
     per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
     `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
     Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
-    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
+    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results; `retain_assistant=False` retains only the
+    user's words (by default the answers are kept too, as memories that recall ranks below the user's);
     `tool_loop="step"` treats each request as its own exchange. `token_budget`: tokens of memory injected per
     call (`max_tokens`, its old name, still works with a DeprecationWarning). `filters` narrows what is recalled
     (as `recall(filters=...)`: e.g. `{"metadata": {"project": "apollo"}, "mentioned_after": ...}`). `memory_api_key`: the key of a
@@ -81,6 +83,7 @@ def wrap_openai(
         llm=llm,
         tool_loop=tool_loop,
         retain_tools=retain_tools,
+        retain_assistant=retain_assistant,
         memory_api_key=memory_api_key,
         max_tokens=max_tokens,
     )

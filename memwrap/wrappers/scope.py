@@ -19,7 +19,7 @@ from memwrap.filters import RecallFilter, parse_filter
 
 OPTION_NAMES = (
     "bank_id", "inject", "retain", "token_budget", "session_id", "tags", "filters", "recall_timeout", "tool_loop",
-    "retain_tools",
+    "retain_tools", "retain_assistant",
 )
 # Old spellings still accepted (with a DeprecationWarning): `max_tokens` sat beside the SDKs' own max_tokens.
 RENAMED_OPTIONS = {"max_tokens": "token_budget"}
@@ -47,6 +47,9 @@ class Options:
     # final answer; "step" treats every request as its own exchange. `retain_tools` keeps tool calls and results.
     tool_loop: ToolLoop = "turn"
     retain_tools: bool = False
+    # The assistant's answers are retained beside the user's words (as memories of their own, which recall ranks
+    # below the user's: MEMWRAP_ASSISTANT_WEIGHT); False retains only what the user said.
+    retain_assistant: bool = True
 
     def __post_init__(self) -> None:
         if self.filters is not None and not isinstance(self.filters, RecallFilter):
@@ -119,6 +122,7 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
         recall_timeout: float | None = None,
         tool_loop: ToolLoop | None = None,
         retain_tools: bool | None = None,
+        retain_assistant: bool | None = None,
         max_tokens: int | None = None,  # deprecated: token_budget
     ) -> None:
         if max_tokens is not None:
@@ -135,6 +139,7 @@ class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="
             "recall_timeout": recall_timeout,
             "tool_loop": tool_loop,
             "retain_tools": retain_tools,
+            "retain_assistant": retain_assistant,
         }
         if tool_loop is not None and tool_loop not in TOOL_LOOP_MODES:
             raise InvalidInputError(f"tool_loop must be one of {TOOL_LOOP_MODES}, not {tool_loop!r}.")

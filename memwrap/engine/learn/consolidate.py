@@ -26,7 +26,7 @@ from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.jobs import JobContext, serial_lock
 from memwrap.engine.learn.learning_llm import consolidation_llm
-from memwrap.engine.learn.observations import Applied, Plan, apply_plan
+from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp, apply_plan
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import ConsolidationReport
 
@@ -173,9 +173,11 @@ async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Rec
     settled = [r["seq"] for r in rows if r["settled"]]
     async with pool.acquire() as conn, conn.transaction():
         if llm is None:
-            plans.append(await heuristic.plan_batch(
+            plan = await heuristic.plan_batch(
                 conn, bank_id, facts, threshold=engine.settings.observation_threshold, bank_size=bank_size
-            ))
+            )
+            await _own_vectors(engine, plan)
+            plans.append(plan)
         applied = Applied()
         for plan in plans:
             done = await apply_plan(conn, bank_id, plan)
@@ -219,3 +221,14 @@ async def _park(engine: Any, bank_id: str, ids: list[UUID], error: str) -> None:
             )
     except (OSError, asyncpg.PostgresError) as exc:
         log.warning("could not park the failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)
+
+
+async def _own_vectors(engine: Any, plan: Plan) -> None:
+    """A heuristic observation that took a newer statement's words (a recorded change) gets its text's own vector:
+    the statement's stored one carries the turn said before it."""
+    ops: list[CreateOp | UpdateOp] = [op for op in plan.creates if op.own_vector]
+    ops += [op for op in plan.updates if op.text and op.embedding is None]
+    if ops:
+        vectors = await engine.embedder.embed([op.text for op in ops if op.text])
+        for op, vector in zip(ops, vectors, strict=True):
+            op.embedding = vector

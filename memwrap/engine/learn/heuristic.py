@@ -258,6 +258,7 @@ def _record_change(
                 evidence.stance = "superseded"
             create.evidence.append(EvidenceIn(fact.id))
             create.text, create.representative_id, create.reason = fact.text, fact.id, reason
+            create.own_vector = True
         else:
             update = updates.setdefault(observation_id, UpdateOp(id=observation_id))
             update.evidence.append(EvidenceIn(fact.id))
@@ -270,7 +271,7 @@ def _record_change(
     creates[observation_id] = CreateOp(
         id=observation_id, text=fact.text, scope=sorted(set(fact.tags)), origin="heuristic",
         evidence=[*(EvidenceIn(o.id, stance="superseded") for o in replaced), EvidenceIn(fact.id)], embedding=None,
-        representative_id=fact.id, reason=reason,
+        representative_id=fact.id, reason=reason, own_vector=True,
     )
     for member in (*replaced, fact):
         member_of[member.id] = observation_id

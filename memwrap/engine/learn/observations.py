@@ -40,6 +40,8 @@ class CreateOp:
     embedding: np.ndarray | None  # None: the representative's vector (it uses the representative's words)
     representative_id: UUID | None = None
     reason: str = ""
+    # Embed the text itself rather than take the representative's vector (which carries the turn before it)
+    own_vector: bool = False
 
 
 @dataclass

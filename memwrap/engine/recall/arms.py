@@ -244,10 +244,6 @@ async def graph(
 # finished the script", said on the 23rd, answers "what did she do on the 23rd"; "we'll go to Lapland at Christmas",
 # said in April, does not answer "what did I do last spring".
 NEAR_DAYS = 31
-# A memory dated by a span more than this many times as long as the window (or a month) is about no part of it:
-# "Kyoto in autumn is beautiful" spans one autumn to the next (the tense names neither) and is not about tonight;
-# "this year has been busy" is not about last spring.
-SPAN_FACTOR = 2
 
 
 async def temporal(
@@ -272,10 +268,7 @@ async def temporal(
                 -- memory dated before the window's end: 31k rows for "last month" in a 100k bank).
                 (m.occurred_start IS NOT NULL
                  AND tstzrange(m.occurred_start, greatest(m.occurred_start, m.occurred_end), '[]')
-                     && tstzrange($3, $4, '[]')
-                 -- and not a span so much wider than the window that it is about no part of it in particular
-                 AND greatest(m.occurred_start, m.occurred_end) - m.occurred_start
-                     <= {SPAN_FACTOR} * greatest($4 - $3, interval '{NEAR_DAYS} days'))
+                     && tstzrange($3, $4, '[]'))
                 -- Said inside it, and about no time far from it (order.in_window: the same rule).
                 OR (m.mentioned_at BETWEEN $3 AND $4
                     AND (m.occurred_start IS NULL

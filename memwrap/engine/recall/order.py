@@ -23,7 +23,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from memwrap.engine.language.changes import Statement, asks_past, asks_present, replaces, same_topic, topic_terms
-from memwrap.engine.recall.arms import NEAR_DAYS, SPAN_FACTOR
+from memwrap.engine.recall.arms import NEAR_DAYS
+from memwrap.engine.recall.timeparse import detect_tense
 from memwrap.models import RecalledMemory, TimeWindow
 
 
@@ -68,8 +69,7 @@ def in_window(memory: RecalledMemory, window: TimeWindow) -> bool:
     tells of no time far from it (arms.NEAR_DAYS). The temporal arm's rule (arms.temporal)."""
     start, end = memory.occurred_start, memory.occurred_end or memory.occurred_start
     if start is not None and end is not None and start <= window.end and max(end, start) >= window.start:
-        widest = SPAN_FACTOR * max(window.end - window.start, timedelta(days=NEAR_DAYS))
-        return max(end, start) - start <= widest
+        return True
     said = memory.mentioned_at is not None and window.start <= memory.mentioned_at <= window.end
     if not said or start is None or end is None:
         return said
@@ -77,9 +77,18 @@ def in_window(memory: RecalledMemory, window: TimeWindow) -> bool:
     return start <= window.end + near and max(end, start) >= window.start - near
 
 
-def window_first(ranked: Sequence[RecalledMemory], window: TimeWindow | None) -> list[RecalledMemory]:
-    """Memories inside the question's time range first (each part in its order); a vague window changes nothing."""
+def governs(window: TimeWindow | None, question: str, now: datetime) -> bool:
+    """Whether the question's time range orders the memories. Not a vague one ("recently"), and not today's when
+    the question does not look back: "suggest a restaurant for dinner tonight" asks for a restaurant, and "tonight"
+    is when the dinner is, not what the memories are about ("what did I eat today?" looks back: it governs)."""
     if window is None or window.vague:
+        return False
+    return not (window.start <= now <= window.end and detect_tense(question) != "past")
+
+
+def window_first(ranked: Sequence[RecalledMemory], window: TimeWindow | None) -> list[RecalledMemory]:
+    """Memories inside the question's time range first (each part in its order). Call it when the range governs."""
+    if window is None:
         return list(ranked)
     inside = [m for m in ranked if in_window(m, window)]
     if not inside or len(inside) == len(ranked):
@@ -163,4 +172,4 @@ def newest(memories: Sequence[RecalledMemory]) -> datetime | None:
     return max((m.mentioned_at for m in memories if m.mentioned_at is not None), default=None)
 
 
-__all__ = ["apply_changes", "favour_named_speakers", "in_window", "newest", "stable_partition", "weigh_speakers", "window_first"]
+__all__ = ["apply_changes", "favour_named_speakers", "governs", "in_window", "newest", "stable_partition", "weigh_speakers", "window_first"]

@@ -25,7 +25,7 @@ from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
-from memwrap.engine.recall.order import apply_changes, favour_named_speakers, weigh_speakers, window_first
+from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
@@ -164,9 +164,14 @@ class Searcher:
         async with self.pool.acquire() as conn:
             return await fn(conn, *args)
 
-    async def _arm(self, arm: str, bank_id: str, fn: Callable[..., Awaitable[Hits]], *args: Any) -> Hits:
+    async def _arm(
+        self, arm: str, bank_id: str, timings: dict[str, float], fn: Callable[..., Awaitable[Hits]], *args: Any
+    ) -> Hits:
         with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
+            started = time.perf_counter()
             hits = await fn(*args)
+            # Its own time (the arms run at once: they add up to more than the wall time of "arms").
+            timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + _ms(started)
             tracing.set_attributes(current, hits=len(hits))
             return hits
 
@@ -195,7 +200,7 @@ class Searcher:
         # The query's embedding (its own thread), the bank-size lookup and then the keyword arm, which needs no
         # vector, all run at once: on a warm bank the embedding is a good share of a recall.
         embedding: asyncio.Future[np.ndarray] | None = (
-            asyncio.ensure_future(self.embed_query(topic.strip() or request.query))
+            asyncio.ensure_future(_timed(self.embed_query(topic.strip() or request.query), timings, "embed", started))
             if request.query_vector is None
             else None
         )
@@ -225,7 +230,8 @@ class Searcher:
         keyword_text = " ".join([topic, *calendar_names(window.expression)]) if window else topic
         filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = {bank: asyncio.ensure_future(self._names(bank, topic, entity_keys)) for bank in searched}
+        names = {bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))
+                 for bank in searched}
         keyword = {
             bank: asyncio.ensure_future(self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank]))
             for bank in searched
@@ -237,26 +243,25 @@ class Searcher:
             for future in [*keyword.values(), *names.values()]:
                 _discard(future)
             raise
-        timings["embed"] = _ms(started)
         tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
         for bank in searched:
             size, bank_filters = sizes[bank], filters[bank]
             graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
             tasks[("semantic", bank)] = self._arm(
-                "semantic", bank, self._on_connection, arms.semantic, bank_filters, vector, limit, size,
+                "semantic", bank, timings, self._on_connection, arms.semantic, bank_filters, vector, limit, size,
                 self.settings.min_similarity,
             )
-            tasks[("keyword", bank)] = self._arm("keyword", bank, _awaited, keyword[bank])
+            tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
             tasks[("graph", bank)] = self._arm(
-                "graph", bank, self._on_connection, arms.graph, bank_filters, vector, graph_keys, limit, size
+                "graph", bank, timings, self._on_connection, arms.graph, bank_filters, vector, graph_keys, limit, size
             )
             if window is not None:
                 tasks[("temporal", bank)] = self._arm(
-                    "temporal", bank, self._on_connection, arms.temporal, bank_filters, vector, window.start,
+                    "temporal", bank, timings, self._on_connection, arms.temporal, bank_filters, vector, window.start,
                     window.end, limit,
                 )
         results = _merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
-        timings["arms"] = _ms(started) - timings["embed"]
+        timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
 
         with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
             fusion = request.fusion or self.settings.fusion
@@ -265,13 +270,17 @@ class Searcher:
                 if fusion == "interleave"
                 else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
             )
+            timings["fuse"] = _ms(started) - timings["arms"]
             cut = max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)
-            governs = window is not None and not window.vague
+            ruling = window if governs(window, request.query, request.now) else None
             # Under a time range every memory the temporal arm found inside it is a candidate, however it fused:
             # they come first (order.window_first).
-            in_range = {key for key, _score in results.get("temporal", [])} if governs else set()
+            in_range = {key for key, _score in results.get("temporal", [])} if ruling else set()
             fused = fused[:cut] + [f for f in fused[cut:] if f.id in in_range]
+            step = time.perf_counter()
             ranked = await self._details(filters, fused, request.neighbours)
+            timings["details"] = _ms(step)
+            step = time.perf_counter()
             ranked = weigh_speakers(ranked, self.settings.assistant_weight)
             ranked = favour_named_speakers(ranked, entity_keys, self.settings.weight_speaker, self.settings.rrf_k)
             if self.reranker is not None and ranked:
@@ -280,16 +289,18 @@ class Searcher:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
             ranked = apply_changes(ranked, request.query)
-            ranked = window_first(ranked, window)
+            ranked = window_first(ranked, ruling)
             if request.min_score is not None:
                 ranked = [m for m in ranked if m.score >= request.min_score]
             if request.top_k is not None:
                 ranked = ranked[: request.top_k]
+            timings["order"] = _ms(step)  # speakers, rerank, observations, changes, the time range
             tracing.set_attributes(fuse_span, fusion=fusion, candidates=len(ranked))
-        timings["fuse"] = _ms(started) - timings["embed"] - timings["arms"]
 
         with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
+            step = time.perf_counter()
             packing = plan(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
+            timings["pack"] = _ms(step)
             tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
         timings["total"] = _ms(started)
         return self._result(
@@ -437,6 +448,14 @@ def _discard(future: asyncio.Future[Any] | None) -> None:
     if future is not None:
         future.cancel()
         future.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+async def _timed(step: Awaitable[Any], timings: dict[str, float], name: str, started: float) -> Any:
+    """`step`'s result, with when it was done (ms from `started`) in timings[name]."""
+    try:
+        return await step
+    finally:
+        timings[name] = _ms(started)
 
 
 def _ms(since: float) -> float:
