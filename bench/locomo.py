@@ -29,8 +29,12 @@ _DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 
 
 def default_data_path() -> Path:
-    """`<repo>/../shared/data/locomo/locomo_dev5.json`."""
+    """`<repo>/../shared/data/locomo/locomo_dev5.json`, or the first `shared/data/locomo` further up (a worktree)."""
     repo = Path(__file__).resolve().parent.parent
+    for base in repo.parents:
+        candidate = base / "shared" / "data" / "locomo" / "locomo_dev5.json"
+        if candidate.is_file():
+            return candidate
     return repo.parent / "shared" / "data" / "locomo" / "locomo_dev5.json"
 
 

@@ -122,6 +122,13 @@ def is_dictionary_word(word: str) -> bool:
     return bool(_jieba().dt.FREQ.get(word))
 
 
+def jieba_word_tags() -> dict[str, str]:
+    """jieba's dictionary: each word it knows, with its part-of-speech tag."""
+    tags = _posseg().dt.word_tag_tab
+    freq = _jieba().dt.FREQ
+    return {word: tag for word, tag in tags.items() if freq.get(word)}
+
+
 @functools.lru_cache(maxsize=4096)
 def _han_pos_words_cached(run: str) -> tuple[tuple[str, str], ...]:
     # Retain asks for the same text twice (entities, then search text), and short runs such as
