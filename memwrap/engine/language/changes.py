@@ -36,7 +36,7 @@ from datetime import datetime
 _I = r"(?:i|we|the\s+user)(?:\s+(?:have|had|'ve|just|finally|recently|actually|also))*"
 _CHANGE_EN = (
     rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
-    rf"{_I}(?:\s+(?:am|are|is)|'m|'re)?\s+no\s+longer\b|"
+    r"\bno\s+longer\b|"
     rf"{_I}\s+(?:do\s+not|don't|dont|does\s+not|doesn't|never)\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
     rf"{_I}(?:\s+(?:am|are|is)|'m|'re)\s+not\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
     rf"{_I}\s+(?:stopped|quit|gave\s+up|ditched)\s+\w+|"
@@ -48,6 +48,12 @@ _CHANGE_EN = (
     r"drink|own|based|vegan|vegetarian|at|in|with)\b|"
     rf"(?:these\s+days|nowadays),?\s+{_I}\s+(?:use|live|work|prefer|drive|eat|drink|go|take|play|am|'m)\b|"
     rf"{_I}\s+(?:turned|went|became)\s+(?:vegan|vegetarian|pescatarian|sober)\b|"
+    rf"{_I}(?:'m|\s+am|'re|\s+are)\s+(?:\w+\s+){{0,3}}now\s*(?:[.!,;]|$)|"
+    rf"(?:^|[.!?]\s+|{_I}\s+)(?:started|began)\s+\w+ing\b(?:\s+\w+){{0,3}}\s+again\b|"
+    rf"(?:{_I}\s+)?\b(?:joined|joining)\s+\S+(?:\s+\S+)?\s+as\s+(?:a|an|the)?\b|"
+    rf"(?:^|{_I}\s+)(?:got|accepted|took)\s+(?:an?\s+)?(?:job\s+)?offer\b|"
+    rf"(?:^|{_I}\s+)(?:moved|moving|relocated)\s+(?:to|into|out)\b|"
+    rf"{_I}\s+(?:now\s+)?\w+(?:\s+\w+){{0,6}}\s+instead\s+of\s+\w+ing\b|"
     rf"{_I}\s+(?:broke\s+up|split\s+up|got\s+(?:divorced|married|engaged))\b|"
     r"from\s+now\s+on\b"
 )
@@ -139,8 +145,27 @@ _FIRST_PERSON = re.compile(
     r"we['’]re\b|we['’]ve\b|the user\b|user\b|(?:the )?user['’]s\b)",
     re.IGNORECASE,
 )
-_SOMEONE = re.compile(r"^(?:my|our|the user['’]s)\s+(\w+)|^([A-Z][\w'’-]+)\b", re.IGNORECASE)
-_ZH_FIRST_PERSON = re.compile(r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*我(?:们)?(?![的妈爸妹姐哥弟儿女朋同家老])")
+# "My sister …" is about the sister; "my laptop …", "my job …" are about the speaker (their things).
+_PEOPLE = frozenset("""
+    sister sisters brother brothers mother mom mum father dad parents wife husband partner boyfriend girlfriend son
+    daughter kid kids child children baby friend friends colleague colleagues coworker coworkers boss manager
+    roommate flatmate housemate neighbour neighbor neighbours neighbors cousin aunt uncle grandma grandpa grandmother
+    grandfather niece nephew fiance fiancee family team teacher doctor dentist landlord ex
+    """.split())
+_SOMEONE = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE)
+_POSSESSION = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+([\w-]+)", re.IGNORECASE)
+# A chat line often drops its "I": "Got a new job at Shopee!", "Moved to Berlin last week", "Bought a MacBook".
+_DROPPED_I = re.compile(
+    r"^(?:got|bought|moved|started|switched|quit|left|sold|joined|took|went|became|finished|stopped|changed|"
+    r"signed|landed|accepted|adopted|upgraded|ditched|traded|swapped|picked|starting|moving|switching|leaving|"
+    r"quitting|joining)\b",
+    re.IGNORECASE,
+)
+_ZH_FIRST_PERSON = re.compile(r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*(?:我(?:们)?|用户)(?![的妈爸妹姐哥弟儿女朋同家老])")
+# Chinese drops its subject even more: a line that names nobody first (no 他/她, no name, no "我的 + person") is
+# the speaker's own.
+_ZH_SOMEONE_FIRST = re.compile(r"^(?:他|她|它|他们|她们|我的|我们的|用户的|[\u3400-\u9fff]{0,2}(?:朋友|同事|室友|老板|妈妈|爸爸|"
+                               r"哥哥|姐姐|弟弟|妹妹|老公|老婆|孩子|儿子|女儿))|^[A-Za-z]")
 _LABEL = re.compile(r"^[^:：\n]{1,40}?\s*[:：]\s*")
 # Two-character pieces of Chinese that are function words, not topics (我们, 已经 …).
 _HAN_FUNCTION_PAIRS = frozenset("我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split())
@@ -165,11 +190,16 @@ def _body(statement: Statement) -> str:
 def subject(text: str) -> str | None:
     """Whom a statement is about: "I" for the speaker themselves, else the someone it names first ("my sister" ->
     "sister", "Alice" -> "alice"), or None when it cannot tell."""
-    if _FIRST_PERSON.match(text) or _ZH_FIRST_PERSON.match(text):
+    if _FIRST_PERSON.match(text) or _ZH_FIRST_PERSON.match(text) or _DROPPED_I.match(text):
         return "I"
+    owned = _POSSESSION.match(text)
+    if owned is not None and owned.group(1).casefold() not in _PEOPLE:
+        return "I"  # my laptop, my job, my go-to editor
     someone = _SOMEONE.match(text)
     if someone is not None:
         return (someone.group(1) or someone.group(2)).casefold()
+    if _HAN.match(text) and not _ZH_SOMEONE_FIRST.match(text):
+        return "I"
     return None
 
 
