@@ -94,8 +94,8 @@ def test_four_systems_same_questions_blocks_and_resume(
     assert {r["category"] for r in first} == {"multi-hop", "temporal", "open-domain", "single-hop"}
     first_prompts = len(_answer_prompts(fake))
 
-    # Second run, all four systems: only recent and rrf are asked; nothing already scored is asked again.
-    assert main(run_args(fake, out, memwrap_home, "--per-category", "1")) == 0
+    # Second run, all four systems, two answers in flight: only recent and rrf are asked, nothing twice.
+    assert main(run_args(fake, out, memwrap_home, "--per-category", "1", "--concurrency", "2")) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[:8] == first and len(rows) == 16 and len(fake.requests) == 32
     assert Counter((r["system"], r["id"]) for r in rows) == Counter(
@@ -107,14 +107,20 @@ def test_four_systems_same_questions_blocks_and_resume(
 
     prompts = _answer_prompts(fake)
     assert {p.body["messages"][0]["content"] for p in prompts} == {prompts[0].body["messages"][0]["content"]}
-    assert first_prompts == 8
+    assert first_prompts == 8 and len(prompts) == len(rows)
     by_id = {item.id: item for item in items.values()}
-    for row, request in zip(rows, prompts, strict=True):  # one answer prompt per row, in the order written
+    for row in rows:
         item = by_id[row["id"]]
-        prompt = request.body["messages"][-1]["content"]
-        lines = _block_lines(prompt)
         contents = {turn["document_id"]: turn["content"] for turn in item.items}
         order = [turn["document_id"] for turn in item.items]
+        # The prompt this row was answered from: its question, and a block of exactly the documents it reports.
+        expected = [_collapse(contents[d]) for d in row["documents"]]
+        [prompt] = {
+            p.body["messages"][-1]["content"] for p in prompts
+            if f"Question: {item.question}\n" in p.body["messages"][-1]["content"]
+            and [text for _, text in _block_lines(p.body["messages"][-1]["content"])] == expected
+        }
+        lines = _block_lines(prompt)
         # The answer follows from what was in the block (the fake knows only that): the row says the same.
         assert row["correct"] == (row["evidence_found"] > 0), row
         assert row["f1"] == pytest.approx(locomo_f1(row["answer"], row["gold"], row["category"]), abs=1e-4)
@@ -125,8 +131,6 @@ def test_four_systems_same_questions_blocks_and_resume(
             continue
         block = prompt[prompt.index("<memwrap_memories>"): prompt.index("</memwrap_memories>\n") + 20]
         assert count_tokens(block) == row["recall_tokens"]
-        # Every system's block holds the lines of the documents it reports, in its order, as memwrap renders them.
-        assert [text for _, text in lines] == [_collapse(contents[d]) for d in row["documents"]]
         if row["system"] == "recent":
             n = len(row["documents"])
             assert row["documents"] == order[-n:]  # the conversation's last turns, oldest first

@@ -24,6 +24,7 @@ import asyncio
 import json
 import sys
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ class QAConfig:
     database_url: str | None
     ingest: str
     max_sessions: int | None
+    concurrency: int = 1
     summarise_only: bool = False
     markdown: bool = False
 
@@ -100,11 +102,15 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--database-url", help="an external PostgreSQL instead of the embedded one")
     p.add_argument("--ingest", choices=["raw", "extract"], default="raw")
     p.add_argument("--max-sessions", type=int, help="LoCoMo: retain only the first N sessions (and their questions)")
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="answers in flight at once (a llama.cpp server with 2 slots decodes 2 at once)")
     p.add_argument("--summarise", action="store_true", help="only print the summary of --out (no model needed)")
     p.add_argument("--markdown", action="store_true", help="print the summary as Markdown tables")
     a = p.parse_args(argv)
     if a.budget < 1:
         p.error("--budget must be at least 1")
+    if a.concurrency < 1:
+        p.error("--concurrency must be at least 1")
     return QAConfig(
         dataset=a.dataset, out=a.out, data=a.data, limit=a.limit, per_category=a.per_category, seed=a.seed,
         categories=[c.strip() for c in a.categories.split(",")] if a.categories else None, systems=a.systems,
@@ -112,7 +118,7 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
         answer_api_key=a.answer_api_key, judge_base_url=a.judge_base_url or a.answer_base_url,
         judge_model=a.judge_model or a.answer_model, judge_api_key=a.judge_api_key or a.answer_api_key,
         answer_tokens=a.answer_tokens, timeout=a.timeout, home=a.home, database_url=a.database_url, ingest=a.ingest,
-        max_sessions=a.max_sessions, summarise_only=a.summarise, markdown=a.markdown,
+        max_sessions=a.max_sessions, concurrency=a.concurrency, summarise_only=a.summarise, markdown=a.markdown,
     )
 
 
@@ -167,16 +173,25 @@ async def run(config: QAConfig, *, log: Any = print) -> dict[str, Any]:
         async with AsyncMemory(settings=settings) as memory:
             systems = Systems(memory, budget=config.budget)
             retained: set[str] = set()
-            for item, system in todo:
-                if item.bank not in retained:
-                    seconds = await _retain(memory, item)
-                    retained.add(item.bank)
-                    log(f"retained {len(item.items)} turns in {item.bank} in {seconds:.1f}s")
-                row = await _score(systems, answerer, judge, item, system, config)
-                with config.out.open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                log(f"{item.id} [{item.category}] {system}: {'correct' if row['correct'] else 'wrong'}, "
-                    f"F1 {row['f1']:.2f}, in {row['seconds']:.1f}s")
+            retaining: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+            slots = asyncio.Semaphore(config.concurrency)
+
+            async def answer(item: QAItem, system: str) -> None:
+                async with slots:
+                    async with retaining[item.bank]:
+                        if item.bank not in retained:
+                            seconds = await _retain(memory, item)
+                            retained.add(item.bank)
+                            log(f"retained {len(item.items)} turns in {item.bank} in {seconds:.1f}s")
+                    row = await _score(systems, answerer, judge, item, system, config)
+                    with config.out.open("a", encoding="utf-8") as fh:
+                        fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    log(f"{item.id} [{item.category}] {system}: {'correct' if row['correct'] else 'wrong'}, "
+                        f"F1 {row['f1']:.2f}, in {row['seconds']:.1f}s")
+
+            async with asyncio.TaskGroup() as group:  # a failure cancels the rest; what was written stays
+                for item, system in todo:
+                    group.create_task(answer(item, system))
     finally:
         await answerer.aclose()
         await judge.aclose()
@@ -193,7 +208,7 @@ def _summary(config: QAConfig) -> dict[str, Any]:
         "settings": {
             "dataset": config.dataset, "budget": config.budget, "per_category": config.per_category,
             "seed": config.seed, "limit": config.limit, "categories": config.categories, "ingest": config.ingest,
-            "answer_model": config.answer_model, "judge_model": config.judge_model,
+            "answer_model": config.answer_model, "judge_model": config.judge_model, "concurrency": config.concurrency,
         },
     }
 

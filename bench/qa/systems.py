@@ -15,6 +15,8 @@ tokenizer (memwrap.tokens), so the block's size and look do not tell the systems
 
 from __future__ import annotations
 
+import asyncio
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -55,6 +57,7 @@ class Systems:
         self.encoding = encoding_for_model(None)  # what memwrap's recall counts with when no model is named
         self._embedder = embedder
         self._conversations: dict[str, Conversation] = {}
+        self._loading: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)  # one listing per bank, however many ask
 
     async def block(self, system: str, bank: str, question: str, now: datetime, order: Sequence[str] = ()) -> Block:
         """`order`: the conversation's document ids in the order they were said (ties within a session)."""
@@ -104,26 +107,28 @@ class Systems:
         return len(self.encoding.encode_ordinary(text))
 
     async def _conversation(self, bank: str, order: Sequence[str]) -> Conversation:
-        if bank not in self._conversations:
-            records = []
-            while True:
-                page = await self.memory.list(bank, limit=LIST_PAGE, offset=len(records))
-                records.extend(page)
-                if len(page) < LIST_PAGE:
-                    break
-            position = {document_id: i for i, document_id in enumerate(order)}
-            records = [r for r in records if r.type != "observation"]  # what was said, not what was inferred
-            indexed = sorted(
-                enumerate(records),
-                key=lambda pair: (pair[1].mentioned_at or _EARLIEST, position.get(pair[1].document_id, len(position)),
-                                  pair[0]),
-            )
-            memories = [
-                RecalledMemory(**record.model_dump(include=set(RecalledMemory.model_fields)))
-                for _, record in indexed
-            ]
-            self._conversations[bank] = Conversation(memories)
+        async with self._loading[bank]:
+            if bank not in self._conversations:
+                self._conversations[bank] = await self._load(bank, order)
         return self._conversations[bank]
+
+    async def _load(self, bank: str, order: Sequence[str]) -> Conversation:
+        records = []
+        while True:
+            page = await self.memory.list(bank, limit=LIST_PAGE, offset=len(records))
+            records.extend(page)
+            if len(page) < LIST_PAGE:
+                break
+        position = {document_id: i for i, document_id in enumerate(order)}
+        records = [r for r in records if r.type != "observation"]  # what was said, not what was inferred
+        indexed = sorted(
+            enumerate(records),
+            key=lambda pair: (pair[1].mentioned_at or _EARLIEST, position.get(pair[1].document_id, len(position)),
+                              pair[0]),
+        )
+        return Conversation([
+            RecalledMemory(**record.model_dump(include=set(RecalledMemory.model_fields))) for _, record in indexed
+        ])
 
 
 __all__ = ["SYSTEMS", "Block", "Systems"]
