@@ -161,6 +161,11 @@ def test_four_systems_same_questions_blocks_and_resume(
     printed = capsys.readouterr().out
     assert "overall" in printed and "memwrap" in printed and "rrf" in printed
 
+    # A second run writing into the same file by mistake, and a line cut by a crash, count for nothing.
+    before = summarise(out)
+    with out.open("a") as fh:
+        fh.write(json.dumps({**rows[0], "correct": not rows[0]["correct"]}) + "\n" + '{"system": "rrf", "id": "loc')
+    assert summarise(out) == before
     # --summarise reads the file alone (no model, no database) and can print Markdown for the README.
     assert main(["--out", str(out), "--summarise", "--markdown"]) == 0
     table = capsys.readouterr().out

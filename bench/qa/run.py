@@ -97,7 +97,8 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--judge-model", help="default: the answerer's")
     p.add_argument("--judge-api-key", help="default: the answerer's")
     p.add_argument("--answer-tokens", type=int, default=96, help="max_tokens of an answer")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per LLM request")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds per LLM request (a 1,300-token prompt on a busy 2-core machine can take minutes)")
     p.add_argument("--home", type=Path, help="memwrap home (default: <out>.home, kept for resuming)")
     p.add_argument("--database-url", help="an external PostgreSQL instead of the embedded one")
     p.add_argument("--ingest", choices=["raw", "extract"], default="raw")

@@ -20,10 +20,12 @@ _CATEGORY_ORDER = ("multi-hop", "temporal", "open-domain", "single-hop")
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    """The scored lines of a results file (a line cut by a crash is skipped: that question is asked again)."""
+    """The scored lines of a results file, one per (system, question): the first one written counts (two runs
+    on the same file by mistake must not count an answer twice). A line cut by a crash is skipped: that answer
+    is asked again."""
     if not out.exists():
         return []
-    rows = []
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for line in out.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
@@ -31,10 +33,10 @@ def read_rows(out: Path) -> list[dict[str, Any]]:
             row = json.loads(line)
         except json.JSONDecodeError:
             continue
-        if "id" in row:
+        if isinstance(row, dict) and "id" in row:
             row.setdefault("system", "memwrap")
-            rows.append(row)
-    return rows
+            rows.setdefault((row["system"], row["id"]), row)
+    return list(rows.values())
 
 
 def row_f1(row: dict[str, Any]) -> float:
