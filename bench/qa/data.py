@@ -7,8 +7,9 @@ a stable id ("locomo:conv-0:12", "longmemeval:852ce960"), which is what resuming
 from __future__ import annotations
 
 import json
+import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,7 @@ class QAItem:
     bank: str  # the bank its conversation is retained in
     asked_at: datetime  # "now" for recall and the answer: when the question is asked
     items: list[dict[str, Any]] = field(default_factory=list)  # what to retain (shared by a conversation's items)
+    evidence: tuple[str, ...] = ()  # document ids of the turns that hold the answer (scores each block's recall)
 
 
 def locomo_items(path: Path | None = None, *, max_sessions: int | None = None) -> Iterator[QAItem]:
@@ -54,7 +56,7 @@ def locomo_items(path: Path | None = None, *, max_sessions: int | None = None) -
                 id=f"locomo:{conversation.sample_id}:{question.index}", dataset="locomo",
                 category=CATEGORY_NAMES[question.category], question=question.question,
                 gold=answers.get(question.index, ""), bank=f"qa-locomo-{conversation.sample_id}",
-                asked_at=conversation.last_time, items=items,
+                asked_at=conversation.last_time, items=items, evidence=question.evidence,
             )
 
 
@@ -72,6 +74,7 @@ def longmemeval_items(path: Path | None = None) -> Iterator[QAItem]:
     """Every question of a LongMemEval file (S or oracle form), each with its own haystack in its own bank."""
     for record in _read(path or DATA / "longmemeval" / "s_3q.json"):
         items: list[dict[str, Any]] = []
+        evidence: list[str] = []
         for session_id, day, turns in zip(
             record["haystack_session_ids"], record["haystack_dates"], record["haystack_sessions"], strict=True
         ):
@@ -81,11 +84,44 @@ def longmemeval_items(path: Path | None = None) -> Iterator[QAItem]:
                     "content": f"{turn['role']}: {turn['content']}", "document_id": f"{session_id}:{index}",
                     "timestamp": when, "metadata": {"session_id": session_id},
                 })
+                if turn.get("has_answer"):
+                    evidence.append(f"{session_id}:{index}")
         yield QAItem(
             id=f"longmemeval:{record['question_id']}", dataset="longmemeval", category=record["question_type"],
             question=record["question"], gold=str(record["answer"]), bank=f"qa-lme-{record['question_id']}",
-            asked_at=_lme_time(record["question_date"]), items=items,
+            asked_at=_lme_time(record["question_date"]), items=items, evidence=tuple(evidence),
         )
+
+
+def per_category_sample(items: Sequence[QAItem], per_category: int, *, seed: int = 0) -> list[QAItem]:
+    """N questions of each category, spread over the conversations, the same every time.
+
+    Within each (conversation, category) the questions are shuffled with a fixed seed (the file lists them
+    roughly in the order of the sessions they are about, so "the first N" would only ask about the start of a
+    conversation); each category then takes one question per conversation in turn, starting at a different
+    conversation for each category, until it has N. A larger N keeps every question of a smaller one, so a run
+    can be extended and resumed. Returned in file order.
+    """
+    conversations = list(dict.fromkeys(item.bank for item in items))
+    categories = list(dict.fromkeys(item.category for item in items))
+    queues: dict[tuple[str, str], list[QAItem]] = {}
+    for bank in conversations:
+        for category in categories:
+            group = [item for item in items if item.bank == bank and item.category == category]
+            random.Random(f"{seed}:{bank}:{category}").shuffle(group)
+            queues[(bank, category)] = group
+    chosen: set[str] = set()
+    for offset, category in enumerate(categories):
+        order = conversations[offset % len(conversations):] + conversations[: offset % len(conversations)]
+        taken, depth = 0, 0
+        while taken < per_category and any(len(queues[(bank, category)]) > depth for bank in order):
+            for bank in order:
+                queue = queues[(bank, category)]
+                if taken < per_category and depth < len(queue):
+                    chosen.add(queue[depth].id)
+                    taken += 1
+            depth += 1
+    return [item for item in items if item.id in chosen]
 
 
 _CACHE: dict[Path, Any] = {}
@@ -107,4 +143,4 @@ def _lme_time(text: str) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
-__all__ = ["QAItem", "locomo_items", "longmemeval_items"]
+__all__ = ["QAItem", "locomo_items", "longmemeval_items", "per_category_sample"]

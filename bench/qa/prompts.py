@@ -8,8 +8,9 @@ from pydantic import BaseModel
 
 ANSWER_SYSTEM = (
     "You answer a question about a person from their memories. Use only the memories given. Answer in a few "
-    "words or one short sentence. Dates in [brackets] say when something was said. If the memories do not "
-    "contain the answer, say you do not know."
+    "words or one short sentence, in the memories' own words where you can; write a date as day month year "
+    "(7 May 2023). Dates in [brackets] say when something was said. If the memories do not contain the answer, "
+    "say you do not know."
 )
 
 JUDGE_SYSTEM = (
