@@ -15,7 +15,8 @@ whitespace, invisible characters (zero-width, format characters, combining marks
 U+115F, U+FFA0, U+2800), every dash and connector (for the underscore, or none: `mem_wrap`), dots.
 
 Invisible characters and tag characters are also stripped from the memory text the block shows: what a model
-may read but a person cannot see has no place in it.
+may read but a person cannot see has no place in it (the joiners and variation selectors of emoji and of
+non-Latin scripts stay where they join non-ASCII characters).
 
 Cost: most lines are ASCII; they are checked with a few C-level string passes (lower, translate, `in`), and
 only a line that spells the name goes through the regex. Other lines run the compiled regex once.
@@ -26,7 +27,7 @@ from __future__ import annotations
 import re
 
 from memwrap.engine.recall.fence_classes import CLASSES, GAP
-from memwrap.engine.text import INVISIBLE_RE
+from memwrap.engine.text import INVISIBLE_RANGES
 
 OPEN_TAG = "<memwrap_memories>"
 CLOSE_TAG = "</memwrap_memories>"
@@ -44,6 +45,15 @@ def _letter(letter: str) -> str:
     return one
 
 
+# Stripped from the block's memory text: every invisible character, except the joiners and emoji variation
+# selectors where they do their job between non-Latin characters (👩‍💻, ❤️, Persian and Indic text).
+_JOINERS = "\u200c\u200d\ufe0e\ufe0f"
+_HIDDEN = re.compile(
+    "[" + "".join(re.escape(chr(c)) for a, b in INVISIBLE_RANGES for c in range(a, b + 1) if chr(c) not in _JOINERS
+                  and not 0xE0000 <= c <= 0xE0FFF)
+    + "\U000e0000-\U000e0fff]"
+    f"|(?<![^\\x00-\\x7f])[\ufe0e\ufe0f]|(?<![^\\x00-\\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\\x00-\\x7f])"
+)
 _NAME_RX = re.compile(f"[{GAP}]*".join(_letter(c) for c in NAME))
 _GAP_CHAR = re.compile(f"[{GAP}]")
 _LESS = re.compile(f"[{CLASSES['<']}]")
@@ -116,5 +126,5 @@ def neutralise(text: str) -> str:
         pieces.append(text[cursor:])
         text = "".join(pieces)
     if not text.isascii():
-        text = INVISIBLE_RE.sub("", text)
+        text = _HIDDEN.sub("", text)
     return text
