@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, get_args
 from uuid import UUID
 
 from memwrap.engine import validate
-from memwrap.engine.retain.defense import apply_policy, defend
+from memwrap.engine.retain.defense import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     ConsolidationReport,
@@ -52,13 +52,6 @@ class LearningVerbs:
     async def _defended(self, bank_id: str, **fields: object) -> dict[str, object]:
         """What a person or an agent wrote, through the bank's memory defense before it is stored."""
         return defend(fields, await self._defense_policy(bank_id))
-
-    async def _model_name(self, bank_id: str, name: str) -> str:
-        """The name a mental model is stored under: redacted as it was at creation, so the name it was created
-        with finds it (and an error message never repeats a secret)."""
-        if not isinstance(name, str) or await self._defense_policy(bank_id) == "off":
-            return name
-        return apply_policy(name, "redact").text
 
     # --- jobs ------------------------------------------------------------------------------------------------
 
@@ -119,24 +112,20 @@ class LearningVerbs:
 
     async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
         """The model's current content and state: one SQL query."""
-        bank_id = validate.bank_id(bank_id)
-        return await self.learning.get_mental_model(bank_id, await self._model_name(bank_id, name))
+        return await self.learning.get_mental_model(validate.bank_id(bank_id), name)
 
     async def mental_models(self, bank_id: str) -> list[MentalModel]:
         return await self.learning.mental_models(validate.bank_id(bank_id))
 
     async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
-        bank_id = validate.bank_id(bank_id)
-        return await self.learning.mental_model_history(bank_id, await self._model_name(bank_id, name))
+        return await self.learning.mental_model_history(validate.bank_id(bank_id), name)
 
     async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
         """Regenerate the content now, in this process."""
-        bank_id = validate.bank_id(bank_id)
-        return await self.learning.refresh_mental_model(bank_id, await self._model_name(bank_id, name))
+        return await self.learning.refresh_mental_model(validate.bank_id(bank_id), name)
 
     async def delete_mental_model(self, bank_id: str, name: str) -> None:
-        bank_id = validate.bank_id(bank_id)
-        await self.learning.delete_mental_model(bank_id, await self._model_name(bank_id, name))
+        await self.learning.delete_mental_model(validate.bank_id(bank_id), name)
 
     async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
         """Write mental models and observations as Markdown files under `directory`; returns the paths."""
