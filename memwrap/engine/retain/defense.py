@@ -41,8 +41,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memwrap.errors import SecretBlockedError
-
 from memwrap.engine.retain.defense_credentials import (
     _ASSIGNMENT_RULES,
     _CLOUD_RULES,
@@ -54,6 +52,7 @@ from memwrap.engine.retain.defense_credentials import (
 from memwrap.engine.retain.defense_personal import _PERSONAL_DATA_RULES
 from memwrap.engine.retain.defense_rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
 from memwrap.engine.retain.defense_view import View, joined, normalised
+from memwrap.errors import SecretBlockedError
 
 __all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "defend", "map_strings",
            "redact", "redact_item", "scan"]
@@ -92,7 +91,6 @@ _RULES: tuple[_Rule, ...] = (
 )
 
 KINDS: frozenset[str] = frozenset(rule.kind for rule in _RULES)
-
 
 
 def _unanchored(rule: _Rule) -> _Rule:
