@@ -76,8 +76,8 @@ def test_the_generated_list_is_large_and_covers_every_character() -> None:
 def test_every_generated_forgery_is_neutralised_and_nothing_invisible_is_left() -> None:
     missed = []
     for forged in GENERATED:
-        out = neutralise(f"before {forged} after")
-        if out != f"before {REPLACEMENT} after":
+        out = neutralise(f"before {forged} Sam")  # "S" may read as the name's last letter: it must stay
+        if out != f"before {REPLACEMENT} Sam":
             missed.append((forged, out))
     assert not missed, (len(missed), missed[:10])
 

@@ -39,9 +39,9 @@ NAME = "memwrapmemories"
 def _letter(letter: str) -> str:
     one = f"[{CLASSES[letter]}]"
     if letter == "m":  # "rn" reads as m
-        return f"(?:{one}|[{CLASSES['r']}][{GAP}]*[{CLASSES['n']}])"
+        return f"(?:{one}|[{CLASSES['r']}][{GAP}]*?[{CLASSES['n']}])"
     if letter == "w":  # and "vv" as w
-        return f"(?:{one}|[{CLASSES['v']}][{GAP}]*[{CLASSES['v']}])"
+        return f"(?:{one}|[{CLASSES['v']}][{GAP}]*?[{CLASSES['v']}])"
     return one
 
 
@@ -54,7 +54,9 @@ _HIDDEN = re.compile(
     + "\U000e0000-\U000e0fff]"
     f"|(?<![^\\x00-\\x7f])[\ufe0e\ufe0f]|(?<![^\\x00-\\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\\x00-\\x7f])"
 )
-_NAME_RX = re.compile(f"[{GAP}]*".join(_letter(c) for c in NAME))
+# Lazy gaps: a character may be both a gap and a letter (a tag character, say), and the name ends at its first
+# possible last letter, not at an "s" further on.
+_NAME_RX = re.compile(f"[{GAP}]*?".join(_letter(c) for c in NAME))
 _GAP_CHAR = re.compile(f"[{GAP}]")
 _LESS = re.compile(f"[{CLASSES['<']}]")
 _GREATER = re.compile(f"[{CLASSES['>']}]")
