@@ -25,6 +25,8 @@ from memwrap.api import AsyncMemory
 from memwrap.declare import Verb
 from memwrap.verbs import VERBS
 from memwrap.engine import validate
+from memwrap.engine.recall.fence import neutralise
+from memwrap.engine.retain.defense import map_strings
 from memwrap.errors import InvalidBankIdError, MemwrapError
 from memwrap_server.auth import allowed
 from memwrap_server.errors import error_response
@@ -49,11 +51,13 @@ def _bank(ctx: Context) -> str:
 
 # What each tool returns (JSON for the model): the verb's result, trimmed to what an agent needs. A verb declared
 # with `mcp=` and not listed here returns its result as JSON, whole.
+# Recall gives the memories' text only inside the fenced block (`context`): beside it, each memory's id, type and
+# date, never its text, so nothing a memory says reaches the agent's model outside the fence.
 VIEWS: dict[str, Callable[[Any], Any]] = {
     "recall": lambda r: {
         "context": r.context,
         "tokens": r.tokens,
-        "memories": [{"id": str(m.id), "text": m.text,
+        "memories": [{"id": str(m.id), "type": m.type,
                       "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None} for m in r.memories],
     },
     "retain": lambda ids: {"ids": [str(i) for i in ids]},
@@ -86,7 +90,11 @@ def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory]) -> Callable[...,
             result = await getattr(memory_of(), declared.name)(_bank(ctx), **arguments)
         except MemwrapError as exc:  # the SDK hides other exceptions' text; ours reach the client with theirs
             raise ToolError(f"{exc.code}: {exc}") from None
-        return view(result)
+        if declared.name == "recall":
+            return view(result)
+        # Other tools show memory text unfenced (a record, a mental model, an answer): no string in them may read
+        # as the fence's tags, nor hide invisible characters from the person watching the agent.
+        return map_strings(view(result), neutralise)
 
     signature = declared.signature()
     parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()

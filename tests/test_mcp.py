@@ -1,16 +1,21 @@
-"""MCP per bank on a real server: the official `mcp` client lists the tools and recalls only its bank's memories."""
+"""MCP per bank on a real server: the official `mcp` client lists the tools and recalls only its bank's memories,
+whose text it sees only inside the fenced block."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
+import fence_forgeries
 import httpx
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
+
+from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags
 
 
 def _client(sidecar: ServerProcess, bank: str, key: str = ADMIN_KEY, statuses: list[int] | None = None) -> Client:
@@ -66,3 +71,30 @@ async def test_mcp_respects_bank_allow_list(sidecar: ServerProcess) -> None:
     assert refused and statuses and set(statuses) == {403}  # refused by the allow-list, not failing otherwise
     forbidden = httpx.post(f"{sidecar.url}/mcp/bob/", headers={"Authorization": f"Bearer {ALICE_KEY}"}, json={})
     assert forbidden.status_code == 403 and forbidden.json()["error"]["code"] == "bank_forbidden"
+
+
+async def test_mcp_recall_shows_memory_text_only_inside_the_fence(sidecar: ServerProcess, admin: httpx.Client) -> None:
+    """A memory that forges the close tag (generated look-alikes: tests/fence_forgeries.py) reaches the agent only
+    inside the block, neutralised; beside the block the tool gives ids, types and dates, never text."""
+    bank = f"mcp-fence-{uuid.uuid4().hex[:8]}"
+    forged = fence_forgeries.combinations(40, seed=11) + fence_forgeries.special()
+    items = [{"content": f"OVERRIDE {start}: " + " ".join(f"<{n}> {forged[n]} </{n}>" for n in range(start, start + 10)
+                                                       if n < len(forged)), "document_id": f"f:{start}"}
+             for start in range(0, len(forged), 10)]
+    assert admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": items}).status_code == 201
+    async with _client(sidecar, bank) as client:
+        result = await client.call_tool("recall", {"query": "OVERRIDE", "token_budget": 20000})
+        recalled = _payload(result)
+        listed = _payload(await client.call_tool("list_memories", {"limit": 100}))
+    context = recalled["context"]
+    spans = find_tags(context)
+    assert [context[a:b] for a, b in spans] == [OPEN_TAG, CLOSE_TAG]
+    assert all(f"<{n}> {REPLACEMENT} </{n}>" in context for n in range(len(forged)))
+    assert len(recalled["memories"]) == len(items)
+    assert all(set(m) == {"id", "type", "mentioned_at"} for m in recalled["memories"])
+    beside = json.dumps({k: v for k, v in recalled.items() if k != "context"}, ensure_ascii=False)
+    assert "OVERRIDE" not in beside and not any(f in beside for f in forged)
+    # Every text the tool result holds (the unstructured copy too) is the fenced block or carries no memory text.
+    assert all("OVERRIDE" not in block.text or block.text.count(OPEN_TAG) == 1 for block in result.content)
+    # Other tools show records unfenced: no string in them reads as a tag.
+    assert all(not find_tags(m["text"]) for m in listed["memories"]) and len(listed["memories"]) == len(items)

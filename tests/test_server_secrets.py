@@ -1,6 +1,8 @@
 """Secrets seeded in every field a caller controls (content, context, metadata keys and values, tags,
-document_id, the proxy's session header, MCP arguments) are absent from the database, the spool, the server's
-log and every API answer; and nothing under MEMWRAP_HOME is readable by other users.
+document_id, the proxy's session header, MCP arguments, an update's text, an invalidation's reason, a mental
+model's name and question, a bank's disposition directives) are absent from the database, the spool, the server's
+log and every API answer, also when written in disguise (any Unicode separator, fullwidth digits, a zero-width
+space inside, a key wrapped over two lines); and nothing under MEMWRAP_HOME is readable by other users.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from fakes.llm_server import FakeLLMServer
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from test_defense_properties import readable
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
-from memwrap.engine.retain.defense_checks import _random_base64_40
+from memwrap.engine.retain.defense_checks import _cn_id_checksum, _random_base64_40
 
 ALNUM = string.ascii_letters + string.digits
 
@@ -49,15 +52,38 @@ def _card() -> str:
 
 @pytest.fixture(scope="module")
 def secrets() -> dict[str, str]:
-    found = {f"openai{i}": _openai() for i in range(6)}
-    found |= {f"github{i}": _github() for i in range(4)}
+    found = {f"openai{i}": _openai() for i in range(10)}
+    found |= {f"github{i}": _github() for i in range(6)}
     found |= {f"aws{i}": _aws_secret() for i in range(3)}
-    found |= {f"card{i}": _card() for i in range(2)}
+    found |= {f"card{i}": _card() for i in range(4)}
+    first17 = "44030419880512" + "".join(random.choices(string.digits, k=3))
+    found["cn_id"] = first17 + _cn_id_checksum(first17)
+    found["mobile"] = "139" + "".join(random.choices(string.digits, k=8))
     return found
 
 
+def _disguised(secrets: dict[str, str]) -> dict[str, str]:
+    """Secrets written the way people and input methods write them, by the name of the plain one."""
+    card2, card3, cn_id, mobile = secrets["card2"], secrets["card3"], secrets["cn_id"], secrets["mobile"]
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in card3)
+    github = secrets["github4"]
+    key = secrets["openai6"]
+    return {
+        "card2": "\u00a0".join(card2[i:i + 4] for i in range(0, 16, 4)),  # NBSP between the groups
+        "card3": f"{fullwidth[:4]}\u3000{fullwidth[4:8]}.{fullwidth[8:12]}\t{fullwidth[12:]}",  # fullwidth, mixed
+        "cn_id": f"{cn_id[:6]} {cn_id[6:14]} {cn_id[14:]}",
+        "mobile": f"{mobile[:3]}\u2009{mobile[3:7]}\u2009{mobile[7:]}",
+        "github4": github[:10] + "\u200b" + github[10:],
+        "openai6": key[:30] + "\n" + key[30:],  # wrapped over two lines
+    }
+
+
 def _leaks(text: str, secrets: dict[str, str]) -> list[str]:
-    return [name for name, value in secrets.items() if value in text]
+    """The secrets readable in `text`: as written, or whole once what a reader does not see (separators, invisible
+    characters, width) is taken away. (tests/test_defense_properties.py looks for any six characters of one; here
+    the answers are full of ids and times, whose digits would match six of a card's by chance.)"""
+    seen = readable(text)
+    return [name for name, value in secrets.items() if value in text or readable(value) in seen]
 
 
 async def _mcp(sidecar: ServerProcess, bank: str, secrets: dict[str, str]) -> list[str]:
@@ -89,6 +115,22 @@ def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict
         }).text)
         answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
             {"content": f"AWS secret alone: {secrets['aws1']}", "document_id": "batch:1"}]}).text)
+        disguised = _disguised(secrets)
+        answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
+            {"content": f"Bob's card is {disguised['card2']}, his mobile {disguised['mobile']}.", "document_id": "d:1"},
+            {"content": f"身份证 {disguised['cn_id']}，卡号 {disguised['card3']}", "document_id": "d:2"},
+            {"content": f"token {disguised['github4']} and key\n{disguised['openai6']}", "document_id": "d:3"},
+        ]}).text)
+        # Every other writer: an update's text, an invalidation's reason, a mental model, bank directives.
+        target = admin.get(f"/v1/banks/{bank}/memories", params={"document_id": "batch:1"}).json()["items"][0]["id"]
+        answers.append(admin.patch(f"/v1/banks/{bank}/memories/{target}",
+                                   json={"text": f"AWS key rotated, new one {secrets['openai7']}"}).text)
+        answers.append(admin.post(f"/v1/banks/{bank}/memories/{target}/invalidate",
+                                  json={"reason": f"leaked key {secrets['openai8']}"}).text)
+        answers.append(admin.post(f"/v1/banks/{bank}/mental-models", json={
+            "name": f"keys {secrets['github5']}", "question": f"Who used {secrets['openai9']}?"}).text)
+        answers.append(admin.patch(f"/v1/banks/{bank}", json={
+            "disposition": {"directives": [f"Never repeat {secrets['card3']}"]}}).text)
         upstream_server.reset()
         upstream_server.script(["Noted, I will not repeat it.", "Stored it."])
         proxy = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "Authorization": f"Bearer {secrets['openai3']}"}

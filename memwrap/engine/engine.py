@@ -30,8 +30,9 @@ from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
+from memwrap.engine.retain.defense import apply_policy, defend
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
-from memwrap.engine.retain.prepare import PreparedItem, item_hash, prepare_item
+from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
 from memwrap.engine.reembed import embedding_text, reembed_store
 from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
@@ -64,6 +65,9 @@ WRITE_BATCH = 256
 WARMUP_BANK = "__memwrap_warmup__"
 
 
+_UNREAD = object()  # Engine._legacy_key before store_meta was read
+
+
 class Engine(LearningVerbs, ViewVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
@@ -75,6 +79,7 @@ class Engine(LearningVerbs, ViewVerbs):
         self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.reextractor: Reextractor | None = None
         self.startup_ms: dict[str, float] = {}  # how long each part of Engine.open took (ms)
+        self._legacy_key: bytes | None | object = _UNREAD
         self.use_llm(LLM.from_settings(settings))
 
     def use_llm(self, llm: LLM | None) -> None:
@@ -177,13 +182,17 @@ class Engine(LearningVerbs, ViewVerbs):
             return []
         policy = await self._defense_policy(bank_id)
         now = datetime.now(UTC)
-        # Everything is validated and prepared before anything is written: bad input stores nothing.
-        hashes = [item_hash(i) for i in checked]
-        known = await existing_items(self.store.pool, bank_id, hashes)
+        # Everything is validated, defended and prepared before anything is written: bad input stores nothing
+        # (under 'block', an item with a secret refuses the whole call).
+        defended = [defend_item(i, policy) for i in checked]
+        hashes = [item_hash(i) for i in defended]
+        legacy = {h: legacy_item_hash(i, key) for i, h in zip(checked, hashes, strict=True)} if (
+            key := await self._legacy_item_key()) else {}
+        known = await existing_items(self.store.pool, bank_id, hashes, legacy)
         prepared: dict[str, PreparedItem] = {}
-        for item, hashed in zip(checked, hashes, strict=True):
+        for item, hashed in zip(defended, hashes, strict=True):
             if hashed not in known and hashed not in prepared:
-                prepared[hashed] = prepare_item(item, now=now, defense_policy=policy)
+                prepared[hashed] = prepare_defended(item, now=now)
 
         stored: dict[str, list[UUID]] = dict(known)
         pending: list[PreparedItem] = list(prepared.values())
@@ -217,7 +226,7 @@ class Engine(LearningVerbs, ViewVerbs):
     ) -> dict[str, list[UUID]]:
         """Start the extraction of the items this retain wrote raw and wait up to extraction_deadline for it: the
         facts' ids when it is done in time, else nothing (the raw ids stand; the extraction goes on, its facts
-        take the raw units' place and their ids when they land). prepare_item ran the memory defense: the LLM
+        take the raw units' place and their ids when they land). defend_item ran the memory defense: the LLM
         sees defended text only."""
         assert self.reextractor is not None
         ours = [i for i in items if stored.get(i.item_hash) == [u.id for u in i.units]]  # not a concurrent retain's
@@ -260,6 +269,13 @@ class Engine(LearningVerbs, ViewVerbs):
     async def _defense_policy(self, bank_id: str) -> str:
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
+    async def _legacy_item_key(self) -> bytes | None:
+        """The key the item hashes of a store older than schema v10 were rewritten under (None: no such rows)."""
+        if self._legacy_key is _UNREAD:
+            stored = await self.store.get_meta("legacy_item_hash_key")
+            self._legacy_key = bytes.fromhex(stored) if stored else None
+        return self._legacy_key  # type: ignore[return-value]
+
     async def import_memories(
         self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH,
         rebuild_vector_index: bool = False,
@@ -291,7 +307,7 @@ class Engine(LearningVerbs, ViewVerbs):
             async with self.store.pool.acquire() as conn:
                 written = await import_batch(
                     conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
-                    report=report,
+                    report=report, legacy_key=await self._legacy_item_key(),
                 )
             self.store.planner_stats.note_writes(bank_id, len(written))
 
@@ -326,6 +342,8 @@ class Engine(LearningVerbs, ViewVerbs):
         filters = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
         )
+        if isinstance(document_id, str) and await self._defense_policy(filters.bank_id) != "off":
+            document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
         return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
 
     async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
@@ -349,12 +367,25 @@ class Engine(LearningVerbs, ViewVerbs):
 
     async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
         """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
+        bank_id = validate.bank_id(bank_id)
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
-        return await bank_settings.create(self.store.pool, validate.bank_id(bank_id), clean)
+        return await bank_settings.create(self.store.pool, bank_id, await self._defended_config(bank_id, clean))
 
     async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
-        return await bank_settings.update(self.store.pool, validate.bank_id(bank_id), validate.bank_config(changes))
+        bank_id = validate.bank_id(bank_id)
+        changes = await self._defended_config(bank_id, validate.bank_config(changes))
+        return await bank_settings.update(self.store.pool, bank_id, changes)
+
+    async def _defended_config(self, bank_id: str, config: dict[str, Any]) -> dict[str, Any]:
+        """The disposition's directives (text a person wrote, read by reflect's LLM) through the memory defense,
+        under the policy the bank will have."""
+        disposition = config.get("disposition")
+        if not isinstance(disposition, dict) or not disposition.get("directives"):
+            return config
+        policy = config.get("defense_policy") or await self._defense_policy(bank_id)
+        directives = defend({"disposition.directives": disposition["directives"]}, policy)["disposition.directives"]
+        return {**config, "disposition": {**disposition, "directives": directives}}
 
     # --- maintenance ------------------------------------------------------------------------------------
 

@@ -27,9 +27,16 @@ from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.name_links import link_names
-from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, session_key
+from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, legacy_item_hash, session_key
 from memwrap.engine.retain.speakers import said_by
-from memwrap.engine.retain.write import BUMP_BANK, ENSURE_BANK, _write_entities, _write_session_links, unit_entities
+from memwrap.engine.retain.write import (
+    BUMP_BANK,
+    ENSURE_BANK,
+    _write_entities,
+    _write_session_links,
+    existing_items,
+    unit_entities,
+)
 from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
@@ -81,14 +88,18 @@ class BulkLoadReport:
 Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
 
 
-def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> PreparedUnit:
-    """What retain would store for this text, as one unit (its hash: retain's, of the original row)."""
-    item = RetainItem(
+def row_item(row: ImportedMemory) -> RetainItem:
+    """The retain item a row stands for (what its identity is computed from)."""
+    return RetainItem(
         content=row.text, timestamp=row.mentioned_at, context=row.context, document_id=row.document_id,
         metadata=row.metadata, tags=row.tags,
     )
+
+
+def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> PreparedUnit:
+    """What retain would store for this text, as one unit (its hash: retain's, of the defended row)."""
+    item = defend_item(row_item(row), defense_policy)
     hashed = item_hash(item)
-    item = defend_item(item, defense_policy)
     mentioned = row.mentioned_at or now
     if row.occurred_start is not None:
         occurred = (row.occurred_start, row.occurred_end or row.occurred_start)
@@ -109,11 +120,14 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
 
 async def import_batch(
     conn: asyncpg.Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
-    defense_policy: str, report: BulkLoadReport,
+    defense_policy: str, report: BulkLoadReport, legacy_key: bytes | None = None,
 ) -> list[PreparedUnit]:
-    """Write one batch in one transaction; returns the units written (rows already in the bank are skipped)."""
+    """Write one batch in one transaction; returns the units written (rows already in the bank are skipped).
+    `legacy_key`: the store's key for item hashes written before schema v10 (an item stored then is skipped too)."""
     now = datetime.now(UTC)
     units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
+    legacy = {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)} if (
+        legacy_key) else {}
     vectors: list[np.ndarray | None] = []
     for index, row in enumerate(rows):
         if row.embedding is not None and len(row.embedding) != dim:
@@ -132,7 +146,8 @@ async def import_batch(
 
     async with conn.transaction():
         await conn.execute(ENSURE_BANK, bank_id)
-        claimed = set(await _claim(conn, bank_id, units))
+        stored_before = await existing_items(conn, bank_id, list(legacy), legacy) if legacy else {}
+        claimed = set(await _claim(conn, bank_id, [u for u in units if u.item_hash not in stored_before]))
         keep = [i for i, u in enumerate(units) if u.item_hash in claimed]
         # The same item twice in one batch: the first one claimed it.
         seen: set[str] = set()

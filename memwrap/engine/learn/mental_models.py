@@ -25,6 +25,7 @@ from memwrap.engine.learn import jobs
 from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
+from memwrap.engine.retain.defense import redact
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
 from memwrap.tokens import encoding_for_model
@@ -40,8 +41,9 @@ READ_CAP_TOKENS = 6000
 COLUMNS = """id, bank_id, name, question, tags, max_tokens, refresh_every, content, version, status, generator,
              source_ids, stale_since, stale_reason, last_error, refreshed_at, created_at"""
 
-# The one query a read costs.
-GET = f"SELECT {COLUMNS} FROM mental_models WHERE bank_id = $1 AND name = $2"
+# The one query a read costs. $2: the names it may be stored under (stored_names), the first preferred.
+GET = f"""SELECT {COLUMNS} FROM mental_models WHERE bank_id = $1 AND name = ANY($2::text[])
+ORDER BY array_position($2::text[], name) LIMIT 1"""
 
 INSERT = f"""
 INSERT INTO mental_models (bank_id, id, name, question, tags, max_tokens, refresh_every)
@@ -105,10 +107,21 @@ async def create(
     return _model(row)
 
 
+def stored_names(name: str) -> list[str]:
+    """The names a model asked for as `name` may be stored under: as written, or redacted (a name goes through the
+    bank's memory defense at creation, so the name a secret was redacted from still finds its model)."""
+    redacted = redact(name) if isinstance(name, str) else name
+    return [name] if redacted == name else [name, redacted]
+
+
+def _not_found(bank_id: str, name: str) -> MemoryNotFoundError:
+    return MemoryNotFoundError(f"No mental model {redact(name)!r} in bank {bank_id!r}.")  # never echo a secret
+
+
 async def get(db: asyncpg.Pool | asyncpg.Connection, bank_id: str, name: str) -> MentalModel:
-    row = await db.fetchrow(GET, bank_id, name)
+    row = await db.fetchrow(GET, bank_id, stored_names(name))
     if row is None:
-        raise MemoryNotFoundError(f"No mental model {name!r} in bank {bank_id!r}.")
+        raise _not_found(bank_id, name)
     return _model(row)
 
 
@@ -128,9 +141,13 @@ async def history(db: asyncpg.Pool, bank_id: str, name: str) -> list[MentalModel
 
 
 async def delete(db: asyncpg.Pool, bank_id: str, name: str) -> None:
-    status = await db.execute("DELETE FROM mental_models WHERE bank_id = $1 AND name = $2", bank_id, name)
+    status = await db.execute(
+        "DELETE FROM mental_models WHERE bank_id = $1 AND id = (SELECT id FROM mental_models WHERE bank_id = $1"
+        " AND name = ANY($2::text[]) ORDER BY array_position($2::text[], name) LIMIT 1)",
+        bank_id, stored_names(name),
+    )
     if status != "DELETE 1":
-        raise MemoryNotFoundError(f"No mental model {name!r} in bank {bank_id!r}.")
+        raise _not_found(bank_id, name)
 
 
 # --- staleness and refresh jobs ----------------------------------------------------------------------------
@@ -215,8 +232,9 @@ async def refresh(
     """Generate the content now and store it (a new version when it changed). None if the model is gone."""
     pool: asyncpg.Pool = engine.store.pool
     row = await pool.fetchrow(
-        f"SELECT {COLUMNS}, dirty_seq FROM mental_models WHERE bank_id = $1 AND (id = $2 OR name = $3)",
-        bank_id, model_id, name,
+        f"SELECT {COLUMNS}, dirty_seq FROM mental_models WHERE bank_id = $1 AND (id = $2 OR name = ANY($3::text[]))"
+        " ORDER BY array_position($3::text[], name) NULLS LAST LIMIT 1",
+        bank_id, model_id, stored_names(name) if name is not None else None,
     )
     if row is None:
         return None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, get_args
 from uuid import UUID
 
 from memwrap.engine import validate
+from memwrap.engine.retain.defense import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     ConsolidationReport,
@@ -44,6 +45,13 @@ def _limit(limit: int) -> int:
 
 class LearningVerbs:
     learning: Learning
+
+    async def _defense_policy(self, bank_id: str) -> str:  # the engine's
+        raise NotImplementedError
+
+    async def _defended(self, bank_id: str, **fields: object) -> dict[str, object]:
+        """What a person or an agent wrote, through the bank's memory defense before it is stored."""
+        return defend(fields, await self._defense_policy(bank_id))
 
     # --- jobs ------------------------------------------------------------------------------------------------
 
@@ -95,8 +103,10 @@ class LearningVerbs:
         max_answer_tokens: int = 512, refresh_every: float | None = None,
     ) -> MentalModel:
         """A standing question, answered in the background (status 'pending' until the first refresh)."""
+        bank_id = validate.bank_id(bank_id)
+        defended = await self._defended(bank_id, name=name, question=validate.query(question), tags=validate.tags(tags))
         return await self.learning.create_mental_model(
-            validate.bank_id(bank_id), name, validate.query(question), tags=validate.tags(tags),
+            bank_id, defended["name"], defended["question"], tags=defended["tags"],  # type: ignore[arg-type]
             max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"), refresh_every=refresh_every,
         )
 
@@ -128,7 +138,9 @@ class LearningVerbs:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             raise InvalidInputError(f"reason is a string of at most {MAX_REASON_CHARS} characters.")
-        await self.learning.invalidate(validate.bank_id(bank_id), validate.memory_id(memory_id), reason)
+        bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
+        reason = str((await self._defended(bank_id, reason=reason))["reason"])
+        await self.learning.invalidate(bank_id, memory_id, reason)
 
     async def restore(self, bank_id: str, memory_id: UUID | str) -> None:
         """Undo `invalidate` (and the invalidations of observations it caused)."""

@@ -8,6 +8,11 @@ Design notes
 * Every rule is a precompiled regex plus, where the shape alone is not enough, a `refine` check
   (Luhn, mod-97, GB 11643, a real birth date, a decodable Discord user id ...). Only
   high-confidence shapes are listed; a secret scanner that cries wolf gets switched off.
+* The rules read a normalised view of the text (defense_view): NFKC, invisible characters dropped, every
+  Unicode space and separator between digit groups folded, fullwidth digits folded; the token rules also read
+  a view where a line break inside a token is gone. Each view maps back to the original, and the original
+  span is what gets redacted, so a card written with NBSP or dots, or a token with a zero-width space inside,
+  leaves nothing readable.
 * Token boundaries are ASCII: a key glued to CJK text ("密钥是sk-proj-…谢谢") is still found, but
   nothing matches in the middle of a longer run of ASCII letters and digits. Python's `\\b` is
   Unicode-aware and would treat 是 as a word character, so the rules use explicit look-arounds
@@ -28,8 +33,10 @@ SSNs, IBANs, e-mail, IDs, phones).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -43,10 +50,12 @@ from memwrap.engine.retain.defense_credentials import (
     _STRUCTURED_RULES,
 )
 from memwrap.engine.retain.defense_personal import _PERSONAL_DATA_RULES
-from memwrap.engine.retain.defense_rule import _Rule, _secret_span
+from memwrap.engine.retain.defense_rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
+from memwrap.engine.retain.defense_view import View, joined, normalised
+from memwrap.errors import SecretBlockedError
 
-__all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "map_strings", "redact",
-           "redact_item", "scan"]
+__all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "defend", "map_strings",
+           "redact", "redact_item", "scan"]
 
 Policy = Literal["redact", "block", "off"]
 _POLICIES: frozenset[str] = frozenset({"redact", "block", "off"})
@@ -83,6 +92,20 @@ _RULES: tuple[_Rule, ...] = (
 
 KINDS: frozenset[str] = frozenset(rule.kind for rule in _RULES)
 
+
+def _unanchored(rule: _Rule) -> _Rule:
+    """The rule without the look-behind that keeps a token from starting inside a longer run: in the joined view
+    a token may start right after the end of the line before (which is how it was written), and a match there
+    counts only when it crosses a removed line break."""
+    pattern = re.sub(r"^\(\?<![^)]*\)", "", rule.regex.pattern, count=1)
+    return replace(rule, regex=re.compile(pattern, rule.regex.flags))
+
+
+# The rules whose matches are single tokens (keys, tokens, JWTs, credentials in URLs): they also read the joined
+# view, where a line break inside a token is gone. Key blocks span lines by themselves; the personal-data and
+# assignment rules read prose, where a line break is a line break.
+_TOKEN_RULES: tuple[_Rule, ...] = tuple(_unanchored(rule) for rule in _RULES if _R_GENERIC <= rule.rank < _R_BLOCK)
+
 _ASCII_DIGITS = "0123456789"
 
 
@@ -97,27 +120,19 @@ def _digit_count(text: str) -> int:
 
 
 def scan(text: str) -> list[Finding]:
-    """All secrets in `text`, non-overlapping, in text order. On overlap the most specific kind
-    wins, then the longest span."""
+    """All secrets in `text`, non-overlapping, in text order, with spans of `text` itself. On overlap the most
+    specific kind wins, then the longest span.
+
+    The rules read the normalised view (defense_view: NFKC, invisible characters dropped, any separator
+    between digit groups), and the token rules also the joined view (a key wrapped over two lines)."""
     if not text:
         return []
-    length = len(text)
-    lowered = text.lower()
-    digits = _digit_count(text)
-    candidates: list[tuple[int, int, int, str]] = []  # (rank, start, end, kind)
-    for rule in _RULES:
-        if length < rule.min_len or digits < rule.min_digits:
-            continue
-        if rule.needles:
-            haystack = lowered if rule.folded else text
-            if not any(needle in haystack for needle in rule.needles):
-                continue
-        for match in rule.regex.finditer(text):
-            span: tuple[int, int] | None = _secret_span(match)
-            if rule.refine is not None:
-                span = rule.refine(text, *span)
-            if span is not None and span[1] > span[0]:
-                candidates.append((rule.rank, span[0], span[1], rule.kind))
+    view = normalised(text)
+    candidates = _candidates(view, _RULES)
+    wrapped = joined(view, text)
+    if wrapped is not None:
+        # Only what crosses a removed line break is new; the rest the normalised view found already.
+        candidates += _candidates(wrapped, _TOKEN_RULES, crossing=True)
     if not candidates:
         return []
     # Most specific first, then longest, then leftmost; keep what does not overlap a better one.
@@ -135,6 +150,36 @@ def scan(text: str) -> list[Finding]:
         starts.insert(at, start)
         taken.insert(at, (start, end, kind))
     return [Finding(kind=kind, start=start, end=end) for start, end, kind in taken]
+
+
+def _candidates(view: View, rules: tuple[_Rule, ...], *, crossing: bool = False) -> list[tuple[int, int, int, str]]:
+    """(rank, start, end, kind) of every rule match on `view`, as spans of the original text. `crossing`: only
+    matches that cross a line break the view removed."""
+    text = view.text
+    length = len(text)
+    lowered = text.lower()
+    digits = _digit_count(text)
+    found: list[tuple[int, int, int, str]] = []
+    for rule in rules:
+        if length < rule.min_len or digits < rule.min_digits:
+            continue
+        if rule.needles:
+            haystack = lowered if rule.folded else text
+            if not any(needle in haystack for needle in rule.needles):
+                continue
+        for match in rule.regex.finditer(text):
+            span: tuple[int, int] | None = _secret_span(match)
+            if rule.refine is not None:
+                span = rule.refine(text, *span)
+            if span is None or span[1] <= span[0]:
+                continue
+            if crossing:
+                at = bisect_right(view.joins, span[0])
+                if at == len(view.joins) or view.joins[at] >= span[1]:
+                    continue
+            start, end = view.original(*span)
+            found.append((rule.rank, start, end, rule.kind))
+    return found
 
 
 def apply_policy(text: str, policy: Policy = "redact") -> DefenseResult:
@@ -194,4 +239,28 @@ def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("tags", "metadata"):
         if out.get(key):
             out[key] = map_strings(out[key], redact)
+    return out
+
+
+def defend(fields: Mapping[str, Any], policy: str) -> dict[str, Any]:
+    """`fields` (name -> a string or a JSON-like value) with the memory-defense `policy` applied to every string
+    in them, mapping keys included: what every writer runs on what a person or an agent wrote before storing it
+    (retain items, update, invalidation reasons, mental models, bank directives).
+
+    Raises SecretBlockedError under 'block', naming the kinds and the fields (never the secret)."""
+    kinds: dict[str, set[str]] = {}
+
+    def one(text: str, where: str) -> str:
+        result = apply_policy(text, policy)  # type: ignore[arg-type]
+        if result.findings:
+            kinds.setdefault(where, set()).update(f.kind for f in result.findings)
+        return result.text
+
+    out = {name: map_strings(value, lambda text, name=name: one(text, name)) for name, value in fields.items()}
+    if policy == "block" and kinds:
+        found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
+        raise SecretBlockedError(
+            f"Not stored: the request holds what looks like a secret ({found}) and this bank's memory-defense "
+            "policy is 'block'. Remove it, or set the policy to 'redact'."
+        )
     return out

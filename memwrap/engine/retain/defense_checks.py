@@ -179,15 +179,16 @@ def _card_brand_ok(number: str) -> bool:
     return False
 
 
+_GROUP_SEPARATORS = re.compile(r"[ .-]")
+
+
 def _card_grouping_ok(candidate: str) -> bool:
-    """Cards are written solid or in the printed groups (4-4-4-4, 4-6-5 ...), one separator kind.
-    This keeps phone numbers and ID numbers with odd groupings from passing as cards."""
-    separators = {c for c in candidate if c in " -"}
-    if not separators:
+    """Cards are written solid or in the printed groups (4-4-4-4, 4-6-5 ...), whatever separates them (mixed
+    separators too: the groups are the signal). This keeps phone numbers and ID numbers with odd groupings
+    from passing as cards."""
+    groups = [len(g) for g in _GROUP_SEPARATORS.split(candidate)]
+    if len(groups) == 1:
         return True
-    if len(separators) > 1:
-        return False
-    groups = [len(g) for g in candidate.split(separators.pop())]
     if any(size == 0 for size in groups):
         return False
     if groups in ([4, 6, 5], [4, 6, 4]):  # Amex, Diners
@@ -279,6 +280,14 @@ def _cn_id_ok(candidate: str) -> bool:
     if not (date(1900, 1, 1) <= born <= date.today()):
         return False
     return _cn_id_checksum(candidate[:17]) == candidate[17].upper()
+
+
+def _cn_id_grouped_ok(candidate: str) -> bool:
+    """A resident ID solid or in groups of three or more digits (the last group may be shorter)."""
+    groups = _GROUP_SEPARATORS.split(candidate)
+    if len(groups) > 1 and any(len(g) < 3 for g in groups[:-1]):
+        return False
+    return _cn_id_ok("".join(groups))
 
 
 def _discord_token_ok(candidate: str) -> bool:

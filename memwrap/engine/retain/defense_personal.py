@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from memwrap.engine.retain.defense_checks import (
     _card_ok,
-    _cn_id_ok,
+    _cn_id_grouped_ok,
     _phone_digits_between,
     _refine_iban,
     _ssn_ok,
@@ -27,10 +27,11 @@ from memwrap.engine.retain.defense_rule import (
 )
 
 _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
-    # Luhn + issuer prefix + printed grouping, 13-19 digits.
+    # Luhn + issuer prefix + printed grouping, 13-19 digits. The normalised view (defense_view) writes any
+    # separator run between groups (tabs, NBSP, ideographic spaces, " - ") as one ' ', '-' or '.'.
     _Rule(
         "credit_card",
-        _rx(r"(?<![0-9A-Za-z.,-])[2-6][0-9](?:[ -]?[0-9]){11,17}(?![0-9A-Za-z]|[.,-][0-9])"),
+        _rx(r"(?<![0-9A-Za-z.,-])[2-6][0-9](?:[ .-]?[0-9]){11,17}(?![0-9A-Za-z]|[.,-][0-9])"),
         _R_CHECKSUM,
         min_digits=13,
         refine=_accept_if(_card_ok),
@@ -47,7 +48,7 @@ _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
         "us_ssn",
         _rx(
             r"(?<![A-Za-z0-9])(?:ssn|social security (?:number|no\.?|#))\s*(?:is|:|#|=)?\s*"
-            r"(?P<secret>[0-9]{3}[ -]?[0-9]{2}[ -]?[0-9]{4})(?![0-9])",
+            r"(?P<secret>[0-9]{3}[ .-]?[0-9]{2}[ .-]?[0-9]{4})(?![0-9])",
             ignore_case=True,
         ),
         _R_PII,
@@ -72,21 +73,19 @@ _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
         _R_PII,
         needles=("@",),
     ),
-    # GB 11643 resident ID: region, real birth date, sequence, checksum digit or X.
+    # GB 11643 resident ID: region, real birth date, sequence, checksum digit or X; solid or in groups
+    # ("110105 19900307 123X", "110 105 1990 0307 123X").
     _Rule(
         "cn_resident_id",
-        _rx(
-            r"(?<![0-9A-Za-z])[1-9][0-9]{5}(?:19|20)[0-9]{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])"
-            r"[0-9]{3}[0-9Xx](?![0-9A-Za-z])"
-        ),
+        _rx(r"(?<![0-9A-Za-z])[1-9](?:[ .-]?[0-9]){16}[ .-]?[0-9Xx](?![0-9A-Za-z])"),
         _R_CN_ID,
         min_digits=17,
-        refine=_accept_if(_cn_id_ok),
+        refine=_accept_if(_cn_id_grouped_ok),
     ),
     # Mainland mobile: 1[3-9] + 9 digits, optionally +86/0086 and 3-4-4 grouping.
     _Rule(
         "cn_mobile",
-        _rx(r"(?<![0-9A-Za-z+])(?:(?:\+|00)86[ -]?)?1[3-9][0-9](?:[ -]?[0-9]{4}){2}(?![0-9A-Za-z]|[.-][0-9])"),
+        _rx(r"(?<![0-9A-Za-z+])(?:(?:\+|00)86[ .-]?)?1[3-9][0-9](?:[ .-]?[0-9]{4}){2}(?![0-9A-Za-z]|[.-][0-9])"),
         _R_CN_MOBILE,
         min_digits=11,
     ),

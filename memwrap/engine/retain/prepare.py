@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
 from memwrap.engine.recall.timeparse import extract_occurred
-from memwrap.engine.retain.defense import apply_policy, map_strings
+from memwrap.engine.retain.defense import defend
 from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.speakers import keep_turn_breaks, said_by, split_turns
 from memwrap.engine.retain.split import split_units
 from memwrap.engine.text import search_text
-from memwrap.errors import SecretBlockedError
 from memwrap.models import RetainItem
 
 
@@ -45,11 +45,26 @@ class PreparedItem:
     source: RetainItem | None = None  # the item after memory defense (what extraction reads)
 
 
-def item_hash(item: RetainItem) -> str:
-    """Identity of a retained item: same bank, document and content is the same item.
+def item_hash(defended: RetainItem) -> str:
+    """Identity of a retained item: same bank, document and content is the same item. Computed over the item
+    AFTER the memory defense (defend_item), so the hash says nothing the stored text does not: it cannot be used
+    to find a redacted secret again by hashing guesses (card numbers, ID numbers, phones, short passwords), and
+    it needs no key, so a copy of the database or an export undoes nothing either. Two items that differ only
+    in a redacted secret are one item (what is stored of them is the same).
 
     Without a document id the timestamp joins the key, so the same sentence said on two days is two memories.
     """
+    return _digest(defended)
+
+
+def legacy_item_hash(original: RetainItem, key: bytes) -> str:
+    """The identity an item stored before memwrap hashed defended items has now: migration 0011 rewrote each
+    stored unkeyed hash of the original item as HMAC-SHA256 under the store's key (store_meta
+    'legacy_item_hash_key'), so retaining such an item again still finds it."""
+    return hmac.new(key, _digest(original).encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _digest(item: RetainItem) -> str:
     when = "" if item.document_id else (item.timestamp.isoformat() if item.timestamp else "")
     key = "\x1f".join([item.document_id or "", when, item.content])
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
@@ -71,37 +86,22 @@ def defend_item(item: RetainItem, defense_policy: str) -> RetainItem:
 
     Raises SecretBlockedError under the 'block' policy, naming the kinds and the fields (never the secret).
     """
-    kinds: dict[str, set[str]] = {}
-
-    def defend(text: str, where: str) -> str:
-        result = apply_policy(text, defense_policy)  # type: ignore[arg-type]
-        if result.findings:
-            kinds.setdefault(where, set()).update(f.kind for f in result.findings)
-        return result.text
-
-    content = defend(item.content, "content")
-    context = defend(item.context, "context") if item.context else item.context
-    document_id = defend(item.document_id, "document_id") if item.document_id else item.document_id
-    tags = [defend(tag, "tags") for tag in item.tags]
-    metadata = map_strings(item.metadata, lambda text: defend(text, "metadata")) if item.metadata else {}
-    if defense_policy == "block" and kinds:
-        found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
-        raise SecretBlockedError(
-            f"Not stored: the item holds what looks like a secret ({found}) and this bank's memory-defense "
-            "policy is 'block'. Remove it, or set the policy to 'redact'."
-        )
-    return item.model_copy(
-        update={"content": content, "context": context, "document_id": document_id, "tags": tags, "metadata": metadata}
-    )
+    fields = {"content": item.content, "context": item.context, "document_id": item.document_id,
+              "tags": list(item.tags), "metadata": item.metadata or {}}
+    return item.model_copy(update=defend(fields, defense_policy))
 
 
 def prepare_item(item: RetainItem, *, now: datetime, defense_policy: str) -> PreparedItem:
-    """Defend, split, date and tag one item. Raises SecretBlockedError under the 'block' policy.
+    """Defend, split, date and tag one item. Raises SecretBlockedError under the 'block' policy."""
+    return prepare_defended(defend_item(item, defense_policy), now=now)
+
+
+def prepare_defended(item: RetainItem, *, now: datetime) -> PreparedItem:
+    """Split, date and tag one item that went through defend_item.
 
     `source` of the result is the defended item: extraction reads it, so no raw secret reaches an LLM.
     """
-    hashed = item_hash(item)  # of the original: retaining the same item again must find it
-    item = defend_item(item, defense_policy)
+    hashed = item_hash(item)
     context = item.context
     mentioned = item.timestamp or now
     prepared = PreparedItem(item_hash=hashed, source=item)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from uuid import UUID
 
 import asyncpg
@@ -58,13 +58,22 @@ ENSURE_BANK = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO 
 BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at = now() WHERE bank_id = $1"
 
 
-async def existing_items(conn: asyncpg.Connection, bank_id: str, hashes: Sequence[str]) -> dict[str, list[UUID]]:
+async def existing_items(
+    conn: asyncpg.Connection, bank_id: str, hashes: Sequence[str], legacy: Mapping[str, str] | None = None
+) -> dict[str, list[UUID]]:
+    """item_hash -> unit ids of the items already in the bank. `legacy`: item_hash -> the keyed hash the same
+    item was stored under before schema v10 (prepare.legacy_item_hash); an item found by it counts as present."""
+    wanted = [*hashes, *(legacy or {}).values()]
     rows = await conn.fetch(
         "SELECT item_hash, unit_ids FROM retained_items WHERE bank_id = $1 AND item_hash = ANY($2::text[])",
         bank_id,
-        list(hashes),
+        wanted,
     )
-    return {r["item_hash"]: list(r["unit_ids"]) for r in rows}
+    found = {r["item_hash"]: list(r["unit_ids"]) for r in rows}
+    for hashed, old in (legacy or {}).items():
+        if hashed not in found and old in found:
+            found[hashed] = found[old]
+    return {h: found[h] for h in hashes if h in found}
 
 
 async def write_items(
