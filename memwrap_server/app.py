@@ -26,6 +26,7 @@ from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.gate import Gate
+from memwrap_server.hosts import HostCheck
 from memwrap_server.logs import remove_foreign_handlers
 from memwrap_server.mcp import McpEndpoint, build_server, session_manager
 from memwrap_server.metrics import Metrics, MetricsMiddleware
@@ -69,8 +70,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     handlers_before = list(logging.getLogger().handlers)
     mcp_server = build_server(lambda: state["memory"])
     remove_foreign_handlers(handlers_before)  # the MCP SDK's RichHandler renders tracebacks on the event loop
-    mcp_manager = session_manager(mcp_server, settings.host)
-    database = DatabaseMonitor(lambda: _database_url(state["memory"]))
+    mcp_manager = session_manager(mcp_server)
+    database = DatabaseMonitor(lambda: _database_url(state["memory"]), probe_timeout=settings.database_probe_timeout)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -108,7 +109,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
     failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait,
                              label=auth.label)
+    hosts = HostCheck(settings.allowed_hosts, keys_set=auth.enabled)
     app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,
-                       max_body=settings.max_request_bytes, failures=failures)
+                       max_body=settings.max_request_bytes, failures=failures, hosts=hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

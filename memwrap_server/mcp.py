@@ -31,7 +31,6 @@ from memwrap_server.errors import error_response
 
 BANK_HEADER = "x-memwrap-mcp-bank"
 _PATH = re.compile(r"/mcp/([^/]+)/?")  # fullmatch; the bank itself is checked by validate.bank_id
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 INSTRUCTIONS = (
     "Long-term memory of one user or agent (this endpoint's bank). Call `recall` with the user's question before "
@@ -106,22 +105,14 @@ def _as_json(result: Any) -> Any:
     return TypeAdapter(Any).dump_python(result, mode="json")
 
 
-def session_manager(server: MCPServer, host: str) -> StreamableHTTPSessionManager:
-    # DNS-rebinding protection fits a loopback bind (browsers on this machine); behind a real hostname it would
-    # refuse every client, so it is on only when we listen on loopback.
-    if host in LOOPBACK:
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    else:
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+def session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
+    # The SDK's own DNS-rebinding check is off: the Gate checks Host and Origin for every route, MCP included
+    # (memwrap_server/hosts.py), with the same rules and MEMWRAP_ALLOWED_HOSTS.
     return StreamableHTTPSessionManager(
         app=server._lowlevel_server,  # noqa: SLF001 - what MCPServer.streamable_http_app passes too
         json_response=True,
         stateless=True,
-        security_settings=security,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
 
