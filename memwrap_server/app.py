@@ -104,6 +104,7 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
         app.include_router(router)
     app.include_router(proxy_router)
     app.include_router(docs.router)
+    docs.declare_security(app, keys_set=auth.enabled)
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).

@@ -23,6 +23,7 @@ from memwrap_server.auth import PUBLIC_PATHS, Auth, is_public
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_response, unexpected
 from memwrap_server.hosts import HostCheck
+from memwrap_server.logs import is_client_disconnect
 from memwrap_server.throttle import FailureBudget
 
 log = logging.getLogger("memwrap.server")
@@ -134,6 +135,9 @@ class Gate:
                 await too_large(self.max_body, path)(scope, receive, send)
                 return 413
         except Exception as exc:  # noqa: BLE001 - what no handler took: answered and logged here, once
+            if is_client_disconnect(exc):  # the caller hung up while its body was read: nobody to answer
+                log.debug("%s %s: client disconnected", scope.get("method"), _route(scope))
+                return status
             if status is not None:
                 # A stream broke after its first byte: nothing can be answered any more. Returning leaves the
                 # response incomplete, so the server closes the connection and the client sees the failure.

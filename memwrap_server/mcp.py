@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from urllib.parse import quote, unquote
 from collections.abc import Awaitable, Callable
 from typing import Any, get_type_hints
 
@@ -43,7 +44,7 @@ def _bank(ctx: Context) -> str:
     bank = headers.get(BANK_HEADER)
     if not bank:  # only reachable if the server were mounted without McpEndpoint in front
         raise MemwrapError("No bank for this MCP request; connect to /mcp/{bank_id}/.")
-    return str(bank)
+    return unquote(str(bank))  # percent-encoded by McpEndpoint: the SDK reads header bytes as Latin-1
 
 
 # What each tool returns (JSON for the model): the verb's result, trimmed to what an agent needs. A verb declared
@@ -137,5 +138,5 @@ class McpEndpoint:
             await error_response(403, "bank_forbidden", f"This API key may not use bank {bank!r}.")(scope, receive, send)
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != BANK_HEADER.encode()]
-        headers.append((BANK_HEADER.encode(), bank.encode()))
+        headers.append((BANK_HEADER.encode(), quote(bank, safe="").encode("ascii")))
         await self.manager.handle_request({**scope, "headers": headers, "path": "/", "raw_path": b"/"}, receive, send)

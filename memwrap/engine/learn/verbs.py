@@ -15,6 +15,7 @@ from uuid import UUID
 from memwrap.engine import validate
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
+    MAX_PAGE_OFFSET,
     ConsolidationReport,
     Job,
     JobStatus,
@@ -69,11 +70,10 @@ class LearningVerbs:
         self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
         limit: int = 100, offset: int = 0, now: datetime | None = None,
     ) -> list[Observation]:
-        if offset < 0:
-            raise InvalidInputError("offset must be >= 0.")
         return await self.learning.observations(
             validate.bank_id(bank_id), tags=validate.tags(tags), include_invalidated=include_invalidated,
-            limit=_limit(limit), offset=offset, now=validate.timestamp(now),
+            limit=_limit(limit), offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
+            now=validate.timestamp(now),
         )
 
     async def get_observation(
