@@ -45,8 +45,10 @@ DESCRIPTION = """Long-term memory as a service.
 * **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
 Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
-but `/health` and `/ready` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the
-latter). While the database is unreachable, data routes answer 503 `store_unavailable` at once and `/ready` is 503.
+but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
+routes take only the latter). Without keys, only requests to localhost, an IP address or `MEMWRAP_ALLOWED_HOSTS`
+are answered (421 otherwise: DNS rebinding). While the database is unreachable or does not answer, data routes
+answer 503 `store_unavailable` at once and `/ready` is 503.
 """
 
 
