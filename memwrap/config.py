@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     model_cache: Path = Field(default_factory=lambda: _user_cache() / "memwrap")
     pool_min_size: int = 1
     pool_max_size: int = 8
+    # The largest metadata one memory may carry, as compact JSON (422 past it): it comes back with every list,
+    # recall and export (memwrap/engine/validate.py).
+    max_metadata_bytes: int = Field(default=64 * 1024, ge=256)
 
     # Life of a process (see memwrap/lifecycle.py). A wrapped call made while the engine is still starting waits
     # for it up to startup_timeout seconds (counted from the start); then recall_timeout applies, and a call

@@ -16,6 +16,7 @@ not have is false; `ne`, `not_in` and `not` therefore match memories without the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Union
@@ -32,6 +33,9 @@ MAX_IN_VALUES = 100
 MAX_KEY_CHARS = 200
 MAX_KEY_DEPTH = 8
 MAX_ID_VALUES = 1000
+# JSON levels of a whole filter: `and`/`or` of `not`s of conditions is a handful; ~1,000 levels used to reach
+# Python's recursion limit in the validators (a 500), so depth is measured first, without recursion.
+MAX_FILTER_DEPTH = 32
 
 OPERATORS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "exists")
 _COMPOUND = ("and", "or", "not")
@@ -111,6 +115,25 @@ class NoneOf(BaseModel):
 MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007
 
 
+def _depth(value: Any, limit: int) -> int:
+    """How deeply `value` nests (dicts and lists), counted without recursion and not past `limit` + 1."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            if depth <= limit:
+                stack.extend((inner, depth + 1) for inner in node)
+    return deepest
+
+
+def _check_depth(value: Any) -> None:
+    if _depth(value, MAX_FILTER_DEPTH) > MAX_FILTER_DEPTH:
+        raise ValueError(f"the filter nests deeper than {MAX_FILTER_DEPTH} levels")
+
+
 def _expand_shorthand(value: Any) -> Any:
     """{"project": "apollo", "n": {"gte": 2}} → {"and": [{"key": "project", "eq": "apollo"}, {"key": "n", "gte": 2}]};
     the explicit forms pass through (their nested parts expanded too)."""
@@ -160,6 +183,7 @@ class RecallFilter(BaseModel):
     @field_validator("metadata", mode="before")
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
+        _check_depth(value)
         return _expand_shorthand(value)
 
     @field_validator("occurred_after", "occurred_before", "mentioned_after", "mentioned_before")
@@ -202,7 +226,8 @@ def count_conditions(node: MetadataFilter) -> int:
 for _model in (AllOf, AnyOf, NoneOf, RecallFilter):
     _model.model_rebuild()
 
-__all__ = ["AllOf", "AnyOf", "MetadataCondition", "MetadataFilter", "NoneOf", "RecallFilter"]
+__all__ = ["AllOf", "AnyOf", "MetadataCondition", "MetadataFilter", "NoneOf", "RecallFilter", "filter_from_json",
+           "parse_filter"]
 
 
 def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:
@@ -210,7 +235,27 @@ def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter
     if value is None or isinstance(value, RecallFilter):
         return value
     try:
+        _check_depth(value)
         return RecallFilter.model_validate(value)
-    except ValidationError as exc:
+    except ValueError as exc:
+        if not isinstance(exc, ValidationError):
+            raise InvalidInputError(f"Invalid recall filter: {exc}.") from None
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg']}" for e in exc.errors())
         raise InvalidInputError(f"Invalid recall filter: {problems}.") from None
+
+
+def filter_from_json(text: str, *, what: str) -> RecallFilter | None:
+    """A filter sent as JSON text (a query parameter, the proxy's X-Memwrap-Filter header), checked:
+    InvalidInputError names `what` and says what is wrong, nested too deeply included."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidInputError(f"{what}: the filter nests deeper than {MAX_FILTER_DEPTH} levels.") from None
+    except ValueError as exc:
+        raise InvalidInputError(f"{what} must be a recall filter as JSON ({exc}).") from None
+    if value is not None and not isinstance(value, Mapping):
+        raise InvalidInputError(f"{what} must be a recall filter as a JSON object, e.g. {{\"metadata\": {{...}}}}.")
+    try:
+        return parse_filter(value)
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"{what}: {exc}") from None

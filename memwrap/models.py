@@ -367,6 +367,10 @@ class ImportReport(BaseModel):
 
 # --- views of a bank for people (memwrap/engine/bank_views.py; the memory browser shows them) --------------------
 
+# Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead (the lists of
+# memories and observations; checked by the engine, advertised in the OpenAPI document).
+MAX_PAGE_OFFSET = 10_000_000
+
 # Bounds of the entity views: checked by the engine, advertised in the REST API's OpenAPI document (memwrap/verbs.py).
 MAX_ENTITIES_PAGE = 500
 MAX_ENTITIES_OFFSET = 1_000_000

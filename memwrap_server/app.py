@@ -26,6 +26,7 @@ from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.gate import Gate
+from memwrap_server.hosts import HostCheck
 from memwrap_server.logs import remove_foreign_handlers
 from memwrap_server.mcp import McpEndpoint, build_server, session_manager
 from memwrap_server.metrics import Metrics, MetricsMiddleware
@@ -44,8 +45,10 @@ DESCRIPTION = """Long-term memory as a service.
 * **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
 Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
-but `/health` and `/ready` needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy routes take only the
-latter). While the database is unreachable, data routes answer 503 `store_unavailable` at once and `/ready` is 503.
+but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
+routes take only the latter). Without keys, only requests to localhost, an IP address or `MEMWRAP_ALLOWED_HOSTS`
+are answered (421 otherwise: DNS rebinding). While the database is unreachable or does not answer, data routes
+answer 503 `store_unavailable` at once and `/ready` is 503.
 """
 
 
@@ -69,8 +72,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     handlers_before = list(logging.getLogger().handlers)
     mcp_server = build_server(lambda: state["memory"])
     remove_foreign_handlers(handlers_before)  # the MCP SDK's RichHandler renders tracebacks on the event loop
-    mcp_manager = session_manager(mcp_server, settings.host)
-    database = DatabaseMonitor(lambda: _database_url(state["memory"]))
+    mcp_manager = session_manager(mcp_server)
+    database = DatabaseMonitor(lambda: _database_url(state["memory"]), probe_timeout=settings.database_probe_timeout)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -103,12 +106,14 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
         app.include_router(router)
     app.include_router(proxy_router)
     app.include_router(docs.router)
+    docs.declare_security(app, keys_set=auth.enabled)
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
     failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait,
                              label=auth.label)
+    hosts = HostCheck(settings.allowed_hosts, keys_set=auth.enabled)
     app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,
-                       max_body=settings.max_request_bytes, failures=failures)
+                       max_body=settings.max_request_bytes, failures=failures, hosts=hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

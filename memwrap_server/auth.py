@@ -1,8 +1,9 @@
 """API keys and bank isolation.
 
 `MEMWRAP_API_KEYS="k1,k2:alice|team-*"`: k1 may use every bank, k2 only `alice` and banks matching `team-*`.
-When keys are set, every route but `/health` and `/ready` needs one: `Authorization: Bearer <key>`, or `X-Memwrap-Key: <key>`
-(the proxy routes accept only the latter, because their `Authorization` header belongs to the upstream LLM).
+When keys are set, every route but `/health`, `/ready`, the API's description (`/openapi.json`, `/docs`, `/redoc`)
+and the memory browser's static files needs one: `Authorization: Bearer <key>`, or `X-Memwrap-Key: <key>` (the
+proxy routes accept only the latter, because their `Authorization` header belongs to the upstream LLM).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from dataclasses import dataclass
 
 PROXY_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
 PUBLIC_PATHS = ("/health", "/ready")
+# The API's description and its two readers: no data (the same document for every server of this version), and
+# a browser opening /docs cannot send a key; "Authorize" there takes one for the calls made from the page.
+DOCS_PATHS = ("/docs", "/redoc", "/openapi.json")
 # Static files that hold no data: the memory browser's page and scripts (its data calls carry the key), and the
 # packaged Swagger UI / ReDoc assets.
 PUBLIC_PREFIXES = ("/ui/", "/docs/assets/")
@@ -77,7 +81,7 @@ class Auth:
 
 
 def is_public(path: str) -> bool:
-    return path in PUBLIC_PATHS or path == "/ui" or path.startswith(PUBLIC_PREFIXES)
+    return path in PUBLIC_PATHS or path in DOCS_PATHS or path == "/ui" or path.startswith(PUBLIC_PREFIXES)
 
 
 def allowed(key: ApiKey | None, bank_id: str) -> bool:

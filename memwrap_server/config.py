@@ -18,6 +18,10 @@ class ServerSettings(BaseSettings):
     # Bearer keys, comma-separated; "key:bankA|bankB" limits a key to those banks (shell-style patterns allowed).
     # Unset: no authentication (the default bind is loopback only).
     api_keys: str | None = None
+    # Host names this server answers besides localhost and IP addresses (comma-separated; ".example.com" takes
+    # its subdomains too; "*" turns the check off). The DNS-rebinding guard: on without API keys, and with
+    # keys only when set (memwrap_server/hosts.py).
+    allowed_hosts: str | None = None
 
     # Where the memory proxy forwards, as an SDK's base_url: OpenAI's includes /v1, Anthropic's does not.
     upstream_openai_url: str = "https://api.openai.com/v1"
@@ -43,3 +47,6 @@ class ServerSettings(BaseSettings):
     failure_rate: float = Field(default=20.0, ge=0)
     failure_burst: int = Field(default=200, ge=1)
     failure_max_wait: float = Field(default=1.0, gt=0, le=30)
+    # Seconds the database has to answer the server's probe (SELECT 1, every second) before it counts as down:
+    # /ready answers 503, data routes 503 at once, and requests already waiting on it are answered 503 too.
+    database_probe_timeout: float = Field(default=2.0, gt=0, le=60)

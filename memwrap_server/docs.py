@@ -2,17 +2,22 @@
 
 FastAPI's own pages load Swagger UI and ReDoc from a CDN: without network they are blank. The assets come from
 the `fastapi-offline` package (a packaged copy of swagger-ui-dist and redoc), served under /docs/assets/, which
-needs no key (library files, no data); the pages and /openapi.json stay behind the key like every other route.
+needs no key (library files, no data), and neither do the pages and /openapi.json (the API's description, the
+same for every server of this version: a browser opening /docs could not send a key). The document declares
+how to send a key when the server has keys, so "Authorize" on /docs takes one for the calls made from there.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, FastAPI, HTTPException, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
+
+from memwrap_server.auth import PROXY_PATHS, PUBLIC_PATHS
 
 ASSETS_PREFIX = "/docs/assets/"
 ASSETS = {"swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png"}
@@ -57,3 +62,34 @@ async def asset(name: str) -> FileResponse:
     if name not in ASSETS:
         raise HTTPException(404)
     return FileResponse(assets_dir() / name, headers={"Cache-Control": "public, max-age=86400"})
+
+
+def declare_security(app: FastAPI, *, keys_set: bool) -> None:
+    """With API keys, the OpenAPI document says how to send one (Swagger UI's "Authorize" and generated clients
+    read it): a bearer token or X-Memwrap-Key on the REST routes, X-Memwrap-Key alone on the proxy's, none on
+    /health and /ready. Without keys it declares none: none is asked for."""
+    if not keys_set:
+        return
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        schema.setdefault("components", {})["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer", "description": "A key of MEMWRAP_API_KEYS."},
+            "memwrapKey": {"type": "apiKey", "in": "header", "name": "X-Memwrap-Key",
+                           "description": "A key of MEMWRAP_API_KEYS (the proxy routes take only this header: "
+                                          "their Authorization belongs to the upstream LLM)."},
+        }
+        schema["security"] = [{"bearer": []}, {"memwrapKey": []}]
+        for path, operations in schema.get("paths", {}).items():
+            for operation in operations.values():
+                if path in PUBLIC_PATHS:
+                    operation["security"] = []
+                elif path in PROXY_PATHS:
+                    operation["security"] = [{"memwrapKey": []}]
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

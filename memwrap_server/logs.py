@@ -49,6 +49,24 @@ class LineFormatter(logging.Formatter):
         return redact(line)
 
 
+def is_client_disconnect(error: BaseException | None) -> bool:
+    """A caller that hung up before its request was read: theirs to notice, not a server error."""
+    from starlette.requests import ClientDisconnect
+
+    return isinstance(error, ClientDisconnect)
+
+
+class QuietDisconnects(logging.Filter):
+    """Libraries (the MCP SDK) log a caller's hang-up as an error with a traceback; here it is one debug line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and is_client_disconnect(record.exc_info[1]):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            record.msg, record.args, record.exc_info = f"client disconnected ({record.getMessage()})", None, None
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        return True
+
+
 class _LoopSafeQueueHandler(logging.handlers.QueueHandler):
     """Puts the record on the queue with its message merged but its traceback unformatted: the listener
     thread formats it, not the event loop."""
@@ -70,6 +88,7 @@ class ServerLogging:
         self.output = logging.StreamHandler(stream or sys.stderr)
         self.output.setFormatter(LineFormatter())
         self.handler = _LoopSafeQueueHandler(self.queue)
+        self.handler.addFilter(QuietDisconnects())
         self.listener = logging.handlers.QueueListener(self.queue, self.output, respect_handler_level=False)
 
     def install(self) -> ServerLogging:

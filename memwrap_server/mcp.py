@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from urllib.parse import quote, unquote
 from collections.abc import Awaitable, Callable
 from typing import Any, get_type_hints
 
@@ -33,7 +34,6 @@ from memwrap_server.errors import error_response
 
 BANK_HEADER = "x-memwrap-mcp-bank"
 _PATH = re.compile(r"/mcp/([^/]+)/?")  # fullmatch; the bank itself is checked by validate.bank_id
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 INSTRUCTIONS = (
     "Long-term memory of one user or agent (this endpoint's bank). Call `recall` with the user's question before "
@@ -46,7 +46,7 @@ def _bank(ctx: Context) -> str:
     bank = headers.get(BANK_HEADER)
     if not bank:  # only reachable if the server were mounted without McpEndpoint in front
         raise MemwrapError("No bank for this MCP request; connect to /mcp/{bank_id}/.")
-    return str(bank)
+    return unquote(str(bank))  # percent-encoded by McpEndpoint: the SDK reads header bytes as Latin-1
 
 
 # What each tool returns (JSON for the model): the verb's result, trimmed to what an agent needs. A verb declared
@@ -114,22 +114,14 @@ def _as_json(result: Any) -> Any:
     return TypeAdapter(Any).dump_python(result, mode="json")
 
 
-def session_manager(server: MCPServer, host: str) -> StreamableHTTPSessionManager:
-    # DNS-rebinding protection fits a loopback bind (browsers on this machine); behind a real hostname it would
-    # refuse every client, so it is on only when we listen on loopback.
-    if host in LOOPBACK:
-        security = TransportSecuritySettings(
-            enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
-        )
-    else:
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+def session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
+    # The SDK's own DNS-rebinding check is off: the Gate checks Host and Origin for every route, MCP included
+    # (memwrap_server/hosts.py), with the same rules and MEMWRAP_ALLOWED_HOSTS.
     return StreamableHTTPSessionManager(
         app=server._lowlevel_server,  # noqa: SLF001 - what MCPServer.streamable_http_app passes too
         json_response=True,
         stateless=True,
-        security_settings=security,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
 
 
@@ -154,5 +146,5 @@ class McpEndpoint:
             await error_response(403, "bank_forbidden", f"This API key may not use bank {bank!r}.")(scope, receive, send)
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != BANK_HEADER.encode()]
-        headers.append((BANK_HEADER.encode(), bank.encode()))
+        headers.append((BANK_HEADER.encode(), quote(bank, safe="").encode("ascii")))
         await self.manager.handle_request({**scope, "headers": headers, "path": "/", "raw_path": b"/"}, receive, send)

@@ -7,7 +7,7 @@ queues the exchange in the same durable spool, from which it is retained. Stream
 as they arrive; a copy of each SSE event feeds the wrappers' stream accumulators, and the turn is queued for
 retain when the stream ends (or is cut: then marked partial).
 
-Headers: X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
+Headers (read as UTF-8; X-Memwrap-Bank may be percent-encoded UTF-8): X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
 X-Memwrap-Tags (comma-separated), X-Memwrap-Filter (a recall filter as JSON: what may be injected),
 X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they
@@ -27,15 +27,16 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import asdict
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from memwrap.api import AsyncMemory
-from memwrap.engine import validate
-from memwrap.errors import InvalidInputError
-from memwrap.filters import parse_filter
+from memwrap.engine import bank_ids, validate
+from memwrap.errors import BankNotFoundError, InvalidBankIdError, InvalidInputError
+from memwrap.filters import filter_from_json
 from memwrap.wrappers.core import Call, backend_for
 from memwrap.wrappers.scope import Options, scope
 from memwrap.wrappers.streams import ACCUMULATORS, Capture
@@ -134,6 +135,33 @@ def _parse(raw: bytes) -> Any:
     return body
 
 
+def memwrap_headers(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The X-Memwrap-* headers, read as UTF-8 (what REST paths and MCP paths carry, percent-decoded, so one bank
+    id means the same bank everywhere). X-Memwrap-Bank may also be percent-encoded UTF-8, for clients that
+    send only ASCII headers (browsers' fetch, Node): `%E5%BC%A0%E4%BC%9F` is 张伟 (a bank id holds no `%`).
+    HTTP frameworks read header bytes as Latin-1, which made a UTF-8 bank that works over REST a 400 here."""
+    found: dict[str, str] = {}
+    for name, value in raw:
+        key = name.decode("latin-1").lower()
+        if not key.startswith("x-memwrap-"):
+            continue
+        try:
+            text = value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise RequestRefused(f"{_title(key)} is not valid UTF-8; send UTF-8, or percent-encode it.") from None
+        if key == "x-memwrap-bank" and "%" in text:
+            try:
+                text = unquote(text, errors="strict")
+            except UnicodeDecodeError:
+                raise RequestRefused("X-Memwrap-Bank is percent-encoded, but not UTF-8.") from None
+        found[key] = text
+    return found
+
+
+def _title(header: str) -> str:
+    return "-".join(part.capitalize() for part in header.split("-"))
+
+
 def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
     """The X-Memwrap-* headers as wrapper options, checked: RequestRefused says which one is wrong and why."""
     options: dict[str, Any] = {"bank_id": validate.bank_id(headers["x-memwrap-bank"])}
@@ -163,9 +191,9 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
     raw_filter = headers.get("x-memwrap-filter")
     if raw_filter is not None and raw_filter.strip():
         try:
-            options["filters"] = parse_filter(json.loads(raw_filter))
-        except ValueError as exc:  # not JSON, or not a filter (InvalidInputError is a ValueError too)
-            raise RequestRefused(f"X-Memwrap-Filter must be a recall filter as JSON: {exc}") from None
+            options["filters"] = filter_from_json(raw_filter, what="X-Memwrap-Filter")
+        except InvalidInputError as exc:
+            raise RequestRefused(str(exc)) from None
     if _false(headers.get("x-memwrap-inject")):
         options["inject"] = False
     if _false(headers.get("x-memwrap-retain")):
@@ -218,10 +246,10 @@ class Proxy:
         provider, family, upstream_path = ROUTES[request.url.path]
         anthropic = family == "anthropic"
         raw = await request.body()
-        headers = request.headers
-        bank = headers.get("x-memwrap-bank")
         call: Call | None = None
         try:
+            headers = memwrap_headers(request.scope["headers"])
+            bank = headers.get("x-memwrap-bank")
             body = _parse(raw)
             if isinstance(body, dict):
                 body.pop("memwrap", None)  # options come from headers only: the bank is what the key was checked for
@@ -229,6 +257,7 @@ class Proxy:
                     options = memwrap_options(headers)
                     if not allowed(key, options["bank_id"]):
                         return _error(403, "bank_forbidden", f"This API key may not use bank {bank!r}.", anthropic)
+                    await self._admit(options["bank_id"])
                     call, body = await self._begin(provider, body, options)
                     if call is not None:
                         body = await call.prepare_async()
@@ -236,6 +265,19 @@ class Proxy:
         except InvalidInputError as exc:
             return _error(400, exc.code, str(exc), anthropic)
         return await self._forward(request, family, upstream_path, raw, call, anthropic)
+
+    async def _admit(self, bank_id: str) -> None:
+        """A bank this call would create must not pass for another (memwrap/engine/bank_ids.py): refused up
+        front, as any header the turn could not be filed under, rather than answered and then not remembered."""
+        reason = bank_ids.lookalike(bank_id)
+        if reason is None:
+            return
+        try:
+            await self.memory.bank_config(bank_id)  # BankNotFoundError: it would be created
+        except BankNotFoundError:
+            raise InvalidBankIdError(reason) from None
+        except Exception:  # noqa: BLE001 - the database is away: the call fails open, the spool decides later
+            return
 
     async def _begin(self, provider: str, body: dict[str, Any], options: dict[str, Any]) -> tuple[Call | None, dict[str, Any]]:
         previous = body.get("previous_response_id")
@@ -338,8 +380,8 @@ _DESCRIPTION = ("Forwarded to the configured upstream with memory added (X-Memwr
 _HEADERS = [
     {"name": "X-Memwrap-Key", "in": "header", "required": False, "schema": {"type": "string"},
      "description": "memwrap's API key (when MEMWRAP_API_KEYS is set); Authorization goes upstream."},
-    {"name": "X-Memwrap-Bank", "in": "header", "required": False,
-     "schema": {"type": "string", "pattern": validate.BANK_ID_PATTERN, "maxLength": 128}},
+    {"name": "X-Memwrap-Bank", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 1536},
+     "description": "The bank (the REST paths' rule), as UTF-8 or percent-encoded UTF-8 (`%E5%BC%A0%E4%BC%9F`)."},
     {"name": "X-Memwrap-Session", "in": "header", "required": False,
      "schema": {"type": "string", "maxLength": MAX_SESSION_CHARS}},
     {"name": "X-Memwrap-Token-Budget", "in": "header", "required": False,

@@ -149,9 +149,13 @@ class ErrorBody(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
     for status, text in {
+        400: "The body is not JSON (malformed, or nested too deeply)",
         401: "Missing or unknown API key",
         403: "The API key may not use this bank",
+        413: "The body is larger than MEMWRAP_MAX_REQUEST_BYTES",
+        421: "Host or Origin not allowed (without API keys: localhost, IP addresses, MEMWRAP_ALLOWED_HOSTS)",
         422: "Invalid input (nothing was changed)",
+        429: "This API key sent too many refused requests (Retry-After)",
         503: "The database is unavailable",
     }.items()
 }

@@ -40,8 +40,12 @@ async def ui_root() -> RedirectResponse:
 @router.get(PREFIX + "/{name:path}")
 async def ui_file(name: str) -> FileResponse:
     root = static_dir().resolve()
-    path = (root / (name or "index.html")).resolve()
-    if not path.is_relative_to(root) or not path.is_file():
+    try:
+        path = (root / (name or "index.html")).resolve()
+        found = path.is_relative_to(root) and path.is_file()
+    except (ValueError, OSError):  # a NUL in the name (/ui/a%00b), a name too long for the file system
+        found = False
+    if not found:
         raise HTTPException(404)
     return FileResponse(path, headers=HEADERS)
 

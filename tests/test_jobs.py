@@ -211,6 +211,94 @@ def test_stopping_a_worker_mid_job_gives_the_job_back(mem: Memory) -> None:
     assert runs(mem, job_id) == ["cancelled"]
 
 
+def _queued_and_merged(mem: Memory) -> tuple[list[Any], list[Any]]:
+    every = [j for j in run(mem, jobs.list_jobs(engine(mem).store.pool)) if j.kind.startswith("test-")]
+    return [j for j in every if j.status == "queued"], [j for j in every if j.status == "cancelled"]
+
+
+def test_a_job_given_back_merges_with_its_queued_twin(mem: Memory) -> None:
+    """Seen with a slow local model: a bank's consolidation runs, retains queue the next one (same dedupe key),
+    the process is stopped, and giving the running one back violated jobs_dedupe. Now the two merge."""
+    pool = engine(mem).store.pool
+    running = run(mem, jobs.enqueue(pool, "test-slow", dedupe_key="consolidate:mei", serial_key="consolidate:mei"))
+    w = worker(mem, "w-give-back", kinds=["test-slow"])
+
+    async def start_queue_twin_then_stop() -> int | None:
+        await w.start()
+        while (await jobs.list_jobs(pool))[0].status != "running":
+            await asyncio.sleep(0.01)
+        twin = await jobs.enqueue(pool, "test-slow", dedupe_key="consolidate:mei", serial_key="consolidate:mei",
+                                  delay=3600)
+        await w.stop(timeout=0.2)  # gives the running job back: its twin is queued
+        return twin
+
+    twin = run(mem, start_queue_twin_then_stop())
+    queued, merged = _queued_and_merged(mem)
+    assert [j.id for j in queued] == [twin] and [j.id for j in merged] == [running]
+    assert merged[0].result == {"merged_into": twin} and runs(mem, running) == ["cancelled"]
+    # The twin is due when the job given back was (now), not in an hour; no attempt was used up.
+    assert queued[0].run_after.timestamp() < time.time() + 60 and queued[0].attempts == 0
+
+
+def test_a_job_given_back_first_absorbs_its_twin(mem: Memory) -> None:
+    pool = engine(mem).store.pool
+    first = run(mem, jobs.enqueue(pool, "test-slow", dedupe_key="k-first"))
+    claimed = run(mem, jobs.claim(pool, "w1", lease_seconds=30))
+    run(mem, jobs.release(pool, claimed, delay=0.0))
+    assert run(mem, jobs.enqueue(pool, "test-slow", dedupe_key="k-first")) is None  # already queued: one job
+    queued, merged = _queued_and_merged(mem)
+    assert [j.id for j in queued] == [first] and merged == []
+
+
+def test_a_retried_job_merges_with_its_queued_twin(mem: Memory) -> None:
+    pool = engine(mem).store.pool
+    failing = run(mem, jobs.enqueue(pool, "test-flaky", payload={"fail_times": 1}, dedupe_key="k-retry", max_attempts=4))
+    claimed = run(mem, jobs.claim(pool, "w1", lease_seconds=30))
+    twin = run(mem, jobs.enqueue(pool, "test-flaky", dedupe_key="k-retry"))
+    policy = RetryPolicy(max_attempts=4, base_seconds=600.0, cap_seconds=600.0)
+    assert run(mem, jobs.retry_or_fail(pool, claimed, "RuntimeError: the model timed out", policy)) == "queued"
+    queued, merged = _queued_and_merged(mem)
+    assert [j.id for j in queued] == [twin] and [j.id for j in merged] == [failing]
+    assert merged[0].result == {"merged_into": twin} and runs(mem, failing) == ["retry"]
+    # The twin waits out the backoff and carries the attempt and the error.
+    assert queued[0].run_after.timestamp() > time.time() + 300
+    assert queued[0].attempts == 1 and queued[0].max_attempts == 5 and "timed out" in queued[0].last_error
+
+
+def test_a_job_retried_first_absorbs_its_twin(mem: Memory) -> None:
+    pool = engine(mem).store.pool
+    failing = run(mem, jobs.enqueue(pool, "test-flaky", dedupe_key="k-retry-first", max_attempts=3))
+    claimed = run(mem, jobs.claim(pool, "w1", lease_seconds=30))
+    run(mem, jobs.retry_or_fail(pool, claimed, "RuntimeError: once", RetryPolicy(3, 0.05, 0.2)))
+    assert run(mem, jobs.enqueue(pool, "test-flaky", dedupe_key="k-retry-first")) is None
+    queued, merged = _queued_and_merged(mem)
+    assert [j.id for j in queued] == [failing] and merged == []
+
+
+def test_a_twin_enqueued_while_the_job_goes_back_is_merged(mem: Memory) -> None:
+    """The twin's insert is not committed yet when the give-back looks for it: the unique index makes the
+    give-back wait for that commit, then fail, and it merges instead."""
+    pool = engine(mem).store.pool
+    running = run(mem, jobs.enqueue(pool, "test-slow", dedupe_key="k-race"))
+    claimed = run(mem, jobs.claim(pool, "w1", lease_seconds=30))
+
+    async def race() -> int:
+        async with pool.acquire() as conn:
+            tx = conn.transaction()
+            await tx.start()
+            twin = await jobs.enqueue(conn, "test-slow", dedupe_key="k-race", notify=False)
+            give_back = asyncio.ensure_future(jobs.release(pool, claimed, delay=0.0))
+            await asyncio.sleep(0.3)
+            assert not give_back.done()  # waiting on the uncommitted twin's index entry
+            await tx.commit()
+            await give_back
+            return twin
+
+    twin = run(mem, race())
+    queued, merged = _queued_and_merged(mem)
+    assert [j.id for j in queued] == [twin] and [j.id for j in merged] == [running]
+
+
 def test_claims_that_keep_dying_fail_the_job(mem: Memory) -> None:
     pool = engine(mem).store.pool
     job_id = run(mem, jobs.enqueue(pool, "test-flaky", max_attempts=2))

@@ -173,13 +173,14 @@ def test_export_writes_markdown(mem: Memory, bank: str, memwrap_home: Path, tmp_
     for i in range(2):
         mem.retain(bank, "I prefer window seats on flights.", timestamp=T0, document_id=f"f{i}")
     mem.consolidate(bank)
-    mem.create_mental_model(bank, "travel/prefs", "How does the user like to travel?")
-    _wait(mem, bank, "travel/prefs", version=1)
+    # A name that is no file name ("/" is refused at creation: the name is a segment of the model's URL).
+    mem.create_mental_model(bank, "travel: prefs", "How does the user like to travel?")
+    _wait(mem, bank, "travel: prefs", version=1)
 
     paths = mem.export(tmp_path / "api", bank_id=bank)
     assert sorted(p.name for p in paths) == ["observations.md", "travel-prefs.md"]
     page = (tmp_path / "api" / bank / "mental-models" / "travel-prefs.md").read_text()
-    assert page.startswith("---\nname: \"travel/prefs\"\n") and 'question: "How does the user like to travel?"' in page
+    assert page.startswith("---\nname: \"travel: prefs\"\n") and 'question: "How does the user like to travel?"' in page
     assert "version: 1" in page and "(observation) I prefer window seats on flights." in page
     digest = (tmp_path / "api" / bank / "observations.md").read_text()
     assert "I prefer window seats on flights. — 2 source(s)" in digest

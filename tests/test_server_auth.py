@@ -10,8 +10,8 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
 from memwrap_server.auth import PROXY_PATHS, PUBLIC_PATHS
 
-EXTRA_ROUTES = [("GET", "/openapi.json"), ("GET", "/docs"), ("POST", "/v1/chat/completions"), ("POST", "/v1/responses"),
-                ("POST", "/v1/messages"), ("POST", "/mcp/alice/"), ("GET", "/metrics")]
+EXTRA_ROUTES = [("POST", "/v1/chat/completions"), ("POST", "/v1/responses"), ("POST", "/v1/messages"),
+                ("POST", "/mcp/alice/"), ("GET", "/metrics")]
 
 
 def _routes(admin: httpx.Client, bank: str) -> list[tuple[str, str]]:
@@ -69,3 +69,18 @@ def test_bank_allow_list(sidecar: ServerProcess, admin: httpx.Client) -> None:
     listed = [b["bank_id"] for b in alice.get("/v1/banks").json()]
     assert "alice-notes" in listed and "bob" not in listed
     assert "bob" in [b["bank_id"] for b in admin.get("/v1/banks").json()]
+
+
+def test_the_api_description_is_public_and_declares_how_to_send_a_key(sidecar: ServerProcess) -> None:
+    """Decided: /docs, /redoc and /openapi.json need no key (no data; a browser opening /docs cannot send one),
+    and with keys set the document declares both ways of sending one, so Swagger UI's "Authorize" works."""
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        assert httpx.get(sidecar.url + path).status_code == 200, path
+    spec = httpx.get(sidecar.url + "/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["bearer"] == {"type": "http", "scheme": "bearer", "description": schemes["bearer"]["description"]}
+    assert schemes["memwrapKey"]["in"] == "header" and schemes["memwrapKey"]["name"] == "X-Memwrap-Key"
+    assert spec["security"] == [{"bearer": []}, {"memwrapKey": []}]
+    assert spec["paths"]["/health"]["get"]["security"] == []
+    assert spec["paths"]["/v1/chat/completions"]["post"]["security"] == [{"memwrapKey": []}]
+    assert "security" not in spec["paths"]["/v1/banks/{bank_id}/recall"]["post"]  # the document's: either way

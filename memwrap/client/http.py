@@ -147,8 +147,9 @@ class HttpEngine:
         return _adapter(verb).validate_python(data[route.envelope] if route.envelope else data)
 
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
-        # Checked here too: bad input fails before the network, with the embedded engine's messages.
-        checked = validate.retain_items(items)
+        # Checked here too: bad input fails before the network, with the embedded engine's messages (the size
+        # of metadata excepted: the server's MEMWRAP_MAX_METADATA_BYTES decides that one).
+        checked = validate.retain_items(items, max_metadata_bytes=None)
         ids: list[UUID] = []
         # The server takes up to 1,000 items a request; each batch is committed before the next is sent.
         for start in range(0, len(checked), BATCH):

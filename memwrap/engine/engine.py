@@ -20,7 +20,7 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import Settings
-from memwrap.engine import bank_settings, catalog, tracing, validate
+from memwrap.engine import bank_ids, bank_settings, catalog, tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.memories_jsonl import read_jsonl_file
@@ -42,7 +42,9 @@ from memwrap.engine.transfer import export_lines, import_lines, read_lines, writ
 from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
-from memwrap.models import BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem
+from memwrap.models import (
+    MAX_PAGE_OFFSET, BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem,
+)
 from memwrap.store.db import Store
 from memwrap.store.pg_tuning import index_build_cap
 from memwrap.store.vector_index import index_down
@@ -177,7 +179,8 @@ class Engine(LearningVerbs, ViewVerbs):
     @tracing.traced("retain", lambda _self, bank_id, items, *_a, **_k: {"bank_id": bank_id, "items": len(items)})
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         bank_id = validate.bank_id(bank_id)
-        checked = validate.retain_items(items)
+        checked = validate.retain_items(items, max_metadata_bytes=self.settings.max_metadata_bytes)
+        await bank_ids.admit(self.store.pool, bank_id)  # a new bank may not pass for another (bank_ids.py)
         if not checked:
             return []
         policy = await self._defense_policy(bank_id)
@@ -285,6 +288,7 @@ class Engine(LearningVerbs, ViewVerbs):
         `rebuild_vector_index`: drop the vector index for the load and build it once at the end
         (memwrap/store/vector_index.py)."""
         bank_id = validate.bank_id(bank_id)
+        await bank_ids.admit(self.store.pool, bank_id)
         if isinstance(memories, str | Path):
             memories = read_jsonl_file(memories)
         if not 1 <= batch_size <= 100_000:
@@ -308,6 +312,7 @@ class Engine(LearningVerbs, ViewVerbs):
                 written = await import_batch(
                     conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
                     report=report, legacy_key=await self._legacy_item_key(),
+                    max_metadata_bytes=self.settings.max_metadata_bytes,
                 )
             self.store.planner_stats.note_writes(bank_id, len(written))
 
@@ -337,8 +342,8 @@ class Engine(LearningVerbs, ViewVerbs):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
-        if limit < 1 or limit > 10_000 or offset < 0:
-            raise validate.InvalidInputError("list takes 1 <= limit <= 10000 and offset >= 0.")
+        limit = validate.bounded(limit, what="limit", low=1, high=10_000)
+        offset = validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET)
         filters = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
         )
@@ -369,11 +374,13 @@ class Engine(LearningVerbs, ViewVerbs):
         """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
         bank_id = validate.bank_id(bank_id)
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
+        await bank_ids.admit(self.store.pool, bank_id)
         return await bank_settings.create(self.store.pool, bank_id, await self._defended_config(bank_id, clean))
 
     async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
         """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
         bank_id = validate.bank_id(bank_id)
+        await bank_ids.admit(self.store.pool, bank_id)
         changes = await self._defended_config(bank_id, validate.bank_config(changes))
         return await bank_settings.update(self.store.pool, bank_id, changes)
 

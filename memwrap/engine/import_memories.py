@@ -22,6 +22,7 @@ from uuid import uuid4
 import asyncpg
 import numpy as np
 
+from memwrap.engine import validate
 from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.engine.recall.timeparse import extract_occurred
@@ -121,10 +122,13 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
 async def import_batch(
     conn: asyncpg.Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
     defense_policy: str, report: BulkLoadReport, legacy_key: bytes | None = None,
+    max_metadata_bytes: int | None = None,
 ) -> list[PreparedUnit]:
     """Write one batch in one transaction; returns the units written (rows already in the bank are skipped).
-    `legacy_key`: the store's key for item hashes written before schema v10 (an item stored then is skipped too)."""
+    `legacy_key`: the store's key for item hashes written before schema v11 (an item stored then is skipped too)."""
     now = datetime.now(UTC)
+    for index, row in enumerate(rows):  # what retain would refuse (NaN, NUL, too deep, too large) is refused here
+        validate.metadata(row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes)
     units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
     legacy = {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)} if (
         legacy_key) else {}

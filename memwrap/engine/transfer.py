@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memwrap.engine import tracing, validate
+from memwrap.engine import bank_ids, tracing, validate
 from memwrap.engine.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
@@ -69,8 +69,9 @@ async def import_lines(
     engine: Any, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
 ) -> ImportReport:
     bank_id = validate.bank_id(bank_id)
+    await bank_ids.admit(engine.store.pool, bank_id)
     with tracing.span("import", bank_id=bank_id) as current:
-        header, grouped = await _read(lines)
+        header, grouped = await _read(lines, max_metadata_bytes=engine.settings.max_metadata_bytes)
         report = ImportReport(bank_id=bank_id, read={kind: len(rows) for kind, rows in grouped.items()})
         memories = grouped.get(sql.MEMORIES.kind, [])
         report.embedded = await _add_vectors(engine, header, memories)
@@ -103,7 +104,9 @@ async def import_lines(
         return report
 
 
-async def _read(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+async def _read(
+    lines: AsyncIterable[str | bytes] | Iterable[str | bytes], *, max_metadata_bytes: int | None = None
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """The header and the records by kind, every line checked before anything is written."""
     header: dict[str, Any] | None = None
     grouped: dict[str, list[dict[str, Any]]] = {}
@@ -134,21 +137,22 @@ async def _read(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) -> tu
         if kind not in sql.BY_KIND:
             raise InvalidInputError(f"Import line {number} has an unknown kind {kind!r}.")
         if kind == sql.MEMORIES.kind:
-            _check_memory(record, number)
+            _check_memory(record, number, max_metadata_bytes)
         grouped.setdefault(kind, []).append(record)
     if header is None:
         raise InvalidInputError("Nothing to import: the file is empty.")
     return header, grouped
 
 
-def _check_memory(record: dict[str, Any], number: int) -> None:
+def _check_memory(record: dict[str, Any], number: int, max_metadata_bytes: int | None) -> None:
     for name in ("id", "text", "fact_type", "item_hash", "mentioned_at"):
         if record.get(name) in (None, ""):
             raise InvalidInputError(f"Import line {number}: a memory needs {name!r}.")
     try:
         validate.memory_id(record["id"])
         validate.text_field(record["text"], what=f"the memory text on line {number}", max_chars=validate.MAX_CONTENT_CHARS)
-        validate.metadata(record.get("metadata") or {}, what=f"the metadata on line {number}")
+        validate.metadata(record.get("metadata") or {}, what=f"the metadata on line {number}",
+                          max_bytes=max_metadata_bytes)
     except (InvalidInputError, MemoryNotFoundError) as exc:  # a malformed id is "not found" to get()
         raise InvalidInputError(f"Import line {number}: {exc}") from None
 

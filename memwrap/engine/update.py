@@ -36,7 +36,8 @@ async def update(
     if text is None and metadata is None and tags is None:
         raise InvalidInputError("update needs at least one of text, metadata, tags.")
     new_text = validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
-    new_metadata = validate.metadata(metadata) if metadata is not None else None
+    new_metadata = (validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes)
+                    if metadata is not None else None)
     new_tags = validate.tags(tags)
     # The same defense as retain, before anything is read or written (raises SecretBlockedError under 'block').
     policy = await engine._defense_policy(bank_id)

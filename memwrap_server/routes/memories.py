@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, status
 
 from memwrap.verbs import VERBS
 from memwrap.engine import validate
-from memwrap.errors import InvalidInputError
-from memwrap.models import MemoryType, Recall
+from memwrap.filters import filter_from_json
+from memwrap.models import MAX_PAGE_OFFSET, MemoryType, Recall
 from memwrap_server.deps import BankDep, MemoryDep
 from memwrap_server.schemas import ERRORS, MemoryPage, RetainBatch, RetainBody, RetainResult
 from memwrap_server.verb_routes import add_verb_route, body_model
@@ -18,9 +17,6 @@ from memwrap_server.verb_routes import add_verb_route, body_model
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"], responses=ERRORS)
 # POST /v1/recall is the verb's route (one bank or several, routes/recall.py); this one is its one-bank form.
 BankRecallBody = body_model(VERBS["recall"], without=("bank_id",), name="BankRecallBody")
-
-# Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead.
-MAX_OFFSET = 10_000_000
 
 
 def _count(request: Request, name: str, amount: int = 1) -> None:
@@ -48,7 +44,7 @@ async def list_memories(
     bank_id: BankDep,
     memory: MemoryDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
     types: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,
     tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
@@ -58,10 +54,7 @@ async def list_memories(
 ) -> MemoryPage:
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
-    try:
-        where = json.loads(filters) if filters is not None else None
-    except ValueError as exc:
-        raise InvalidInputError(f"filters is JSON, as recall's filters ({exc}).") from None
+    where = filter_from_json(filters, what="filters") if filters is not None else None
     items = await memory.list(bank_id, limit=limit + 1, offset=offset, types=types or type, tags=tags or tag,
                               document_id=document_id, filters=where)
     more = len(items) > limit

@@ -23,7 +23,8 @@ NDJSON = "application/x-ndjson"
 
 
 @router.get("/export", summary=VERBS["export_bank"].summary, description=VERBS["export_bank"].doc,
-            response_class=FileResponse, responses={200: {"content": {NDJSON: {}}}})
+            response_class=FileResponse,
+            responses={200: {"content": {NDJSON: {}}}, 404: ERRORS[422] | {"description": "No such bank"}})
 async def export_bank(
     bank_id: BankDep, memory: MemoryDep, include_embeddings: Annotated[bool, Query()] = True
 ) -> FileResponse:

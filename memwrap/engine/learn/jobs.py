@@ -6,6 +6,12 @@ A job's life: queued → running (claimed, with a lease) → done | queued again
 recorded as 'lost'. Jobs that share a `serial_key` never run at the same time: the claim skips a job whose key
 is held by a live running job, and the runner holds a session advisory lock on the key while it works (so even
 an expired-but-alive claim cannot overlap a takeover). Every claim is a row of job_runs.
+
+At most one job per `dedupe_key` is queued (the unique index jobs_dedupe): enqueueing a key that is queued adds
+nothing. A running job whose key was queued again meanwhile (retains enqueue a bank's consolidation while one
+runs) and that goes back to the queue — retried, or given back — merges with that queued twin instead: the
+twin keeps the earlier due time of a give-back, or the later one of a retry's backoff, and the larger attempt
+count, and the job going back ends 'cancelled' with `{"merged_into": twin}` as its result.
 """
 
 from __future__ import annotations
@@ -141,6 +147,34 @@ UPDATE jobs SET status = 'queued', run_after = now() + $3 * interval '1 second',
 WHERE id = $1 AND claim_token = $2 AND status = 'running'
 """
 
+# The queued job with the same dedupe key as job $1 (locked: it is about to take job $1's place).
+QUEUED_TWIN = """
+SELECT t.id FROM jobs j JOIN jobs t ON t.dedupe_key = j.dedupe_key AND t.status = 'queued' AND t.id <> j.id
+WHERE j.id = $1
+FOR UPDATE OF t
+"""
+
+# Job $1 goes back to the queue but its twin $2 is there: the twin takes its due time ($3: 'retry' keeps the
+# later of the two, a give-back the earlier), attempts, priority and error, and job $1 ends merged into it.
+MERGE_INTO_TWIN = """
+WITH gone AS (
+    UPDATE jobs SET status = 'cancelled', finished_at = now(), lease_until = NULL, claim_token = NULL,
+                    locked_by = NULL, result = jsonb_build_object('merged_into', $2::bigint),
+                    last_error = coalesce($5, last_error)
+    WHERE id = $1 AND status IN ('queued', 'running')
+    RETURNING attempts, max_attempts, priority
+)
+UPDATE jobs t
+SET run_after = CASE WHEN $3 = 'retry' THEN greatest(t.run_after, now() + $4 * interval '1 second')
+                     ELSE least(t.run_after, now() + $4 * interval '1 second') END,
+    attempts = greatest(t.attempts, g.attempts - CASE WHEN $3 = 'retry' THEN 0 ELSE 1 END),
+    max_attempts = greatest(t.max_attempts, g.max_attempts),
+    priority = least(t.priority, g.priority),
+    last_error = coalesce($5, t.last_error)
+FROM gone g
+WHERE t.id = $2
+"""
+
 END_RUN = """
 UPDATE job_runs SET outcome = $3, finished_at = now(), error = $4 WHERE job_id = $1 AND claim_token = $2
 """
@@ -249,7 +283,10 @@ async def retry_or_fail(db: Executor, job: ClaimedJob, error: str, policy: Retry
             await conn.execute(FAIL, job.id, error)
             await conn.execute(END_RUN, job.id, job.claim_token, "failed", error)
             return "failed"
-        await conn.execute(RETRY, job.id, policy.delay(job.attempts), error)
+        delay = policy.delay(job.attempts)
+        twin = await _back_to_queue(conn, job, RETRY, (job.id, delay, error))
+        if twin is not None:
+            await conn.execute(MERGE_INTO_TWIN, job.id, twin, "retry", delay, error)
         await conn.execute(END_RUN, job.id, job.claim_token, "retry", error)
         return "queued"
 
@@ -263,8 +300,29 @@ async def fail_now(db: Executor, job: ClaimedJob, error: str) -> None:
 
 async def release(db: Executor, job: ClaimedJob, *, delay: float, outcome: str = "deferred") -> None:
     async with _transaction(db) as conn:
-        await conn.execute(RELEASE, job.id, job.claim_token, delay)
+        twin = await _back_to_queue(conn, job, RELEASE, (job.id, job.claim_token, delay))
+        if twin is not None and await conn.fetchval(
+            "SELECT claim_token = $2 AND status = 'running' FROM jobs WHERE id = $1", job.id, job.claim_token
+        ):
+            await conn.execute(MERGE_INTO_TWIN, job.id, twin, "release", delay, None)
         await conn.execute(END_RUN, job.id, job.claim_token, outcome, None)
+
+
+async def _back_to_queue(conn: asyncpg.Connection, job: ClaimedJob, requeue: str, args: tuple[Any, ...]) -> int | None:
+    """Put `job` back in the queue with `requeue` (RETRY or RELEASE), or return the id of the queued twin it
+    must merge with instead (the caller merges). A twin enqueued concurrently shows up as a unique violation
+    of jobs_dedupe: the savepoint undoes our attempt, and the twin, committed by then, is merged with."""
+    twin: int | None = await conn.fetchval(QUEUED_TWIN, job.id)
+    if twin is not None:
+        return twin
+    try:
+        async with conn.transaction():  # a savepoint inside the caller's transaction
+            await conn.execute(requeue, *args)
+    except asyncpg.UniqueViolationError:
+        twin = await conn.fetchval(QUEUED_TWIN, job.id)
+        if twin is None:
+            raise
+    return twin
 
 
 async def revive(db: Executor, kind: str, *, bank_id: str | None = None) -> int:

@@ -21,6 +21,7 @@ from uuid import UUID, uuid4
 import asyncpg
 from pydantic import BaseModel, Field
 
+from memwrap.engine import bank_ids
 from memwrap.engine.learn import jobs
 from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
@@ -80,6 +81,14 @@ def _model(row: asyncpg.Record) -> MentalModel:
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not name.strip() or len(name) > MAX_NAME_CHARS or "\x00" in name:
         raise InvalidInputError(f"A mental model's name is 1-{MAX_NAME_CHARS} characters of text, not {name!r}.")
+    # The name is one segment of the model's URL (/v1/banks/{bank}/mental-models/{name}): a "/" (even sent as
+    # %2F, which servers decode before routing) or a dot segment, which clients normalise away, could be
+    # created but never read, refreshed or deleted over HTTP.
+    if "/" in name or name.strip() in (".", ".."):
+        raise InvalidInputError(
+            f"A mental model's name cannot contain '/' or be '.' or '..' (it is a segment of the model's URL): "
+            f"{name!r}. Use another separator, e.g. {name.replace('/', '-')!r}."
+        )
     return name.strip()
 
 
@@ -94,6 +103,7 @@ async def create(
     if refresh_every is not None and refresh_every <= 0:
         raise InvalidInputError("refresh_every is a number of seconds > 0 (or None: refresh only on change).")
     pool: asyncpg.Pool = engine.store.pool
+    await bank_ids.admit(pool, bank_id)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING", bank_id)
         row = await conn.fetchrow(

@@ -16,6 +16,7 @@ from memwrap.engine import validate
 from memwrap.engine.retain.defense import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
+    MAX_PAGE_OFFSET,
     ConsolidationReport,
     Job,
     JobStatus,
@@ -77,11 +78,10 @@ class LearningVerbs:
         self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
         limit: int = 100, offset: int = 0, now: datetime | None = None,
     ) -> list[Observation]:
-        if offset < 0:
-            raise InvalidInputError("offset must be >= 0.")
         return await self.learning.observations(
             validate.bank_id(bank_id), tags=validate.tags(tags), include_invalidated=include_invalidated,
-            limit=_limit(limit), offset=offset, now=validate.timestamp(now),
+            limit=_limit(limit), offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
+            now=validate.timestamp(now),
         )
 
     async def get_observation(
