@@ -273,7 +273,7 @@ class Engine(LearningVerbs, ViewVerbs):
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
     async def _legacy_item_key(self) -> bytes | None:
-        """The key the item hashes of a store older than schema v10 were rewritten under (None: no such rows)."""
+        """The key the item hashes of a store older than schema v11 were rewritten under (None: no such rows)."""
         if self._legacy_key is _UNREAD:
             stored = await self.store.get_meta("legacy_item_hash_key")
             self._legacy_key = bytes.fromhex(stored) if stored else None

@@ -62,7 +62,7 @@ async def existing_items(
     conn: asyncpg.Connection, bank_id: str, hashes: Sequence[str], legacy: Mapping[str, str] | None = None
 ) -> dict[str, list[UUID]]:
     """item_hash -> unit ids of the items already in the bank. `legacy`: item_hash -> the keyed hash the same
-    item was stored under before schema v10 (prepare.legacy_item_hash); an item found by it counts as present."""
+    item was stored under before schema v11 (prepare.legacy_item_hash); an item found by it counts as present."""
     wanted = [*hashes, *(legacy or {}).values()]
     rows = await conn.fetch(
         "SELECT item_hash, unit_ids FROM retained_items WHERE bank_id = $1 AND item_hash = ANY($2::text[])",
