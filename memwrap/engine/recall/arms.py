@@ -125,9 +125,10 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
                 WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
             ) hit
-        ), question AS (
+        ), question AS MATERIALIZED (
             -- The question's whole term weight: every term looked up, those the bank never uses at their highest
-            -- idf (df 0), those too common to count left out as they are from the scores.
+            -- idf (df 0), those too common to count left out as they are from the scores. MATERIALIZED: computed
+            -- once; inlined, the planner ran it again for every scored memory (353 times: 30 ms of a 32 ms arm).
             SELECT sum(ln(1 + ($3::float8 - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5))) AS idf
             FROM terms t LEFT JOIN (SELECT tsq, max(df) AS df FROM matches GROUP BY tsq) d ON d.tsq = t.tsq
             WHERE coalesce(d.df, 0) < $4

@@ -8,6 +8,7 @@ more as a guard, so `tokens == len(encode(context)) <= max_tokens` holds whateve
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -51,11 +52,27 @@ def render_line(memory: RecalledMemory) -> str:
         changed = f"; changed {_day(memory.replaced_at)}" if memory.replaced_at else ""
         label = f"(earlier{changed}) {label}"
     prefix = f"[{when}] " if when else ""
-    text = normalise_whitespace(memory.text)
-    if memory.speaker and not _labelled(text, memory.speaker):
-        text = f"{memory.speaker}: {text}"  # who said it shows, as in a transcript (the later parts of a long turn)
+    return f"- {prefix}{label}{_shown(memory.text, memory.speaker)}\n"
+
+
+# The same memories come back recall after recall (a conversation's turns ask about the same things): their shown
+# text and their lines' token counts are kept, not worked out again (a line costs ~50 µs to render and count).
+_CACHED = 16384
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _shown(text: str, speaker: str | None) -> str:
+    """A memory's text as the block shows it: one line, its speaker's label, nothing that could read as a tag."""
+    text = normalise_whitespace(text)
+    if speaker and not _labelled(text, speaker):
+        text = f"{speaker}: {text}"  # who said it shows, as in a transcript (the later parts of a long turn)
     # Memory text is data someone once said: it must never be able to close (or open) the fence.
-    return f"- {prefix}{label}{neutralise(text)}\n"
+    return neutralise(text)
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _tokens(encoding: tiktoken.Encoding, line: str) -> int:
+    return len(encoding.encode_ordinary(line))
 
 
 _LABEL = re.compile(r"^([^:：\n]{1,40}?)\s*[:：]")
@@ -114,7 +131,7 @@ def plan(
 
     lines = [render_line(m) for m in memories]
     # One line at a time: encode_batch starts a thread pool per call, 6x slower for a few dozen short lines.
-    line_tokens = [len(encoding.encode_ordinary(line)) for line in lines]
+    line_tokens = [_tokens(encoding, line) for line in lines]
     chosen: list[int] = []
     budget_left: list[int] = []
     for index, cost in enumerate(line_tokens):

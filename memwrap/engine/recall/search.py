@@ -18,7 +18,7 @@ from memwrap.config import Settings
 from memwrap.engine import tracing, validate
 from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.learn.prefer import prefer_observations
-from memwrap.engine.recall import arms
+from memwrap.engine.recall import arms, details
 from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
@@ -39,20 +39,6 @@ from memwrap.tokens import encoding_for_model, encoding_name
 # with short memories (a chat turn is ~15-40 tokens), never more than a long list is worth.
 MIN_CANDIDATES, MAX_CANDIDATES = 40, 200
 TOKENS_PER_CANDIDATE = 12
-# Neighbours are fetched for this many of the best hits and offered after all ranked hits.
-NEIGHBOUR_HITS = 10
-NEIGHBOUR_DISCOUNT = 0.5
-
-DETAILS = """
-SELECT m.id, m.text, m.fact_type, m.document_id, m.metadata, m.tags, m.occurred_start, m.occurred_end,
-       m.mentioned_at, m.speaker,
-       coalesce((SELECT array_agg(e.name ORDER BY e.name)
-                 FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
-                 WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.id), '{}') AS entities
-FROM memory_units m
-WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
-"""
-
 
 DEFAULT_TOKEN_BUDGET = 1024  # the declared default (memwrap/verbs.py); also when top_k is not given
 
@@ -129,8 +115,7 @@ class RecallRequest:
         )
 
 
-# A memory across banks: (bank id, memory id). Ids are unique within a bank only (an imported copy keeps them).
-Key = tuple[str, UUID]
+Key = details.Key
 KeyedHits = list[tuple[Key, float]]
 
 
@@ -170,8 +155,9 @@ class Searcher:
         with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
             started = time.perf_counter()
             hits = await fn(*args)
-            # Its own time (the arms run at once: they add up to more than the wall time of "arms").
-            timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + _ms(started)
+            if fn is not _awaited:  # the keyword arm, started before the others, times itself (_keyword)
+                # Its own time (the arms run at once: they add up to more than the wall time of "arms").
+                timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + _ms(started)
             tracing.set_attributes(current, hits=len(hits))
             return hits
 
@@ -233,7 +219,9 @@ class Searcher:
         names = {bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))
                  for bank in searched}
         keyword = {
-            bank: asyncio.ensure_future(self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank]))
+            bank: asyncio.ensure_future(
+                self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank], timings)
+            )
             for bank in searched
         }
         try:
@@ -278,7 +266,8 @@ class Searcher:
             in_range = {key for key, _score in results.get("temporal", [])} if ruling else set()
             fused = fused[:cut] + [f for f in fused[cut:] if f.id in in_range]
             step = time.perf_counter()
-            ranked = await self._details(filters, fused, request.neighbours)
+            async with self.pool.acquire() as conn:
+                ranked = await details.candidates(conn, filters, fused, with_neighbours=request.neighbours)
             timings["details"] = _ms(step)
             step = time.perf_counter()
             ranked = weigh_speakers(ranked, self.settings.assistant_weight)
@@ -301,6 +290,12 @@ class Searcher:
             step = time.perf_counter()
             packing = plan(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
             timings["pack"] = _ms(step)
+        shown = ranked if request.explain else [ranked[i] for i in packing.chosen]
+        if shown:
+            step = time.perf_counter()
+            async with self.pool.acquire() as conn:
+                await details.add_entities(conn, shown)
+            timings["entities"] = _ms(step)
             tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
         timings["total"] = _ms(started)
         return self._result(
@@ -327,50 +322,19 @@ class Searcher:
         return [*seen, *related]
 
     async def _keyword(
-        self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int
+        self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int,
+        timings: dict[str, float],
     ) -> Hits:
         related = await names
+        started = time.perf_counter()
         # Other languages' function words are no terms ("mi", "que": rare in a mostly English bank, so the arm
         # would take them for telling words; text.LATIN_FUNCTION_WORDS). English ones the text-search config drops.
         text = " ".join([without_function_words(query), *(name for name, _key in related)])
         words = with_names(search_text(text), han_names(name for name, _key in related))
-        return await self._on_connection(arms.keyword, filters, words, limit, bank_size)
-
-    async def _details(
-        self, filters: dict[str, Filters], fused: list[Fused], with_neighbours: bool
-    ) -> list[RecalledMemory]:
-        keys: list[Key] = [f.id for f in fused]  # type: ignore[misc]  # fused over (bank, id) keys
-        by_bank: dict[str, list[UUID]] = {}
-        for bank, memory_id in keys:
-            by_bank.setdefault(bank, []).append(memory_id)
-        pairs: list[tuple[Key, Key]] = []
-        rows: dict[Key, asyncpg.Record] = {}
-        async with self.pool.acquire() as conn:
-            for bank, ids in by_bank.items():
-                found: list[tuple[UUID, UUID]] = []
-                if with_neighbours:
-                    best = [memory_id for b, memory_id in keys[:NEIGHBOUR_HITS] if b == bank]
-                    found = await arms.neighbours(conn, filters[bank], best) if best else []
-                    pairs += [((bank, hit), (bank, neighbour)) for hit, neighbour in found]
-                wanted = ids + [n for _hit, n in found if n not in set(ids)]
-                rows.update({(bank, r["id"]): r for r in await conn.fetch(DETAILS, bank, wanted)})
-
-        ranked: list[RecalledMemory] = []
-        placed: set[Key] = set()
-        for item in fused:
-            key: Key = item.id  # type: ignore[assignment]
-            if key in rows and key not in placed:
-                ranked.append(_memory(key[0], rows[key], item.score, item.arms))
-                placed.add(key)
-        # Neighbours come after every ranked hit: they only fill what the budget leaves over.
-        scores = {(m.bank_id, m.id): m.score for m in ranked}
-        for hit, neighbour in pairs:
-            if neighbour in rows and neighbour not in placed:
-                memory = _memory(neighbour[0], rows[neighbour], scores.get(hit, 0.0) * NEIGHBOUR_DISCOUNT, {})
-                memory.neighbour_of = hit[1]
-                ranked.append(memory)
-                placed.add(neighbour)
-        return ranked
+        try:
+            return await self._on_connection(arms.keyword, filters, words, limit, bank_size)
+        finally:
+            timings["arm.keyword"] = timings.get("arm.keyword", 0.0) + _ms(started)
 
     async def _rerank(self, query: str, ranked: list[RecalledMemory]) -> list[RecalledMemory]:
         assert self.reranker is not None
@@ -432,15 +396,6 @@ def _query_entity_keys(query: str) -> list[str]:
     keys = {entity_key(e) for e in extract_query_entities(query)}
     keys.update(entity_key(w) for w in _WORD.findall(query) if w.lower() not in QUERY_STOPWORDS)
     return sorted(k for k in keys if k)
-
-
-def _memory(bank_id: str, row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> RecalledMemory:
-    return RecalledMemory(
-        id=row["id"], bank_id=bank_id, text=row["text"], type=row["fact_type"], document_id=row["document_id"],
-        metadata=row["metadata"] or {}, tags=list(row["tags"] or []), entities=list(row["entities"] or []),
-        occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"],
-        speaker=row["speaker"], score=score, arms=arm_ranks,
-    )
 
 
 def _discard(future: asyncio.Future[Any] | None) -> None:
