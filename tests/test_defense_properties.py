@@ -59,12 +59,13 @@ def readable(text: str) -> str:
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
 
-def leaked(secret: str, text: str) -> str | None:
-    """A run of WINDOW characters of `secret` left readable in `text` (besides the redaction markers), if any."""
-    core, seen = readable(secret), readable(_MARKER.sub(" ", text))
+def leaked(secret: str, text: str, prose: str = "") -> str | None:
+    """A run of WINDOW characters of `secret` left readable in `text` (besides the redaction markers), if any; a
+    run the surrounding `prose` holds too ("GitHub" of "my GitHub token github_pat_…") does not count."""
+    core, seen, public = readable(secret), readable(_MARKER.sub(" ", text)), readable(prose).lower()
     for start in range(max(1, len(core) - WINDOW + 1)):
         window = core[start : start + WINDOW]
-        if window in seen:
+        if window in seen and window.lower() not in public:
             return window
     return None
 
@@ -134,6 +135,7 @@ class Written:
     kind: str
     secret: str  # as generated (ASCII)
     text: str  # the sentence holding it, as written
+    prose: str = ""  # the sentence without it: its words ("my GitHub token …") are no leak when stored
 
 
 CARD_BRANDS = [("4", 16, [4, 4, 4, 4]), ("51", 16, [4, 4, 4, 4]), ("2221", 16, [4, 4, 4, 4]),
@@ -157,7 +159,7 @@ def card(draw: st.DrawFn) -> Written:
     solid = draw(st.integers(0, 4)) == 0
     written = draw(grouped_digits([number] if solid else _split(number, sizes)))
     template = draw(st.sampled_from(["my card is {s} exp 12/27", "卡号：{s}。", "pay with {s}, thanks"]))
-    return Written("credit_card", number, template.format(s=written))
+    return Written("credit_card", number, template.format(s=written), template.format(s=" "))
 
 
 @st.composite
@@ -170,7 +172,7 @@ def cn_id(draw: st.DrawFn) -> Written:
     sizes = draw(st.sampled_from([[18], [6, 8, 4], [6, 4, 4, 4], [3, 3, 4, 4, 4], [4, 4, 4, 4, 2]]))
     written = draw(grouped_digits(_split(number, sizes)))
     template = draw(st.sampled_from(["身份证号{s}，请保密", "ID number {s} on file", "证件：{s}"]))
-    return Written("cn_resident_id", number, template.format(s=written))
+    return Written("cn_resident_id", number, template.format(s=written), template.format(s=" "))
 
 
 @st.composite
@@ -196,7 +198,7 @@ def phone(draw: st.DrawFn) -> Written:
         written += number[6:]
         kind = "phone_number"
     template = draw(st.sampled_from(["call me on {s} tonight", "我的手机号是{s}。", "phone: {s}"]))
-    return Written(kind, number, template.format(s=written))
+    return Written(kind, number, template.format(s=written), template.format(s=" "))
 
 
 @st.composite
@@ -208,7 +210,7 @@ def email(draw: st.DrawFn) -> Written:
     address = f"{local}@{domain}"
     written = draw(disguised_token(address, "email")).replace("@", draw(st.sampled_from(["@", "\uff20"])))
     template = draw(st.sampled_from(["write to {s} please", "邮箱是{s}", "<{s}>"]))
-    return Written("email", address, template.format(s=written))
+    return Written("email", address, template.format(s=written), template.format(s=" "))
 
 
 @st.composite
@@ -216,8 +218,10 @@ def known_case(draw: st.DrawFn) -> Written:
     """Every realistic fake of tests/test_defense.py (each kind at least twice), written in disguise."""
     case: Case = draw(st.sampled_from(CASES))
     if case.kind in ("credit_card", "cn_resident_id", "iban", "phone_number", "cn_mobile", "us_ssn"):
-        return Written(case.kind, case.secret, case.text)  # their disguises have strategies of their own
-    return Written(case.kind, case.secret, case.text.replace(case.secret, draw(disguised_token(case.secret, case.kind))))
+        # Their disguises have strategies of their own.
+        return Written(case.kind, case.secret, case.text, case.text.replace(case.secret, " "))
+    disguised = draw(disguised_token(case.secret, case.kind))
+    return Written(case.kind, case.secret, case.text.replace(case.secret, disguised), case.text.replace(case.secret, " "))
 
 
 any_secret = st.one_of(known_case(), card(), cn_id(), phone(), email())
@@ -239,7 +243,7 @@ def test_every_kind_is_generated() -> None:
 @given(written=any_secret)
 def test_nothing_readable_survives_redaction(written: Written) -> None:
     out = redact(written.text)
-    assert leaked(written.secret, out) is None, (written.kind, written.text, out)
+    assert leaked(written.secret, out, written.prose) is None, (written.kind, written.text, out)
     assert scan(out) == [] and redact(out) == out  # idempotent: the redacted text is clean
 
 
@@ -321,9 +325,10 @@ def test_nothing_readable_is_stored_listed_exported_or_logged(
         answers = {"listed": listed, "exported": exported, "recall": recalled.context,
                    "recalled": _words([m.model_dump(mode="json") for m in recalled.memories]), "log": caplog.text}
         assert "[REDACTED:" in listed
+        public = " ".join(w.prose for w in batch)  # "service key …": the words around any secret of the batch
         for written in batch:
             for where, text in answers.items():
-                assert leaked(written.secret, text) is None, (where, written.kind, written.text)
+                assert leaked(written.secret, text, public) is None, (where, written.kind, written.text)
     finally:
         memory.delete_bank(bank)
 
@@ -349,6 +354,7 @@ def test_nothing_readable_is_spooled(tmp_path: Path, batch: list[Written]) -> No
         rows = "\n".join(r[0] for r in db.execute("SELECT item FROM spool"))
     on_disk = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*")).decode("utf-8", "replace")
     assert rows.count("[REDACTED:") >= len(batch)
+    public = " ".join(w.prose for w in batch)
     for written in batch:
-        assert leaked(written.secret, json.loads(json.dumps(rows))) is None, (written.kind, written.text)
-        assert leaked(written.secret, on_disk) is None, (written.kind, written.text)
+        assert leaked(written.secret, json.loads(json.dumps(rows)), public) is None, (written.kind, written.text)
+        assert leaked(written.secret, on_disk, public) is None, (written.kind, written.text)

@@ -69,9 +69,11 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 # between two digits a run of separators or one line break; elsewhere a run of whitespace, or one
 # tab / carriage return / form feed / vertical tab.
 _RUNS = re.compile(r"(?<=[0-9])(?:[\s.\-]{2,}|\n)(?=[0-9])|\s{2,}|[\t\r\f\v]", re.ASCII)
-# A line break between two characters a token may hold: a key wrapped over two lines. (Between two digits the
-# normalised view wrote it as ' ', as for any separator of digit groups: `joined` looks at what it was.)
-_WRAP = re.compile(r"(?<=[A-Za-z0-9_+/=.\-])\n(?=[A-Za-z0-9_+/=.\-])|(?<=[0-9]) (?=[0-9])")
+# A line break between two characters a token or a URL may hold: a key wrapped over two lines, "https:" at a
+# line's end. (Between two digits the normalised view wrote it as ' ', as for any separator of digit groups:
+# `joined` looks at what it was.)
+_TOKEN_CHAR = r"[A-Za-z0-9_+/=.:@?&%#~!$*,;\-]"  # what keys, tokens and URLs (their passwords too) are made of
+_WRAP = re.compile(rf"(?<={_TOKEN_CHAR})\n(?={_TOKEN_CHAR})|(?<=[0-9]) (?=[0-9])")
 _BREAK_CHARS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 
 
