@@ -57,6 +57,7 @@ def readable(text: str) -> str:
 
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
+_TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?)?")
 
 
 def leaked(secret: str, text: str, prose: str = "") -> str | None:
@@ -328,6 +329,9 @@ def test_nothing_readable_is_stored_listed_exported_or_logged(
         public = " ".join(w.prose for w in batch)  # "service key …": the words around any secret of the batch
         for written in batch:
             for where, text in answers.items():
+                # The dates and times the block and the records print are no secret's digits (read without
+                # separators, "2026-12-04 … [2026-12-04" holds "120420" of card 4000120420000000).
+                text = _TIMESTAMP.sub(" ", text)
                 assert leaked(written.secret, text, public) is None, (where, written.kind, written.text)
     finally:
         memory.delete_bank(bank)

@@ -35,6 +35,7 @@ from bench.qa.prompts import ANSWER_SYSTEM, JUDGE_SYSTEM, Verdict, answer_prompt
 from bench.qa.scoring import locomo_f1
 from bench.qa.summary import read_rows, render, render_markdown, summarise
 from bench.qa.systems import SYSTEMS, Systems
+from memwrap.engine.llm import OutputTruncatedError
 
 RETAIN_BATCH = 256
 
@@ -234,9 +235,7 @@ async def _score(
     )
     answer = answer.strip()
     t2 = time.perf_counter()
-    verdict, judge_usage = await judge.structured(
-        JUDGE_SYSTEM, judge_prompt(item.question, item.gold, answer), Verdict, role="reflect", max_tokens=16,
-    )
+    verdict, judge_usage = await _verdict(judge, item, answer)
     t3 = time.perf_counter()
     in_block = set(block.documents)
     return {
@@ -250,6 +249,21 @@ async def _score(
         "seconds": round(t3 - t0, 3), "recall_seconds": round(t1 - t0, 3), "answer_seconds": round(t2 - t1, 3),
         "judge_seconds": round(t3 - t2, 3),
     }
+
+
+async def _verdict(judge: Any, item: QAItem, answer: str) -> tuple[Verdict, Any]:
+    """The judge's verdict. A small local judge sometimes pads its JSON with whitespace past a tight limit (a
+    llama.cpp grammar allows it): asked again with more room, as a careful reader would re-read."""
+    for max_tokens in (16, 64, 256):
+        try:
+            return await judge.structured(
+                JUDGE_SYSTEM, judge_prompt(item.question, item.gold, answer), Verdict, role="reflect",
+                max_tokens=max_tokens,
+            )
+        except OutputTruncatedError:
+            if max_tokens == 256:
+                raise
+    raise AssertionError("unreachable")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
