@@ -1,22 +1,26 @@
 """The process's life as memwrap sees it: what runs at exit and in which order, and what a forked child resets.
 
-At interpreter exit three phases run, in this order, each bounded in time:
+At interpreter exit four phases run, in this order, each bounded in time:
 
-  1. RETAINS   queued exchanges are on disk; they are delivered while the engine still runs (what cannot be
+  1. HELD      what the wrappers still hold in memory (a tool loop's step waiting for its turn's answer,
+               memwrap/wrappers/loops.py) is written to the spool, so that the next phase delivers it;
+  2. RETAINS   queued exchanges are on disk; they are delivered while the engine still runs (what cannot be
                delivered in time stays in the spool for the next process);
-  2. MEMORIES  each open `Memory` closes its engine (learning worker, connection pool);
-  3. SERVERS   the embedded PostgreSQL is left (stopped when no other process uses it).
+  3. MEMORIES  each open `Memory` closes its engine (learning worker, connection pool);
+  4. SERVERS   the embedded PostgreSQL is left (stopped when no other process uses it).
+
+The phases run from a `threading` exit hook, not from `atexit`: Python shuts concurrent.futures' executors
+down (the engine starts PostgreSQL, loads its model and embeds through them) *before* atexit callbacks run, and from
+then on nothing can be embedded or started ("cannot schedule new futures after interpreter shutdown").
+concurrent.futures.thread is imported first so that its own hook is registered before ours, and so runs after.
+Hence every exit step of memwrap is a hook of a phase (`at_exit`), never an `atexit` callback of its own: that
+would run after the whole sequence, when the spool no longer delivers and the engine is closed.
 
 Then, if an engine ran in this process, the heap is frozen (`gc.collect()`, then `gc.freeze()`): the interpreter's
 own tear-down walks every object in its final garbage collections, which took more than a second after an
 engine's imports (its model, tokenizer, tables) and under 0.2 s once frozen. Refcounting still frees what it
 frees and atexit callbacks still run; only finalizers of objects caught in reference cycles that are still
 alive at exit are skipped, which Python never promised to run. MEMWRAP_EXIT_GC_FREEZE=0 turns this off.
-
-They run from a `threading` exit hook, not from `atexit`: Python shuts concurrent.futures' executors down
-(the engine starts PostgreSQL, loads its model and embeds through them) *before* atexit callbacks run, and from
-then on nothing can be embedded or started ("cannot schedule new futures after interpreter shutdown").
-concurrent.futures.thread is imported first so that its own hook is registered before ours, and so runs after.
 
 Fork: a child process inherits objects whose threads, event loops and connections belong to its parent.
 Modules register `after_fork_in_child` callbacks that drop (never close: closing would cut the parent's
@@ -35,7 +39,7 @@ from collections.abc import Callable
 
 log = logging.getLogger("memwrap")
 
-RETAINS, MEMORIES, SERVERS = 1, 2, 3
+HELD, RETAINS, MEMORIES, SERVERS = 1, 2, 3, 4
 
 _hooks: list[tuple[int, int, Callable[[], None]]] = []
 _lock = threading.Lock()
@@ -49,8 +53,8 @@ _inherited: list[object] = []
 
 
 def at_exit(phase: int, hook: Callable[[], None]) -> None:
-    """Run `hook` at interpreter exit in `phase` (RETAINS, MEMORIES, SERVERS); hooks of one phase run in the
-    order they were added. A hook must bound its own time and not raise (errors are logged at DEBUG)."""
+    """Run `hook` at interpreter exit in `phase` (HELD, RETAINS, MEMORIES, SERVERS); hooks of one phase run in
+    the order they were added. A hook must bound its own time and not raise (errors are logged at DEBUG)."""
     with _lock:
         _hooks.append((phase, len(_hooks), hook))
 

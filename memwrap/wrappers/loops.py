@@ -11,7 +11,8 @@ result, until the model answers in words. Every step is a request through the wr
   loop's tool calls and tool results in the retained text as well.
 
 A held step is retained as it is when nothing supersedes it: when the app never calls back (a tool call that is
-itself the answer), after HELD_STEP_SECONDS, at `flush()`/`close()`, or at interpreter exit. A request that
+itself the answer), after HELD_STEP_SECONDS, at `flush()`/`close()`, or at interpreter exit (the HELD phase of
+memwrap/lifecycle.py: before the spool delivers and closes, so the exiting process delivers it). A request that
 forces one named tool (instructor, `with_structured_output(method="function_calling")`) is taken as answered
 by that call and retained at once.
 
@@ -20,7 +21,6 @@ by that call and retained at once.
 
 from __future__ import annotations
 
-import atexit
 import heapq
 import itertools
 import threading
@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memwrap import lifecycle
 from memwrap.wrappers.transcript import Turn, get, new_turns
 
 HELD_STEP_SECONDS = 120.0  # longer than most tool runs: a retain too early would split the turn in two
@@ -169,9 +170,10 @@ class _Sweeper:
 _sweeper = _Sweeper()
 
 
-@atexit.register
-def _commit_at_exit() -> None:
-    # Registered after the spool's own exit hook (core imports spool first), so it runs before it: held steps
-    # reach the spool while it still takes them.
+def _commit_held_steps() -> None:
+    """Exit, HELD phase: every held step goes to the spool, which delivers it in the RETAINS phase that follows."""
     for loops in list(_live):
         loops.commit_all()
+
+
+lifecycle.at_exit(lifecycle.HELD, _commit_held_steps)
