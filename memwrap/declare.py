@@ -218,7 +218,3 @@ def renamed_arguments(
             arguments[new] = value
     return arguments
 
-
-def declared_verb(method: Any) -> Verb | None:
-    """The declaration behind a method of AsyncMemory/Memory, if it is a verb."""
-    return getattr(method, "__verb__", None) or VERBS.get(getattr(method, "__name__", ""))

@@ -28,24 +28,23 @@ from memwrap_server.database import DatabaseMonitor
 from memwrap_server.gate import Gate
 from memwrap_server.hosts import HostCheck
 from memwrap_server.logs import remove_foreign_handlers
-from memwrap_server.mcp import McpEndpoint, build_server, session_manager
+from memwrap_server.mcp import McpEndpoint, build_server, session_manager, tool_names
 from memwrap_server.metrics import Metrics, MetricsMiddleware
 from memwrap_server.proxy import Proxy
 from memwrap_server.proxy import router as proxy_router
 from memwrap_server.routes import ROUTERS
 from memwrap_server.throttle import FailureBudget
 
-DESCRIPTION = """Long-term memory as a service.
+DESCRIPTION = f"""Long-term memory as a service.
 
 * **REST**: banks, memories (retain, list, get, delete), recall.
 * **Memory proxy**: `POST /v1/chat/completions`, `/v1/responses`, `/v1/messages` — point an OpenAI or Anthropic
   SDK's `base_url` here and send `X-Memwrap-Bank`.
-* **MCP**: `/mcp/{bank_id}/` (streamable HTTP; tools recall, retain, reflect, list_memories, get_memory,
-  mental_models, get_mental_model; same key rules).
+* **MCP**: `/mcp/{{bank_id}}/` (streamable HTTP; tools {", ".join(tool_names())}; same key rules).
 * **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
-Errors are `{"error": {"code", "message", "type"}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every route
-but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
+Errors are `{{"error": {{"code", "message", "type"}}}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every
+route but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
 routes take only the latter). Without keys, only requests to localhost, an IP address or `MEMWRAP_ALLOWED_HOSTS`
 are answered (421 otherwise: DNS rebinding). While the database is unreachable or does not answer, data routes
 answer 503 `store_unavailable` at once and `/ready` is 503.

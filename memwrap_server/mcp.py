@@ -73,6 +73,12 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def tool_names() -> list[str]:
+    """The MCP tools, in declaration order: one per verb declared with `mcp=` (memwrap/verbs.py). The server's
+    description and the docs list them from here (memwrap_server/reference.py)."""
+    return [declared.mcp for declared in VERBS.values() if declared.mcp]
+
+
 def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
     """One tool per verb declared with `mcp=` (memwrap/verbs.py): its parameters but the bank (the endpoint's)."""
     server: MCPServer = MCPServer(name="memwrap", instructions=INSTRUCTIONS)

@@ -1,5 +1,5 @@
 """The distribution rule: the schema and every query fit a database sharded by bank (Citus, `bank_id` as the
-distribution column; README, *Past one machine*).
+distribution column; docs/operations.md, *Past one machine: Citus*).
 
 1. The migrations: every primary key and unique constraint of a bank-scoped table leads with bank_id, every
    foreign key between them carries it, and every index leads with it except the few named below (with why).
@@ -27,7 +27,7 @@ from memwrap.store import db
 from memwrap.store.db import migrations_folder
 
 # Tables that are not distributed by bank: bookkeeping of the database itself, and the job queue (claimed across
-# banks with FOR UPDATE SKIP LOCKED: it stays on the coordinator; see README).
+# banks with FOR UPDATE SKIP LOCKED: it stays on the coordinator; see docs/operations.md).
 NOT_BANK_SCOPED = {"store_meta", "schema_migrations", "jobs", "job_runs"}
 
 # Indexes that do not lead with bank_id, and why that is fine on a sharded database (each shard has its own).

@@ -117,7 +117,7 @@ def test_learning_surface_over_http(remote: Memory, memory: Memory, bank: str) -
     assert all(m.id != ids[0] for m in remote.recall(bank, "coffee").memories)
     remote.restore(bank, ids[0])
     assert remote.recall(bank, "How does Alice take her coffee?").memories[0].id == ids[0]
-    # Every parameter travels (tests/test_http_parity.py checks them all against the OpenAPI document).
+    # Every parameter travels (tests/test_verb_drift.py checks them all against the OpenAPI document).
     preferred = remote.recall(bank, "How does Alice take her coffee?", prefer_observations=True)
     assert preferred.memories and preferred.memories[0].id == ids[0]
     remote.configure_bank(bank, raw_ttl_days=30)

@@ -160,7 +160,7 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
             if response.status_code >= 500:
                 failures.append(f"{label} -> {response.status_code} {response.text[:200]}")
             elif response.status_code == 400 and len(response.request.url or "") > HTTP_URL_LIMIT:
-                pass  # refused by the HTTP layer before the app (README: a URL past 64 KB)
+                pass  # refused by the HTTP layer before the app (docs/sidecar.md: a URL past 64 KB)
             elif response.status_code >= 400 and not _documented(operation.path, response):
                 undocumented.append(f"{label} -> {response.status_code} {response.text[:200]} "
                                     f"{response.request.method} {response.request.url!r} {dict(response.request.headers)!r}"[:900])

@@ -4,7 +4,7 @@ Chinese/English, and questions that ask for one memory each in other words.
 Categories: `zh` (a Chinese memory, a Chinese paraphrase), `cross` (question and memory in different languages:
 zh/en/es in every direction), `es` (Spanish paraphrase) and `mixed` (code-switched memories, questions in either
 language, including names written in the other script: 张伟 / Zhang Wei). A paraphrase shares no content word
-with its memory (`shared_words` is empty for every question; tests/test_bench_multilingual.py checks it).
+with its memory (`shared_words` is empty for every question; tests/test_multilingual.py checks it).
 """
 
 from __future__ import annotations

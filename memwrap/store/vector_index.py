@@ -12,7 +12,7 @@ does not build it under a load still running (its inserts would wait for the bui
 
 A build that does not fit `maintenance_work_mem` goes on on disk, many times slower (pgvector says so in a
 NOTICE). On the embedded server, which runs on this machine, a build gets what the graph needs, up to a
-quarter of RAM; an external server keeps its own setting (see the README's PostgreSQL settings).
+quarter of RAM; an external server keeps its own setting (see docs/operations.md, PostgreSQL settings).
 """
 
 from __future__ import annotations

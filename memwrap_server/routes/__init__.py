@@ -1,7 +1,8 @@
 """REST routes, one module per resource; `app.py` includes every router in ROUTERS.
 
 Every router is registered unconditionally: a verb the engine renamed must fail loudly (at import or in the
-HTTP-parity test, tests/test_http_parity.py), never silently drop its route.
+drift test, tests/test_verb_drift.py, which checks every route against the OpenAPI document), never silently drop
+its route.
 """
 
 from __future__ import annotations
