@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     pool_min_size: int = 1
     pool_max_size: int = 8
     # The largest metadata one memory may carry, as compact JSON (422 past it): it comes back with every list,
-    # recall and export (memwrap/engine/validate.py).
+    # recall and export (memwrap/validate.py).
     max_metadata_bytes: int = Field(default=64 * 1024, ge=256)
 
     # Life of a process (see memwrap/lifecycle.py). A wrapped call made while the engine is still starting waits

@@ -25,9 +25,9 @@ from pydantic import TypeAdapter
 from memwrap.api import AsyncMemory
 from memwrap.declare import Verb
 from memwrap.verbs import VERBS
-from memwrap.engine import validate
-from memwrap.engine.recall.fence import neutralise
-from memwrap.engine.retain.defense import map_strings
+from memwrap import validate
+from memwrap.block.fence import neutralise
+from memwrap.defense.policy import map_strings
 from memwrap.errors import InvalidBankIdError, MemwrapError
 from memwrap_server.auth import allowed
 from memwrap_server.errors import error_response

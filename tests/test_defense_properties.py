@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from test_defense import CASES, CN_WEIGHTS, Case
 
 from memwrap import Memory
-from memwrap.engine.retain.defense import KINDS, redact, scan
-from memwrap.engine.text import INVISIBLE_RANGES
+from memwrap.defense.policy import KINDS, redact, scan
+from memwrap.invisible import INVISIBLE_RANGES
 from memwrap.wrappers.spool import Retainer
 
 WINDOW = 6  # a run this long of a secret's characters, left anywhere, counts as readable

@@ -26,7 +26,7 @@ from database import Database
 from test_defense_properties import readable
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
-from memwrap.engine.retain.defense_checks import _cn_id_checksum, _random_base64_40
+from memwrap.defense.checks import _cn_id_checksum, _random_base64_40
 
 ALNUM = string.ascii_letters + string.digits
 

@@ -26,7 +26,7 @@ from pydantic import BaseModel, TypeAdapter
 from memwrap import errors
 from memwrap.declare import Verb
 from memwrap.verbs import VERBS
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.models import ImportReport, ReflectResult, RetainItem
 
 DEFAULT_TIMEOUT = 30.0

@@ -20,7 +20,8 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import Settings
-from memwrap.engine import bank_ids, bank_settings, catalog, tracing, validate
+from memwrap.engine import bank_ids, bank_settings, catalog
+from memwrap import tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.memories_jsonl import read_jsonl_file
@@ -30,7 +31,7 @@ from memwrap.engine.llm import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
-from memwrap.engine.retain.defense import apply_policy, defend
+from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
 from memwrap.engine.reembed import embedding_text, reembed_store

@@ -22,7 +22,7 @@ from uuid import uuid4
 import asyncpg
 import numpy as np
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.engine.recall.timeparse import extract_occurred

@@ -52,7 +52,7 @@ from memwrap.engine.llm_types import (
     snake_name,
     strict_schema,
 )
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
 from memwrap.errors import (
     ContextOverflowError,
     LLMError,

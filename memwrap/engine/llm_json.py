@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
 from memwrap.errors import LLMOutputError
 
 _FENCE_RE = re.compile(r"^\s*```[\w-]*\s*\n?|\n?\s*```\s*$")

@@ -25,17 +25,6 @@ _CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 HAN_RUN_RE = re.compile(f"[{_HAN_CLASS}]+")
 _SEARCH_RE = re.compile(f"(?P<han>[{_HAN_CLASS}]+)|(?P<punct>[{_CJK_PUNCT_CLASS}]+)")
 _WHITESPACE_RE = re.compile(r"\s+")
-# Invisible in any font (the memory defense drops them before its rules read text; the fence strips them from
-# memory text in the block): Default_Ignorable_Code_Point's explicit part (PropList.txt: Other_Default_Ignorable_
-# Code_Point; the rest of the property is category Cf and the variation selectors, caught by category below)
-# and the blank braille pattern U+2800, which renders as a space but is a symbol.
-INVISIBLE_RANGES: tuple[tuple[int, int], ...] = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-    (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x2800, 0x2800),
-    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
-    (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
-)  # fmt: skip
-INVISIBLE_RE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in INVISIBLE_RANGES) + "]")
 # C0 controls other than tab and newline, plus every UTF-16 surrogate code point (a Python str holds
 # surrogates only when something decoded badly, and PostgreSQL's UTF-8 text cannot store them).
 _UNSAFE_RE = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff]")

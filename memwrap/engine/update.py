@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.engine.learn import jobs, mental_models
 from memwrap.engine.learn.forgetting import REVISE
 from memwrap.engine.learn.observations import QUOTE_CHARS, observations_citing

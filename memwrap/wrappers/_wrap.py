@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.filters import RecallFilter, parse_filter
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap

@@ -21,7 +21,7 @@ from uuid import UUID
 
 import asyncpg
 
-from memwrap.engine import tracing
+from memwrap import tracing
 from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.jobs import JobContext, serial_lock

@@ -26,7 +26,7 @@ from memwrap.engine.learn import jobs
 from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
 from memwrap.tokens import encoding_for_model

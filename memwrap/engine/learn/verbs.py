@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 from uuid import UUID
 
-from memwrap.engine import validate
-from memwrap.engine.retain.defense import defend
+from memwrap import validate
+from memwrap.defense.policy import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_PAGE_OFFSET,

@@ -15,7 +15,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
-from memwrap.engine import tracing, validate
+from memwrap import tracing, validate
 from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.learn.prefer import prefer_observations
 from memwrap.engine.recall import arms, details

@@ -26,10 +26,10 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
-from memwrap.engine import tracing
+from memwrap import tracing
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.engine.llm import LLM, OutputTruncatedError, Usage
-from memwrap.engine.retain.defense import apply_policy, redact
+from memwrap.defense.policy import apply_policy, redact
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.coverage import raw_lines, uncovered
 from memwrap.engine.retain.entities import extract_entities

@@ -28,7 +28,7 @@ from memwrap.config import Settings
 from memwrap.engine.learn import jobs
 from memwrap.engine.learn.jobs import ClaimedJob, JobContext, default_worker_id
 from memwrap.engine.learn.retry_policy import RetryPolicy
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
 from memwrap.engine.retain.facts import EXTRACT_JOB, Extractor
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.raw_to_facts import link_raw_entities, rebuild_items, replace_raw

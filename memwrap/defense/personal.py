@@ -6,7 +6,7 @@ Most of these shapes are plain digit runs, so nearly every rule leans on a valid
 
 from __future__ import annotations
 
-from memwrap.engine.retain.defense_checks import (
+from memwrap.defense.checks import (
     _card_ok,
     _cn_id_grouped_ok,
     _phone_digits_between,
@@ -14,17 +14,7 @@ from memwrap.engine.retain.defense_checks import (
     _ssn_ok,
     _us_phone_ok,
 )
-from memwrap.engine.retain.defense_rule import (
-    _E,
-    _R_CHECKSUM,
-    _R_CN_ID,
-    _R_CN_MOBILE,
-    _R_PHONE,
-    _R_PII,
-    _Rule,
-    _accept_if,
-    _rx,
-)
+from memwrap.defense.rule import _E, _R_CHECKSUM, _R_CN_ID, _R_CN_MOBILE, _R_PHONE, _R_PII, _Rule, _accept_if, _rx
 
 _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
     # Luhn + issuer prefix + printed grouping, 13-19 digits. The normalised view (defense_view) writes any

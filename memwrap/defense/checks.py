@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from datetime import date
 
-from memwrap.engine.retain.defense_rule import _rx
+from memwrap.defense.rule import _rx
 
 # --------------------------------------------------------------------------------------------------
 # Validators (why each exists is noted at the rule that uses it)

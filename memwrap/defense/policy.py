@@ -41,7 +41,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from memwrap.engine.retain.defense_credentials import (
+from memwrap.defense.credentials import (
     _ASSIGNMENT_RULES,
     _CLOUD_RULES,
     _DEV_PLATFORM_RULES,
@@ -49,9 +49,9 @@ from memwrap.engine.retain.defense_credentials import (
     _MESSAGING_PAYMENT_RULES,
     _STRUCTURED_RULES,
 )
-from memwrap.engine.retain.defense_personal import _PERSONAL_DATA_RULES
-from memwrap.engine.retain.defense_rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
-from memwrap.engine.retain.defense_view import View, joined, normalised
+from memwrap.defense.personal import _PERSONAL_DATA_RULES
+from memwrap.defense.rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
+from memwrap.defense.view import View, joined, normalised
 from memwrap.errors import SecretBlockedError
 
 __all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "defend", "map_strings",

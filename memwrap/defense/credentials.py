@@ -6,7 +6,7 @@ secrets (key blocks, JWTs, URLs), and generic `password=` / `api_key: ...` assig
 
 from __future__ import annotations
 
-from memwrap.engine.retain.defense_checks import (
+from memwrap.defense.checks import (
     _discord_token_ok,
     _mixed,
     _random_base64_40,
@@ -14,7 +14,7 @@ from memwrap.engine.retain.defense_checks import (
     _refine_password,
     _twilio_context,
 )
-from memwrap.engine.retain.defense_rule import (
+from memwrap.defense.rule import (
     _ASSIGN,
     _B,
     _E,

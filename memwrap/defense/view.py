@@ -26,7 +26,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
-from memwrap.engine.text import INVISIBLE_RANGES
+from memwrap.invisible import INVISIBLE_RANGES
 
 _INVISIBLE = frozenset(code for low, high in INVISIBLE_RANGES for code in range(low, high + 1))
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
