@@ -18,11 +18,12 @@ import pytest
 
 from memwrap import Memory
 from memwrap.config import load_settings
-from memwrap.engine.learn import jobs, reconcile
-from memwrap.engine.learn.jobs import JobContext, serial_lock
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.learn import reconcile
+from memwrap.engine.jobs.queue import JobContext, serial_lock
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
-from memwrap.engine.learn.retry_policy import RetryPolicy, backoff_seconds
-from memwrap.engine.learn.worker import Worker
+from memwrap.engine.jobs.retry_policy import RetryPolicy, backoff_seconds
+from memwrap.engine.jobs.worker import Worker
 
 CALLS: dict[int, int] = {}
 

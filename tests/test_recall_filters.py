@@ -12,7 +12,7 @@ from memwrap import Memory
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.text import search_text
+from memwrap.engine.language.text import search_text
 from memwrap.errors import InvalidInputError
 from memwrap.filters import RecallFilter
 

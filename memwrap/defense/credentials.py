@@ -117,7 +117,7 @@ _CLOUD_RULES: tuple[_Rule, ...] = (
         folded=True,
     ),
     # ... and unlabelled, alone on a line of an env dump or a chat message: only a random-looking run of
-    # exactly 40 base64 characters (defense_checks._random_base64_40), so identifiers and paths stay.
+    # exactly 40 base64 characters (checks._random_base64_40), so identifiers and paths stay.
     _Rule(
         "aws_secret_key",
         _rx(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}" + _E_B64),

@@ -1,7 +1,7 @@
 """Memory defense, personal-data rules: card numbers, SSNs, IBANs, e-mail, Chinese resident IDs, phones.
 
 Most of these shapes are plain digit runs, so nearly every rule leans on a validator in
-`defense_checks` (checksum, issuer range, real birth date, numbering plan).
+`checks` (checksum, issuer range, real birth date, numbering plan).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from memwrap.defense.checks import (
 from memwrap.defense.rule import _E, _R_CHECKSUM, _R_CN_ID, _R_CN_MOBILE, _R_PHONE, _R_PII, _Rule, _accept_if, _rx
 
 _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
-    # Luhn + issuer prefix + printed grouping, 13-19 digits. The normalised view (defense_view) writes any
+    # Luhn + issuer prefix + printed grouping, 13-19 digits. The normalised view (view.py) writes any
     # separator run between groups (tabs, NBSP, ideographic spaces, " - ") as one ' ', '-' or '.'.
     _Rule(
         "credit_card",

@@ -8,7 +8,7 @@ Design notes
 * Every rule is a precompiled regex plus, where the shape alone is not enough, a `refine` check
   (Luhn, mod-97, GB 11643, a real birth date, a decodable Discord user id ...). Only
   high-confidence shapes are listed; a secret scanner that cries wolf gets switched off.
-* The rules read a normalised view of the text (defense_view): NFKC, invisible characters dropped, every
+* The rules read a normalised view of the text (view.py): NFKC, invisible characters dropped, every
   Unicode space and separator between digit groups folded, fullwidth digits folded; the token rules also read
   a view where a line break inside a token is gone. Each view maps back to the original, and the original
   span is what gets redacted, so a card written with NBSP or dots, or a token with a zero-width space inside,
@@ -26,8 +26,8 @@ Design notes
 * A `Finding` records the kind and the span, never the secret itself, so findings can be logged.
 
 Layout: this module is the public API (`scan`, `apply_policy`, `redact`) over the combined rule
-table. What a rule is lives in `defense_rule`, the validators in `defense_checks`, and the rules
-themselves in `defense_credentials` (keys, tokens, credentials) and `defense_personal` (cards,
+table. What a rule is lives in `rule`, the validators in `checks`, and the rules
+themselves in `credentials` (keys, tokens, credentials) and `personal` (cards,
 SSNs, IBANs, e-mail, IDs, phones).
 """
 
@@ -123,7 +123,7 @@ def scan(text: str) -> list[Finding]:
     """All secrets in `text`, non-overlapping, in text order, with spans of `text` itself. On overlap the most
     specific kind wins, then the longest span.
 
-    The rules read the normalised view (defense_view: NFKC, invisible characters dropped, any separator
+    The rules read the normalised view (view.py: NFKC, invisible characters dropped, any separator
     between digit groups), and the token rules also the joined view (a key wrapped over two lines)."""
     if not text:
         return []

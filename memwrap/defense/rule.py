@@ -1,7 +1,7 @@
 """Memory defense, rule machinery: what a rule is, how rules rank, and the regex building blocks.
 
-The rule tables (`defense_credentials`, `defense_personal`) are built from these pieces; `defense.scan`
-runs them. See `defense` for the design notes.
+The rule tables (`credentials`, `personal`) are built from these pieces; `policy.scan`
+runs them. See `policy` for the design notes.
 """
 
 from __future__ import annotations

@@ -22,19 +22,19 @@ from memwrap import lifecycle
 from memwrap.config import Settings
 from memwrap.engine import bank_ids, bank_settings, catalog
 from memwrap import tracing, validate
-from memwrap.engine.embed import Embedder
+from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
-from memwrap.engine.llm import LLM
+from memwrap.engine.llm.client import LLM
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
-from memwrap.engine.reembed import embedding_text, reembed_store
+from memwrap.engine.embed.reembed import embedding_text, reembed_store
 from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
@@ -398,7 +398,7 @@ class Engine(LearningVerbs, ViewVerbs):
     # --- maintenance ------------------------------------------------------------------------------------
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (memwrap/engine/reembed.py)."""
+        """Re-embed every memory with the configured model, in place (memwrap/engine/embed/reembed.py)."""
         return await reembed_store(
             self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size
         )

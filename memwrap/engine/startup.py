@@ -79,7 +79,7 @@ def _database_url(settings: Settings) -> str:
 
 
 def _embedder(settings: Settings) -> Any:
-    from memwrap.engine.embed import shared_embedder
+    from memwrap.engine.embed.embedder import shared_embedder
 
     return shared_embedder(
         settings.embedding_model, settings.embedding_batch_size, backend=settings.embedding_backend,

@@ -23,7 +23,7 @@ from typing import Any
 
 from memwrap.engine import bank_ids
 from memwrap import tracing, validate
-from memwrap.engine.text import search_text
+from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql

@@ -91,7 +91,7 @@ def wrap(
 def _use_client_llm(memory: Any, client: Any, llm: str | bool) -> None:
     """`llm="gpt-4o-mini"` (or True: MEMWRAP_LLM_MODEL): the engine's own LLM work (extraction, consolidation,
     reflect) goes through this client's key and endpoint, with that model, instead of MEMWRAP_LLM_*."""
-    from memwrap.engine.llm_clients import llm_from_client  # the SDK adapters load only when llm= is used
+    from memwrap.engine.llm.clients import llm_from_client  # the SDK adapters load only when llm= is used
 
     use = getattr(memory, "use_llm", None)
     if use is None:

@@ -42,7 +42,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 async def _run_worker(args: argparse.Namespace) -> int:
     from memwrap.engine.learn.lazy import open_engine
-    from memwrap.engine.learn.worker import Worker
+    from memwrap.engine.jobs.worker import Worker
 
     engine = await open_engine(_settings(args, worker="off"))
     try:

@@ -19,8 +19,9 @@ import asyncpg
 from pydantic import BaseModel
 
 from memwrap.engine import catalog
-from memwrap.engine.learn import jobs, mental_models
-from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.learn import mental_models
+from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.observations import (
     SUPPORTING_IDS,
     invalidate_observation,

@@ -14,8 +14,8 @@ from typing import Any
 
 from memwrap.config import Settings
 from memwrap.engine.learn import consolidate, forgetting, mental_models
-from memwrap.engine.learn.jobs import JobContext
-from memwrap.engine.learn.retry_policy import RetryPolicy
+from memwrap.engine.jobs.queue import JobContext
+from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.retain import reextract
 
 Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]

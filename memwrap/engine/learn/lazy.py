@@ -17,7 +17,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
-from memwrap.engine.embed import Embedder, shared_embedder
+from memwrap.engine.embed.embedder import Embedder, shared_embedder
 
 
 class LazyEmbedder:

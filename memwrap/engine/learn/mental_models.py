@@ -22,8 +22,8 @@ import asyncpg
 from pydantic import BaseModel, Field
 
 from memwrap.engine import bank_ids
-from memwrap.engine.learn import jobs
-from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
 from memwrap.defense.policy import redact

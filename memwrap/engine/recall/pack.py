@@ -18,8 +18,8 @@ import tiktoken
 
 from memwrap.block.fence import neutralise
 from memwrap.block.format import footer, header
-from memwrap.engine.retain.speakers import ROLE_ALIASES
-from memwrap.engine.text import normalise_whitespace
+from memwrap.engine.language.speakers import ROLE_ALIASES
+from memwrap.engine.language.text import normalise_whitespace
 from memwrap.models import ConsideredMemory, RecalledMemory
 
 __all__ = ["Packing", "pack", "plan", "render_line"]

@@ -28,9 +28,9 @@ from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.rerank import Reranker
-from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
-from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
-from memwrap.engine.text import search_text, without_function_words
+from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
+from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
+from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.filters import RecallFilter
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name

@@ -16,8 +16,9 @@ from typing import Any
 
 import asyncpg
 
-from memwrap.engine.learn import jobs, reconcile
-from memwrap.engine.learn.jobs import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.learn import reconcile
+from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
 
 log = logging.getLogger("memwrap.worker")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Literal
 
-from memwrap.engine.recall.timeparse._tense import Tense
+from memwrap.engine.language.timeparse._tense import Tense
 
 _Span = tuple[date, date]
 # first day, last day, kind; kind decides which modifiers apply ("early 2023" narrows a year, not a day)

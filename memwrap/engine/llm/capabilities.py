@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memwrap.engine.llm_types import ChatRequest, ChatResult, Message, Tool
+from memwrap.engine.llm.types import ChatRequest, ChatResult, Message, Tool
 from memwrap.errors import LLMUnavailableError
 
 log = logging.getLogger("memwrap.llm")

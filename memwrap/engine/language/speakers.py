@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memwrap.engine.text import normalise_whitespace
+from memwrap.engine.language.text import normalise_whitespace
 
 ROLE_LINE = re.compile(r"^(user|assistant|tool result|tool|system|human|ai)\s*:\s?", re.IGNORECASE | re.MULTILINE)
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from memwrap.engine.recall.timeparse._calendar import _narrow
-from memwrap.engine.recall.timeparse._chinese import (
+from memwrap.engine.language.timeparse._calendar import _narrow
+from memwrap.engine.language.timeparse._chinese import (
     _CJK,
     _CN_MONTH_SUFFIX,
     _CN_PARTS,
@@ -17,7 +17,7 @@ from memwrap.engine.recall.timeparse._chinese import (
     _CN_SINCE_SUFFIX,
     _CN_YEAR_SUFFIX,
 )
-from memwrap.engine.recall.timeparse._english import (
+from memwrap.engine.language.timeparse._english import (
     _EN_MODS,
     _EN_PREFIX,
     _EN_RULES,
@@ -27,7 +27,7 @@ from memwrap.engine.recall.timeparse._english import (
     _YEARISH_WORD,
     _norm,
 )
-from memwrap.engine.recall.timeparse._rule import _Rule
+from memwrap.engine.language.timeparse._rule import _Rule
 
 # What an early/mid/late modifier may narrow: "early 2023" is a third of a year, "early last week" stays the week.
 _NARROWABLE = frozenset({"year", "month", "decade", "season"})

@@ -30,7 +30,7 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
-from memwrap.engine.learn.retry_policy import RetryPolicy
+from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.models import Job
 
 log = logging.getLogger("memwrap.worker")

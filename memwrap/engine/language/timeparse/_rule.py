@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from memwrap.engine.recall.timeparse._calendar import _READING, _Period, _Span
-from memwrap.engine.recall.timeparse._tense import Tense, tense_at
+from memwrap.engine.language.timeparse._calendar import _READING, _Period, _Span
+from memwrap.engine.language.timeparse._tense import Tense, tense_at
 
 _Resolver = Callable[[re.Match[str], date | None], _Period | None]
 # Resolve a match inside a period named elsewhere in its sentence: (match, first, last, kind) -> span, or None

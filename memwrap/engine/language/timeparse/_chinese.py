@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from memwrap.engine.recall.timeparse._calendar import (
+from memwrap.engine.language.timeparse._calendar import (
     _VAGUE_DAYS,
     _as_period,
     _choose,
@@ -28,7 +28,7 @@ from memwrap.engine.recall.timeparse._calendar import (
     _weekly_spans,
     _year_span,
 )
-from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
+from memwrap.engine.language.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
 
 _CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 _CN_NUM = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3})"

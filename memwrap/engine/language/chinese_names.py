@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import re
 
-from memwrap.engine.text import HAN_RUN_RE, han_pos_words, is_dictionary_word, jieba_word_tags
+from memwrap.engine.language.text import HAN_RUN_RE, han_pos_words, is_dictionary_word, jieba_word_tags
 
 # jieba part-of-speech flags for proper nouns: person, place, organisation, other proper noun.
 _ZH_ENTITY_FLAGS = ("nr", "ns", "nt", "nz")

@@ -1,5 +1,5 @@
-"""Runtime encoders behind the embedder (memwrap/engine/embed.py): `TorchEncoder` (sentence-transformers) and
-`OnnxEncoder` (onnxruntime, on a graph exported by memwrap/engine/embed_export.py), and where a model's files are.
+"""Runtime encoders behind the embedder (memwrap/engine/embed/embedder.py): `TorchEncoder` (sentence-transformers) and
+`OnnxEncoder` (onnxruntime, on a graph exported by memwrap/engine/embed/onnx_export.py), and where a model's files are.
 
 Nothing here imports torch, sentence-transformers or onnxruntime at module level: each encoder imports its own
 library when it is built.
@@ -20,7 +20,7 @@ from memwrap.config import DEFAULT_EMBEDDING_MODEL
 from memwrap.errors import EmbeddingModelError
 
 if TYPE_CHECKING:
-    from memwrap.engine.embed_export import _Spec
+    from memwrap.engine.embed.onnx_export import _Spec
 
 _DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "default"}
 

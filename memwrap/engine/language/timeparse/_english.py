@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from datetime import date, timedelta
 
-from memwrap.engine.recall.timeparse._calendar import (
+from memwrap.engine.language.timeparse._calendar import (
     _VAGUE_DAYS,
     _as_period,
     _choose,
@@ -30,8 +30,8 @@ from memwrap.engine.recall.timeparse._calendar import (
     _weekly_spans,
     _year_span,
 )
-from memwrap.engine.recall.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
-from memwrap.engine.recall.timeparse._tense import _ARRIVING_AFTER
+from memwrap.engine.language.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
+from memwrap.engine.language.timeparse._tense import _ARRIVING_AFTER
 
 _MONTHS = {
     "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,

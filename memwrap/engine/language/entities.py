@@ -17,15 +17,15 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memwrap.engine.retain.chinese_names import (  # noqa: F401 - the surname sets are public through here too
+from memwrap.engine.language.chinese_names import (
     ZH_COMPOUND_SURNAMES,
     ZH_FAMILIAR_PREFIXES,
     ZH_SURNAMES,
     chinese_entities,
     is_romanised_surname,
 )
-from memwrap.engine.retain.word_case import is_ordinary_word
-from memwrap.engine.text import LATIN_FUNCTION_WORDS, has_cjk
+from memwrap.engine.language.word_case import is_ordinary_word
+from memwrap.engine.language.text import LATIN_FUNCTION_WORDS, has_cjk
 
 MAX_ENTITIES = 20
 
@@ -84,7 +84,7 @@ _STOPWORDS = frozenset(
 
 # Sentence openers of Spanish, Portuguese, French, Italian and German, which the lexicon (word_case.py) knows
 # mostly from English: a memory written "Mi hermano vive en Salamanca." or "Soy alérgico…" names Salamanca, not
-# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words (text.py) and common
+# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words (language/text.py) and common
 # verbs, adverbs and greetings; not words that also begin names ("Su Bingtian", "Ma Yun", "Son Heung-min",
 # "Van Gogh"), which a sentence may well start with, and never a word in capitals ("AI", "EU": acronyms).
 _OTHER_LANGUAGE_OPENERS = LATIN_FUNCTION_WORDS | frozenset(

@@ -54,9 +54,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
-from memwrap.engine.recall.timeparse._calendar import _READING, _Reading
-from memwrap.engine.recall.timeparse._scan import _Found, _scan
-from memwrap.engine.recall.timeparse._tense import Tense, detect_tense
+from memwrap.engine.language.timeparse._calendar import _READING, _Reading
+from memwrap.engine.language.timeparse._scan import _Found, _scan
+from memwrap.engine.language.timeparse._tense import Tense, detect_tense
 from memwrap.models import TimeWindow
 
 __all__ = [

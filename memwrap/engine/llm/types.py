@@ -1,6 +1,6 @@
-"""Provider-neutral shapes of LLM calls: messages, tools, tool calls, usage. Import them from memwrap.engine.llm.
+"""Provider-neutral shapes of LLM calls: messages, tools, tool calls, usage. Import them from memwrap.engine.llm.client.
 
-They are the same for OpenAI-compatible endpoints and Anthropic; llm_providers.py translates them to each
+They are the same for OpenAI-compatible endpoints and Anthropic; providers.py translates them to each
 wire format, so a tool loop (reflect) or a structured call (extraction, consolidation) is written once.
 """
 
