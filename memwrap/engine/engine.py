@@ -34,7 +34,8 @@ from memwrap.engine.recall.search import RecallRequest, Searcher
 from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
-from memwrap.engine.embed.reembed import embedding_text, reembed_store
+from memwrap.engine.embed.reembed import reembed_store
+from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
@@ -95,7 +96,7 @@ class Engine(LearningVerbs, ViewVerbs):
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
             self.reextractor = Reextractor(
-                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy,
+                self.store.pool, self.extractor, self.embedder.embed, self.settings, self.defense_policy,
                 converted=self.learning.after_retain,
             )
 
@@ -184,7 +185,7 @@ class Engine(LearningVerbs, ViewVerbs):
         await bank_ids.admit(self.store.pool, bank_id)  # a new bank may not pass for another (bank_ids.py)
         if not checked:
             return []
-        policy = await self._defense_policy(bank_id)
+        policy = await self.defense_policy(bank_id)
         now = datetime.now(UTC)
         # Everything is validated, defended and prepared before anything is written: bad input stores nothing
         # (under 'block', an item with a secret refuses the whole call).
@@ -270,7 +271,8 @@ class Engine(LearningVerbs, ViewVerbs):
                 unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
                 previous[unit.session_key] = unit.text
 
-    async def _defense_policy(self, bank_id: str) -> str:
+    async def defense_policy(self, bank_id: str) -> str:
+        """The bank's memory-defense policy (off, redact or block): its own setting, else the configured default."""
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
     async def _legacy_item_key(self) -> bytes | None:
@@ -294,7 +296,7 @@ class Engine(LearningVerbs, ViewVerbs):
             memories = read_jsonl_file(memories)
         if not 1 <= batch_size <= 100_000:
             raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
-        policy = await self._defense_policy(bank_id)
+        policy = await self.defense_policy(bank_id)
         report = BulkLoadReport()
         if rebuild_vector_index:
             async with index_down(self.store.pool, memory_cap=self.store.index_memory_cap):
@@ -348,7 +350,7 @@ class Engine(LearningVerbs, ViewVerbs):
         filters = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
         )
-        if isinstance(document_id, str) and await self._defense_policy(filters.bank_id) != "off":
+        if isinstance(document_id, str) and await self.defense_policy(filters.bank_id) != "off":
             document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
         return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
 
@@ -391,7 +393,7 @@ class Engine(LearningVerbs, ViewVerbs):
         disposition = config.get("disposition")
         if not isinstance(disposition, dict) or not disposition.get("directives"):
             return config
-        policy = config.get("defense_policy") or await self._defense_policy(bank_id)
+        policy = config.get("defense_policy") or await self.defense_policy(bank_id)
         directives = defend({"disposition.directives": disposition["directives"]}, policy)["disposition.directives"]
         return {**config, "disposition": {**disposition, "directives": directives}}
 

@@ -12,15 +12,12 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from memwrap.config import DEFAULT_EMBEDDING_MODEL
 from memwrap.errors import EmbeddingModelError
-
-if TYPE_CHECKING:
-    from memwrap.engine.embed.onnx_export import _Spec
 
 _DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "default"}
 
@@ -114,7 +111,15 @@ class TorchEncoder:
 # --- ONNX -----------------------------------------------------------------------------------------------------
 
 
-def _load_tokenizer(spec: _Spec) -> Any:
+class TokenizerSpec(Protocol):
+    """What the ONNX encoder reads of a model directory (onnx_export.py's `_Spec` is one)."""
+
+    model_dir: Path
+    max_length: int
+    lower_case: bool
+
+
+def _load_tokenizer(spec: TokenizerSpec) -> Any:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(spec.model_dir / "tokenizer.json"))
@@ -136,7 +141,7 @@ def _pad(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarra
 
 
 class OnnxEncoder:
-    def __init__(self, path: Path, spec: _Spec, *, name: str = "onnx") -> None:
+    def __init__(self, path: Path, spec: TokenizerSpec, *, name: str = "onnx") -> None:
         _offline_environment()
         import onnxruntime as ort
 

@@ -12,11 +12,9 @@ import asyncpg
 import numpy as np
 
 from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.store.db import Store
 from memwrap.store.vector_index import index_down
-
-# How much of the previous unit of a session joins a unit's embedding text.
-PREVIOUS_CONTEXT_CHARS = 300
 
 # reembed: every unit with what retain embedded it with — a raw unit's previous unit in its session (by seq).
 UNITS_TO_REEMBED = """
@@ -31,11 +29,6 @@ WHERE m.seq > $1
 ORDER BY m.seq
 LIMIT $2
 """
-
-
-def embedding_text(text: str, previous: str | None) -> str:
-    """What a unit's vector is computed from: its text, after the end of the unit before it when it has one."""
-    return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}" if previous else text
 
 
 async def reembed_store(store: Store, embedder: Embedder, model: str, *, batch_size: int = 256) -> int:

@@ -47,12 +47,12 @@ def _limit(limit: int) -> int:
 class LearningVerbs:
     learning: Learning
 
-    async def _defense_policy(self, bank_id: str) -> str:  # the engine's
+    async def defense_policy(self, bank_id: str) -> str:  # Engine.defense_policy
         raise NotImplementedError
 
     async def _defended(self, bank_id: str, **fields: object) -> dict[str, object]:
         """What a person or an agent wrote, through the bank's memory defense before it is stored."""
-        return defend(fields, await self._defense_policy(bank_id))
+        return defend(fields, await self.defense_policy(bank_id))
 
     # --- jobs ------------------------------------------------------------------------------------------------
 
