@@ -1,5 +1,5 @@
-"""The worker: claims jobs and runs them by their kind (kinds.py); also, now and then, reconciles (re-enqueues
-stranded work).
+"""The worker: claims jobs and runs them by their kind (the table it is given: learn/kinds.py has every kind);
+also, now and then, reconciles (re-enqueues stranded work, with the function it is given: learn/reconcile.py).
 
 The same class runs inline (an asyncio task inside the engine's process, MEMWRAP_WORKER=inline) and as
 `memwrap worker` processes; any number of them may share one PostgreSQL.
@@ -11,17 +11,34 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
 
+from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
-from memwrap.engine.learn import reconcile
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
-from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
+from memwrap.engine.jobs.retry_policy import RetryPolicy
 
 log = logging.getLogger("memwrap.worker")
+
+Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
+# One reconciliation pass over the engine (deep: below the watermarks too); returns how many jobs it queued.
+Reconcile = Callable[..., Awaitable[int]]
+
+
+def _anywhere(engine: Any) -> bool:
+    del engine
+    return True
+
+
+@dataclass(frozen=True)
+class JobKind:
+    run: Handler  # returns the job's result, a small JSON dict; raising is a failed attempt
+    policy: Callable[[Settings], RetryPolicy] = RetryPolicy.for_jobs
+    runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine run it?
 
 
 class Worker:
@@ -33,9 +50,9 @@ class Worker:
         concurrency: int | None = None,
         kinds: list[str] | None = None,
         listen: bool = False,
-        reconcile: bool = True,
+        registry: Mapping[str, JobKind],
+        reconcile: Reconcile | None = None,
         start_delay: float = 0.0,
-        registry: Mapping[str, JobKind] = BUILTIN_KINDS,
     ) -> None:
         self.engine = engine
         self.settings = engine.settings
@@ -45,7 +62,7 @@ class Worker:
         self.registry = registry
         self._only_kinds = list(kinds) if kinds else None
         self.listen = listen
-        self.reconcile_enabled = reconcile
+        self.reconcile = reconcile  # None: this worker does not reconcile
         self.start_delay = start_delay  # seconds before the first claim (and reconciliation) after start()
         self.completed = 0
         self._wake = asyncio.Event()
@@ -61,7 +78,7 @@ class Worker:
         if self.listen:
             await self._start_listener()
         self._tasks = [asyncio.create_task(self._loop(i), name=f"memwrap-worker-{i}") for i in range(self.concurrency)]
-        if self.reconcile_enabled:
+        if self.reconcile is not None:
             self._tasks.append(asyncio.create_task(self._reconcile_loop(), name="memwrap-reconcile"))
 
     async def stop(self, timeout: float = 10.0) -> None:
@@ -126,12 +143,13 @@ class Worker:
                 await asyncio.wait_for(self._wake.wait(), timeout=self.settings.worker_poll_seconds)
 
     async def _reconcile_loop(self) -> None:
+        assert self.reconcile is not None
         tick = 0
         await self._wait_start_delay()
         while not self._stopping.is_set():
             try:
                 # Every 20th tick also looks below the watermarks (stragglers of very slow transactions).
-                if await reconcile.run(self.engine, deep=tick % 20 == 0):
+                if await self.reconcile(self.engine, deep=tick % 20 == 0):
                     self.wake()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 if self._stopping.is_set():

@@ -17,7 +17,7 @@ import numpy as np
 from memwrap.config import Settings
 from memwrap import tracing, validate
 from memwrap.engine.bank_names import han_names, names_in, with_names
-from memwrap.engine.learn.prefer import prefer_observations
+from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall import arms, details
 from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits

@@ -1,4 +1,5 @@
-"""An engine for processes that may never embed anything: `memwrap worker`, `memwrap jobs`, `memwrap export`.
+"""An embedding model loaded on first use, for processes that may never embed anything: `memwrap worker`,
+`memwrap jobs`, `memwrap export` (open_engine(..., model_on_first_use=True) in engine/startup.py).
 
 Importing sentence-transformers and loading the model costs ~7 s and ~300 MB per process. A worker that only
 groups near-duplicates (their vectors are in the database), expires facts or lists jobs never needs it; one
@@ -13,10 +14,8 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-import asyncpg
 import numpy as np
 
-from memwrap.config import Settings
 from memwrap.engine.embed.embedder import Embedder, shared_embedder
 
 
@@ -64,41 +63,3 @@ class LazyEmbedder:
     def close(self) -> None:
         if self._embedder is not None:
             self._embedder.close()
-
-
-async def _stored_dim(url: str, model: str) -> int | None:
-    """The store's embedding dimension, if it was built with `model` (else None: load the model to find out)."""
-    conn = await asyncpg.connect(url)
-    try:
-        if not await conn.fetchval("SELECT to_regclass('store_meta') IS NOT NULL"):
-            return None
-        rows = {r["key"]: r["value"] for r in await conn.fetch("SELECT key, value FROM store_meta")}
-    finally:
-        await conn.close()
-    if rows.get("embedding_model") != model or not rows.get("embedding_dim"):
-        return None
-    return int(rows["embedding_dim"])
-
-
-async def open_engine(settings: Settings) -> Any:
-    """Engine.open, with a lazily loaded embedding model when the store already says its dimension."""
-    from memwrap.engine.engine import Engine
-    from memwrap.store.db import Store
-    from memwrap.store.embedded_pg import embedded_database_url
-
-    loop = asyncio.get_running_loop()
-    url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
-    dim = await _stored_dim(url, settings.embedding_space)
-    if dim is None:
-        return await Engine.open(settings)  # a new store, or another model: the model decides the schema
-    store = await Store.open(
-        url, embedding_model=settings.embedding_space, embedding_dim=dim,
-        min_size=settings.pool_min_size, max_size=settings.pool_max_size,
-    )
-    embedder = LazyEmbedder(
-        settings.embedding_model, settings.embedding_batch_size, dim,
-        backend=settings.embedding_backend, home=settings.model_cache,
-    )
-    engine = Engine(store, embedder, settings)  # type: ignore[arg-type]
-    await engine.learning.start()
-    return engine
