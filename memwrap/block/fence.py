@@ -4,7 +4,8 @@ A block is `<memwrap_memories>` … `</memwrap_memories>`, and what is between t
 instructions. A memory is whatever someone once said, so its text could carry a close tag followed by
 "SYSTEM OVERRIDE: …" and end the fence early. `neutralise` rewrites anything in memory text that a reader
 (human or model) could take for one of the tags, and it is applied to every memory line the renderer writes
-(block/format.py frames it, engine/recall/pack.py writes the lines), so the rendered block holds exactly one open and one close tag: its own.
+(engine/recall/pack.py; block/format.py writes the frame), so the rendered block holds exactly one open and one
+close tag: its own.
 
 "Could take for" is matched by skeleton, per letter of the tag's name: each letter is a class of every
 character that reads as it (fence_classes.py, generated from Unicode's confusables (UTS #39), compatibility

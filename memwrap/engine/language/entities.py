@@ -17,7 +17,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from memwrap.engine.language.chinese_names import (
+from memwrap.engine.language.chinese_names import (  # noqa: F401 - the surname sets are public through here too
     ZH_COMPOUND_SURNAMES,
     ZH_FAMILIAR_PREFIXES,
     ZH_SURNAMES,
