@@ -56,7 +56,7 @@ class RecallRequest:
     tags: list[str] | None
     model: str | None
     neighbours: bool
-    prefer_observations: bool = False  # an observation replaces the facts it covers (learn/prefer.py)
+    prefer_observations: bool = False  # an observation replaces the facts it covers (recall/prefer.py)
     fusion: str | None = None
     query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)
     warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)
