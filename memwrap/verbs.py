@@ -23,10 +23,10 @@ from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
-    MAX_PAGE_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
+    MAX_PAGE_OFFSET,
     BankInfo,
     BankStats,
     ConsolidationReport,

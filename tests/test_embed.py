@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from memwrap.config import Settings
-from memwrap.engine.embed import embedder as embed, onnx_export as embed_export
+from memwrap.engine.embed import embedder as embed
+from memwrap.engine.embed import onnx_export as embed_export
 from memwrap.engine.embed.embedder import Embedder, available_cpus, ensure_onnx_model
 from memwrap.errors import EmbeddingModelError
 

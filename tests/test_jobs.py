@@ -19,11 +19,11 @@ import pytest
 from memwrap import Memory
 from memwrap.config import load_settings
 from memwrap.engine.jobs import queue as jobs
-from memwrap.engine.learn import reconcile
 from memwrap.engine.jobs.queue import JobContext, serial_lock
-from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
 from memwrap.engine.jobs.retry_policy import RetryPolicy, backoff_seconds
 from memwrap.engine.jobs.worker import Worker
+from memwrap.engine.learn import reconcile
+from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
 
 CALLS: dict[int, int] = {}
 

@@ -17,12 +17,12 @@ from database import Database
 
 from memwrap import Memory
 from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
-from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.embed.e5 import language_means, script_weights
+from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.language.entities import extract_entities, is_entity_name
+from memwrap.engine.language.text import without_function_words
 from memwrap.engine.retain.name_links import familiar_surname, romanised_keys
 from memwrap.engine.retain.resolve import Canonical, Resolution
-from memwrap.engine.language.text import without_function_words
 
 _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:

@@ -11,8 +11,8 @@ from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolCall
 from pydantic import BaseModel
 
 from memwrap.config import Settings
-from memwrap.engine.llm.client import LLM, Message, OutputTruncatedError, Tool
 from memwrap.engine.llm.capabilities import Capabilities
+from memwrap.engine.llm.client import LLM, Message, OutputTruncatedError, Tool
 from memwrap.engine.llm.pacing import AdaptiveLimit, SpeedMeter
 
 

@@ -13,8 +13,8 @@ import pytest
 from growth import FACTOR, LINEAR_BOUND, growth
 
 from memwrap.engine.language.entities import MAX_ENTITIES, entity_key, extract_entities, extract_query_entities
-from memwrap.engine.retain.split import split_units
 from memwrap.engine.language.text import clean_text, has_cjk, normalise_whitespace, search_text
+from memwrap.engine.retain.split import split_units
 
 ZHANG_WEI = "张伟于2021年加入阿里巴巴，负责杭州的云计算项目。"
 

@@ -14,7 +14,7 @@ from memwrap.defense.checks import (
     _ssn_ok,
     _us_phone_ok,
 )
-from memwrap.defense.rule import _E, _R_CHECKSUM, _R_CN_ID, _R_CN_MOBILE, _R_PHONE, _R_PII, _Rule, _accept_if, _rx
+from memwrap.defense.rule import _E, _R_CHECKSUM, _R_CN_ID, _R_CN_MOBILE, _R_PHONE, _R_PII, _accept_if, _Rule, _rx
 
 _PERSONAL_DATA_RULES: tuple[_Rule, ...] = (
     # Luhn + issuer prefix + printed grouping, 13-19 digits. The normalised view (view.py) writes any

@@ -14,32 +14,38 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from memwrap import lifecycle
+from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
+from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine import bank_ids, bank_settings, catalog
-from memwrap import tracing, validate
 from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
-from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm.client import LLM
+from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
-from memwrap.defense.policy import apply_policy, defend
-from memwrap.engine.retain.facts import Extractor
-from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.reflect.service import reflect
-from memwrap.engine.retain.reextract import Reextractor
+from memwrap.engine.retain.facts import Extractor
 from memwrap.engine.retain.pipeline import Retainer
+from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.startup import StartParts
 from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
-    MAX_PAGE_OFFSET, BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem,
+    MAX_PAGE_OFFSET,
+    BankInfo,
+    ImportReport,
+    MemoryRecord,
+    MemoryVersion,
+    Recall,
+    ReflectResult,
+    RetainItem,
 )
 from memwrap.store.db import Store
 from memwrap.store.pg_tuning import index_build_cap

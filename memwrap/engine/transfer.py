@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memwrap.engine import bank_ids
 from memwrap import tracing, validate
+from memwrap.engine import bank_ids
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError

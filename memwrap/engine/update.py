@@ -12,17 +12,17 @@ from typing import Any
 from uuid import UUID
 
 from memwrap import validate
+from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.language.entities import entity_key, extract_entities
+from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
 from memwrap.engine.learn import mental_models
 from memwrap.engine.learn.forgetting import REVISE
 from memwrap.engine.learn.observations import QUOTE_CHARS, observations_citing
-from memwrap.engine.language.timeparse import extract_occurred
-from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import defend_item
 from memwrap.engine.retain.write import write_unit_entities
-from memwrap.engine.embed.unit_text import embedding_text
-from memwrap.engine.language.text import search_text
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql

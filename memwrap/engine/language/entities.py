@@ -24,8 +24,8 @@ from memwrap.engine.language.chinese_names import (  # noqa: F401 - the surname 
     chinese_entities,
     is_romanised_surname,
 )
-from memwrap.engine.language.word_case import is_ordinary_word
 from memwrap.engine.language.text import LATIN_FUNCTION_WORDS, has_cjk
+from memwrap.engine.language.word_case import is_ordinary_word
 
 MAX_ENTITIES = 20
 

@@ -41,10 +41,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 async def _run_worker(args: argparse.Namespace) -> int:
-    from memwrap.engine.startup import open_engine
     from memwrap.engine.jobs.worker import Worker
     from memwrap.engine.learn import reconcile
     from memwrap.engine.learn.kinds import BUILTIN_KINDS
+    from memwrap.engine.startup import open_engine
 
     engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:

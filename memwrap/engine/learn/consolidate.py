@@ -22,13 +22,13 @@ from uuid import UUID
 import asyncpg
 
 from memwrap import tracing
-from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
 from memwrap.engine.jobs import queue as jobs
-from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.jobs.queue import JobContext, serial_lock
+from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
+from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp, apply_plan
-from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.models import ConsolidationReport
 
 log = logging.getLogger("memwrap.learn")

@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from memwrap.engine import catalog
 from memwrap.engine.jobs import queue as jobs
-from memwrap.engine.learn import mental_models
 from memwrap.engine.jobs.queue import JobContext
+from memwrap.engine.learn import mental_models
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import (
     SUPPORTING_IDS,
     invalidate_observation,
@@ -31,7 +32,6 @@ from memwrap.engine.learn.observations import (
     remove_observation,
     set_text,
 )
-from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.errors import MemoryNotFoundError
 
 log = logging.getLogger("memwrap.learn")

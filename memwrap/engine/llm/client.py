@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from memwrap.config import Settings
+from memwrap.defense.policy import redact
 from memwrap.engine.llm.capabilities import Capabilities, detect_capabilities
 from memwrap.engine.llm.json_reply import repair_json
 from memwrap.engine.llm.pacing import AdaptiveLimit, SpeedMeter
@@ -52,7 +53,6 @@ from memwrap.engine.llm.types import (
     snake_name,
     strict_schema,
 )
-from memwrap.defense.policy import redact
 from memwrap.errors import (
     ContextOverflowError,
     LLMError,
@@ -62,7 +62,6 @@ from memwrap.errors import (
     LLMUnavailableError,
 )
 from memwrap.tokens import count_tokens
-
 
 __all__ = [
     "LLM",

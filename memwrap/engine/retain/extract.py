@@ -23,11 +23,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwrap.engine.llm.client import LLM, Usage
-from memwrap.engine.llm.prompt_echo import EchoGuard
-from memwrap.engine.retain.dating import fact_span
-from memwrap.engine.retain.prepare import PreparedItem, session_key
-from memwrap.engine.retain.coverage import lexically_covered, sentences
 from memwrap.engine.language.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,
@@ -38,8 +33,13 @@ from memwrap.engine.language.speakers import (
     third_person,
     with_subject,
 )
-from memwrap.engine.retain.split import split_units
 from memwrap.engine.language.text import normalise_whitespace
+from memwrap.engine.llm.client import LLM, Usage
+from memwrap.engine.llm.prompt_echo import EchoGuard
+from memwrap.engine.retain.coverage import lexically_covered, sentences
+from memwrap.engine.retain.dating import fact_span
+from memwrap.engine.retain.prepare import PreparedItem, session_key
+from memwrap.engine.retain.split import split_units
 from memwrap.tokens import count_tokens
 
 log = logging.getLogger("memwrap.extract")

@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from memwrap.engine.language.timeparse import extract_occurred
 from memwrap.defense.policy import defend
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.speakers import keep_turn_breaks, said_by, split_turns
-from memwrap.engine.retain.split import split_units
 from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
+from memwrap.engine.retain.split import split_units
 from memwrap.models import RetainItem
 
 

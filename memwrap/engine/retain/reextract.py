@@ -25,10 +25,10 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
+from memwrap.defense.policy import redact
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import ClaimedJob, JobContext, default_worker_id
 from memwrap.engine.jobs.retry_policy import RetryPolicy
-from memwrap.defense.policy import redact
 from memwrap.engine.retain.facts import EXTRACT_JOB, Extractor
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.raw_to_facts import link_raw_entities, rebuild_items, replace_raw
