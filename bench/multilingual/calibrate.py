@@ -2,8 +2,8 @@
 (memwrap/engine/embed/e5.py explains them) and the activation ranges of its int8 graph (SmoothQuant,
 memwrap/engine/embed/e5_onnx.py).
 
-    .venv/bin/python -m bench.multilingual.calibrate      # writes memwrap/engine/data/e5_language_means.npz
-                                                          # and memwrap/engine/data/e5_activation_ranges.npz
+    .venv/bin/python -m bench.multilingual.calibrate      # writes memwrap/engine/embed/data/e5_language_means.npz
+                                                          # and memwrap/engine/embed/data/e5_activation_ranges.npz
 
 Input: the calibration users of MemoryBank (bench/multilingual/memorybank.py), never in the benchmark's bank.
 
