@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 
 from memwrap.config import load_settings
-from memwrap.engine.embed import Embedder
+from memwrap.engine.embed.embedder import Embedder
 
 
 def baseline_embedder(

@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None, *, log: Callable[[str], None] = print) -
     from bench.multilingual.data import load_set
     from bench.multilingual.evaluate import set_items
     from bench.synthetic import generate_queries
-    from memwrap.engine.embed import Embedder
+    from memwrap.engine.embed.embedder import Embedder
 
     parser = argparse.ArgumentParser(prog="python -m bench.embedding_speed", description=__doc__.split("\n")[0])
     parser.add_argument("--engines", help="model:backend,... (the first is the reference)")

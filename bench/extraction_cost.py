@@ -128,7 +128,7 @@ def _fake_server() -> Any:
 
 async def _run(mode: str, conversations: Sequence[Any], turns_per_call: int, tokens_per_call: int, base_url: str) -> None:
     from memwrap.config import Settings
-    from memwrap.engine.llm import LLM
+    from memwrap.engine.llm.client import LLM
     from memwrap.engine.retain.extract import extract_chunk, plan_chunks
     from memwrap.engine.retain.prepare import prepare_item
     from memwrap.models import RetainItem
@@ -181,7 +181,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     """Run the extraction over LoCoMo against the counting fake; one figure per mode."""
     from memwrap.config import Settings
-    from memwrap.engine.llm_types import strict_schema
+    from memwrap.engine.llm.types import strict_schema
     from memwrap.engine.retain.extract import SYSTEM_PROMPT, Extraction
 
     defaults = Settings()

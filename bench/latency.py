@@ -43,7 +43,7 @@ class ProbeContext:
     warmup: int
     queries_per_rep: int
     max_tokens: int
-    embedder: Any  # memwrap.engine.embed.Embedder: the baselines' own instance of memwrap's model
+    embedder: Any  # memwrap.engine.embed.embedder.Embedder: the baselines' own instance of memwrap's model
     extras: dict[str, Any] = field(default_factory=dict)  # probes may leave notes for later probes
 
     def engine(self) -> Any:

@@ -70,7 +70,7 @@ class Corpus:
 
 def embedding_texts(turns: list[SyntheticTurn], before: SyntheticTurn | None) -> list[str]:
     """Each turn after the one before it in its session (document ids are "S<session>:<turn>")."""
-    from memwrap.engine.reembed import embedding_text
+    from memwrap.engine.embed.unit_text import embedding_text
 
     texts = []
     previous = before

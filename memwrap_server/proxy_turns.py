@@ -18,8 +18,8 @@ import logging
 from collections import OrderedDict
 from typing import Any
 
-from memwrap.engine import validate
-from memwrap.engine.retain.defense import redact
+from memwrap import validate
+from memwrap.defense.policy import redact
 from memwrap.store import response_sessions
 from memwrap.wrappers.core import Memwrap
 from memwrap_server.database import DatabaseMonitor

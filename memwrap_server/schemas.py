@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.models import MemoryRecord, RetainItem
 
 BANK_ID_PATTERN = validate.BANK_ID_PATTERN  # documentation; the check itself is validate.bank_id (fullmatch)

@@ -23,8 +23,8 @@ from uuid import UUID
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
+from memwrap import validate
 from memwrap.declare import Verb, VerbParams
-from memwrap.engine import validate
 from memwrap_server.deps import bank_access, get_memory
 from memwrap_server.schemas import ERRORS, Text, storable_text
 

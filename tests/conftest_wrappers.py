@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolCall
 
-from memwrap.engine.recall.pack import CLOSE_TAG, OPEN_TAG
+from memwrap.block.format import CLOSE_TAG, OPEN_TAG
 from memwrap.wrappers.transcript import content_text
 
 __all__ = [

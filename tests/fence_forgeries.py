@@ -15,7 +15,7 @@ import random
 import unicodedata
 from importlib import resources
 
-from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG
+from memwrap.block.fence import CLOSE_TAG, OPEN_TAG
 
 INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u034f", "\u180e", "\u3164", "\u115f",
              "\u1160", "\uffa0", "\u2800", "\U000e0020", "\U000e0001", "\ufe0f", "\u202e", "\u2061"]

@@ -9,10 +9,10 @@ import pytest
 from database import Database
 
 from memwrap import Memory
+from memwrap.engine.language.text import search_text
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.common_terms import CommonTerms
-from memwrap.engine.text import search_text
 
 CAP = 10  # stands in for TERM_SCAN_CAP: a term in 10 or more memories of the bank is common
 

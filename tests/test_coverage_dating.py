@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from memwrap.engine.prompt_echo import EchoGuard
+from memwrap.engine.llm.prompt_echo import EchoGuard
 from memwrap.engine.retain.coverage import informative, lexically_covered, uncovered
 from memwrap.engine.retain.dating import fact_span
 
@@ -111,7 +111,7 @@ async def test_a_chinese_sentence_is_not_taken_as_carried_by_embedding_similarit
     ("Lumen Labs hired the user", "Lumen Labs hired the user"),
 ])
 def test_a_fact_without_its_subject_gets_the_user_back(fact: str, expected: str) -> None:
-    from memwrap.engine.retain.speakers import with_subject
+    from memwrap.engine.language.speakers import with_subject
 
     said = ["I started a new job at Lumen Labs last month, after five years at Contoso.", "I'm allergic to peanuts."]
     assert with_subject(fact, said) == expected

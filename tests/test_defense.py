@@ -16,14 +16,7 @@ from pathlib import Path
 import pytest
 from growth import LINEAR_BOUND, growth
 
-from memwrap.engine.retain.defense import (
-    KINDS,
-    DefenseResult,
-    Finding,
-    apply_policy,
-    redact,
-    scan,
-)
+from memwrap.defense.policy import KINDS, DefenseResult, Finding, apply_policy, redact, scan
 
 LOCOMO_DEV = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo_dev5.json"
 

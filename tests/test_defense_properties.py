@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from test_defense import CASES, CN_WEIGHTS, Case
 
 from memwrap import Memory
-from memwrap.engine.retain.defense import KINDS, redact, scan
-from memwrap.engine.text import INVISIBLE_RANGES
+from memwrap.defense.policy import KINDS, redact, scan
+from memwrap.invisible import INVISIBLE_RANGES
 from memwrap.wrappers.spool import Retainer
 
 WINDOW = 6  # a run this long of a secret's characters, left anywhere, counts as readable
@@ -41,7 +41,7 @@ SEPARATORS = SPACES + DASHES + DOTS
 INVISIBLES = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u3164", "\u115f", "\u2800", "\u180e",
               "\U000e0020", "\u034f", "\ufe0f"]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\n  "]
-# Kinds whose matches are tokens: a line break inside one is read through (defense_view.joined). Key blocks span
+# Kinds whose matches are tokens: a line break inside one is read through (defense/view.py: joined). Key blocks span
 # lines by themselves; a bare 40-character AWS secret, assignments and personal data read as prose, where a
 # line break ends the value.
 NOT_WRAPPED = {"private_key", "password", "generic_secret", "aws_secret_key", "credit_card", "us_ssn", "iban",

@@ -1,5 +1,5 @@
-"""Embedding backends (engine/embed.py): torch and ONNX give the same vectors; the ONNX export is made once,
-cached under MEMWRAP_HOME/models and shared safely between processes. No timing assertions (engine/embed.py's
+"""Embedding backends (engine/embed/embedder.py): torch and ONNX give the same vectors; the ONNX export is made once,
+cached under MEMWRAP_HOME/models and shared safely between processes. No timing assertions (engine/embed/embedder.py's
 docstring has the measured comparison)."""
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from memwrap.config import Settings
-from memwrap.engine import embed, embed_export
-from memwrap.engine.embed import Embedder, available_cpus, ensure_onnx_model
+from memwrap.engine.embed import embedder as embed
+from memwrap.engine.embed import onnx_export as embed_export
+from memwrap.engine.embed.embedder import Embedder, available_cpus, ensure_onnx_model
 from memwrap.errors import EmbeddingModelError
 
 MODEL = "all-MiniLM-L6-v2"
@@ -143,7 +144,7 @@ def test_export_is_cached_and_reused(onnx_embedder: Embedder, models_home: Path)
     script = textwrap.dedent(
         f"""
         import json, sys
-        from memwrap.engine.embed import Embedder
+        from memwrap.engine.embed.embedder import Embedder
         e = Embedder({MODEL!r}, backend="onnx", home={str(models_home)!r})
         print(json.dumps({{"backend": e.backend, "torch": "torch" in sys.modules,
                           "sentence_transformers": "sentence_transformers" in sys.modules}}))
@@ -165,7 +166,7 @@ def test_two_processes_exporting_at_once(tmp_path: Path, onnx_embedder: Embedder
         import json, logging
         logging.basicConfig(level=logging.WARNING)
         logging.getLogger("memwrap.embed").setLevel(logging.INFO)
-        from memwrap.engine.embed import Embedder
+        from memwrap.engine.embed.embedder import Embedder
         e = Embedder({MODEL!r}, backend="onnx-int8", home={str(home)!r})
         print(json.dumps({{"backend": e.backend, "vector": e.encode(["a race"])[0].tolist()}}))
         """
@@ -254,7 +255,7 @@ def test_torch_threads_fit_the_machine(torch_embedder: Embedder) -> None:
 
 def test_importing_memwrap_loads_no_model_library() -> None:
     out = _run_python(
-        "import sys, memwrap, memwrap.engine.embed, memwrap.engine.engine\n"
+        "import sys, memwrap, memwrap.engine.embed.embedder, memwrap.engine.engine\n"
         "print(sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'transformers', 'onnx') if m in sys.modules))"
     )
     assert out.strip().splitlines()[-1] == "[]"

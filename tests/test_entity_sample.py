@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from bench.entities.sample import examples, score, split_of
-from memwrap.engine.retain.chinese_names import _TRANSLITERATION_CHARS, transliteration_chars
-from memwrap.engine.retain.entities import extract_entities, extract_query_entities
-from memwrap.engine.retain.word_case import is_ordinary_word
+from memwrap.engine.language.chinese_names import _TRANSLITERATION_CHARS, transliteration_chars
+from memwrap.engine.language.entities import extract_entities, extract_query_entities
+from memwrap.engine.language.word_case import is_ordinary_word
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,11 +18,12 @@ import pytest
 
 from memwrap import Memory
 from memwrap.config import load_settings
-from memwrap.engine.learn import jobs, reconcile
-from memwrap.engine.learn.jobs import JobContext, serial_lock
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import JobContext, serial_lock
+from memwrap.engine.jobs.retry_policy import RetryPolicy, backoff_seconds
+from memwrap.engine.jobs.worker import Worker
+from memwrap.engine.learn import reconcile
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
-from memwrap.engine.learn.retry_policy import RetryPolicy, backoff_seconds
-from memwrap.engine.learn.worker import Worker
 
 CALLS: dict[int, int] = {}
 
@@ -78,7 +79,7 @@ def worker(mem: Memory, name: str, **kwargs: Any) -> Worker:
     e = engine(mem)
 
     async def make() -> Worker:  # on the memory's loop: the worker's events belong there
-        return Worker(e, worker_id=name, reconcile=False, registry=KINDS, **kwargs)
+        return Worker(e, worker_id=name, registry=KINDS, **kwargs)
 
     return run(mem, make())
 
@@ -184,7 +185,7 @@ def test_a_live_claim_with_a_lapsed_lease_is_not_run_twice(mem: Memory) -> None:
     async def takeover_while_held() -> bool:
         async with serial_lock(pool, "slow", wait=False) as held:  # the slow worker still works under its lock
             assert held
-            return await Worker(e, worker_id="w-eager", reconcile=False, registry=KINDS).run_one()
+            return await Worker(e, worker_id="w-eager", registry=KINDS).run_one()
 
     assert run(mem, takeover_while_held()) is True
     assert run(mem, jobs.list_jobs(pool))[0].status == "queued"  # given back, not run

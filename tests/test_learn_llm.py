@@ -23,9 +23,10 @@ from llm_fixtures import fake_fixture
 
 from memwrap import Memory
 from memwrap.config import load_settings
+from memwrap.engine.jobs.worker import Worker
 from memwrap.engine.learn import reconcile
+from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.learn.llm_consolidate import pick_related
-from memwrap.engine.learn.worker import Worker
 from memwrap.engine.recall.fusion import reciprocal_rank
 
 JAN = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
@@ -98,7 +99,7 @@ def drain(mem: Memory) -> int:
     e = engine(mem)
 
     async def go() -> int:
-        return await Worker(e, worker_id="test-worker", reconcile=False).drain(timeout=30)
+        return await Worker(e, worker_id="test-worker", registry=BUILTIN_KINDS).drain(timeout=30)
 
     return mem._run(go())
 

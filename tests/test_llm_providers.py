@@ -1,4 +1,4 @@
-"""The engine's LLM layer (memwrap.engine.llm) through the real openai/anthropic SDKs against the fake server."""
+"""The engine's LLM layer (memwrap.engine.llm.client) through the real openai/anthropic SDKs against the fake server."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from fakes.llm_server import FakeLLMServer, Reply, ToolCall
 from pydantic import BaseModel
 
 from memwrap.config import Settings
-from memwrap.engine.llm import (
+from memwrap.engine.llm.client import (
     LLM,
     ContextOverflowError,
     LLMNotConfiguredError,
@@ -27,7 +27,7 @@ from memwrap.engine.llm import (
     Tool,
     repair_json,
 )
-from memwrap.engine.llm_clients import llm_from_client
+from memwrap.engine.llm.clients import llm_from_client
 
 
 class Person(BaseModel):

@@ -15,7 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
-from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags
+from memwrap.block.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags
 
 
 def _client(sidecar: ServerProcess, bank: str, key: str = ADMIN_KEY, statuses: list[int] | None = None) -> Client:

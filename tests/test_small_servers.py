@@ -11,9 +11,9 @@ from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolCall
 from pydantic import BaseModel
 
 from memwrap.config import Settings
-from memwrap.engine.llm import LLM, Message, OutputTruncatedError, Tool
-from memwrap.engine.llm_capabilities import Capabilities
-from memwrap.engine.llm_pacing import AdaptiveLimit, SpeedMeter
+from memwrap.engine.llm.capabilities import Capabilities
+from memwrap.engine.llm.client import LLM, Message, OutputTruncatedError, Tool
+from memwrap.engine.llm.pacing import AdaptiveLimit, SpeedMeter
 
 
 class Answer(BaseModel):

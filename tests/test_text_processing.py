@@ -12,9 +12,9 @@ from collections.abc import Callable
 import pytest
 from growth import FACTOR, LINEAR_BOUND, growth
 
-from memwrap.engine.retain.entities import MAX_ENTITIES, entity_key, extract_entities, extract_query_entities
+from memwrap.engine.language.entities import MAX_ENTITIES, entity_key, extract_entities, extract_query_entities
+from memwrap.engine.language.text import clean_text, has_cjk, normalise_whitespace, search_text
 from memwrap.engine.retain.split import split_units
-from memwrap.engine.text import clean_text, has_cjk, normalise_whitespace, search_text
 
 ZHANG_WEI = "张伟于2021年加入阿里巴巴，负责杭州的云计算项目。"
 
@@ -327,13 +327,13 @@ def test_random_text_invariants() -> None:
     ("The user prefer Vue.", "The user prefer Vue."),  # no pronoun replaced: the model's own words are left
 ])
 def test_the_users_verb_agrees_once_i_becomes_the_user(said: str, fact: str) -> None:
-    from memwrap.engine.retain.speakers import third_person
+    from memwrap.engine.language.speakers import third_person
 
     assert third_person(said, {"user"}) == fact
 
 
 def test_you_becomes_the_user_with_its_verb_in_a_chat() -> None:
-    from memwrap.engine.retain.speakers import third_person
+    from memwrap.engine.language.speakers import third_person
 
     assert third_person("You prefer React, and you often cook.", {"user", "assistant"}) == (
         "The user prefers React, and the user often cooks.")

@@ -11,7 +11,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 import pytest
 
-from memwrap.engine.recall.timeparse import (
+from memwrap.engine.language.timeparse import (
     Tense,
     detect_tense,
     extract_occurred,

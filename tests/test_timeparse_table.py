@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple
 
 import pytest
 
-from memwrap.engine.recall.timeparse import extract_occurred, parse_time_window
+from memwrap.engine.language.timeparse import extract_occurred, parse_time_window
 
 
 class Row(NamedTuple):

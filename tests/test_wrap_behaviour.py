@@ -98,11 +98,12 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     client = wrapped(llm_server, warm_memory, bank)
     warm_memory.retain(bank, "The user lives in Porto.")
     warm_memory.retain(bank, "In Porto the user walks by the river every evening, " * 4 + "and eats grilled sardines.")
-    # Not the question asked below: its exchange is retained in the background and, once stored, the question
-    # itself would compete for the 60-token block below.
-    client.chat.completions.create(**ask("Tell me a joke."), memwrap={"inject": False})
+    client.chat.completions.create(**ask("Say hello."), memwrap={"inject": False})
     assert memory_block(llm_server.last()) == "" and client.memwrap.stats.recalls == 0
     client.chat.completions.create(**ask("Secret: do not keep this."), memwrap={"retain": False})
+    # Delivered before the next recall, whatever the spool's timing: the turn above is in the bank, its question
+    # not the one asked next (the same question, retained, would rank first and fill a 60-token block).
+    assert client.memwrap.flush(30)
     client.chat.completions.create(**ask("Where do I live?"), memwrap={"token_budget": 60})
     block = memory_block(llm_server.last())
     assert "lives in Porto" in block and "sardines" not in block and count_tokens(block, MODEL) <= 60

@@ -10,8 +10,8 @@ from datetime import datetime
 
 from openai.types.chat import ChatCompletionMessage
 
-from memwrap.engine.recall import pack
-from memwrap.engine.recall.pack import CLOSE_TAG, OPEN_TAG
+from memwrap.block import format as block_format
+from memwrap.block.fence import CLOSE_TAG, OPEN_TAG
 from memwrap.wrappers import inject
 from memwrap.wrappers.inject import (
     build_query,
@@ -35,13 +35,13 @@ from memwrap.wrappers.transcript import (
 )
 
 # A block exactly as the engine renders it: only such blocks (or ones this process injected) are ever stripped.
-BLOCK = pack.header(datetime(2026, 1, 2)) + "- likes teal\n" + pack.footer()
+BLOCK = block_format.header(datetime(2026, 1, 2)) + "- likes teal\n" + block_format.footer()
 
 
 def test_fence_matches_the_engine_renderer() -> None:
     # The wrappers recognise blocks by the engine's fence; if pack.py changes its tags, this must fail.
-    assert (pack.OPEN_TAG, pack.CLOSE_TAG) == (OPEN_TAG, CLOSE_TAG)
-    rendered = pack.header(datetime(2026, 1, 2)) + "- x\n" + pack.footer()
+    assert (block_format.OPEN_TAG, block_format.CLOSE_TAG) == (OPEN_TAG, CLOSE_TAG)
+    rendered = block_format.header(datetime(2026, 1, 2)) + "- x\n" + block_format.footer()
     assert strip_memory("Be brief.\n\n" + rendered) == "Be brief."
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from bench.entities.sample import LANGUAGES, examples, score
-from memwrap.engine.retain.entities import extract_entities
+from memwrap.engine.language.entities import extract_entities
 
 COST_UNITS = 2000
 
@@ -49,7 +49,7 @@ def cost_texts() -> dict[str, list[str]]:
 def time_per_unit(extract: Callable[[str], list[str]], texts: list[str], rounds: int = 5) -> float:
     """Median over rounds of the mean CPU µs per text, with the word-segmentation caches emptied before each round.
     CPU time, not wall time: other work on a shared machine inflates the second, not the first."""
-    from memwrap.engine import text as text_helpers
+    from memwrap.engine.language import text as text_helpers
 
     extract("预热：加载结巴的词典。")  # jieba's dictionary loads once per process (~1 s): not a per-unit cost
     per_round = []

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memwrap.engine.retain.entities import entity_key
+from memwrap.engine.language.entities import entity_key
 
 HERE = Path(__file__).resolve().parent
 LANGUAGES = ("en", "zh")

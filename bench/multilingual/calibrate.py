@@ -1,9 +1,9 @@
 """Compute the multilingual embedding model's constants from held-out dialogue: its language means
-(memwrap/engine/embed_e5.py explains them) and the activation ranges of its int8 graph (SmoothQuant,
-memwrap/engine/embed_e5_onnx.py).
+(memwrap/engine/embed/e5.py explains them) and the activation ranges of its int8 graph (SmoothQuant,
+memwrap/engine/embed/e5_onnx.py).
 
-    .venv/bin/python -m bench.multilingual.calibrate      # writes memwrap/engine/data/e5_language_means.npz
-                                                          # and memwrap/engine/data/e5_activation_ranges.npz
+    .venv/bin/python -m bench.multilingual.calibrate      # writes memwrap/engine/embed/data/e5_language_means.npz
+                                                          # and memwrap/engine/embed/data/e5_activation_ranges.npz
 
 Input: the calibration users of MemoryBank (bench/multilingual/memorybank.py), never in the benchmark's bank.
 
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.multilingual.memorybank import calibration_turns
-from memwrap.engine.embed_e5 import LANGUAGE_MEANS_FILE, SCRIPTS, E5Encoder, script_weights
-from memwrap.engine.embed_e5_onnx import ACTIVATION_RANGES_FILE, E5OnnxEngine, measure_activation_ranges
+from memwrap.engine.embed.e5 import LANGUAGE_MEANS_FILE, SCRIPTS, E5Encoder, script_weights
+from memwrap.engine.embed.e5_onnx import ACTIVATION_RANGES_FILE, E5OnnxEngine, measure_activation_ranges
 
 
 def compute_means(texts: list[str], encoder: E5Encoder) -> dict[str, np.ndarray]:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from memwrap.engine.text import ZH_STOPWORDS, search_text
+from memwrap.engine.language.text import ZH_STOPWORDS, search_text
 
 SET_FILE = Path(__file__).resolve().parent / "set.json"
 CATEGORIES: tuple[str, ...] = ("zh", "cross", "es", "mixed")

@@ -133,7 +133,7 @@ def score(
 
 def query_embedding_ms(model: str, backend: str, home: Path | None, data: MultilingualSet, warmup: int = 10) -> dict[str, float]:
     """p50 ms to embed one question, English and Chinese, on the model's own instance (no query cache)."""
-    from memwrap.engine.embed import Embedder
+    from memwrap.engine.embed.embedder import Embedder
 
     embedder = Embedder(model, backend=backend, home=home)
     try:

@@ -143,7 +143,7 @@ def done_pairs(out: Path) -> set[tuple[str, str]]:
 
 def _llm(base_url: str | None, model: str | None, api_key: str | None, timeout: float) -> Any:
     from memwrap.config import Settings
-    from memwrap.engine.llm import LLM
+    from memwrap.engine.llm.client import LLM
 
     settings = Settings(
         llm_provider="openai", llm_base_url=base_url, llm_model=model, llm_api_key=api_key, llm_timeout=timeout,

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memwrap.engine.recall.pack import footer, header, plan, render_line
+from memwrap.block.format import footer, header
+from memwrap.engine.recall.pack import plan, render_line
 from memwrap.models import RecalledMemory
 from memwrap.tokens import encoding_for_model
 

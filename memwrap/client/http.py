@@ -23,11 +23,10 @@ from uuid import UUID
 import httpx
 from pydantic import BaseModel, TypeAdapter
 
-from memwrap import errors
+from memwrap import errors, validate
 from memwrap.declare import Verb
-from memwrap.verbs import VERBS
-from memwrap.engine import validate
 from memwrap.models import ImportReport, ReflectResult, RetainItem
+from memwrap.verbs import VERBS
 
 DEFAULT_TIMEOUT = 30.0
 BATCH = 500  # items per retain request

@@ -1,6 +1,6 @@
 """Which bank ids may be created: none that passes for another.
 
-The syntax of a bank id (memwrap/engine/validate.py: bank_id) admits any Unicode letter, so that 张伟 or
+The syntax of a bank id (memwrap/validate.py: bank_id) admits any Unicode letter, so that 张伟 or
 user:张伟 or müller are banks. That also admitted `bаnk-b` with a Cyrillic а beside the real `bank-b`: two
 banks one cannot tell apart on a screen, in a log or in an allow-list pattern. A bank that does not exist yet
 is therefore refused (InvalidBankIdError, 422) when its id

@@ -1,5 +1,5 @@
 """A bank's settings (the `banks.config` JSON): read, create with, merge into. Checked by the caller
-(memwrap/engine/validate.py: bank_config); the worker reads `raw_ttl_days` from here too (learn/forgetting.py)."""
+(memwrap/validate.py: bank_config); the worker reads `raw_ttl_days` from here too (learn/forgetting.py)."""
 
 from __future__ import annotations
 

@@ -5,45 +5,47 @@ The learning verbs (memwrap/engine/learn/verbs.py) and the read-only views of a 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-import numpy as np
-
-from memwrap import lifecycle
+from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
-from memwrap.engine import bank_ids, bank_settings, catalog, tracing, validate
-from memwrap.engine.embed import Embedder
+from memwrap.defense.policy import apply_policy, defend
+from memwrap.engine import bank_ids, bank_settings, catalog
+from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
-from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
-from memwrap.engine.llm import LLM
+from memwrap.engine.llm.client import LLM
+from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
-from memwrap.engine.retain.defense import apply_policy, defend
-from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
-from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
-from memwrap.engine.reembed import embedding_text, reembed_store
 from memwrap.engine.reflect.service import reflect
+from memwrap.engine.retain.facts import Extractor
+from memwrap.engine.retain.pipeline import Retainer
 from memwrap.engine.retain.reextract import Reextractor
-from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
 from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
-    MAX_PAGE_OFFSET, BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem,
+    MAX_PAGE_OFFSET,
+    BankInfo,
+    ImportReport,
+    MemoryRecord,
+    MemoryVersion,
+    Recall,
+    ReflectResult,
+    RetainItem,
 )
 from memwrap.store.db import Store
 from memwrap.store.pg_tuning import index_build_cap
@@ -52,22 +54,9 @@ from memwrap.tokens import encoding_for_model
 
 log = logging.getLogger("memwrap.engine")
 
-LAST_TEXT_OF_SESSIONS = """
-SELECT DISTINCT ON (session_key) session_key, text
-FROM memory_units
-WHERE bank_id = $1 AND session_key = ANY($2::text[])
-ORDER BY session_key, seq DESC
-"""
-
-# Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
-WRITE_BATCH = 256
-
 # Engine.open's warm-up recall reads this bank, which holds nothing (bank ids cannot start with two underscores
 # followed by this name by accident: it is just an unlikely name; a recall on it reads, never writes).
 WARMUP_BANK = "__memwrap_warmup__"
-
-
-_UNREAD = object()  # Engine._legacy_key before store_meta was read
 
 
 class Engine(LearningVerbs, ViewVerbs):
@@ -77,11 +66,11 @@ class Engine(LearningVerbs, ViewVerbs):
         self.settings = settings
         self.searcher = Searcher(store.pool, embedder.embed_query, settings)
         self.learning = Learning(self)  # jobs, observations, mental models, forgetting (engine/learn)
+        self.retainer = Retainer(store, embedder, settings, after_retain=self.learning.after_retain)
         self.llm: LLM | None = None
         self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.reextractor: Reextractor | None = None
         self.startup_ms: dict[str, float] = {}  # how long each part of Engine.open took (ms)
-        self._legacy_key: bytes | None | object = _UNREAD
         self.use_llm(LLM.from_settings(settings))
 
     def use_llm(self, llm: LLM | None) -> None:
@@ -94,9 +83,10 @@ class Engine(LearningVerbs, ViewVerbs):
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
             self.reextractor = Reextractor(
-                self.store.pool, self.extractor, self.embedder.embed, self.settings, self._defense_policy,
+                self.store.pool, self.extractor, self.embedder.embed, self.settings, self.defense_policy,
                 converted=self.learning.after_retain,
             )
+        self.retainer.use(self.extractor, self.reextractor)
 
     async def _warm_up(self) -> None:
         """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
@@ -178,106 +168,17 @@ class Engine(LearningVerbs, ViewVerbs):
 
     @tracing.traced("retain", lambda _self, bank_id, items, *_a, **_k: {"bank_id": bank_id, "items": len(items)})
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
+        """Validated here, at the boundary; written by retain's pipeline (engine/retain/pipeline.py)."""
         bank_id = validate.bank_id(bank_id)
         checked = validate.retain_items(items, max_metadata_bytes=self.settings.max_metadata_bytes)
         await bank_ids.admit(self.store.pool, bank_id)  # a new bank may not pass for another (bank_ids.py)
         if not checked:
             return []
-        policy = await self._defense_policy(bank_id)
-        now = datetime.now(UTC)
-        # Everything is validated, defended and prepared before anything is written: bad input stores nothing
-        # (under 'block', an item with a secret refuses the whole call).
-        defended = [defend_item(i, policy) for i in checked]
-        hashes = [item_hash(i) for i in defended]
-        legacy = {h: legacy_item_hash(i, key) for i, h in zip(checked, hashes, strict=True)} if (
-            key := await self._legacy_item_key()) else {}
-        known = await existing_items(self.store.pool, bank_id, hashes, legacy)
-        prepared: dict[str, PreparedItem] = {}
-        for item, hashed in zip(defended, hashes, strict=True):
-            if hashed not in known and hashed not in prepared:
-                prepared[hashed] = prepare_defended(item, now=now)
+        return await self.retainer.retain(bank_id, checked, await self.defense_policy(bank_id))
 
-        stored: dict[str, list[UUID]] = dict(known)
-        pending: list[PreparedItem] = list(prepared.values())
-        if self.extractor is not None and pending:
-            # Raw first, recallable from the moment retain returns; queued for the extraction started below.
-            # Their entities wait for the extraction's (reextract.py, UNLINKED_RAW).
-            pending = [
-                ExtractedItem(p.item_hash, [replace(u, entities={}) for u in p.units], p.source, pending=True)
-                for p in pending
-            ]
-        await self._add_session_context(bank_id, pending)
-        # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
-        batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
-        embedding = self._embed_items(batches[0]) if batches else None
-        for index, batch in enumerate(batches):
-            assert embedding is not None
-            vectors = await embedding
-            embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
-            async with self.store.pool.acquire() as conn:
-                stored.update(await self._write(conn, bank_id, batch, vectors))
-        self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
-        if self.reextractor is not None and pending:
-            # Consolidation follows the facts (the reextractor's `converted`), not the raw units they replace.
-            stored.update(await self._extract_written(bank_id, pending, stored, now=now, policy=policy))
-        else:
-            await self.learning.after_retain(bank_id, len(pending))
-        return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
-
-    async def _extract_written(
-        self, bank_id: str, items: list[PreparedItem], stored: dict[str, list[UUID]], *, now: datetime, policy: str
-    ) -> dict[str, list[UUID]]:
-        """Start the extraction of the items this retain wrote raw and wait up to extraction_deadline for it: the
-        facts' ids when it is done in time, else nothing (the raw ids stand; the extraction goes on, its facts
-        take the raw units' place and their ids when they land). defend_item ran the memory defense: the LLM
-        sees defended text only."""
-        assert self.reextractor is not None
-        ours = [i for i in items if stored.get(i.item_hash) == [u.id for u in i.units]]  # not a concurrent retain's
-        if not ours:
-            return {}
-        task = self.reextractor.start_inline(bank_id, ours, now=now, policy=policy)
-        done, _ = await asyncio.wait({task}, timeout=max(0.0, self.settings.extraction_deadline))
-        if task not in done or task.cancelled() or task.exception() is not None:
-            return {}
-        return task.result()
-
-    async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
-        if self.extractor is None:
-            return await write_items(conn, bank_id, batch, vectors)
-        return await write_translated(conn, bank_id, batch, vectors, self.settings)
-
-    def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
-        texts = [unit.embed_text for item in items for unit in item.units]
-        return asyncio.ensure_future(self.embedder.embed(texts))
-
-    async def _add_session_context(self, bank_id: str, items: list[PreparedItem]) -> None:
-        """Embed each unit together with the unit before it in its session.
-
-        A reply such as "Yes, it was amazing!" means nothing alone; with the question before it, its vector
-        lands near the questions it answers. Only the vector sees the context: the stored text is the unit's own.
-        (LoCoMo evidence recall at 1,024 tokens went from 0.790 to 0.809 with it.)
-        """
-        sessions = sorted({u.session_key for item in items for u in item.units if u.session_key})
-        if not sessions:
-            return
-        rows = await self.store.pool.fetch(LAST_TEXT_OF_SESSIONS, bank_id, sessions)
-        previous: dict[str, str] = {r["session_key"]: r["text"] for r in rows}
-        for item in items:
-            for unit in item.units:
-                if unit.session_key is None:
-                    continue
-                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
-                previous[unit.session_key] = unit.text
-
-    async def _defense_policy(self, bank_id: str) -> str:
+    async def defense_policy(self, bank_id: str) -> str:
+        """The bank's memory-defense policy (off, redact or block): its own setting, else the configured default."""
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
-
-    async def _legacy_item_key(self) -> bytes | None:
-        """The key the item hashes of a store older than schema v11 were rewritten under (None: no such rows)."""
-        if self._legacy_key is _UNREAD:
-            stored = await self.store.get_meta("legacy_item_hash_key")
-            self._legacy_key = bytes.fromhex(stored) if stored else None
-        return self._legacy_key  # type: ignore[return-value]
 
     async def import_memories(
         self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH,
@@ -293,7 +194,7 @@ class Engine(LearningVerbs, ViewVerbs):
             memories = read_jsonl_file(memories)
         if not 1 <= batch_size <= 100_000:
             raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
-        policy = await self._defense_policy(bank_id)
+        policy = await self.defense_policy(bank_id)
         report = BulkLoadReport()
         if rebuild_vector_index:
             async with index_down(self.store.pool, memory_cap=self.store.index_memory_cap):
@@ -311,7 +212,7 @@ class Engine(LearningVerbs, ViewVerbs):
             async with self.store.pool.acquire() as conn:
                 written = await import_batch(
                     conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
-                    report=report, legacy_key=await self._legacy_item_key(),
+                    report=report, legacy_key=await self.retainer.legacy_item_key(),
                     max_metadata_bytes=self.settings.max_metadata_bytes,
                 )
             self.store.planner_stats.note_writes(bank_id, len(written))
@@ -347,7 +248,7 @@ class Engine(LearningVerbs, ViewVerbs):
         filters = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
         )
-        if isinstance(document_id, str) and await self._defense_policy(filters.bank_id) != "off":
+        if isinstance(document_id, str) and await self.defense_policy(filters.bank_id) != "off":
             document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
         return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
 
@@ -390,14 +291,14 @@ class Engine(LearningVerbs, ViewVerbs):
         disposition = config.get("disposition")
         if not isinstance(disposition, dict) or not disposition.get("directives"):
             return config
-        policy = config.get("defense_policy") or await self._defense_policy(bank_id)
+        policy = config.get("defense_policy") or await self.defense_policy(bank_id)
         directives = defend({"disposition.directives": disposition["directives"]}, policy)["disposition.directives"]
         return {**config, "disposition": {**disposition, "directives": directives}}
 
     # --- maintenance ------------------------------------------------------------------------------------
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (memwrap/engine/reembed.py)."""
+        """Re-embed every memory with the configured model, in place (memwrap/engine/embed/reembed.py)."""
         return await reembed_store(
             self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size
         )

@@ -13,7 +13,6 @@ their tsvector computed by the server (COPY cannot call to_tsvector).
 from __future__ import annotations
 
 import json
-
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,14 +21,15 @@ from uuid import uuid4
 import asyncpg
 import numpy as np
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.engine.bank_names import add_name_words, backfill
+from memwrap.engine.language.entities import entity_key, extract_entities
+from memwrap.engine.language.speakers import said_by
+from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
 from memwrap.engine.memories_jsonl import ImportedMemory
-from memwrap.engine.recall.timeparse import extract_occurred
-from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, legacy_item_hash, session_key
-from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import (
     BUMP_BANK,
     ENSURE_BANK,
@@ -38,7 +38,6 @@ from memwrap.engine.retain.write import (
     existing_items,
     unit_entities,
 )
-from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
 

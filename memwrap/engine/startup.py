@@ -7,6 +7,11 @@ session) and the token counter (tiktoken's tables), each in a thread of its own,
 (memwrap/engine/engine.py and everything it imports). `open_engine` begins the parts *before* importing those
 modules, so the database server starts and the model loads while Python imports the rest: on 2 cores the
 import alone is about as long as the parts. This module imports nothing heavy, for the same reason.
+
+    engine = await open_engine(settings, model_on_first_use=True)
+
+is the start of a process that may never embed (`memwrap worker`, `memwrap jobs`, `memwrap export`): the model
+loads on its first use instead (engine/embed/lazy.py).
 """
 
 from __future__ import annotations
@@ -50,8 +55,19 @@ class StartParts:
         return round((time.perf_counter() - self.began) * 1000, 1)
 
 
-async def open_engine(settings: Settings, *, allow_model_change: bool = False) -> Any:
-    """Begin the parts, import the engine meanwhile, then open it on them (memwrap.engine.engine.Engine)."""
+async def open_engine(
+    settings: Settings, *, allow_model_change: bool = False, model_on_first_use: bool = False
+) -> Any:
+    """Begin the parts, import the engine meanwhile, then open it on them (memwrap.engine.engine.Engine).
+
+    `model_on_first_use`: for processes that may never embed anything (`memwrap worker`, `memwrap jobs`,
+    `memwrap export`). When the store already says its embedding dimension, the model is not loaded at start but
+    on the first embed call (engine/embed/lazy.py); a new store, or one built with another model, opens as usual
+    (the model decides the schema)."""
+    if model_on_first_use and not allow_model_change:
+        engine = await _open_with_model_on_first_use(settings)
+        if engine is not None:
+            return engine
     parts = StartParts.begin(settings)
     try:
         module = await _timed(parts.timings, "import", lambda: importlib.import_module("memwrap.engine.engine"))
@@ -59,6 +75,46 @@ async def open_engine(settings: Settings, *, allow_model_change: bool = False) -
         parts.abandon()
         raise
     return await module.Engine.open(settings, allow_model_change=allow_model_change, parts=parts)
+
+
+async def _open_with_model_on_first_use(settings: Settings) -> Any | None:
+    """The engine on a LazyEmbedder, or None when the store does not say its dimension for this model."""
+    from memwrap.engine.embed.lazy import LazyEmbedder
+    from memwrap.store.db import Store
+
+    engine_class = importlib.import_module("memwrap.engine.engine").Engine  # the one way in, as open_engine's
+
+    url = settings.database_url or await asyncio.get_running_loop().run_in_executor(None, _database_url, settings)
+    dim = await _stored_dim(url, settings.embedding_space)
+    if dim is None:
+        return None
+    store = await Store.open(
+        url, embedding_model=settings.embedding_space, embedding_dim=dim,
+        min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+    )
+    embedder = LazyEmbedder(
+        settings.embedding_model, settings.embedding_batch_size, dim,
+        backend=settings.embedding_backend, home=settings.model_cache,
+    )
+    engine = engine_class(store, embedder, settings)
+    await engine.learning.start()
+    return engine
+
+
+async def _stored_dim(url: str, model: str) -> int | None:
+    """The store's embedding dimension, if it was built with `model` (else None: load the model to find out)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        if not await conn.fetchval("SELECT to_regclass('store_meta') IS NOT NULL"):
+            return None
+        rows = {r["key"]: r["value"] for r in await conn.fetch("SELECT key, value FROM store_meta")}
+    finally:
+        await conn.close()
+    if rows.get("embedding_model") != model or not rows.get("embedding_dim"):
+        return None
+    return int(rows["embedding_dim"])
 
 
 def _timed(timings: dict[str, float], name: str, load: Callable[[], Any]) -> asyncio.Future[Any]:
@@ -79,7 +135,7 @@ def _database_url(settings: Settings) -> str:
 
 
 def _embedder(settings: Settings) -> Any:
-    from memwrap.engine.embed import shared_embedder
+    from memwrap.engine.embed.embedder import shared_embedder
 
     return shared_embedder(
         settings.embedding_model, settings.embedding_batch_size, backend=settings.embedding_backend,

@@ -6,7 +6,7 @@ The file: a header line, then one record per line, `{"record": <kind>, ...}`, in
 (memwrap/store/bank_transfer.py lists the kinds and their fields). Vectors travel by default: the embedding
 model's output depends slightly on the other texts in its batch, so only the stored vectors give back exactly the
 same recall. Without them (include_embeddings=False: a file a quarter the size, or one for another model) import
-embeds the memories again from the same text retain embeds (engine.embedding_text).
+embeds the memories again from the same text retain embeds (embed/unit_text.py).
 
 Import reads the whole file before writing anything and writes it in one transaction: a bad line stores nothing.
 Ids are kept and present rows are skipped, so importing a file twice is the same as importing it once.
@@ -21,8 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memwrap.engine import bank_ids, tracing, validate
-from memwrap.engine.text import search_text
+from memwrap import tracing, validate
+from memwrap.engine import bank_ids
+from memwrap.engine.embed.unit_text import embedding_text
+from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql
@@ -169,7 +171,6 @@ async def _iterate(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) ->
 async def _add_vectors(engine: Any, header: dict[str, Any], memories: list[dict[str, Any]]) -> int:
     """Each memory's search text, and its vector: the file's when it was made by this model at this size, else
     computed here from the text retain would embed. Returns how many were embedded."""
-    from memwrap.engine.engine import embedding_text
 
     same_model = header.get("embedding_model") == engine.settings.embedding_space
     dim = engine.embedder.dim

@@ -11,16 +11,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from memwrap.engine import validate
-from memwrap.engine.learn import jobs, mental_models
+from memwrap import validate
+from memwrap.engine.embed.unit_text import embedding_text
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.language.entities import entity_key, extract_entities
+from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
+from memwrap.engine.learn import mental_models
 from memwrap.engine.learn.forgetting import REVISE
 from memwrap.engine.learn.observations import QUOTE_CHARS, observations_citing
-from memwrap.engine.recall.timeparse import extract_occurred
-from memwrap.engine.retain.entities import entity_key, extract_entities
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import defend_item
 from memwrap.engine.retain.write import write_unit_entities
-from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
@@ -40,7 +42,7 @@ async def update(
                     if metadata is not None else None)
     new_tags = validate.tags(tags)
     # The same defense as retain, before anything is read or written (raises SecretBlockedError under 'block').
-    policy = await engine._defense_policy(bank_id)
+    policy = await engine.defense_policy(bank_id)
     defended = defend_item(
         RetainItem(content=new_text or "-", metadata=new_metadata or {}, tags=new_tags or []), policy
     )
@@ -127,7 +129,6 @@ def _occurred(old: Any, text: str) -> tuple[Any, Any] | None:
 
 
 async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
-    from memwrap.engine.engine import embedding_text  # the one rule retain and reembed follow
 
     previous = None
     if unit["fact_type"] == "raw" and unit["session_key"] is not None:
@@ -137,7 +138,6 @@ async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
 
 async def _reembed_next_turn(engine: Any, conn: Any, bank_id: str, unit: Any, text: str) -> None:
     """The next raw turn of the session was embedded with this one's text before it: it gets the new text."""
-    from memwrap.engine.engine import embedding_text
 
     if unit["fact_type"] != "raw" or unit["session_key"] is None:
         return

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from memwrap.engine import bank_views, validate
+from memwrap import validate
+from memwrap.engine import bank_views
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,

@@ -40,9 +40,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from memwrap.config import Settings
-from memwrap.engine.llm import LLM, policy
-from memwrap.engine.llm_providers import OpenAIProvider
-from memwrap.engine.llm_types import ROLES
+from memwrap.engine.llm.client import LLM, policy
+from memwrap.engine.llm.providers import OpenAIProvider
+from memwrap.engine.llm.types import ROLES
 from memwrap.wrappers.core import Call, Memwrap
 from memwrap.wrappers.memories import resolve_memory
 from memwrap.wrappers.scope import BankId, Options, as_tags, scope

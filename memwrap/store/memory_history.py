@@ -16,7 +16,7 @@ FROM memory_units WHERE bank_id = $1 AND id = $2
 FOR UPDATE
 """
 
-# The unit before a raw unit in its session, whose end joins the unit's embedding text (engine.embedding_text).
+# The unit before a raw unit in its session, whose end joins the unit's embedding text (engine/embed/unit_text.py).
 PREVIOUS_IN_SESSION = """
 SELECT text FROM memory_units
 WHERE bank_id = $1 AND session_key = $2 AND seq < $3

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.filters import RecallFilter, parse_filter
 from memwrap.wrappers.backend import memory_kind
 from memwrap.wrappers.core import Memwrap
@@ -91,7 +91,7 @@ def wrap(
 def _use_client_llm(memory: Any, client: Any, llm: str | bool) -> None:
     """`llm="gpt-4o-mini"` (or True: MEMWRAP_LLM_MODEL): the engine's own LLM work (extraction, consolidation,
     reflect) goes through this client's key and endpoint, with that model, instead of MEMWRAP_LLM_*."""
-    from memwrap.engine.llm_clients import llm_from_client  # the SDK adapters load only when llm= is used
+    from memwrap.engine.llm.clients import llm_from_client  # the SDK adapters load only when llm= is used
 
     use = getattr(memory, "use_llm", None)
     if use is None:

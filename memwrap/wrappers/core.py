@@ -26,8 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from memwrap import lifecycle
-from memwrap.engine import tracing, validate
+from memwrap import lifecycle, tracing, validate
 from memwrap.wrappers import spans
 from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory

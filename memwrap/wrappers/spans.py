@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memwrap.engine import tracing
+from memwrap import tracing
 from memwrap.tokens import count_tokens
 from memwrap.wrappers.backend import RecallSkipped, RecallTimeout
 from memwrap.wrappers.transcript import get

@@ -7,7 +7,7 @@ died are freed for the next process. `dead` holds rows that failed alone too oft
 Fork: SQLite connections must not cross a fork. Every statement runs under one process-wide lock; before a fork
 it is taken and every connection is closed (reopened on next use), so a child inherits none.
 
-Nothing secret reaches the disk: rows are redacted (engine/retain/defense.py, every field) before they are
+Nothing secret reaches the disk: rows are redacted (defense/policy.py, every field) before they are
 written, unless the memory-defense policy is "off", and the file is its owner's alone (0600, folder 0700).
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from memwrap import lifecycle
-from memwrap.engine.retain.defense import redact_item
+from memwrap.defense.policy import redact_item
 from memwrap.private_files import private_dir, private_file
 
 SPOOL_FILE = "retains.sqlite3"  # under MEMWRAP_HOME/spool

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.models import Recall
 from memwrap.verbs import VERBS
 from memwrap_server.deps import CallerDep, MemoryDep, check_bank

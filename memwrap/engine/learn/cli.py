@@ -41,12 +41,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 async def _run_worker(args: argparse.Namespace) -> int:
-    from memwrap.engine.learn.lazy import open_engine
-    from memwrap.engine.learn.worker import Worker
+    from memwrap.engine.jobs.worker import Worker
+    from memwrap.engine.learn import reconcile
+    from memwrap.engine.learn.kinds import BUILTIN_KINDS
+    from memwrap.engine.startup import open_engine
 
-    engine = await open_engine(_settings(args, worker="off"))
+    engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:
-        worker = Worker(engine, worker_id=args.id, concurrency=args.concurrency, kinds=args.kind, listen=not args.drain)
+        worker = Worker(
+            engine, worker_id=args.id, concurrency=args.concurrency, kinds=args.kind, listen=not args.drain,
+            registry=BUILTIN_KINDS, reconcile=reconcile.run,
+        )
         if args.drain:
             ran = await worker.drain(timeout=float("inf"))
             _report({"worker": worker.worker_id, "ran": ran}, args, f"Ran {ran} job(s).")
@@ -67,9 +72,9 @@ async def _run_worker(args: argparse.Namespace) -> int:
 
 async def _with_engine(args: argparse.Namespace, call: Callable[[Any], Awaitable[T]]) -> T:
     """Run one engine call. Looking at the queue or exporting starts no worker and loads no embedding model."""
-    from memwrap.engine.learn.lazy import open_engine
+    from memwrap.engine.startup import open_engine
 
-    engine = await open_engine(_settings(args, worker="off"))
+    engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:
         return await call(engine)
     finally:

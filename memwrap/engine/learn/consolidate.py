@@ -7,7 +7,7 @@ once in effect. Callers hold the bank's consolidation lock (the worker's serial 
 
 A batch that fails on the job's last attempt is parked, so that it cannot block the bank's later facts: its units
 are marked failed (the watermark passes them) and a job of their own (PARKED_KIND, with the slower retry policy of
-retry_policy.py) tries just those units again; when that job dies too they stay facts, unconsolidated.
+jobs/retry_policy.py) tries just those units again; when that job dies too they stay facts, unconsolidated.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from uuid import UUID
 
 import asyncpg
 
-from memwrap.engine import tracing
-from memwrap.engine.learn import heuristic, jobs, llm_consolidate, mental_models
+from memwrap import tracing
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import JobContext, serial_lock
+from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
-from memwrap.engine.learn.jobs import JobContext, serial_lock
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp, apply_plan
-from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import ConsolidationReport
 
 log = logging.getLogger("memwrap.learn")

@@ -1,36 +1,24 @@
 """Every kind of background job, in one table: the function that runs it, its retry policy, and where it can run.
 
-The worker reads this table; nothing registers itself by being imported. A worker only claims the kinds it can
-run in its process (extraction needs an extraction LLM), so a worker without one leaves them to one that has.
+The worker (engine/jobs/worker.py) is handed this table by learn/service.py and `memwrap worker`; nothing registers
+itself by being imported. A worker only claims the kinds it can run in its process (extraction needs an extraction
+LLM), so a worker without one leaves them to one that has.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from memwrap.config import Settings
+from memwrap.engine.jobs.queue import JobContext
+from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.jobs.worker import JobKind
 from memwrap.engine.learn import consolidate, forgetting, mental_models
-from memwrap.engine.learn.jobs import JobContext
-from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.engine.retain import reextract
 
-Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
-
-
-def _anywhere(engine: Any) -> bool:
-    del engine
-    return True
-
-
-@dataclass(frozen=True)
-class JobKind:
-    run: Handler  # returns the job's result, a small JSON dict; raising is a failed attempt
-    policy: Callable[[Settings], RetryPolicy] = RetryPolicy.for_jobs
-    runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine run it?
+__all__ = ["BUILTIN_KINDS", "JobKind", "noop"]
 
 
 async def noop(ctx: JobContext) -> dict[str, Any]:

@@ -20,14 +20,14 @@ import asyncpg
 import numpy as np
 from pydantic import BaseModel, Field
 
+from memwrap.engine.language.text import search_text
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.observations import CreateOp, DeleteOp, EvidenceIn, Plan, UpdateOp
 from memwrap.engine.learn.trend import trend
-from memwrap.engine.prompt_echo import EchoGuard
+from memwrap.engine.llm.prompt_echo import EchoGuard
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import interleave
-from memwrap.engine.text import search_text
 
 log = logging.getLogger("memwrap.learn")
 

@@ -21,12 +21,12 @@ from uuid import UUID, uuid4
 import asyncpg
 from pydantic import BaseModel, Field
 
+from memwrap.defense.policy import redact
 from memwrap.engine import bank_ids
-from memwrap.engine.learn import jobs
-from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
-from memwrap.engine.retain.defense import redact
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
 from memwrap.tokens import encoding_for_model

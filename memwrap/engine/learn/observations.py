@@ -17,7 +17,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from memwrap.engine.text import search_text
+from memwrap.engine.language.text import search_text
 
 QUOTE_CHARS = 300
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import asyncpg
 
-from memwrap.engine.learn import forgetting, jobs, mental_models
-from memwrap.engine.learn.jobs import LOCK_NAMESPACE, NOTIFY_CHANNEL
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import LOCK_NAMESPACE, NOTIFY_CHANNEL
+from memwrap.engine.learn import forgetting, mental_models
 
 EXPIRE_EVERY_SECONDS = 3600.0
 # After a job failed for good (its attempts used up: the LLM is down, say), wait this long before queueing

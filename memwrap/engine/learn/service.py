@@ -16,9 +16,11 @@ from uuid import UUID
 
 import asyncpg
 
-from memwrap.engine.learn import consolidate, export, forgetting, jobs, mental_models, observation_views
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.worker import Worker, default_worker_id
+from memwrap.engine.learn import consolidate, export, forgetting, mental_models, observation_views, reconcile
+from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.learn.mental_models import Generator
-from memwrap.engine.learn.worker import Worker, default_worker_id
 from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVersion, Observation, ObservationVersion
 
 log = logging.getLogger("memwrap.learn")
@@ -53,7 +55,7 @@ class Learning:
             self._llm_loaded = True
             s = self.settings
             if (getattr(s, "consolidation_provider", None) or s.llm_provider) != "none":
-                from memwrap.engine.llm import LLM
+                from memwrap.engine.llm.client import LLM
 
                 self._llm = LLM.from_settings(s)
         return self._llm
@@ -63,7 +65,7 @@ class Learning:
     async def start(self) -> None:
         if self.settings.worker == "inline" and self.worker is None:
             self.worker = Worker(
-                self.engine, worker_id=default_worker_id("inline"),
+                self.engine, worker_id=default_worker_id("inline"), registry=BUILTIN_KINDS, reconcile=reconcile.run,
                 start_delay=self.settings.worker_start_delay_seconds,
             )
             await self.worker.start()

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, get_args
 from uuid import UUID
 
-from memwrap.engine import validate
-from memwrap.engine.retain.defense import defend
+from memwrap import validate
+from memwrap.defense.policy import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_PAGE_OFFSET,
@@ -47,12 +47,12 @@ def _limit(limit: int) -> int:
 class LearningVerbs:
     learning: Learning
 
-    async def _defense_policy(self, bank_id: str) -> str:  # the engine's
+    async def defense_policy(self, bank_id: str) -> str:  # Engine.defense_policy
         raise NotImplementedError
 
     async def _defended(self, bank_id: str, **fields: object) -> dict[str, object]:
         """What a person or an agent wrote, through the bank's memory defense before it is stored."""
-        return defend(fields, await self._defense_policy(bank_id))
+        return defend(fields, await self.defense_policy(bank_id))
 
     # --- jobs ------------------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from memwrap.engine import validate
+from memwrap import validate
 from memwrap.errors import InvalidBankIdError, InvalidInputError
 
 # One recall reads at most this many banks (each adds its four arms to the statement count).

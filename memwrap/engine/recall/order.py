@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 from memwrap.engine.language.changes import Statement, asks_past, asks_present, replaces, same_topic, topic_terms
+from memwrap.engine.language.timeparse import detect_tense
 from memwrap.engine.recall.arms import NEAR_DAYS
-from memwrap.engine.recall.timeparse import detect_tense
 from memwrap.models import RecalledMemory, TimeWindow
 
 

@@ -14,10 +14,12 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap import tracing, validate
 from memwrap.config import Settings
-from memwrap.engine import tracing, validate
 from memwrap.engine.bank_names import han_names, names_in, with_names
-from memwrap.engine.learn.prefer import prefer_observations
+from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
+from memwrap.engine.language.text import search_text, without_function_words
+from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.recall import arms, details
 from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
@@ -27,10 +29,8 @@ from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
+from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
-from memwrap.engine.recall.timeparse import parse_time_window, strip_time_expression
-from memwrap.engine.retain.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
-from memwrap.engine.text import search_text, without_function_words
 from memwrap.filters import RecallFilter
 from memwrap.models import Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -56,7 +56,7 @@ class RecallRequest:
     tags: list[str] | None
     model: str | None
     neighbours: bool
-    prefer_observations: bool = False  # an observation replaces the facts it covers (learn/prefer.py)
+    prefer_observations: bool = False  # an observation replaces the facts it covers (recall/prefer.py)
     fusion: str | None = None
     query_vector: np.ndarray | None = None  # a precomputed query embedding (benchmarks, batch callers)
     warm_up: bool = False  # run every arm even on an empty bank (Engine.open's warm-up: caches, connections)

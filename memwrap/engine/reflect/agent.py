@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memwrap.engine.llm import LLM, ContextOverflowError, Message, Tool, ToolCall, ToolStep
+from memwrap.engine.llm.client import LLM, ContextOverflowError, Message, Tool, ToolCall, ToolStep
 from memwrap.engine.reflect import prompts, queries
 from memwrap.engine.reflect.budget import MIN_RESULT_TOKENS, SAFETY_TOKENS, Limits, TokenCounter
 from memwrap.engine.reflect.cite import resolve_citations

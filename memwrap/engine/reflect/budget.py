@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import tiktoken
 
-from memwrap.engine.llm_types import Message, Tool
+from memwrap.engine.llm.types import Message, Tool
 from memwrap.tokens import encoding_for_model
 
 # Every message costs a few tokens of framing (role, separators) beyond its text, on every provider.

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from memwrap.engine.llm_types import Tool, strict_schema
+from memwrap.engine.llm.types import Tool, strict_schema
 from memwrap.errors import InvalidInputError
 
 DONE = "done"

@@ -2,7 +2,7 @@
 
 Both give the agent the same `ToolStep` (text and tool calls), so the loop, its trace, budgets and citations
 are written once (agent.py). The protocol is picked per model from what its server can do
-(llm_capabilities.py):
+(llm/capabilities.py):
 
 * native: the provider's function calling. Tool calls a model wrote as text anyway (`{"name": "recall",
   "arguments": {...}}`, Qwen's `<tool_call>…</tool_call>`) are read back as calls; a named tool_choice goes out
@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from memwrap.engine.llm import LLM, Capabilities, Message, Tool, ToolCall, ToolStep
-from memwrap.engine.llm_json import repair_json
+from memwrap.engine.llm.client import LLM, Capabilities, Message, Tool, ToolCall, ToolStep
+from memwrap.engine.llm.json_reply import repair_json
 from memwrap.errors import LLMOutputError
 
 DONE = "done"

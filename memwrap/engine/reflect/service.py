@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from memwrap.engine import tracing, validate
+from memwrap import tracing, validate
 from memwrap.engine.reflect import queries
 from memwrap.engine.reflect.agent import Agent, ReflectRequest
 from memwrap.engine.reflect.budget import Limits

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from memwrap.engine.learn import mental_models as mm
 from memwrap.engine.learn import observation_views
-from memwrap.engine.llm_types import Tool, ToolCall
+from memwrap.engine.llm.types import Tool, ToolCall
 from memwrap.engine.recall.pack import render_line
 from memwrap.engine.reflect import queries
 from memwrap.engine.reflect.budget import TokenCounter

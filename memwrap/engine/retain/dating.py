@@ -2,7 +2,7 @@
 
 A small model resolves "next Tuesday" said on Tuesday 2026-12-01 to 2026-12-02, and dates an undated allergy to
 the day it was mentioned. So the span of a fact comes from the time expressions of the turns it was taken from,
-resolved by memwrap's own calendar code (recall/timeparse) against the moment each was said:
+resolved by memwrap's own calendar code (language/timeparse) against the moment each was said:
 
 1. the phrase the model quotes (`when`), if the turns really contain it;
 2. else a date written in the fact itself, if it agrees with the turns (or the turns name no time): the turn's
@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time
 
-from memwrap.engine.recall.timeparse import detect_tense, extract_occurred
+from memwrap.engine.language.timeparse import detect_tense, extract_occurred
 
 Span = tuple[datetime, datetime]
 

@@ -9,7 +9,7 @@ What we check instead of trusting the model:
   whatever the model says, a fact stated only by the user or other people is "world";
 * times: our own calendar code resolves the turns' time phrases against when they were said; the model's dates
   are only checked against it (dating.py);
-* echoes: a fact that repeats the prompt is dropped (prompt_echo.py);
+* echoes: a fact that repeats the prompt is dropped (llm/prompt_echo.py);
 * provenance: source turn numbers must exist; causes must be earlier facts of the same reply.
 """
 
@@ -23,12 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwrap.engine.llm import LLM, Usage
-from memwrap.engine.prompt_echo import EchoGuard
-from memwrap.engine.retain.dating import fact_span
-from memwrap.engine.retain.prepare import PreparedItem, session_key
-from memwrap.engine.retain.coverage import lexically_covered, sentences
-from memwrap.engine.retain.speakers import (
+from memwrap.engine.language.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,
     NAMED_SPEAKER,
@@ -38,8 +33,13 @@ from memwrap.engine.retain.speakers import (
     third_person,
     with_subject,
 )
+from memwrap.engine.language.text import normalise_whitespace
+from memwrap.engine.llm.client import LLM, Usage
+from memwrap.engine.llm.prompt_echo import EchoGuard
+from memwrap.engine.retain.coverage import lexically_covered, sentences
+from memwrap.engine.retain.dating import fact_span
+from memwrap.engine.retain.prepare import PreparedItem, session_key
 from memwrap.engine.retain.split import split_units
-from memwrap.engine.text import normalise_whitespace
 from memwrap.tokens import count_tokens
 
 log = logging.getLogger("memwrap.extract")

@@ -25,14 +25,16 @@ from uuid import UUID, uuid4
 import asyncpg
 import numpy as np
 
+from memwrap import tracing
 from memwrap.config import Settings
-from memwrap.engine import tracing
-from memwrap.engine.learn.retry_policy import RetryPolicy
-from memwrap.engine.llm import LLM, OutputTruncatedError, Usage
-from memwrap.engine.retain.defense import apply_policy, redact
-from memwrap.engine.recall.timeparse import extract_occurred
+from memwrap.defense.policy import apply_policy, redact
+from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.language.entities import extract_entities
+from memwrap.engine.language.speakers import said_by
+from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
+from memwrap.engine.llm.client import LLM, OutputTruncatedError, Usage
 from memwrap.engine.retain.coverage import raw_lines, uncovered
-from memwrap.engine.retain.entities import extract_entities
 from memwrap.engine.retain.extract import (
     Chunk,
     ChunkFacts,
@@ -42,12 +44,10 @@ from memwrap.engine.retain.extract import (
     plan_chunks,
     split_chunk,
 )
-from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.name_links import link_names
+from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
-from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import unit_entities, write_items
-from memwrap.engine.text import search_text
 
 log = logging.getLogger("memwrap.extract")
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 
 import asyncpg
 
-from memwrap.engine.retain.entities import ZH_COMPOUND_SURNAMES, ZH_FAMILIAR_PREFIXES, ZH_SURNAMES
-from memwrap.engine.text import HAN_RUN_RE, ZH_STOPWORDS
+from memwrap.engine.language.entities import ZH_COMPOUND_SURNAMES, ZH_FAMILIAR_PREFIXES, ZH_SURNAMES
+from memwrap.engine.language.text import HAN_RUN_RE, ZH_STOPWORDS
 
 SOURCE = "similar"  # entity_aliases.source: found by resolution (not said by a model)
 

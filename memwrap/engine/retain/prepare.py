@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID, uuid4
 
-from memwrap.engine.recall.timeparse import extract_occurred
-from memwrap.engine.retain.defense import defend
-from memwrap.engine.retain.entities import entity_key, extract_entities
-from memwrap.engine.retain.speakers import keep_turn_breaks, said_by, split_turns
+from memwrap.defense.policy import defend
+from memwrap.engine.language.entities import entity_key, extract_entities
+from memwrap.engine.language.speakers import keep_turn_breaks, said_by, split_turns
+from memwrap.engine.language.text import search_text
+from memwrap.engine.language.timeparse import extract_occurred
 from memwrap.engine.retain.split import split_units
-from memwrap.engine.text import search_text
 from memwrap.models import RetainItem
 
 

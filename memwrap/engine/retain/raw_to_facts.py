@@ -14,7 +14,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
-from memwrap.engine.retain.entities import entity_key, extract_entities
+from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.retain.facts import ExtractedItem, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.write import write_unit_entities

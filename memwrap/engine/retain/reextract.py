@@ -1,11 +1,11 @@
 """Raw turns become facts: right after retain wrote them, and later again for those whose extraction failed.
 
 Retain stores an item's turns raw (recall finds them from the moment retain returns) and, in the same
-transaction, queues an 'extract' job for the items it wrote: a row of the one job queue (engine/learn/jobs.py).
+transaction, queues an 'extract' job for the items it wrote: a row of the one job queue (engine/jobs/queue.py).
 `Reextractor.start_inline` claims that job at once and extracts its items in a task that retain waits on only up
 to `extraction_deadline`: past it retain returns the raw ids and the task goes on (nothing is cancelled; the
 claim's lease is renewed meanwhile). A failed extraction is retried like every job, by the one retry policy
-(engine/learn/retry_policy.py: backoff from MEMWRAP_EXTRACTION_RETRY_INTERVAL; after
+(engine/jobs/retry_policy.py: backoff from MEMWRAP_EXTRACTION_RETRY_INTERVAL; after
 MEMWRAP_EXTRACTION_MAX_ATTEMPTS the job is dead and the raw memory simply stays): by any worker whose engine
 has an extraction LLM (`run_job`), or at once by `run_once(force=True)` (`Engine.retry_extractions`). A retry
 rebuilds the items from their raw units; either way raw_to_facts.replace_raw swaps raw units for facts in one
@@ -25,10 +25,10 @@ import asyncpg
 import numpy as np
 
 from memwrap.config import Settings
-from memwrap.engine.learn import jobs
-from memwrap.engine.learn.jobs import ClaimedJob, JobContext, default_worker_id
-from memwrap.engine.learn.retry_policy import RetryPolicy
-from memwrap.engine.retain.defense import redact
+from memwrap.defense.policy import redact
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.queue import ClaimedJob, JobContext, default_worker_id
+from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.retain.facts import EXTRACT_JOB, Extractor
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.raw_to_facts import link_raw_entities, rebuild_items, replace_raw

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 import asyncpg
 import numpy as np
 
-from memwrap.engine.retain.entities import entity_key, is_entity_name
+from memwrap.engine.language.entities import entity_key, is_entity_name
+from memwrap.engine.language.text import has_cjk
 from memwrap.engine.retain.extract import EntityNames
-from memwrap.engine.text import has_cjk
 
 # Thresholds for merging an unknown name into an existing entity (see the module docstring).
 TYPO_RATIO = 0.85  # difflib ratio of the keys

@@ -1,0 +1,158 @@
+"""Retain's pipeline, top-down: checked items are defended, hashed, deduplicated, prepared, given their session
+context, embedded and written in batches, then extracted (when an LLM is configured) or handed to learning.
+
+    defend_item, item_hash (prepare.py) → existing_items (write.py) → prepare_defended (prepare.py)
+    → add_session_context (here; embed/unit_text.py) → embed ∥ write (write.py, facts.py)
+    → the extraction started inline (reextract.py) or learning's after_retain (learn/service.py)
+
+The engine validates at the boundary (Engine.retain_many) and hands the checked items here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+
+from memwrap.config import Settings
+from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.embed.unit_text import embedding_text
+from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
+from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
+from memwrap.engine.retain.reextract import Reextractor
+from memwrap.engine.retain.write import existing_items, write_items
+from memwrap.models import RetainItem
+from memwrap.store.db import Store
+
+LAST_TEXT_OF_SESSIONS = """
+SELECT DISTINCT ON (session_key) session_key, text
+FROM memory_units
+WHERE bank_id = $1 AND session_key = ANY($2::text[])
+ORDER BY session_key, seq DESC
+"""
+
+# Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
+WRITE_BATCH = 256
+
+_UNREAD = object()  # Retainer._legacy_key before store_meta was read
+
+
+class Retainer:
+    """Writes checked items into a bank. `use` sets the extraction (None, None: retain stores raw units)."""
+
+    def __init__(
+        self, store: Store, embedder: Embedder, settings: Settings, *,
+        after_retain: Callable[[str, int], Awaitable[None]],
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.after_retain = after_retain  # learning's hook: consolidation follows new units
+        self.extractor: Extractor | None = None
+        self.reextractor: Reextractor | None = None
+        self._legacy_key: bytes | None | object = _UNREAD
+
+    def use(self, extractor: Extractor | None, reextractor: Reextractor | None) -> None:
+        self.extractor, self.reextractor = extractor, reextractor
+
+    async def retain(self, bank_id: str, checked: list[RetainItem], policy: str) -> list[UUID]:
+        """The ids of the units the items stand for, in order (an item already stored gives its existing ids)."""
+        now = datetime.now(UTC)
+        # Everything is validated, defended and prepared before anything is written: bad input stores nothing
+        # (under 'block', an item with a secret refuses the whole call).
+        defended = [defend_item(i, policy) for i in checked]
+        hashes = [item_hash(i) for i in defended]
+        legacy = {h: legacy_item_hash(i, key) for i, h in zip(checked, hashes, strict=True)} if (
+            key := await self.legacy_item_key()) else {}
+        known = await existing_items(self.store.pool, bank_id, hashes, legacy)
+        prepared: dict[str, PreparedItem] = {}
+        for item, hashed in zip(defended, hashes, strict=True):
+            if hashed not in known and hashed not in prepared:
+                prepared[hashed] = prepare_defended(item, now=now)
+
+        stored: dict[str, list[UUID]] = dict(known)
+        pending: list[PreparedItem] = list(prepared.values())
+        if self.extractor is not None and pending:
+            # Raw first, recallable from the moment retain returns; queued for the extraction started below.
+            # Their entities wait for the extraction's (reextract.py, UNLINKED_RAW).
+            pending = [
+                ExtractedItem(p.item_hash, [replace(u, entities={}) for u in p.units], p.source, pending=True)
+                for p in pending
+            ]
+        await self._add_session_context(bank_id, pending)
+        # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
+        batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
+        embedding = self._embed_items(batches[0]) if batches else None
+        for index, batch in enumerate(batches):
+            assert embedding is not None
+            vectors = await embedding
+            embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
+            async with self.store.pool.acquire() as conn:
+                stored.update(await self._write(conn, bank_id, batch, vectors))
+        self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
+        if self.reextractor is not None and pending:
+            # Consolidation follows the facts (the reextractor's `converted`), not the raw units they replace.
+            stored.update(await self._extract_written(bank_id, pending, stored, now=now, policy=policy))
+        else:
+            await self.after_retain(bank_id, len(pending))
+        return [unit_id for hashed in hashes for unit_id in stored.get(hashed, [])]
+
+    async def _extract_written(
+        self, bank_id: str, items: list[PreparedItem], stored: dict[str, list[UUID]], *, now: datetime, policy: str
+    ) -> dict[str, list[UUID]]:
+        """Start the extraction of the items this retain wrote raw and wait up to extraction_deadline for it: the
+        facts' ids when it is done in time, else nothing (the raw ids stand; the extraction goes on, its facts
+        take the raw units' place and their ids when they land). defend_item ran the memory defense: the LLM
+        sees defended text only."""
+        assert self.reextractor is not None
+        ours = [i for i in items if stored.get(i.item_hash) == [u.id for u in i.units]]  # not a concurrent retain's
+        if not ours:
+            return {}
+        task = self.reextractor.start_inline(bank_id, ours, now=now, policy=policy)
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, self.settings.extraction_deadline))
+        if task not in done or task.cancelled() or task.exception() is not None:
+            return {}
+        return task.result()
+
+    async def _write(
+        self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray
+    ) -> dict[str, list[UUID]]:
+        if self.extractor is None:
+            return await write_items(conn, bank_id, batch, vectors)
+        return await write_translated(conn, bank_id, batch, vectors, self.settings)
+
+    def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
+        texts = [unit.embed_text for item in items for unit in item.units]
+        return asyncio.ensure_future(self.embedder.embed(texts))
+
+    async def _add_session_context(self, bank_id: str, items: list[PreparedItem]) -> None:
+        """Embed each unit together with the unit before it in its session.
+
+        A reply such as "Yes, it was amazing!" means nothing alone; with the question before it, its vector
+        lands near the questions it answers. Only the vector sees the context: the stored text is the unit's own.
+        (LoCoMo evidence recall at 1,024 tokens went from 0.790 to 0.809 with it.)
+        """
+        sessions = sorted({u.session_key for item in items for u in item.units if u.session_key})
+        if not sessions:
+            return
+        rows = await self.store.pool.fetch(LAST_TEXT_OF_SESSIONS, bank_id, sessions)
+        previous: dict[str, str] = {r["session_key"]: r["text"] for r in rows}
+        for item in items:
+            for unit in item.units:
+                if unit.session_key is None:
+                    continue
+                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
+                previous[unit.session_key] = unit.text
+
+    async def legacy_item_key(self) -> bytes | None:
+        """The key the item hashes of a store older than schema v11 were rewritten under (None: no such rows);
+        import_memories reads it too."""
+        if self._legacy_key is _UNREAD:
+            stored = await self.store.get_meta("legacy_item_hash_key")
+            self._legacy_key = bytes.fromhex(stored) if stored else None
+        return self._legacy_key  # type: ignore[return-value]
