@@ -108,3 +108,18 @@ def test_cited_test_files_exist() -> None:
     cited = {(m, str(p.relative_to(ROOT))) for p in sources
              for m in TEST_FILE.findall(p.read_text(encoding="utf-8", errors="replace"))}
     assert {(m, where) for m, where in cited if not (ROOT / m).exists()} == set()
+
+
+_CITED_PATH = re.compile(r"`((?:memwrap|memwrap_server|bench|tests|examples|docs)/[\w/.-]*[\w/])`")
+
+
+def test_every_file_the_readme_and_docs_cite_exists() -> None:
+    """A module that moves takes its citations with it: README and docs/ name only paths that exist."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    missing = [
+        (page.name, cited)
+        for page in pages
+        for cited in _CITED_PATH.findall(page.read_text(encoding="utf-8"))
+        if "*" not in cited and "{" not in cited and not (ROOT / cited).exists()
+    ]
+    assert missing == []
