@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwrap.config import Settings
 from memwrap.engine.learn import consolidate, forgetting, mental_models
@@ -18,10 +18,13 @@ from memwrap.engine.learn.jobs import JobContext
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.engine.retain import reextract
 
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
+
 Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
 
 
-def _anywhere(engine: Any) -> bool:
+def _anywhere(engine: Engine) -> bool:
     del engine
     return True
 

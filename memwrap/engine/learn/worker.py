@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import asyncpg
 
@@ -20,13 +20,16 @@ from memwrap.engine.learn import jobs, reconcile
 from memwrap.engine.learn.jobs import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
 
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
+
 log = logging.getLogger("memwrap.worker")
 
 
 class Worker:
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         *,
         worker_id: str | None = None,
         concurrency: int | None = None,
