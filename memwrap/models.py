@@ -385,6 +385,8 @@ MAX_PAGE_OFFSET = 10_000_000
 # The longest page of memories, observations or jobs one call returns, on every surface (memwrap/verbs.py declares
 # it; the engine checks it; REST and MCP advertise it).
 MAX_PAGE = 10_000
+# Tokens of memory a recall renders when no budget is given, and the wrappers inject per call by default.
+DEFAULT_TOKEN_BUDGET = 1024
 # The longest a bank keeps raw facts when told to forget them (`raw_ttl_days`, in days: a hundred years).
 MAX_TTL_DAYS = 36_500
 
