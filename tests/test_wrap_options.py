@@ -93,7 +93,7 @@ def test_options_given_by_name_are_checked_and_normalised() -> None:
 def test_the_options_are_typed_parameters_of_every_wrapper() -> None:
     module = Path(__file__).with_name("typing_wrap_options.py")
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports", "--warn-unused-ignores",
          "--cache-dir", str(Path(__file__).parent.parent / ".mypy_cache"), str(module)],
         capture_output=True, text=True, check=False,
     )

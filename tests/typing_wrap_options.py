@@ -32,3 +32,8 @@ def langchain_model(model: openai.OpenAI) -> openai.OpenAI:
 
 def a_scope() -> memwrap.scope:
     return memwrap.scope(bank_id="alice", filters={"metadata": {"project": "apollo"}})
+
+
+def a_wrong_option(client: openai.OpenAI) -> openai.OpenAI:
+    # The checker sees the wrapper's parameters (were it Any, this ignore would be unused: --warn-unused-ignores).
+    return memwrap.wrap_openai(client, token_budget="all")  # type: ignore[arg-type]
