@@ -4,7 +4,7 @@ A verb is declared once, in memwrap/verbs.py, as a typed `async def` on `MemoryV
 `@verb(...)` decorator:
 
     @verb(Route("POST", "/v1/banks/{bank_id}/recall"), mcp=True, cli=True)
-    async def recall(self, bank_id: BankId, query: str, *, token_budget: int = 1024, ...) -> Recall:
+    async def recall(self, bank_id: BankId, query: str, *, token_budget: int | None = None, ...) -> Recall:
         \"\"\"Find what matters for `query` ...\"\"\"
 
 From that one signature come: the verb's parameter model (pydantic, `Verb.params`: the REST body, the MCP
