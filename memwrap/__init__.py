@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwrap.api import AsyncMemory, Memory
 from memwrap.errors import (
@@ -26,6 +26,11 @@ from memwrap.errors import (
 from memwrap.models import BankInfo, Disposition, MemoryRecord, Recall, RecalledMemory, ReflectResult, RetainItem
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers and editors see: the wrappers' own signatures, not __getattr__'s Any
+    from memwrap.wrappers.anthropic import wrap_anthropic
+    from memwrap.wrappers.openai import wrap_openai
+    from memwrap.wrappers.scope import scope
 
 # The wrappers pull in the OpenAI/Anthropic SDKs; import them only when asked for.
 _WRAPPER_NAMES = ("wrap_openai", "wrap_anthropic", "scope")

@@ -10,22 +10,29 @@ import asyncio
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from memwrap import lifecycle
+from memwrap.async_verbs import AsyncVerbs
 from memwrap.config import Settings, load_settings
 from memwrap.engine.startup import open_engine
+from memwrap.engine_verbs import EngineVerbs
 from memwrap.errors import ClosedError
-from memwrap.verbs import ItemLike, MemoryVerbs
+from memwrap.verbs import ItemLike
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 __all__ = ["AsyncMemory", "ItemLike"]
 
 
-class AsyncMemory(MemoryVerbs):
+class AsyncMemory(AsyncVerbs):
     """Long-term memory, async. The engine (database, embedding model) starts on first use.
 
-    Its verbs are declared in memwrap/verbs.py (`MemoryVerbs`); this class adds how the engine is reached (in this
-    process, or a `memwrap serve` sidecar with `url=`) and its life cycle."""
+    Its verbs are declared in memwrap/verbs.py (`MemoryVerbs`), their bodies generated into memwrap/async_verbs.py
+    (`AsyncVerbs`: each calls the engine's verb of the same name); this class adds how the engine is reached (an
+    `Engine` in this process, or a `memwrap serve` sidecar through an `HttpEngine` with `url=`: both are
+    `EngineVerbs`) and its life cycle."""
 
     def __init__(
         self,
@@ -43,7 +50,7 @@ class AsyncMemory(MemoryVerbs):
         self.url = url
         self._api_key = api_key
         self._timeout = timeout
-        self._engine: Any = None
+        self._engine: EngineVerbs | None = None
         self._llm: Any = None  # set by use_llm before the engine starts; applied when it does
         self._open_lock: asyncio.Lock | None = None
         self._starting: asyncio.Future[Any] | None = None
@@ -57,7 +64,7 @@ class AsyncMemory(MemoryVerbs):
             self._engine = self._open_lock = self._starting = None
             self._pid = os.getpid()
 
-    async def _get_engine(self) -> Any:
+    async def _get_engine(self) -> EngineVerbs:
         if self._closed:
             raise ClosedError("This memory was closed; create a new Memory()/AsyncMemory() to keep going.")
         self._own_process()
@@ -77,7 +84,8 @@ class AsyncMemory(MemoryVerbs):
                     raise ClosedError("This memory was closed while its engine was starting.")
                 self._engine = engine
                 if self._llm is not None:
-                    self._engine.use_llm(self._llm)
+                    engine.use_llm(self._llm)
+        assert self._engine is not None  # opened above (or the open raised)
         return self._engine
 
     def start(self) -> asyncio.Future[Any]:
@@ -110,7 +118,7 @@ class AsyncMemory(MemoryVerbs):
             raise TypeError("use_llm applies to an embedded engine; configure a sidecar's LLM with MEMWRAP_LLM_*.")
         self._llm = llm
         if self._engine is not None:
-            self._engine.use_llm(llm)
+            cast("Engine", self._engine).use_llm(llm)  # url is None: the engine is embedded
 
     @property
     def closed(self) -> bool:

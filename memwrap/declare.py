@@ -4,17 +4,19 @@ A verb is declared once, in memwrap/verbs.py, as a typed `async def` on `MemoryV
 `@verb(...)` decorator:
 
     @verb(Route("POST", "/v1/banks/{bank_id}/recall"), mcp=True, cli=True)
-    async def recall(self, bank_id: BankId, query: str, *, token_budget: int = 1024, ...) -> Recall:
+    async def recall(self, bank_id: BankId, query: str, *, token_budget: int | None = None, ...) -> Recall:
         \"\"\"Find what matters for `query` ...\"\"\"
 
 From that one signature come: the verb's parameter model (pydantic, `Verb.params`: the REST body, the MCP
-tool's input, the CLI's options are typed by it); `AsyncMemory`'s method (the decorator gives it its body: bind
-the arguments, then call the engine's method of the same name with every parameter by name; the engine checks
-the values, with errors that name them); `Memory`'s sync twin (memwrap/sync_api.py); the
-HTTP client's request (memwrap/client/http.py: route, path parameters, body or query string, result model); the
-REST route's request model (memwrap_server/routes); the MCP tool's parameters (memwrap_server/mcp.py) and the
-CLI command's options (memwrap/cli_verbs.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface
-lacks a verb or a parameter, names one differently, or gives it another default.
+tool's input, the CLI's options are typed by it); generated from its source by `python -m memwrap._generate_verbs`
+(so that type checkers and editors follow every call to the code that runs): `AsyncMemory`'s method
+(memwrap/async_verbs.py: call the engine's method of the same name with every parameter; the engine checks the
+values, with errors that name them), the engine's face (memwrap/engine_verbs.py: the `EngineVerbs` protocol that
+`Engine` and `HttpEngine` satisfy), the HTTP client's request (memwrap/client/http_verbs.py: route, path
+parameters, body or query string, result model) and `Memory`'s sync twin (memwrap/sync_verbs.py); the REST
+route's request model (memwrap_server/routes); the MCP tool's parameters (memwrap_server/mcp.py) and the CLI
+command's options (memwrap/cli_verbs.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface (the
+engines included) lacks a verb or a parameter, names one differently, gives it another default or other bounds.
 
 A renamed parameter keeps working under its old name for a while: `renamed={"max_tokens": "token_budget"}`
 maps it, with a DeprecationWarning, on every surface (the parameter model does it).
@@ -22,15 +24,17 @@ maps it, with a DeprecationWarning, on every surface (the parameter model does i
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
+import types
 import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, ParamSpec, TypeVar, get_type_hints
+from typing import Any, ClassVar, ParamSpec, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
+
+from memwrap.models import KEEP, Keep
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -125,7 +129,8 @@ def verb(
     string names the tool); `cli`: offered as a CLI command (`memwrap bank-config`; a string names the command,
     for a verb whose Python name says more than a command needs, e.g. `memwrap stats`). `custom=True`: the class
     that inherits the declaration writes the method itself (its signature must stay the declared one;
-    tests/test_verb_drift.py checks)."""
+    tests/test_verb_drift.py checks). The function is returned as declared: its body is never run, the generated
+    classes (memwrap/async_verbs.py, ...) override it."""
     if sum(x is not None for x in (route, local_only, composed)) != 1:
         raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
 
@@ -152,9 +157,7 @@ def verb(
             function=function,
         )
         VERBS[name] = declared
-        if custom:
-            return function
-        return _implementation(declared, sig)
+        return function
 
     return declare
 
@@ -165,7 +168,10 @@ def _params_model(
     fields: dict[str, Any] = {}
     for p in params:
         default = ... if p.default is inspect.Parameter.empty else p.default
-        fields[p.name] = (hints.get(p.name, Any), default)
+        annotation = hints.get(p.name, Any)
+        if default is KEEP:  # a model says "not given" by leaving the field unset (model_fields_set)
+            default, annotation = None, _without_keep(annotation)
+        fields[p.name] = (annotation, default)
     model = create_model(  # type: ignore[call-overload]
         "".join(part.capitalize() for part in name.split("_")) + "Params", __base__=VerbParams, **fields
     )
@@ -174,31 +180,20 @@ def _params_model(
     return model  # type: ignore[no-any-return]
 
 
-def _implementation(declared: Verb, sig: inspect.Signature) -> Callable[..., Any]:
-    """The body every plain verb shares: bind the arguments to the declared signature (a TypeError names what is
-    missing or unknown), then hand the engine every parameter by name; the engine checks the values (its errors
-    say which value, e.g. InvalidBudgetError), whichever way it is reached."""
-
-    @functools.wraps(declared.function)  # type: ignore[arg-type]
-    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        arguments = _bind(declared, sig, self, args, kwargs)
-        engine = await self._get_engine()
-        return await getattr(engine, declared.name)(**arguments)
-
-    call.__verb__ = declared  # type: ignore[attr-defined]
-    return call
+def _without_keep(annotation: Any) -> Any:
+    if get_origin(annotation) in (Union, types.UnionType):
+        return Union[tuple(a for a in get_args(annotation) if a is not Keep)]  # noqa: UP007 (built from a tuple)
+    return annotation
 
 
-def _bind(declared: Verb, sig: inspect.Signature, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    if declared.renamed:
-        kwargs = renamed_arguments(declared.name, declared.renamed, kwargs, stacklevel=4)
-    try:
-        bound = sig.bind(self, *args, **kwargs)
-    except TypeError as exc:
-        raise TypeError(f"{declared.name}(): {exc}") from None
-    if not declared.partial:  # a partial verb passes on only what was given (PATCH: absent keeps, None resets)
-        bound.apply_defaults()
-    return {k: v for k, v in bound.arguments.items() if k != "self"}
+def renamed_values(verb_name: str, old_names: Mapping[str, Any]) -> dict[str, Any]:
+    """The values given under a renamed parameter's old name, under the new name (a DeprecationWarning each).
+    Any other name is a TypeError that names the verb, as Python's own would."""
+    renamed = VERBS[verb_name].renamed
+    for name in old_names:
+        if name not in renamed:
+            raise TypeError(f"{verb_name}(): got an unexpected keyword argument '{name}'")
+    return renamed_arguments(verb_name, renamed, old_names, stacklevel=4)
 
 
 def renamed_arguments(
@@ -217,4 +212,3 @@ def renamed_arguments(
             )
             arguments[new] = value
     return arguments
-

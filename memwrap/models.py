@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import warnings
 from datetime import datetime
 from typing import Any, Literal
@@ -13,6 +14,17 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 def _renamed(old: str, new: str) -> None:
     warnings.warn(f"{old} is now {new}; the old name will stop working in a later release.", DeprecationWarning,
                   stacklevel=3)
+
+class Keep(enum.Enum):
+    """The default of a setting `configure_bank` changes only when given: absent keeps it, None resets it."""
+
+    KEEP = "keep"
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = Keep.KEEP
 
 # "raw": a piece of the retained text itself (no-LLM mode, or an extraction that has not happened yet).
 # "world"/"experience": facts an LLM extracted (what others state vs what the assistant did).
@@ -370,6 +382,13 @@ class ImportReport(BaseModel):
 # Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead (the lists of
 # memories and observations; checked by the engine, advertised in the OpenAPI document).
 MAX_PAGE_OFFSET = 10_000_000
+# The longest page of memories, observations or jobs one call returns, on every surface (memwrap/verbs.py declares
+# it; the engine checks it; REST and MCP advertise it).
+MAX_PAGE = 10_000
+# Tokens of memory a recall renders when no budget is given, and the wrappers inject per call by default.
+DEFAULT_TOKEN_BUDGET = 1024
+# The longest a bank keeps raw facts when told to forget them (`raw_ttl_days`, in days: a hundred years).
+MAX_TTL_DAYS = 36_500
 
 # Bounds of the entity views: checked by the engine, advertised in the REST API's OpenAPI document (memwrap/verbs.py).
 MAX_ENTITIES_PAGE = 500

@@ -20,7 +20,7 @@ from memwrap.errors import (
     InvalidInputError,
     MemoryNotFoundError,
 )
-from memwrap.models import MEMORY_TYPES, Disposition, RetainItem
+from memwrap.models import MAX_TTL_DAYS, MEMORY_TYPES, Disposition, RetainItem
 
 # One rule for every surface (REST path, MCP path, proxy header, Python API), always applied with fullmatch:
 # `$` would let a trailing newline through ("team-a\n"), creating banks no URL can name.
@@ -265,7 +265,7 @@ def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
     return clean
 
 
-MAX_TTL_DAYS = 36_500
+# MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models.py, memwrap/verbs.py)
 
 
 def raw_ttl_days(value: object) -> float | None:

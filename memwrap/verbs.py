@@ -5,8 +5,14 @@ and the CLI are derived from these declarations or checked against them (tests/t
 
 One word per meaning: `bank_id` is the bank everywhere; `tags` are tags everywhere; a budget says what it
 budgets (`token_budget` of a recall's rendered block, `context_budget` of reflect's prompt, `max_answer_tokens`
-of a mental model's answer). The body of each declaration is never run: the decorator supplies it (validate
-the arguments against the signature, then call the engine's method of the same name).
+of a mental model's answer). The body of each declaration is never run: `python -m memwrap._generate_verbs` writes
+`AsyncMemory`'s (memwrap/async_verbs.py: the engine's method of the same name, called with every parameter), the
+engine's typed face (memwrap/engine_verbs.py, the `EngineVerbs` protocol that `Engine` and `HttpEngine` satisfy),
+the HTTP client's requests (memwrap/client/http_verbs.py) and `Memory`'s sync twins (memwrap/sync_verbs.py).
+A verb declared `custom=True` keeps the body written here.
+
+A bound declared on a parameter (`Field(ge=..., le=...)`) is the one bound of that parameter: the engine checks the
+same constant, REST and MCP advertise it (tests/test_verb_drift.py compares them).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import Field, SkipValidation
@@ -22,11 +28,14 @@ from pydantic import Field, SkipValidation
 from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
+    KEEP,
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
+    MAX_PAGE,
     MAX_PAGE_OFFSET,
+    MAX_TTL_DAYS,
     BankInfo,
     BankStats,
     ConsolidationReport,
@@ -36,6 +45,7 @@ from memwrap.models import (
     ImportReport,
     Job,
     JobStatus,
+    Keep,
     MemoryContext,
     MemoryRecord,
     MemoryVersion,
@@ -47,6 +57,9 @@ from memwrap.models import (
     ReflectResult,
     RetainItem,
 )
+
+if TYPE_CHECKING:
+    from memwrap.engine_verbs import EngineVerbs
 
 __all__ = ["VERBS", "ItemLike", "MemoryVerbs"]
 
@@ -67,6 +80,8 @@ EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
 EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
 NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
 PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
+PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
+TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
 
 BANK = "/v1/banks/{bank_id}"
 
@@ -74,7 +89,7 @@ BANK = "/v1/banks/{bank_id}"
 class MemoryVerbs:
     """Every public verb, typed and documented. A subclass supplies `_get_engine()` (memwrap/async_api.py)."""
 
-    async def _get_engine(self) -> Any:
+    async def _get_engine(self) -> EngineVerbs:
         raise NotImplementedError
 
     # --- retain and recall -----------------------------------------------------------------------------------
@@ -166,7 +181,7 @@ class MemoryVerbs:
         self,
         bank_id: str,
         *,
-        limit: int = 100,
+        limit: PageLimit = 100,
         offset: PageOffset = 0,
         types: Tags = None,
         tags: Tags = None,
@@ -228,7 +243,7 @@ class MemoryVerbs:
         *,
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
-        raw_ttl_days: float | None = None,
+        raw_ttl_days: TtlDays | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
@@ -242,12 +257,12 @@ class MemoryVerbs:
         self,
         bank_id: str,
         *,
-        defense_policy: DefensePolicy | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
-        raw_ttl_days: float | None = None,
+        defense_policy: DefensePolicy | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: TtlDays | None | Keep = KEEP,
     ) -> dict[str, Any]:
-        """Create the bank if needed and change the settings given (None resets one to the default); the
-        settings are those of `create_bank`. Returns the bank's settings."""
+        """Create the bank if needed and change the settings given (None resets one to the default; a setting
+        not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         ...
 
     # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/bank_views.py) -----------
@@ -295,7 +310,7 @@ class MemoryVerbs:
 
     @verb(Route("GET", f"{BANK}/jobs"), optional_bank="over HTTP, jobs are listed per bank")
     async def jobs(
-        self, bank_id: str | None = None, *, status: JobStatus | None = None, kind: str | None = None, limit: int = 100
+        self, bank_id: str | None = None, *, status: JobStatus | None = None, kind: str | None = None, limit: PageLimit = 100
     ) -> list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         ...
@@ -317,7 +332,7 @@ class MemoryVerbs:
         *,
         tags: Tags = None,
         include_invalidated: bool = False,
-        limit: int = 100,
+        limit: PageLimit = 100,
         offset: PageOffset = 0,
         now: datetime | None = None,
     ) -> list[Observation]:
@@ -393,14 +408,14 @@ class MemoryVerbs:
         observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
         number of lines. Over HTTP the file is written where the caller is."""
         engine = await self._get_engine()
-        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)  # type: ignore[no-any-return]
+        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)
 
     @verb(Route("POST", f"{BANK}/import", client_side=("path",)), cli=True, custom=True)
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
         """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
         importing twice changes nothing; stored vectors used as they are when the model matches)."""
         engine = await self._get_engine()
-        return await engine.import_bank(bank_id, path)  # type: ignore[no-any-return]
+        return await engine.import_bank(bank_id, path)
 
     # --- where the database is -------------------------------------------------------------------------------
 

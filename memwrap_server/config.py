@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memwrap.models import DEFAULT_TOKEN_BUDGET
+
 
 class ServerSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="MEMWRAP_", extra="ignore")
@@ -31,7 +33,8 @@ class ServerSettings(BaseSettings):
     # MEMWRAP_PROXY_MAX_TOKENS is its old name).
     proxy_recall_timeout: float = 2.0
     proxy_token_budget: int = Field(
-        default=1024, ge=1, validation_alias=AliasChoices("MEMWRAP_PROXY_TOKEN_BUDGET", "MEMWRAP_PROXY_MAX_TOKENS")
+        default=DEFAULT_TOKEN_BUDGET, ge=1,
+        validation_alias=AliasChoices("MEMWRAP_PROXY_TOKEN_BUDGET", "MEMWRAP_PROXY_MAX_TOKENS"),
     )
     # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).
     proxy_max_inflight: int = Field(default=256, ge=1)

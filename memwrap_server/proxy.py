@@ -218,7 +218,7 @@ class Proxy:
         self.handle = ProxyMemwrap(memory, Options(recall_timeout=settings.proxy_recall_timeout,
                                                    token_budget=settings.proxy_token_budget),
                                    family="proxy", database=database)
-        backend = backend_for(memory)[0]
+        backend = backend_for(memory).backend
         backend.max_inflight = settings.proxy_max_inflight
         backend.retain_timeout = settings.proxy_retain_timeout
 

@@ -10,7 +10,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memwrap import validate
-from memwrap.models import MemoryRecord, RetainItem
+from memwrap.models import MAX_TTL_DAYS, MemoryRecord, RetainItem
 
 BANK_ID_PATTERN = validate.BANK_ID_PATTERN  # documentation; the check itself is validate.bank_id (fullmatch)
 DefensePolicy = Literal["redact", "block", "off"]
@@ -101,7 +101,7 @@ class BankCreate(BaseModel):
         default=None, description="Secrets in retained text: redact (default), block (refuse the retain) or off."
     )
     disposition: DispositionIn | None = None
-    raw_ttl_days: float | None = Field(default=None, gt=0, le=36_500,
+    raw_ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS,
                                        description="Raw facts older than this are deleted by the worker (null: kept).")
 
 
@@ -110,7 +110,7 @@ class BankPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     defense_policy: DefensePolicy | None = None
-    raw_ttl_days: float | None = Field(default=None, gt=0, le=36_500,
+    raw_ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS,
                                        description="Raw facts older than this are deleted by the worker (null: kept).")
     disposition: DispositionIn | None = Field(default=None, description="Reflect's disposition (null: defaults).")
 

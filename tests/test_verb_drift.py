@@ -1,25 +1,34 @@
 """Every surface offers every declared verb with the declared parameters (memwrap/verbs.py).
 
-The declaration is the one list: `AsyncMemory` inherits it, `Memory`, the HTTP client, REST routes, MCP tools and
-CLI commands are derived from it. This test walks `VERBS` and checks each surface as a user meets it (the
-signatures Python shows, the server's OpenAPI document, the MCP tool list, the CLI's parser), so a surface that
-lacks a verb or a parameter, names one differently, or gives it another default fails here. The checkers are
-also run on deliberately broken surfaces, to show they notice.
+The declaration is the one list: `AsyncMemory`, `Memory`, the HTTP client and the engine's protocol are generated
+from it, REST routes, MCP tools and CLI commands derived from it, and the embedded `Engine` written to it. This
+test walks `VERBS` and checks each surface as a user meets it (the signatures Python shows, the engines'
+signatures, the server's OpenAPI document, the MCP tool list, the CLI's parser), so a surface that lacks a verb or
+a parameter, names one differently, gives it another default or other bounds fails here; mypy holds `Engine` and
+`HttpEngine` to the `EngineVerbs` protocol (tests/typing_engine_face.py). The checkers are also run on
+deliberately broken surfaces, to show they notice.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import inspect
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import pytest
 
 from memwrap import AsyncMemory, Memory
 from memwrap.cli import build_parser
 from memwrap.client.http import LOCAL_ONLY, HttpEngine
+from memwrap.engine.engine import Engine
+from memwrap.errors import InvalidInputError
 from memwrap.verbs import VERBS
 from memwrap_server.app import create_app
 from memwrap_server.mcp import build_server
@@ -51,6 +60,73 @@ def python_problems(cls: type) -> list[str]:
     for name in dir(cls):
         if not name.startswith("_") and name not in VERBS and name not in NOT_VERBS:
             problems.append(f"{cls.__name__}.{name} is public but not declared in memwrap/verbs.py")
+    return problems
+
+
+# Parameters an engine takes beyond the declared ones (keyword-only, with a default): no public surface offers them.
+ENGINE_ONLY = {("Engine", "recall"): {"fusion", "query_vector"}}
+
+
+def engine_problems(cls: type) -> list[str]:
+    """An engine (`Engine`, `HttpEngine`) takes every declared verb with the declared parameters, kinds and
+    defaults; beyond them only what ENGINE_ONLY lists."""
+    problems = []
+    for declared in VERBS.values():
+        method = getattr(cls, declared.name, None)
+        if method is None:
+            problems.append(f"{cls.__name__} lacks {declared.name}")
+            continue
+        shape = _shape(inspect.signature(method))
+        extra = ENGINE_ONLY.get((cls.__name__, declared.name), set())
+        if [p for p in shape if p[0] not in extra] != _shape(declared.signature()):
+            problems.append(f"{cls.__name__}.{declared.name}{inspect.signature(method)} != {declared.signature()}")
+        elif any(kind is not inspect.Parameter.KEYWORD_ONLY or default is inspect.Parameter.empty
+                 for name, kind, default in shape if name in extra):
+            problems.append(f"{cls.__name__}.{declared.name}: its own parameters are keyword-only with a default")
+    if not callable(getattr(cls, "close", None)):
+        problems.append(f"{cls.__name__} lacks close")
+    return problems
+
+
+BOUND_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+
+
+def declared_bounds(declared: Any, name: str) -> dict[str, Any]:
+    """A parameter's declared bounds (Field(ge=, le=, gt=, lt=)), as JSON Schema says them."""
+    schema = declared.params.model_json_schema()["properties"][name]
+    return _bounds(schema)
+
+
+def _bounds(schema: dict[str, Any]) -> dict[str, Any]:
+    found = {k: schema[k] for k in BOUND_KEYS if k in schema}
+    for option in schema.get("anyOf", []):
+        found.update(_bounds(option))
+    return found
+
+
+def bounds_problems(openapi: dict[str, Any], tools: dict[str, dict[str, Any]]) -> list[str]:
+    """Every parameter has one set of bounds, the declared one: over REST (query string or body) and MCP alike."""
+    problems = []
+    schemas = openapi.get("components", {}).get("schemas", {})
+    for declared in VERBS.values():
+        offered: dict[str, tuple[str, dict[str, Any]]] = {}
+        if declared.route is not None:
+            operation = openapi["paths"].get(declared.route.path, {}).get(declared.route.method.lower(), {})
+            for p in operation.get("parameters", []):
+                offered[p["name"]] = ("REST", p.get("schema", {}))
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            for n, schema in _resolve(body, schemas).get("properties", {}).items():
+                offered[n] = ("REST", schema)
+        surfaces = [offered]
+        if declared.mcp and declared.mcp in tools:
+            surfaces.append({n: ("MCP", schema) for n, schema in tools[declared.mcp].get("properties", {}).items()})
+        for surface in surfaces:
+            for name, (where, schema) in surface.items():
+                if name not in declared.params.model_fields:
+                    continue
+                if _bounds(schema) != declared_bounds(declared, name):
+                    problems.append(f"{declared.name}.{name}: {where} bounds {_bounds(schema)}, declared "
+                                    f"{declared_bounds(declared, name)}")
     return problems
 
 
@@ -156,9 +232,9 @@ def mcp_tools() -> dict[str, dict[str, Any]]:
 
 
 def test_the_sync_twins_are_generated_from_the_current_declaration() -> None:
-    from memwrap import _generate_sync
+    from memwrap import _generate_verbs
 
-    assert _generate_sync.main(["--check"]) == 0, "run `python -m memwrap._generate_sync`"
+    assert _generate_verbs.main(["--check"]) == 0, "run `python -m memwrap._generate_verbs`"
 
 
 def test_there_are_verbs_to_check() -> None:
@@ -169,6 +245,61 @@ def test_there_are_verbs_to_check() -> None:
 @pytest.mark.parametrize("cls", [AsyncMemory, Memory])
 def test_python_surfaces_match_the_declaration(cls: type) -> None:
     assert python_problems(cls) == []
+
+
+@pytest.mark.parametrize("cls", [Engine, HttpEngine])
+def test_both_engines_take_the_declared_signatures(cls: type) -> None:
+    assert engine_problems(cls) == []
+
+
+def test_every_surface_has_the_declared_bounds(openapi: dict[str, Any], mcp_tools: dict[str, dict[str, Any]]) -> None:
+    assert declared_bounds(VERBS["list"], "limit") == {"minimum": 1, "maximum": 10_000}
+    assert bounds_problems(openapi, mcp_tools) == []
+
+
+def _bounded_calls() -> list[tuple[str, str, int, int]]:
+    """(verb, parameter, a value at a declared bound, the value just past it) for every bounded integer."""
+    calls = []
+    for declared in VERBS.values():
+        for name in declared.params.model_fields:
+            bounds = declared_bounds(declared, name)
+            if "maximum" in bounds:
+                calls.append((declared.name, name, bounds["maximum"], bounds["maximum"] + 1))
+            if "minimum" in bounds:
+                calls.append((declared.name, name, bounds["minimum"], bounds["minimum"] - 1))
+    return calls
+
+
+def test_the_engine_checks_the_declared_bounds(memory: Memory) -> None:
+    """In Python nothing checks a value before the engine: the engine's own bounds must be the declared ones."""
+    calls = _bounded_calls()
+    assert {("list", "limit"), ("jobs", "limit"), ("observations", "limit"), ("entities", "offset")} <= {
+        (verb, name) for verb, name, _, _ in calls}
+    memory.retain("drift-bounds", "Alice keeps bees on the roof.")
+    for verb, name, at_bound, past in calls:
+        declared = VERBS[verb]
+        required = {n: (uuid4() if n.endswith("_id") and n != "bank_id" else "drift-bounds")
+                    for n, info in declared.params.model_fields.items() if info.is_required()}
+        with pytest.raises(InvalidInputError, match=name):
+            getattr(memory, verb)(**required, **{name: past})
+        try:
+            getattr(memory, verb)(**required, **{name: at_bound})
+        except InvalidInputError as exc:
+            raise AssertionError(f"{verb}({name}={at_bound}) is within the declared bounds: {exc}") from exc
+        except Exception:  # noqa: BLE001 (past the bounds: e.g. no such entity)
+            pass
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mypy") is None, reason="mypy is not installed")
+def test_both_engines_satisfy_the_engine_protocol() -> None:
+    """mypy on tests/typing_engine_face.py: `Engine` and `HttpEngine` are `EngineVerbs` (memwrap/engine_verbs.py)."""
+    module = Path(__file__).with_name("typing_engine_face.py")
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
+         "--cache-dir", str(Path(__file__).parent.parent / ".mypy_cache"), str(module)],
+        capture_output=True, text=True, check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_rest_routes_carry_every_parameter(openapi: dict[str, Any]) -> None:
@@ -221,6 +352,23 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
         consolidate = None  # type: ignore[assignment]
 
     assert http_client_problems(NoConsolidate) == ["the HTTP client lacks consolidate"]
+
+    class EngineWithoutExplain(Engine):  # an engine whose recall lost a parameter
+        async def recall(self, bank_id: Any, query: str, *, token_budget: int | None = None) -> Any:  # type: ignore[override]
+            return None
+
+    assert engine_problems(EngineWithoutExplain) == [
+        f"EngineWithoutExplain.recall{inspect.signature(EngineWithoutExplain.recall)} != "
+        f"{VERBS['recall'].signature()}"]
+
+    limit = {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
+    narrower = {**openapi, "paths": {**openapi["paths"], "/v1/banks/{bank_id}/memories": {
+        **openapi["paths"]["/v1/banks/{bank_id}/memories"], "get": {
+            **openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"], "parameters": [
+                limit if p["name"] == "limit" else p
+                for p in openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"]["parameters"]]}}}}
+    assert bounds_problems(narrower, mcp_tools) == [
+        "list.limit: REST bounds {'minimum': 1, 'maximum': 1000}, declared {'minimum': 1, 'maximum': 10000}"]
 
     parser = build_parser()
     recall_cmd = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["recall"]  # noqa: SLF001

@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,10 @@ import httpx
 from pydantic import BaseModel, TypeAdapter
 
 from memwrap import errors, validate
+from memwrap.client.http_verbs import HttpVerbs
 from memwrap.declare import Verb
-from memwrap.models import ImportReport, ReflectResult, RetainItem
-from memwrap.verbs import VERBS
+from memwrap.models import ImportReport, ReflectResult
+from memwrap.verbs import VERBS, Disposition, Items, Tags
 
 DEFAULT_TIMEOUT = 30.0
 BATCH = 500  # items per retain request
@@ -99,13 +100,14 @@ def _bank(bank_id: str) -> str:
     return quote(validate.bank_id(bank_id), safe="")
 
 
-class HttpEngine:
-    """The engine's verbs, each one request to the sidecar. One httpx connection pool, bound to one loop.
+class HttpEngine(HttpVerbs):
+    """The engine's verbs (`EngineVerbs`), each one request to the sidecar. One httpx connection pool, bound to
+    one loop.
 
-    Every routed verb of memwrap/verbs.py is a method here, derived from its declaration (`_routed`): path
-    parameters from the route, the rest as a JSON body or a query string, the result parsed into the declared
-    type. Written out below are only the verbs whose transport differs: batches, reflect's schema, and
-    `wait_for_jobs`, which the client composes from `jobs`.
+    Every verb of memwrap/verbs.py is a method here, generated from its declaration (memwrap/client/http_verbs.py)
+    onto `call`: path parameters from the route, the rest as a JSON body or a query string, the result parsed into
+    the declared type. Written out below are only the verbs whose transport differs: batches, reflect's schema,
+    files, and `wait_for_jobs`, which the client composes from `jobs`.
     """
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -145,7 +147,7 @@ class HttpEngine:
         data = response.json()
         return _adapter(verb).validate_python(data[route.envelope] if route.envelope else data)
 
-    async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
+    async def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
         # Checked here too: bad input fails before the network, with the embedded engine's messages (the size
         # of metadata excepted: the server's MEMWRAP_MAX_METADATA_BYTES decides that one).
         checked = validate.retain_items(items, max_metadata_bytes=None)
@@ -156,17 +158,30 @@ class HttpEngine:
             ids += await self.call(VERBS["retain_many"], {"bank_id": bank_id, "items": batch})
         return ids
 
-    async def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
         """A pydantic `response_schema` travels as its JSON schema; `structured` comes back validated by it."""
-        schema = options.get("response_schema")
-        model = schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
-        if model is not None:
-            options["response_schema"] = model.model_json_schema()
+        model = response_schema if isinstance(response_schema, type) and issubclass(response_schema, BaseModel) else None
+        arguments = {
+            "bank_id": bank_id, "query": query, "context_budget": context_budget, "context": context,
+            "response_schema": model.model_json_schema() if model is not None else response_schema, "tags": tags,
+            "disposition": disposition, "max_iterations": max_iterations, "timeout": timeout, "now": now,
+        }
         # A reflect is several LLM calls: wait for its own time limit (the server's default 120 s) plus the synthesis.
-        wait = max(self._client.timeout.read or DEFAULT_TIMEOUT, float(options.get("timeout") or 120.0) + 60.0)
-        result: ReflectResult = await self.call(
-            VERBS["reflect"], {"bank_id": bank_id, "query": query, **options}, timeout=wait
-        )
+        wait = max(self._client.timeout.read or DEFAULT_TIMEOUT, float(timeout or 120.0) + 60.0)
+        result: ReflectResult = await self.call(VERBS["reflect"], arguments, timeout=wait)
         if model is not None and result.structured is not None:
             result.structured = model.model_validate(result.structured)
         return result
@@ -215,25 +230,9 @@ class HttpEngine:
                 return False
             await asyncio.sleep(0.2)
 
-    async def reembed(self, *, batch_size: int = 256) -> int:
-        return await self.call(VERBS["reembed"], {"batch_size": batch_size})  # type: ignore[no-any-return]
-
     async def close(self) -> None:
         await self._client.aclose()
 
-
-def _routed(verb: Verb) -> Callable[..., Awaitable[Any]]:
-    async def method(self: HttpEngine, **arguments: Any) -> Any:
-        return await self.call(verb, arguments)
-
-    method.__name__ = method.__qualname__ = verb.name
-    method.__doc__ = verb.doc
-    return method
-
-
-for _verb in VERBS.values():
-    if _verb.name not in HttpEngine.__dict__:
-        setattr(HttpEngine, _verb.name, _routed(_verb))
 
 _PATH_CHECKS: dict[str, Callable[[Any], Any]] = {
     "bank_id": validate.bank_id,

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import numpy as np
+
 from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, defend
@@ -38,9 +40,13 @@ from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
+    KEEP,
+    MAX_PAGE,
     MAX_PAGE_OFFSET,
     BankInfo,
+    Disposition,
     ImportReport,
+    Keep,
     MemoryRecord,
     MemoryVersion,
     Recall,
@@ -161,8 +167,20 @@ class Engine(LearningVerbs, ViewVerbs):
 
     # --- retain -----------------------------------------------------------------------------------------
 
-    async def retain(self, bank_id: str, content: str, **fields: Any) -> list[UUID]:
-        """One item (fields: timestamp, context, document_id, metadata, tags), validated as `retain_many` does."""
+    async def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Sequence[str] | str | None = None,
+    ) -> list[UUID]:
+        """One item, validated as `retain_many` does."""
+        fields = {"timestamp": timestamp, "context": context, "document_id": document_id, "metadata": metadata,
+                  "tags": tags}
         item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
         return await self.retain_many(bank_id, [item])
 
@@ -219,16 +237,54 @@ class Engine(LearningVerbs, ViewVerbs):
 
     # --- recall -----------------------------------------------------------------------------------------
 
-    async def recall(self, bank_id: str | Sequence[str], query: str, **options: Any) -> Recall:
+    async def recall(
+        self,
+        bank_id: str | Sequence[str],
+        query: str,
+        *,
+        token_budget: int | None = None,
+        now: datetime | None = None,
+        types: Sequence[str] | str | None = None,
+        tags: Sequence[str] | str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        explain: bool = False,
+        fusion: str | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> Recall:
         """The declared recall (memwrap/verbs.py): one bank or a list read as one; also `fusion` and
         `query_vector` (a precomputed embedding of `query`), which benchmarks use and no public surface offers."""
-        return await self.searcher.recall(RecallRequest.checked(self.settings, bank_id=bank_id, query=query, **options))
+        return await self.searcher.recall(RecallRequest.checked(
+            self.settings, bank_id=bank_id, query=query, token_budget=token_budget, now=now, types=types, tags=tags,
+            filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours,
+            prefer_observations=prefer_observations, explain=explain, fusion=fusion, query_vector=query_vector,
+        ))
 
     # --- reflect ----------------------------------------------------------------------------------------
 
-    async def reflect(self, bank_id: str, query: str, **options: Any) -> ReflectResult:
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Sequence[str] | str | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
         """Answer `query` with a budgeted tool loop over mental models, observations and facts (engine/reflect)."""
-        return await reflect(self, bank_id, query, **options)
+        return await reflect(
+            self, bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema,
+            tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
+        )
 
     # --- catalog ----------------------------------------------------------------------------------------
 
@@ -243,7 +299,7 @@ class Engine(LearningVerbs, ViewVerbs):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
     ) -> list[MemoryRecord]:
-        limit = validate.bounded(limit, what="limit", low=1, high=10_000)
+        limit = validate.bounded(limit, what="limit", low=1, high=MAX_PAGE)
         offset = validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET)
         filters = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
@@ -271,18 +327,37 @@ class Engine(LearningVerbs, ViewVerbs):
         """The bank's stored configuration (banks.config); BankNotFoundError if the bank does not exist."""
         return await bank_settings.read(self.store.pool, validate.bank_id(bank_id))
 
-    async def create_bank(self, bank_id: str, **settings: Any) -> dict[str, Any]:
-        """Create a new bank with `settings`; BankExistsError if the id is taken (one statement: no race)."""
+    async def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: str | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: float | None = None,
+    ) -> dict[str, Any]:
+        """Create a new bank with these settings; BankExistsError if the id is taken (one statement: no race)."""
         bank_id = validate.bank_id(bank_id)
+        settings = {"defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days}
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
         await bank_ids.admit(self.store.pool, bank_id)
         return await bank_settings.create(self.store.pool, bank_id, await self._defended_config(bank_id, clean))
 
-    async def configure_bank(self, bank_id: str, **changes: Any) -> dict[str, Any]:
-        """Create the bank if needed and merge `changes` into its config (a None value removes the key)."""
+    async def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: str | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: float | None | Keep = KEEP,
+    ) -> dict[str, Any]:
+        """Create the bank if needed and merge the settings given into its config (None removes one; KEEP, the
+        default, leaves it as it is)."""
         bank_id = validate.bank_id(bank_id)
+        given = {"defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days}
         await bank_ids.admit(self.store.pool, bank_id)
-        changes = await self._defended_config(bank_id, validate.bank_config(changes))
+        changes = await self._defended_config(
+            bank_id, validate.bank_config({k: v for k, v in given.items() if v is not KEEP})
+        )
         return await bank_settings.update(self.store.pool, bank_id, changes)
 
     async def _defended_config(self, bank_id: str, config: dict[str, Any]) -> dict[str, Any]:

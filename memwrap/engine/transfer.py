@@ -19,7 +19,7 @@ import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwrap import tracing, validate
 from memwrap.engine import bank_ids
@@ -29,6 +29,9 @@ from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundE
 from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql
 
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
+
 FORMAT = "memwrap.bank"
 FORMAT_VERSION = 1
 HEADER = "header"
@@ -37,7 +40,7 @@ INSERT_BATCH = 1000
 EMBED_BATCH = 256
 
 
-async def export_lines(engine: Any, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+async def export_lines(engine: Engine, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
     """The bank as JSON lines (each ends with a newline), read from one snapshot."""
     bank_id = validate.bank_id(bank_id)
     pool = engine.store.pool
@@ -68,7 +71,7 @@ def _line(record: dict[str, Any]) -> str:
 
 
 async def import_lines(
-    engine: Any, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
+    engine: Engine, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
 ) -> ImportReport:
     bank_id = validate.bank_id(bank_id)
     await bank_ids.admit(engine.store.pool, bank_id)
@@ -168,7 +171,7 @@ async def _iterate(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) ->
             yield line
 
 
-async def _add_vectors(engine: Any, header: dict[str, Any], memories: list[dict[str, Any]]) -> int:
+async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[dict[str, Any]]) -> int:
     """Each memory's search text, and its vector: the file's when it was made by this model at this size, else
     computed here from the text retain would embed. Returns how many were embedded."""
 

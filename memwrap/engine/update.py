@@ -8,7 +8,7 @@ The bank's memory-defense policy applies to the new text, metadata and tags as i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memwrap import validate
@@ -27,9 +27,12 @@ from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
 
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
+
 
 async def update(
-    engine: Any, bank_id: str, memory_id: UUID | str, *, text: str | None = None,
+    engine: Engine, bank_id: str, memory_id: UUID | str, *, text: str | None = None,
     metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
 ) -> MemoryRecord:
     """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
@@ -87,7 +90,7 @@ async def update(
     return await engine.get(bank_id, memory_id)
 
 
-async def history(engine: Any, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
     """Every version of the memory, oldest first; the last is the memory as it is now (`current`)."""
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
     rows, current = await history_sql.versions(engine.store.pool, bank_id, memory_id)
@@ -136,7 +139,7 @@ async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
     return embedding_text(text, previous)
 
 
-async def _reembed_next_turn(engine: Any, conn: Any, bank_id: str, unit: Any, text: str) -> None:
+async def _reembed_next_turn(engine: Engine, conn: Any, bank_id: str, unit: Any, text: str) -> None:
     """The next raw turn of the session was embedded with this one's text before it: it gets the new text."""
 
     if unit["fact_type"] != "raw" or unit["session_key"] is None:
@@ -156,7 +159,7 @@ async def _relink_entities(conn: Any, bank_id: str, memory_id: UUID, text: str) 
     await link_names(conn, bank_id, entities)
 
 
-async def _revisit(engine: Any, conn: Any, bank_id: str, memory_id: UUID, cited: list[UUID]) -> None:
+async def _revisit(engine: Engine, conn: Any, bank_id: str, memory_id: UUID, cited: list[UUID]) -> None:
     """Observations citing the memory are revised by the worker from their evidence as it is now (the job kind
     forgetting uses after a delete); mental models that drew on it or on them go stale."""
     if cited:

@@ -17,12 +17,12 @@ change the request (no injection), and a wrapper model would have to re-implemen
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar
 
 from memwrap.wrappers import wrap_openai
-from memwrap.wrappers._wrap import WrapOptions
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.openai import OPENAI_TREE
+from memwrap.wrappers.options import WrapOptions, takes_options
 from memwrap.wrappers.proxies import ClientProxy
 
 M = TypeVar("M")
@@ -30,7 +30,8 @@ M = TypeVar("M")
 _CLIENT_FIELDS = ("client", "async_client", "root_client", "root_async_client")
 
 
-def wrap_chat_model(model: M, **options: Unpack[WrapOptions]) -> M:
+@takes_options(WrapOptions)
+def wrap_chat_model(model: M, options: WrapOptions) -> M:
     """A copy of `model` whose OpenAI clients (sync and async, all four) carry memory; `model` is unchanged.
 
     Options as for `memwrap.wrap_openai`; per call, `memwrap.scope(bank_id=...)` around `invoke` sets the bank
@@ -47,7 +48,7 @@ def wrap_chat_model(model: M, **options: Unpack[WrapOptions]) -> M:
     root_async = getattr(model, "root_async_client")
     if isinstance(root, ClientProxy):  # wrapped before: wrap the SDK clients again, with these options
         root, root_async = root.__wrapped__, root_async.__wrapped__
-    wrapped = wrap_openai(root, **options)
+    wrapped = wrap_openai(root, **options.as_arguments())
     handle: Memwrap = wrapped.memwrap
     wrapped_async = ClientProxy(root_async, handle, True, OPENAI_TREE)
     # model_copy: the app's own model object stays as it was (no memory), the copy shares its settings.

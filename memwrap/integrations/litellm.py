@@ -45,7 +45,9 @@ from memwrap.engine.llm.providers import OpenAIProvider
 from memwrap.engine.llm.types import ROLES
 from memwrap.wrappers.core import Call, Memwrap
 from memwrap.wrappers.memories import resolve_memory
-from memwrap.wrappers.scope import BankId, Options, as_tags, scope
+from memwrap.models import DEFAULT_TOKEN_BUDGET
+from memwrap.wrappers.options import BankId, Options, WrapOptions, takes_options
+from memwrap.wrappers.scope import scope
 from memwrap.wrappers.streams import AsyncStreamProxy, Capture, ChatAccumulator, StreamProxy
 
 try:  # the logger must subclass LiteLLM's CustomLogger to be accepted as a callback
@@ -59,20 +61,10 @@ CALL_KEY = "memwrap_call"  # metadata key: the pre-call hook's Call, for the suc
 COMPLETION_CALLS = ("completion", "acompletion")
 
 
-def _memory(memory: Any) -> Any:
-    return resolve_memory(memory)
-
-
-def _handle(memory: Any, options: Options) -> Memwrap:
-    handle = Memwrap(_memory(memory), options, family="litellm")
+def _handle(memory: Any, options: Options, *, api_key: str | None = None) -> Memwrap:
+    handle = Memwrap(resolve_memory(memory, api_key=api_key), options, family="litellm")
     handle.start()  # as wrap_openai does: the engine starts now, not at the first call (nor at exit)
     return handle
-
-
-def _options(bank_id: BankId, inject: bool, retain: bool, token_budget: int, session_id: str | None,
-             tags: str | Sequence[str] | None, recall_timeout: float) -> Options:
-    return Options(bank_id=bank_id, inject=inject, retain=retain, token_budget=token_budget, session_id=session_id,
-                   tags=as_tags(tags), recall_timeout=recall_timeout)
 
 
 def _mark(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -84,19 +76,8 @@ def _mark(kwargs: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- SDK wrapper
 
 
-def wrap_completion(
-    fn: Callable[..., Any],
-    *,
-    bank_id: BankId = None,
-    memory: Any = None,
-    inject: bool = True,
-    retain: bool = True,
-    token_budget: int = 1024,
-    session_id: str | None = None,
-    tags: str | Sequence[str] | None = None,
-    recall_timeout: float = 0.2,
-    llm: str | None = None,
-) -> Callable[..., Any]:
+@takes_options(WrapOptions)
+def wrap_completion(fn: Callable[..., Any], options: WrapOptions) -> Callable[..., Any]:
     """`litellm.completion` or `litellm.acompletion` with memory. Per call: `memwrap={"bank_id": ...}`.
 
     Recall fails open (a slow or down engine never fails the call); streams are relayed untouched and the turn
@@ -104,9 +85,12 @@ def wrap_completion(
     `llm="openai/gpt-4o-mini"` (any LiteLLM model name): the memory's own LLM work (extraction, consolidation,
     reflect) goes through LiteLLM with that model, instead of MEMWRAP_LLM_*.
     """
-    handle = _handle(memory, _options(bank_id, inject, retain, token_budget, session_id, tags, recall_timeout))
-    if llm:
-        use_litellm(handle.memory, llm)
+    if options.llm is True:
+        raise TypeError('wrap_completion(llm=...) names the LiteLLM model for memory\'s own LLM work, e.g. '
+                        '"openai/gpt-4o-mini".')
+    handle = _handle(options.memory, options.per_call(), api_key=options.memory_api_key)
+    if options.llm:
+        use_litellm(handle.memory, options.llm)
 
     if inspect.iscoroutinefunction(fn):
 
@@ -186,14 +170,16 @@ class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
         memory: Any = None,
         inject: bool = True,
         retain: bool = True,
-        token_budget: int = 1024,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
         tags: str | Sequence[str] | None = None,
-        recall_timeout: float = 0.5,
+        recall_timeout: float = 0.5,  # the proxy's hop: longer than a wrapped client's 0.2
         **kwargs: Any,
     ) -> None:
         if CustomLogger is not object:
             super().__init__(**kwargs)
-        self.handle = _handle(memory, _options(bank_id, inject, retain, token_budget, None, tags, recall_timeout))
+        options = Options(bank_id=bank_id, inject=inject, retain=retain, token_budget=token_budget, tags=tags,
+                          recall_timeout=recall_timeout)
+        self.handle = _handle(memory, options)
         self._calls: OrderedDict[str, Call] = OrderedDict()  # pre-call hook -> success hook, bounded
         self._seen: OrderedDict[str, None] = OrderedDict()  # litellm_call_ids already retained
         self._lock = threading.Lock()

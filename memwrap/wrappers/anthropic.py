@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anthropic
 
-from memwrap.filters import RecallFilter
 from memwrap.wrappers._wrap import wrap
+from memwrap.wrappers.options import WrapOptions, takes_options
 from memwrap.wrappers.proxies import Resource, Tree
-from memwrap.wrappers.scope import BankId, ToolLoop
 
 C = TypeVar("C")
 
@@ -27,25 +25,8 @@ ANTHROPIC_TREE: Tree = {
 }
 
 
-def wrap_anthropic(
-    client: C,
-    *,
-    bank_id: BankId = None,
-    memory: Any = None,
-    inject: bool = True,
-    retain: bool = True,
-    token_budget: int = 1024,
-    session_id: str | None = None,
-    tags: str | Sequence[str] | None = None,
-    filters: RecallFilter | Mapping[str, Any] | None = None,
-    recall_timeout: float = 0.2,
-    llm: str | bool | None = None,
-    tool_loop: ToolLoop = "turn",
-    retain_tools: bool = False,
-    retain_assistant: bool = True,
-    memory_api_key: str | None = None,
-    max_tokens: int | None = None,
-) -> C:
+@takes_options(WrapOptions)
+def wrap_anthropic(client: C, options: WrapOptions) -> C:
     """Return `client` with memory: recalled into `system` before each Messages call, retained after it.
 
     Covers `messages.create` (also `stream=True`), `messages.stream` and `messages.parse`, sync and async, and
@@ -58,24 +39,6 @@ def wrap_anthropic(
             "wrap_anthropic takes an anthropic.Anthropic or anthropic.AsyncAnthropic client, "
             f"not {type(client).__name__}."
         )
-    return wrap(  # type: ignore[no-any-return]
-        client,
-        family="anthropic",
-        is_async=isinstance(client, anthropic.AsyncAnthropic),
-        tree=ANTHROPIC_TREE,
-        bank_id=bank_id,
-        memory=memory,
-        inject=inject,
-        retain=retain,
-        token_budget=token_budget,
-        session_id=session_id,
-        tags=tags,
-        filters=filters,
-        recall_timeout=recall_timeout,
-        llm=llm,
-        tool_loop=tool_loop,
-        retain_tools=retain_tools,
-        retain_assistant=retain_assistant,
-        memory_api_key=memory_api_key,
-        max_tokens=max_tokens,
-    )
+    wrapped: C = wrap(client, options, family="anthropic", is_async=isinstance(client, anthropic.AsyncAnthropic),
+                      tree=ANTHROPIC_TREE)
+    return wrapped

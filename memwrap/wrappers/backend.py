@@ -1,10 +1,12 @@
 """The memory, as the wrappers use it: recall under a deadline (from sync or async code) and retain delivery.
 
-Three kinds of `memory=` are accepted, told apart by shape, so a future HTTP client with the same methods fits:
-  * "loop":  `Memory` (has `submit` and `aio`): coroutines run on its private loop thread;
-  * "async": an object whose `recall` is a coroutine function (`AsyncMemory`, an async HTTP client). It is tied
-             to the event loop it was first used on (asyncpg pools are), so deliveries are sent to that loop;
-  * "sync":  any other object with blocking `recall`/`retain_many`; calls run in a small thread pool.
+What the wrappers need of a memory is `MemoryLike`: one of three protocols, told apart by `memory_kind`:
+  * "loop":  `LoopMemory`, e.g. `Memory` (has `submit` and `aio`): coroutines run on its private loop thread;
+  * "async": `AsyncMemoryLike`, an object whose `recall` is a coroutine function (`AsyncMemory`, an async HTTP
+             client). It is tied to the event loop it was first used on (asyncpg pools are), so deliveries are
+             sent to that loop;
+  * "sync":  `SyncMemoryLike`, any other object with blocking `recall`/`retain_many`; calls run in a small
+             thread pool.
 
 Start-up is not a recall timeout. Wrapping starts the engine in the background (`start`); a call made while it
 is still starting waits for it (`wait_ready_*`) up to the memory's `startup_timeout`, counted from the start, and
@@ -26,10 +28,10 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol, TypeVar
 
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
@@ -55,7 +57,41 @@ class RecallFailed(Exception):
     """The engine could not be reached (its start failed)."""
 
 
-def memory_kind(memory: Any) -> str:
+T = TypeVar("T")
+
+
+class SyncMemoryLike(Protocol):
+    """A memory with blocking verbs: what a wrapper calls (recall before a call, retain_many after it)."""
+
+    def recall(self, bank_id: str, query: str, **options: Any) -> Any: ...
+
+    def retain_many(self, bank_id: str, items: Any) -> Any: ...
+
+
+class AsyncMemoryLike(Protocol):
+    """A memory whose verbs are coroutines (`AsyncMemory`), bound to the event loop it was first used on."""
+
+    def recall(self, bank_id: str, query: str, **options: Any) -> Awaitable[Any]: ...
+
+    def retain_many(self, bank_id: str, items: Any) -> Awaitable[Any]: ...
+
+
+class LoopMemory(SyncMemoryLike, Protocol):
+    """`Memory`: blocking verbs, and its async twin (`aio`) whose coroutines run on its loop (`submit`)."""
+
+    @property
+    def aio(self) -> AsyncMemoryLike: ...
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]: ...
+
+
+# What `memory=` takes (besides a sidecar's URL). Optional parts are read when present: `settings`
+# (startup_timeout, spool_dir, exit_timeout), `start()`/`started`, `closed`, `use_llm` (wrap_openai(llm=...)).
+MemoryLike = LoopMemory | AsyncMemoryLike | SyncMemoryLike
+MemoryKind = Literal["loop", "async", "sync"]
+
+
+def memory_kind(memory: MemoryLike) -> MemoryKind:
     if callable(getattr(memory, "submit", None)) and getattr(memory, "aio", None) is not None:
         return "loop"
     if inspect.iscoroutinefunction(getattr(memory, "recall", None)):
@@ -66,8 +102,9 @@ def memory_kind(memory: Any) -> str:
 class Backend:
     """One memory object, shared by every wrapper that uses it in this process."""
 
-    def __init__(self, memory: Any, *, retain_timeout: float = 60.0) -> None:
-        self.memory = memory
+    def __init__(self, memory: MemoryLike, *, retain_timeout: float = 60.0) -> None:
+        # Any: the methods called depend on `kind` (a narrowing the type checker cannot follow).
+        self.memory: Any = memory
         self.kind = memory_kind(memory)
         self.retain_timeout = retain_timeout
         # A server embedding the engine (the sidecar proxy) serves many calls at once: it raises this.

@@ -24,15 +24,15 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from memwrap import lifecycle, tracing, validate
 from memwrap.wrappers import spans
-from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
+from memwrap.wrappers.backend import Backend, MemoryLike, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
 from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool
 from memwrap.wrappers.memories import default_memory
-from memwrap.wrappers.scope import Options, resolve
+from memwrap.wrappers.scope import Options, as_tags, resolve
 from memwrap.wrappers.spool import Retainer, RetainStats
 from memwrap.wrappers.transcript import Turn, get, in_tool_loop, render, session_key, turn_number
 
@@ -63,14 +63,21 @@ class Stats:
 
 # -- memories and their retainers, one of each per memory object per process ----------------------------------
 
-_registry: dict[int, tuple[Backend, Retainer]] = {}
+class MemoryParts(NamedTuple):
+    """What the wrappers keep per memory object: the calls to it and the delivery of retains to it."""
+
+    backend: Backend  # recall under a deadline, start-up, the circuit breaker (backend.py)
+    retainer: Retainer  # the spool and its delivery thread (spool.py)
+
+
+_registry: dict[int, MemoryParts] = {}
 _registry_lock = threading.Lock()
 
 
-def backend_for(memory: Any) -> tuple[Backend, Retainer]:
+def backend_for(memory: MemoryLike) -> MemoryParts:
     with _registry_lock:
         found = _registry.get(id(memory))
-        if found is None or found[0].memory is not memory:
+        if found is None or found.backend.memory is not memory:
             backend = Backend(memory)
             backend.bind_loop()  # before the retainer's first delivery: an async memory's rows go to this loop
             settings = getattr(memory, "settings", None)
@@ -79,16 +86,16 @@ def backend_for(memory: Any) -> tuple[Backend, Retainer]:
                 engine_down=backend.known_down, exit_timeout=float(getattr(settings, "exit_timeout", 5.0)),
             )
             backend.caught_up = retainer.caught_up
-            found = _registry[id(memory)] = (backend, retainer)
+            found = _registry[id(memory)] = MemoryParts(backend, retainer)
         return found
 
 
-def _release(memory: Any, timeout: float | None = None) -> bool:
+def _release(memory: MemoryLike, timeout: float | None = None) -> bool:
     with _registry_lock:
         found = _registry.pop(id(memory), None)
     if found is None:
         return True
-    return found[1].close(found[1].exit_timeout if timeout is None else timeout)
+    return found.retainer.close(found.retainer.exit_timeout if timeout is None else timeout)
 
 
 def _after_fork_in_child() -> None:
@@ -106,7 +113,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 class Memwrap:
     """What `client.memwrap` is: options, statistics, and control over the retains in flight."""
 
-    def __init__(self, memory: Any, options: Options, *, family: str) -> None:
+    def __init__(self, memory: MemoryLike | None, options: Options, *, family: str) -> None:
         self._memory = memory
         self.options = options
         self.family = family
@@ -121,7 +128,7 @@ class Memwrap:
     # -- public ----------------------------------------------------------------------------------------------
 
     @property
-    def memory(self) -> Any:
+    def memory(self) -> MemoryLike:
         if self._memory is None:
             self._memory = default_memory()
         return self._memory
@@ -129,16 +136,16 @@ class Memwrap:
     @property
     def retain_stats(self) -> RetainStats:
         """Delivery counters of the spool shared by every client on this memory."""
-        return backend_for(self.memory)[1].stats
+        return backend_for(self.memory).retainer.stats
 
     @property
     def pending(self) -> int:
         """Retains queued here (or by other clients on the same memory) and not yet delivered."""
-        return backend_for(self.memory)[1].pending
+        return backend_for(self.memory).retainer.pending
 
     def start(self) -> None:
         """Start the memory's engine in the background now (wrapping does this); calls made meanwhile wait."""
-        backend_for(self.memory)[0].start()
+        backend_for(self.memory).backend.start()
 
     def flush(self, timeout: float | None = 10.0) -> bool:
         """Deliver every retain queued so far (and what earlier processes left in the spool) to the engine, and
@@ -156,11 +163,11 @@ class Memwrap:
     async def aflush(self, timeout: float | None = 10.0) -> bool:
         """`flush` for async code: waits in a thread, so the event loop keeps delivering."""
         self.loops.commit_all()
-        return await asyncio.to_thread(backend_for(self.memory)[1].flush, timeout)
+        return await asyncio.to_thread(backend_for(self.memory).retainer.flush, timeout)
 
     def wait_spooled(self, timeout: float | None = 10.0) -> bool:
         """Wait until queued retains are on disk (durable across a crash), delivered or not."""
-        return backend_for(self.memory)[1].wait_spooled(timeout)
+        return backend_for(self.memory).retainer.wait_spooled(timeout)
 
     def close(self, timeout: float = 5.0) -> bool:
         """Deliver what can be delivered in `timeout`, stop this memory's retain worker; the rest stays spooled.
@@ -197,7 +204,7 @@ class Memwrap:
             return None, body
         validate.bank_id(bank)  # a bad bank id is the caller's bug: say so now, do not fail open on it
         body = _clean(body)
-        backend, _ = backend_for(self.memory)
+        backend = backend_for(self.memory).backend
         backend.bind_loop()
         backend.start()
         try:
@@ -237,7 +244,7 @@ class Memwrap:
 
     def enqueue(self, bank: str, item: dict[str, Any]) -> None:
         """On disk before this returns (the call's exchange survives the process being killed right after)."""
-        backend_for(self.memory)[1].put(bank, item)
+        backend_for(self.memory).retainer.put(bank, item)
         self.count("retains")
 
 
@@ -317,7 +324,7 @@ class Call:
             with self._recall_span(query) as current:
                 self.handle.count("recalls")
                 try:
-                    backend = backend_for(self.handle.memory)[0]
+                    backend = backend_for(self.handle.memory).backend
                     backend.wait_ready_sync()
                     recall = backend.recall_sync(self.bank, query, **self._recall_options())
                 except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
@@ -333,7 +340,7 @@ class Call:
             with self._recall_span(query) as current:
                 self.handle.count("recalls")
                 try:
-                    backend = backend_for(self.handle.memory)[0]
+                    backend = backend_for(self.handle.memory).backend
                     await backend.wait_ready_async()
                     recall = await backend.recall_async(self.bank, query, **self._recall_options())
                 except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
@@ -425,7 +432,7 @@ class Call:
                 session=self.session,
                 turn=self.turn,
                 model=self._model(),
-                tags=self.options.tags,
+                tags=as_tags(self.options.tags),  # a tuple already: as_tags says so to the type checker
                 partial=partial,
             )
             if self.options.retain

@@ -4,9 +4,12 @@ process's `Memory(url=...)` for a sidecar URL (one per URL and key, so every wra
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memwrap.api import Memory
+
+if TYPE_CHECKING:
+    from memwrap.wrappers.backend import MemoryLike
 
 _lock = threading.Lock()
 _default: Memory | None = None
@@ -36,7 +39,7 @@ def memory_for_url(url: str, *, api_key: str | None = None) -> Memory:
         return memory
 
 
-def resolve_memory(memory: Any, *, api_key: str | None = None) -> Any:
+def resolve_memory(memory: MemoryLike | str | None, *, api_key: str | None = None) -> MemoryLike | None:
     """A wrapper's `memory=` argument: a Memory/AsyncMemory as given, a sidecar URL, or None (the default,
     created when first needed)."""
     if isinstance(memory, str):

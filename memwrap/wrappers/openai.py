@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import openai
 
-from memwrap.filters import RecallFilter
 from memwrap.wrappers._wrap import wrap
+from memwrap.wrappers.options import WrapOptions, takes_options
 from memwrap.wrappers.proxies import Resource, Tree
-from memwrap.wrappers.scope import BankId, ToolLoop
 
 C = TypeVar("C")
 
@@ -28,25 +26,8 @@ OPENAI_TREE: Tree = {
 }
 
 
-def wrap_openai(
-    client: C,
-    *,
-    bank_id: BankId = None,
-    memory: Any = None,
-    inject: bool = True,
-    retain: bool = True,
-    token_budget: int = 1024,
-    session_id: str | None = None,
-    tags: str | Sequence[str] | None = None,
-    filters: RecallFilter | Mapping[str, Any] | None = None,
-    recall_timeout: float = 0.2,
-    llm: str | bool | None = None,
-    tool_loop: ToolLoop = "turn",
-    retain_tools: bool = False,
-    retain_assistant: bool = True,
-    memory_api_key: str | None = None,
-    max_tokens: int | None = None,
-) -> C:
+@takes_options(WrapOptions)
+def wrap_openai(client: C, options: WrapOptions) -> C:
     """Return `client` with memory: recalled into the system prompt before each chat call, retained after it.
 
     Covers `chat.completions.create/parse/stream`, `responses.create/parse/stream` (also under `beta.` and
@@ -66,24 +47,6 @@ def wrap_openai(
         raise TypeError(
             f"wrap_openai takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
         )
-    return wrap(  # type: ignore[no-any-return]
-        client,
-        family="openai",
-        is_async=isinstance(client, openai.AsyncOpenAI),
-        tree=OPENAI_TREE,
-        bank_id=bank_id,
-        memory=memory,
-        inject=inject,
-        retain=retain,
-        token_budget=token_budget,
-        session_id=session_id,
-        tags=tags,
-        filters=filters,
-        recall_timeout=recall_timeout,
-        llm=llm,
-        tool_loop=tool_loop,
-        retain_tools=retain_tools,
-        retain_assistant=retain_assistant,
-        memory_api_key=memory_api_key,
-        max_tokens=max_tokens,
-    )
+    wrapped: C = wrap(client, options, family="openai", is_async=isinstance(client, openai.AsyncOpenAI),
+                      tree=OPENAI_TREE)
+    return wrapped

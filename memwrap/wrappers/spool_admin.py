@@ -164,7 +164,7 @@ class ReplayResult(BaseModel):
 
 def replay(memory: Any, path: Path, *, timeout: float = 60.0) -> ReplayResult:
     """Deliver every row no running process holds, through `memory`, within `timeout`."""
-    _, retainer = backend_for(memory)
+    retainer = backend_for(memory).retainer
     try:
         complete = retainer.flush(timeout, give_up_on_failure=True)
     finally:

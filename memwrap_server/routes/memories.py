@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, status
 
 from memwrap import validate
 from memwrap.filters import filter_from_json
-from memwrap.models import MAX_PAGE_OFFSET, MemoryType, Recall
+from memwrap.models import MAX_PAGE, MAX_PAGE_OFFSET, MemoryType, Recall
 from memwrap.verbs import VERBS
 from memwrap_server.deps import BankDep, MemoryDep
 from memwrap_server.schemas import ERRORS, MemoryPage, RetainBatch, RetainBody, RetainResult
@@ -43,7 +43,7 @@ async def retain_batch(bank_id: BankDep, batch: RetainBatch, memory: MemoryDep, 
 async def list_memories(
     bank_id: BankDep,
     memory: MemoryDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
     types: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,
     tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
@@ -55,9 +55,12 @@ async def list_memories(
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
     where = filter_from_json(filters, what="filters") if filters is not None else None
-    items = await memory.list(bank_id, limit=limit + 1, offset=offset, types=types or type, tags=tags or tag,
-                              document_id=document_id, filters=where)
+    page = {"types": types or type, "tags": tags or tag, "document_id": document_id, "filters": where}
+    # One more than asked says whether there is a next page; at the longest page (the verb's bound), a second look.
+    items = await memory.list(bank_id, limit=min(limit + 1, MAX_PAGE), offset=offset, **page)
     more = len(items) > limit
+    if len(items) == limit == MAX_PAGE and offset + limit <= MAX_PAGE_OFFSET:
+        more = bool(await memory.list(bank_id, limit=1, offset=offset + limit, **page))
     return MemoryPage(items=items[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
 
 

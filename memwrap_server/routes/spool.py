@@ -94,7 +94,7 @@ async def replay_dead(request: Request, key: CallerDep, body: SpoolIds) -> Spool
     ids = await _dead_ids(request, key, body.ids)
     revived = await asyncio.to_thread(spool_admin.revive_dead, _path(request), ids) if ids != [] else 0
     if revived:
-        backend_for(request.app.state.memory)[1].flush(timeout=0)  # wake the delivery thread; does not wait
+        backend_for(request.app.state.memory).retainer.flush(timeout=0)  # wake the delivery thread; does not wait
     return SpoolActed(count=revived)
 
 

@@ -25,13 +25,16 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 import asyncpg
 
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.models import Job
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.worker")
 
@@ -65,7 +68,7 @@ class ClaimedJob:
 class JobContext:
     """What a job's handler gets: the engine of the process running it, and the claimed job."""
 
-    engine: Any  # memwrap.engine.engine.Engine
+    engine: Engine
     job: ClaimedJob
 
 

@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
@@ -21,6 +21,9 @@ from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.worker")
 
@@ -44,7 +47,7 @@ class JobKind:
 class Worker:
     def __init__(
         self,
-        engine: Any,
+        engine: Engine,
         *,
         worker_id: str | None = None,
         concurrency: int | None = None,

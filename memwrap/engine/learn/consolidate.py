@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
@@ -30,6 +30,9 @@ from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp, apply_plan
 from memwrap.models import ConsolidationReport
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.learn")
 
@@ -88,13 +91,13 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
     return report.model_dump(exclude={"bank_id"})
 
 
-async def consolidate_now(engine: Any, bank_id: str) -> ConsolidationReport:
+async def consolidate_now(engine: Engine, bank_id: str) -> ConsolidationReport:
     """Consolidate a bank in this process, now, waiting for any worker busy with the same bank."""
     async with serial_lock(engine.store.pool, lock_key(bank_id), wait=True):
         return await consolidate_bank(engine, bank_id, last_attempt=True)
 
 
-async def consolidate_bank(engine: Any, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
+async def consolidate_bank(engine: Engine, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
     llm = consolidation_llm(engine)
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
     with _span(report):
@@ -102,7 +105,7 @@ async def consolidate_bank(engine: Any, bank_id: str, *, last_attempt: bool) -> 
 
 
 async def _consolidate_pending(
-    engine: Any, llm: Any, report: ConsolidationReport, *, last_attempt: bool
+    engine: Engine, llm: Any, report: ConsolidationReport, *, last_attempt: bool
 ) -> ConsolidationReport:
     pool: asyncpg.Pool = engine.store.pool
     bank_id = report.bank_id
@@ -149,7 +152,7 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
             )
 
 
-async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
+async def _batch(engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
     pool: asyncpg.Pool = engine.store.pool
     facts = [
         Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"],
@@ -209,7 +212,7 @@ def _by_scope(facts: Sequence[Fact]) -> dict[tuple[str, ...], list[Fact]]:
     return groups
 
 
-async def _park(engine: Any, bank_id: str, ids: list[UUID], error: str) -> None:
+async def _park(engine: Engine, bank_id: str, ids: list[UUID], error: str) -> None:
     """The job is out of attempts: the batch's units are marked failed and get a job of their own, in one
     transaction."""
     policy = RetryPolicy.for_parked_units(engine.settings)
@@ -224,7 +227,7 @@ async def _park(engine: Any, bank_id: str, ids: list[UUID], error: str) -> None:
         log.warning("could not park the failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)
 
 
-async def _own_vectors(engine: Any, plan: Plan) -> None:
+async def _own_vectors(engine: Engine, plan: Plan) -> None:
     """A heuristic observation that took a newer statement's words (a recorded change) gets its text's own vector:
     the statement's stored one carries the turn said before it."""
     ops: list[CreateOp | UpdateOp] = [op for op in plan.creates if op.own_vector]

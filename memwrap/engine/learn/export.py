@@ -12,10 +12,13 @@ import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memwrap.engine.learn import mental_models, observation_views
 from memwrap.models import MentalModel, Observation
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
 OBSERVATION_LIMIT = 10_000
@@ -55,7 +58,7 @@ def render_observations(bank_id: str, observations: list[Observation], now: date
     return "\n".join(lines) + "\n"
 
 
-async def export_markdown(engine: Any, directory: Path, *, bank_id: str | None = None) -> list[Path]:
+async def export_markdown(engine: Engine, directory: Path, *, bank_id: str | None = None) -> list[Path]:
     """Write the files; returns their paths."""
     pool = engine.store.pool
     banks = [bank_id] if bank_id else [r["bank_id"] for r in await pool.fetch(

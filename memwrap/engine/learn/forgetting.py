@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID
 
 import asyncpg
@@ -33,6 +33,9 @@ from memwrap.engine.learn.observations import (
     set_text,
 )
 from memwrap.errors import MemoryNotFoundError
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.learn")
 
@@ -55,7 +58,7 @@ def _min_support(origin: str) -> int:
 
 
 async def revise(
-    conn: asyncpg.Connection, engine: Any, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
+    conn: asyncpg.Connection, engine: Engine, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
     cause: UUID | None, hard: bool,
 ) -> list[UUID]:
     """Bring observations in line with their remaining evidence. Returns those changed (for mental models)."""
@@ -98,7 +101,7 @@ async def _use_words_of(conn: asyncpg.Connection, bank_id: str, observation_id: 
 # --- delete ------------------------------------------------------------------------------------------------
 
 
-async def before_delete(engine: Any, bank_id: str, memory_ids: Sequence[UUID]) -> None:
+async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]) -> None:
     """Take the memories out of everything learnt from them, before they are deleted."""
     ids = list(memory_ids)
     async with engine.store.pool.acquire() as conn, conn.transaction():
@@ -136,7 +139,7 @@ async def before_delete(engine: Any, bank_id: str, memory_ids: Sequence[UUID]) -
 # --- invalidate / restore ----------------------------------------------------------------------------------
 
 
-async def invalidate(engine: Any, bank_id: str, memory_id: UUID, reason: str) -> None:
+async def invalidate(engine: Engine, bank_id: str, memory_id: UUID, reason: str) -> None:
     async with engine.store.pool.acquire() as conn, conn.transaction():
         row = await _lock_unit(conn, bank_id, memory_id)
         if row["invalidated_at"] is not None:
@@ -161,7 +164,7 @@ async def invalidate(engine: Any, bank_id: str, memory_id: UUID, reason: str) ->
                                                    reason="a memory it drew on was invalidated")
 
 
-async def restore(engine: Any, bank_id: str, memory_id: UUID) -> None:
+async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
     """Undo `invalidate`, and the invalidations it caused."""
     async with engine.store.pool.acquire() as conn, conn.transaction():
         row = await _lock_unit(conn, bank_id, memory_id)
@@ -207,7 +210,7 @@ async def _unhide(conn: asyncpg.Connection, bank_id: str, unit_id: UUID) -> None
     await conn.execute("DELETE FROM invalidations WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
 
 
-async def _make_pending_if_new(conn: asyncpg.Connection, engine: Any, bank_id: str, unit_id: UUID, seq: int) -> None:
+async def _make_pending_if_new(conn: asyncpg.Connection, engine: Engine, bank_id: str, unit_id: UUID, seq: int) -> None:
     """A unit invalidated before consolidation saw it is pending again (the watermark may have passed it)."""
     learnt = await conn.fetchval("SELECT 1 FROM unit_learning WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
     if learnt:
@@ -278,7 +281,7 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
 # --- TTL for raw facts ---------------------------------------------------------------------------------------
 
 
-async def expire_raw(engine: Any, bank_id: str, *, now: datetime | None = None) -> int:
+async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = None) -> int:
     """Delete the bank's raw facts stored longer ago than its TTL (with the forgetting cascade). Returns how many."""
     pool: asyncpg.Pool = engine.store.pool
     config = await pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 
-def consolidation_llm(engine: Any) -> Any | None:
+def consolidation_llm(engine: Engine) -> Any | None:
     """The engine's LLM when one is configured for consolidation, else None (LLM-free grouping)."""
     llm = engine.learning.llm
     return llm if llm is not None and llm.configured("consolidation") else None

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -28,6 +28,9 @@ from memwrap.engine.llm.prompt_echo import EchoGuard
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import interleave
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.learn")
 
@@ -171,7 +174,7 @@ def render_prompt(facts: Sequence[Fact], related: Sequence[Related]) -> str:
 
 
 async def plan_batch(
-    engine: Any, llm: Any, conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact],
+    engine: Engine, llm: Any, conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact],
     vectors: dict[UUID, np.ndarray], scope: list[str], bank_size: int, now: datetime,
 ) -> tuple[Plan, Any]:
     """Ask the LLM about one batch of same-scope facts. Returns the plan and the call's usage."""
@@ -182,7 +185,7 @@ async def plan_batch(
 
 
 async def _to_plan(
-    engine: Any, conn: asyncpg.Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
+    engine: Engine, conn: asyncpg.Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
     related: Sequence[Related], scope: list[str], bank_size: int,
 ) -> Plan:
     fact_ids = {f"F{i}": fact.id for i, fact in enumerate(facts, start=1)}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -30,6 +30,9 @@ from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
 from memwrap.tokens import encoding_for_model
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.learn")
 
@@ -96,7 +99,7 @@ def _check_name(name: object) -> str:
 
 
 async def create(
-    engine: Any, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None, max_tokens: int,
+    engine: Engine, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None, max_tokens: int,
     refresh_every: float | None,
 ) -> MentalModel:
     name = _check_name(name)
@@ -237,7 +240,7 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
 
 
 async def refresh(
-    engine: Any, bank_id: str, *, model_id: UUID | None = None, name: str | None = None, reason: str = "refresh"
+    engine: Engine, bank_id: str, *, model_id: UUID | None = None, name: str | None = None, reason: str = "refresh"
 ) -> MentalModel | None:
     """Generate the content now and store it (a new version when it changed). None if the model is gone."""
     pool: asyncpg.Pool = engine.store.pool
@@ -305,7 +308,7 @@ memory does not say instead of guessing; when memories disagree, the newer wins,
 the answer must fit the given number of tokens. List the ids (M1, M2, ...) of the memories you used."""
 
 
-async def default_generator(engine: Any, model: MentalModel) -> Generated:
+async def default_generator(engine: Engine, model: MentalModel) -> Generated:
     llm = consolidation_llm(engine)
     budget = model.max_answer_tokens if llm is None else min(model.max_answer_tokens * READ_FACTOR, READ_CAP_TOKENS)
     recall = await engine.recall(

@@ -9,13 +9,16 @@ runs a pass (an advisory lock); the queries are idempotent anyway (dedupe keys).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import LOCK_NAMESPACE, NOTIFY_CHANNEL
 from memwrap.engine.learn import forgetting, mental_models
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 EXPIRE_EVERY_SECONDS = 3600.0
 # After a job failed for good (its attempts used up: the LLM is down, say), wait this long before queueing
@@ -92,7 +95,7 @@ LIMIT 1000
 """
 
 
-async def heal_observations(engine: Any) -> int:
+async def heal_observations(engine: Engine) -> int:
     pool: asyncpg.Pool = engine.store.pool
     by_bank: dict[str, list[Any]] = {}
     for row in await pool.fetch(MISCOUNTED):
@@ -106,7 +109,7 @@ async def heal_observations(engine: Any) -> int:
     return sum(len(ids) for ids in by_bank.values())
 
 
-async def run(engine: Any, *, deep: bool = False) -> int:
+async def run(engine: Engine, *, deep: bool = False) -> int:
     """One pass. Returns how many jobs it queued (0 too when another worker is reconciling right now)."""
     pool: asyncpg.Pool = engine.store.pool
     attempts = engine.settings.job_max_attempts

@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
@@ -23,6 +23,9 @@ from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.learn.mental_models import Generator
 from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVersion, Observation, ObservationVersion
 
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
+
 log = logging.getLogger("memwrap.learn")
 
 # Closing waits this long for a running job, then cancels it: its batch rolls back and the job is queued again
@@ -31,7 +34,7 @@ WORKER_STOP_SECONDS = 1.0
 
 
 class Learning:
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.settings = engine.settings
         self.worker: Worker | None = None

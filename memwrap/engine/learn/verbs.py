@@ -16,6 +16,7 @@ from memwrap import validate
 from memwrap.defense.policy import defend
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
+    MAX_PAGE,
     MAX_PAGE_OFFSET,
     ConsolidationReport,
     Job,
@@ -39,8 +40,8 @@ def _status(value: str | None) -> str | None:
 
 
 def _limit(limit: int) -> int:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 10_000:
-        raise InvalidInputError("limit is an integer from 1 to 10000.")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError(f"limit is an integer from 1 to {MAX_PAGE}.")
     return limit
 
 

@@ -32,7 +32,7 @@ from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.filters import RecallFilter
-from memwrap.models import Recall, RecalledMemory, TimeWindow
+from memwrap.models import DEFAULT_TOKEN_BUDGET, Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
 
 # How many fused candidates get their details fetched and offered to the packer: enough to fill the budget
@@ -40,7 +40,7 @@ from memwrap.tokens import encoding_for_model, encoding_name
 MIN_CANDIDATES, MAX_CANDIDATES = 40, 200
 TOKENS_PER_CANDIDATE = 12
 
-DEFAULT_TOKEN_BUDGET = 1024  # the declared default (memwrap/verbs.py); also when top_k is not given
+# DEFAULT_TOKEN_BUDGET (memwrap/models.py): the declared default (memwrap/verbs.py); also when top_k is not given
 
 
 @dataclass

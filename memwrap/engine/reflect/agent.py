@@ -23,7 +23,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from memwrap.engine.llm.client import LLM, ContextOverflowError, Message, Tool, ToolCall, ToolStep
 from memwrap.engine.reflect import prompts, queries
@@ -35,6 +35,9 @@ from memwrap.engine.reflect.refs import REF, Gathered, Refs, parse_uuid
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
 from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.reflect")
 
@@ -69,7 +72,7 @@ def _ms(since: float) -> float:
 
 
 class Agent:
-    def __init__(self, engine: Any, llm: LLM, request: ReflectRequest) -> None:
+    def __init__(self, engine: Engine, llm: LLM, request: ReflectRequest) -> None:
         self.engine = engine
         self.llm = llm
         self.request = request

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memwrap import tracing, validate
 from memwrap.engine.reflect import queries
@@ -17,6 +17,9 @@ from memwrap.engine.reflect.budget import Limits
 from memwrap.engine.reflect.output import OutputSchema
 from memwrap.errors import InvalidInputError, LLMNotConfiguredError
 from memwrap.models import Disposition, ReflectResult
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 NOT_CONFIGURED = (
     "reflect needs an LLM, and none is configured (memwrap runs in none mode). Set MEMWRAP_LLM_PROVIDER=openai or "
@@ -29,7 +32,7 @@ MAX_CONTEXT_CHARS = 200_000
 
 
 async def reflect(
-    engine: Any,
+    engine: Engine,
     bank_id: str,
     query: str,
     *,
@@ -85,7 +88,7 @@ async def reflect(
 
 
 async def settle_disposition(
-    engine: Any, bank_id: str, override: Disposition | Mapping[str, Any] | None
+    engine: Engine, bank_id: str, override: Disposition | Mapping[str, Any] | None
 ) -> Disposition:
     s = engine.settings
     merged: dict[str, Any] = {

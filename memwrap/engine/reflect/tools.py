@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import numpy as np
@@ -26,6 +26,9 @@ from memwrap.engine.reflect.budget import TokenCounter
 from memwrap.engine.reflect.refs import Gathered, Refs, kind_of_type, parse_uuid
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, RecalledMemory
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 MENTAL_MODELS_SHOWN = 3
 MENTAL_MODELS_READ = 200  # a bank with more standing questions than this is ranked on its first 200 by name
@@ -86,7 +89,7 @@ class Toolbox:
     """The memory tools of one reflect: a bank, its tag scope, and the references shown so far."""
 
     def __init__(
-        self, engine: Any, bank_id: str, *, tags: list[str] | None, now: datetime, counter: TokenCounter,
+        self, engine: Engine, bank_id: str, *, tags: list[str] | None, now: datetime, counter: TokenCounter,
         refs: Refs, gathered: Gathered,
     ) -> None:
         self.engine = engine

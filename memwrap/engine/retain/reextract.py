@@ -18,7 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import asyncpg
@@ -33,6 +33,9 @@ from memwrap.engine.retain.facts import EXTRACT_JOB, Extractor
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.raw_to_facts import link_raw_entities, rebuild_items, replace_raw
 from memwrap.errors import MemwrapError
+
+if TYPE_CHECKING:
+    from memwrap.engine.engine import Engine
 
 log = logging.getLogger("memwrap.extract")
 
@@ -53,7 +56,7 @@ class ExtractionUnavailableError(MemwrapError):
     """The process running an extraction job has no extraction LLM (any more)."""
 
 
-def can_run(engine: Any) -> bool:
+def can_run(engine: Engine) -> bool:
     """Extraction jobs need an engine with an extraction LLM."""
     return getattr(engine, "reextractor", None) is not None
 
