@@ -35,7 +35,7 @@ from bench.qa.prompts import ANSWER_SYSTEM, JUDGE_SYSTEM, Verdict, answer_prompt
 from bench.qa.scoring import locomo_f1
 from bench.qa.summary import read_rows, render, render_markdown, summarise
 from bench.qa.systems import SYSTEMS, Systems
-from memwrap.engine.llm import OutputTruncatedError
+from memwrap.engine.llm.client import OutputTruncatedError
 
 RETAIN_BATCH = 256
 
