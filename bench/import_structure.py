@@ -47,8 +47,11 @@ def is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def top_level_imports(tree: ast.Module, deferred: bool = False) -> list[ast.Import | ast.ImportFrom]:
-    """Imports run when the module loads; with `deferred`, every import: in functions, classes, TYPE_CHECKING."""
+def top_level_imports(
+    tree: ast.Module, deferred: bool = False, annotations: bool = True
+) -> list[ast.Import | ast.ImportFrom]:
+    """Imports run when the module loads; with `deferred`, also those in functions and classes, and (with
+    `annotations`) those under TYPE_CHECKING, which only a type checker runs."""
     found: list[ast.Import | ast.ImportFrom] = []
 
     def walk(body: list[ast.stmt]) -> None:
@@ -59,7 +62,9 @@ def top_level_imports(tree: ast.Module, deferred: bool = False) -> list[ast.Impo
                                                 ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
                 walk(node.body)
                 walk(getattr(node, "orelse", []))
-            elif isinstance(node, ast.If) and (deferred or not is_type_checking(node.test)):
+            elif isinstance(node, ast.If) and (
+                not is_type_checking(node.test) or (deferred and annotations)
+            ):
                 walk(node.body)
                 walk(node.orelse)
             elif isinstance(node, ast.Try):
@@ -79,11 +84,11 @@ def resolve(name: str, known: dict[str, Path]) -> str | None:
     return name or None
 
 
-def graph(known: dict[str, Path], deferred: bool = False) -> dict[str, set[str]]:
+def graph(known: dict[str, Path], deferred: bool = False, annotations: bool = True) -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {name: set() for name in known}
     for name, path in known.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in top_level_imports(ast.parse(path.read_text()), deferred):
+        for node in top_level_imports(ast.parse(path.read_text()), deferred, annotations):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -151,6 +156,12 @@ def main() -> None:
     pruned = {s: {t for t in ts if not is_package_edge(s, t, known)} for s, ts in edges.items()}
     found = cycles(pruned)
     print(f"import circles among module-level imports: {len(found)}")
+    for component in found:
+        print("   ", " <-> ".join(component))
+    run = graph(known, deferred=True, annotations=False)
+    run = {s: {t for t in ts if not is_package_edge(s, t, known)} for s, ts in run.items()}
+    found = cycles(run)
+    print(f"import circles among imports that run (module level and deferred into functions): {len(found)}")
     for component in found:
         print("   ", " <-> ".join(component))
     every = graph(known, deferred=True)
