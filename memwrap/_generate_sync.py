@@ -28,6 +28,7 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -87,7 +88,7 @@ def _annotation_names(nodes: list[ast.AsyncFunctionDef]) -> list[str]:
         annotations = [a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation is not None]
         for annotation in (*annotations, node.returns):
             found |= {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} if annotation else set()
-    return sorted(name for name in found if not hasattr(builtins, name) and name not in ("Any",))
+    return sorted(name for name in found if not hasattr(builtins, name) and name not in ("Any", "builtins"))
 
 
 def _verbs_import(names: list[str]) -> str:

@@ -26,7 +26,7 @@ import functools
 import inspect
 import re
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, ParamSpec, TypeVar, get_type_hints
 
@@ -119,7 +119,7 @@ def verb(
     partial: bool = False,
     renamed: Mapping[str, str] | None = None,
     custom: bool = False,
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Declare a verb (see the module docstring). Exactly one of: a REST `route`; `local_only` (why it cannot
     travel over HTTP); `composed` (the verbs the HTTP client builds it from). `mcp`: offered as an MCP tool (a
     string names the tool); `cli`: offered as a CLI command (`memwrap bank-config`; a string names the command,
@@ -129,7 +129,7 @@ def verb(
     if sum(x is not None for x in (route, local_only, composed)) != 1:
         raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
 
-    def declare(function: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    def declare(function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         name = function.__name__
         hints = get_type_hints(function, include_extras=True)
         sig = inspect.signature(function)
@@ -166,12 +166,12 @@ def _params_model(
     for p in params:
         default = ... if p.default is inspect.Parameter.empty else p.default
         fields[p.name] = (hints.get(p.name, Any), default)
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         "".join(part.capitalize() for part in name.split("_")) + "Params", __base__=VerbParams, **fields
     )
     model.verb = name
     model.renamed = renamed
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def _implementation(declared: Verb, sig: inspect.Signature) -> Callable[..., Any]:

@@ -96,10 +96,10 @@ def engine_started() -> None:
     _engine_ran = True
 
 
-_closing_listeners: list[Callable[[object], None]] = []
+_closing_listeners: list[Callable[[object], object]] = []  # what a listener returns is not used
 
 
-def on_memory_close(listener: Callable[[object], None]) -> None:
+def on_memory_close(listener: Callable[[object], object]) -> None:
     """Call `listener(memory)` when a Memory/AsyncMemory is about to close (the wrappers deliver the retains
     they queued for it first). Lets the memory API stay unaware of the layers above it."""
     _closing_listeners.append(listener)

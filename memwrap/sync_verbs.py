@@ -6,6 +6,7 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -78,7 +79,7 @@ class SyncVerbs:
         citing it are revisited by the worker."""
         return self._run(self._async.update(bank_id, memory_id, text=text, metadata=metadata, tags=tags))
 
-    def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         return self._run(self._async.history(bank_id, memory_id))
 
@@ -90,7 +91,7 @@ class SyncVerbs:
         """Delete a bank and everything in it. Returns how many memories were removed."""
         return self._run(self._async.delete_bank(bank_id))
 
-    def banks(self) -> list[BankInfo]:
+    def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
         return self._run(self._async.banks())
 
@@ -127,7 +128,7 @@ class SyncVerbs:
         itself is `get`'s."""
         return self._run(self._async.memory_context(bank_id, memory_id))
 
-    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> list[EntitySummary]:
+    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -142,7 +143,7 @@ class SyncVerbs:
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
         return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
 
-    def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: int=100) -> list[Job]:
+    def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: int=100) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         return self._run(self._async.jobs(bank_id, status=status, kind=kind, limit=limit))
 
@@ -154,7 +155,7 @@ class SyncVerbs:
         """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
         return self._run(self._async.consolidate(bank_id))
 
-    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: int=100, offset: PageOffset=0, now: datetime | None=None) -> list[Observation]:
+    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: int=100, offset: PageOffset=0, now: datetime | None=None) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
         return self._run(self._async.observations(bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now))
 
@@ -162,7 +163,7 @@ class SyncVerbs:
         """One observation with all its evidence (quote, time, source, stance)."""
         return self._run(self._async.get_observation(bank_id, observation_id, now=now))
 
-    def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         return self._run(self._async.observation_history(bank_id, observation_id))
 
@@ -176,11 +177,11 @@ class SyncVerbs:
         """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
         return self._run(self._async.get_mental_model(bank_id, name))
 
-    def mental_models(self, bank_id: str) -> list[MentalModel]:
+    def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
         return self._run(self._async.mental_models(bank_id))
 
-    def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
         return self._run(self._async.mental_model_history(bank_id, name))
 
@@ -211,7 +212,7 @@ class SyncVerbs:
         importing twice changes nothing; stored vectors used as they are when the model matches)."""
         return self._run(self._async.import_bank(bank_id, path))
 
-    def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
+    def export(self, directory: str | Path, *, bank_id: str | None=None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         return self._run(self._async.export(directory, bank_id=bank_id))
 

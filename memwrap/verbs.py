@@ -11,6 +11,7 @@ the arguments against the signature, then call the engine's method of the same n
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -197,7 +198,7 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/history"), cli=True)
-    async def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    async def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         ...
 
@@ -212,7 +213,7 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", "/v1/banks"), cli=True)
-    async def banks(self) -> list[BankInfo]:
+    async def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
         ...
 
@@ -275,7 +276,7 @@ class MemoryVerbs:
     @verb(Route("GET", f"{BANK}/entities"), cli=True)
     async def entities(
         self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
-    ) -> list[EntitySummary]:
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -296,7 +297,7 @@ class MemoryVerbs:
     @verb(Route("GET", f"{BANK}/jobs"), optional_bank="over HTTP, jobs are listed per bank")
     async def jobs(
         self, bank_id: str | None = None, *, status: JobStatus | None = None, kind: str | None = None, limit: int = 100
-    ) -> list[Job]:
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         ...
 
@@ -320,7 +321,7 @@ class MemoryVerbs:
         limit: int = 100,
         offset: PageOffset = 0,
         now: datetime | None = None,
-    ) -> list[Observation]:
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
         ...
 
@@ -330,7 +331,7 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/observations/{{observation_id}}/history"), cli=True)
-    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         ...
 
@@ -356,12 +357,12 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/mental-models"), mcp=True, cli=True)
-    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+    async def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
         ...
 
     @verb(Route("GET", f"{BANK}/mental-models/{{name}}/history"), cli=True)
-    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    async def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
         ...
 
@@ -393,19 +394,19 @@ class MemoryVerbs:
         observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
         number of lines. Over HTTP the file is written where the caller is."""
         engine = await self._get_engine()
-        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)  # type: ignore[no-any-return]
+        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)
 
     @verb(Route("POST", f"{BANK}/import", client_side=("path",)), cli=True, custom=True)
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
         """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
         importing twice changes nothing; stored vectors used as they are when the model matches)."""
         engine = await self._get_engine()
-        return await engine.import_bank(bank_id, path)  # type: ignore[no-any-return]
+        return await engine.import_bank(bank_id, path)
 
     # --- where the database is -------------------------------------------------------------------------------
 
     @verb(local_only="writes Markdown files where the database is: run `memwrap export` on the server side")
-    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         ...
 

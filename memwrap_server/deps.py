@@ -17,7 +17,7 @@ from memwrap_server.schemas import BANK_ID_PATTERN, BankId
 
 
 async def get_memory(request: Request) -> AsyncMemory:
-    return request.app.state.memory  # type: ignore[no-any-return]
+    return request.app.state.memory
 
 
 async def caller(request: Request) -> ApiKey | None:

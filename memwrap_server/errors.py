@@ -7,6 +7,7 @@ the HTTP client turns back into the same exception. Anthropic's routes get Anthr
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -54,7 +55,9 @@ def error_body(status: int, code: str, message: str, *, anthropic: bool = False)
     return {"error": {"code": code, "message": message, "type": kind}}
 
 
-def error_response(status: int, code: str, message: str, *, path: str = "", headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, *, path: str = "", headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     body = error_body(status, code, message, anthropic=path == "/v1/messages")
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -95,7 +98,7 @@ def install(app: FastAPI) -> None:
         return error_response(exc.status_code, code, message, path=request.url.path, headers=exc.headers)
 
 
-def unexpected(scope: dict[str, Any], exc: BaseException, database: Any) -> JSONResponse:
+def unexpected(scope: Mapping[str, Any], exc: BaseException, database: Any) -> JSONResponse:
     """The answer to an exception no handler took (called by the Gate, outside FastAPI's stack, so that the
     exception is logged once, by us, and is not re-raised to the server to be logged again with a traceback).
 

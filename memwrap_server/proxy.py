@@ -371,7 +371,7 @@ router = APIRouter(tags=["proxy"])
 
 async def _proxy(request: Request) -> Response:
     key = request.scope.get("state", {}).get("memwrap_key")
-    return await request.app.state.proxy.handle_request(request, key)  # type: ignore[no-any-return]
+    return await request.app.state.proxy.handle_request(request, key)
 
 
 _DESCRIPTION = ("Forwarded to the configured upstream with memory added (X-Memwrap-Bank) and the turn retained. "

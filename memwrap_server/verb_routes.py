@@ -73,7 +73,7 @@ def body_model(verb: Verb, *, without: tuple[str, ...] = (), name: str | None = 
         name or "".join(part.capitalize() for part in verb.name.split("_")) + "Body", __base__=RestBody, **fields
     )
     model.verb, model.renamed = verb.name, verb.renamed
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:

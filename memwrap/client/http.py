@@ -209,7 +209,8 @@ class HttpEngine:
         deadline = time.monotonic() + timeout
         while True:
             busy = [j for status in ("queued", "running")
-                    for j in await self.jobs(bank_id=bank_id, status=status, kind=None, limit=1)]
+                    for j in await self.jobs(  # type: ignore[attr-defined]  # set from the declared verbs below (_routed)
+                        bank_id=bank_id, status=status, kind=None, limit=1)]
             if not busy:
                 return True
             if time.monotonic() >= deadline:
@@ -217,7 +218,7 @@ class HttpEngine:
             await asyncio.sleep(0.2)
 
     async def reembed(self, *, batch_size: int = 256) -> int:
-        return await self.call(VERBS["reembed"], {"batch_size": batch_size})  # type: ignore[no-any-return]
+        return await self.call(VERBS["reembed"], {"batch_size": batch_size})
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -79,7 +79,7 @@ class E5ModelFile:
 
         def read(fmt: str) -> Any:
             nonlocal offset
-            values = struct.unpack_from("<" + fmt, data, offset)
+            values = struct.unpack_from("<" + fmt, data.data, offset)  # the memmap's buffer: no copy
             offset += struct.calcsize("<" + fmt)
             return values if len(values) > 1 else values[0]
 

@@ -90,9 +90,10 @@ class _Spec:
         positions = _positive(hf_config.get("max_position_embeddings"))
         if length and positions:
             length = min(length, positions)
-        if not (length or positions):
+        maximum = length or positions
+        if not maximum:
             raise OnnxUnsupported("no maximum sequence length found")
-        self.max_length = int(length or positions)
+        self.max_length = int(maximum)
         self.lower_case = bool(st_config.get("do_lower_case", False))
         self.model_type = str(hf_config.get("model_type", ""))
         self.num_heads = int(hf_config.get("num_attention_heads", 0))

@@ -103,7 +103,7 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
     hashed = item_hash(item)
     mentioned = row.mentioned_at or now
     if row.occurred_start is not None:
-        occurred = (row.occurred_start, row.occurred_end or row.occurred_start)
+        occurred: tuple[datetime, datetime] | None = (row.occurred_start, row.occurred_end or row.occurred_start)
     else:
         occurred = extract_occurred(item.content, mentioned)
     # A raw turn's speaker is a field, not an entity (speakers.said_by); facts and observations have none.
@@ -182,7 +182,7 @@ async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[Prepare
     return [r["item_hash"] for r in rows]
 
 
-async def _last_of_sessions(conn: asyncpg.Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:  # type: ignore[type-arg]
+async def _last_of_sessions(conn: asyncpg.Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:
     """The unit before this batch in each of its sessions (the batch's own units were just inserted: skip them)."""
     sessions = sorted({u.session_key for u in written if u.session_key})
     if not sessions:

@@ -195,7 +195,8 @@ def clean_text(text: str) -> str:
 
 
 def _join_surrogates(match: re.Match[str]) -> str:
-    high, low = match.group()
+    pair = match.group()  # a high and a low surrogate: two characters
+    high, low = pair[0], pair[1]
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 

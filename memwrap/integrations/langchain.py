@@ -51,7 +51,7 @@ def wrap_chat_model(model: M, **options: Unpack[WrapOptions]) -> M:
     handle: Memwrap = wrapped.memwrap
     wrapped_async = ClientProxy(root_async, handle, True, OPENAI_TREE)
     # model_copy: the app's own model object stays as it was (no memory), the copy shares its settings.
-    return model.model_copy(  # type: ignore[attr-defined,no-any-return]
+    return model.model_copy(
         update={
             "root_client": wrapped,
             "root_async_client": wrapped_async,

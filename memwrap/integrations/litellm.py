@@ -176,7 +176,7 @@ def _request_headers(data: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
+class MemwrapLogger(CustomLogger):
     """Inject before (LiteLLM proxy's `async_pre_call_hook`) and retain after (success events) each chat call."""
 
     def __init__(

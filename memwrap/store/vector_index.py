@@ -66,7 +66,7 @@ async def vector_dim(conn: asyncpg.Connection | asyncpg.Pool) -> int:
 
 
 async def vector_index_exists(conn: asyncpg.Connection | asyncpg.Pool) -> bool:
-    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VECTOR_INDEX)  # type: ignore[no-any-return]
+    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VECTOR_INDEX)
 
 
 async def drop_vector_index(conn: asyncpg.Connection | asyncpg.Pool) -> None:

@@ -58,7 +58,7 @@ def wrap_anthropic(
             "wrap_anthropic takes an anthropic.Anthropic or anthropic.AsyncAnthropic client, "
             f"not {type(client).__name__}."
         )
-    return wrap(  # type: ignore[no-any-return]
+    return wrap(
         client,
         family="anthropic",
         is_async=isinstance(client, anthropic.AsyncAnthropic),

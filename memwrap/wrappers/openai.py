@@ -66,7 +66,7 @@ def wrap_openai(
         raise TypeError(
             f"wrap_openai takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
         )
-    return wrap(  # type: ignore[no-any-return]
+    return wrap(
         client,
         family="openai",
         is_async=isinstance(client, openai.AsyncOpenAI),

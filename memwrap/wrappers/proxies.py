@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, cast
 
 import wrapt
 
@@ -254,7 +254,7 @@ class RawResponseProxy(wrapt.ObjectProxy):
             except Exception:  # noqa: BLE001 - reading the answer for memory must never break the app's call
                 parsed = None
             if inspect.isawaitable(parsed):  # an async raw response: the caller awaits `eager_parse` instead
-                parsed.close()
+                cast(Coroutine[Any, Any, Any], parsed).close()  # the SDK's async parse(): a coroutine, never awaited
             else:
                 _finish_parsed(call, parsed)
         # Never parsed (headers only) and dropped: still remember what the user said.

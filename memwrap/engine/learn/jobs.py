@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -41,7 +41,7 @@ NOTIFY_CHANNEL = "memwrap_jobs"
 # First key of every learning advisory lock (two-key form), so ours never collide with anyone else's.
 LOCK_NAMESPACE = 0x6C726E  # "lrn"
 
-Executor = asyncpg.Connection | asyncpg.Pool
+Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 
 @dataclass

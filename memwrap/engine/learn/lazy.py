@@ -87,7 +87,9 @@ async def open_engine(settings: Settings) -> Any:
     from memwrap.store.embedded_pg import embedded_database_url
 
     loop = asyncio.get_running_loop()
-    url = settings.database_url or await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
+    url = settings.database_url
+    if not url:
+        url = await loop.run_in_executor(None, embedded_database_url, settings.pgdata)
     dim = await _stored_dim(url, settings.embedding_space)
     if dim is None:
         return await Engine.open(settings)  # a new store, or another model: the model decides the schema

@@ -234,10 +234,10 @@ async def _to_plan(
         plan.creates.append(CreateOp(id=uuid4(), text=text, scope=scope, origin="llm", evidence=ev, embedding=vector,
                                      reason="new knowledge"))
     plan.updates = list(updates.values())
-    for item in reply.deletes:
-        target = observation_ids.get(item.observation.strip().upper())
+    for removal in reply.deletes:
+        target = observation_ids.get(removal.observation.strip().upper())
         if target is not None and target not in updates:
-            plan.deletes.append(DeleteOp(target, item.reason))
+            plan.deletes.append(DeleteOp(target, removal.reason))
     return plan
 
 

@@ -187,10 +187,13 @@ FOR UPDATE OF o
 async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Applied:
     """Write a plan's creates, updates and deletes. Call inside a transaction (the caller's, with its bookkeeping)."""
     applied = Applied()
-    wanted = {e.memory_id for op in [*plan.creates, *plan.updates] for e in op.evidence}
+    wanted = {e.memory_id for op in plan.creates for e in op.evidence}
+    wanted |= {e.memory_id for op in plan.updates for e in op.evidence}
     sources = {r["id"]: r for r in await conn.fetch(EVIDENCE_SOURCES, bank_id, list(wanted))} if wanted else {}
     existing = {
-        r["id"]: r for r in await conn.fetch(LOCK_OBSERVATIONS, bank_id, [op.id for op in [*plan.updates, *plan.deletes]])
+        r["id"]: r for r in await conn.fetch(
+            LOCK_OBSERVATIONS, bank_id, [op.id for op in plan.updates] + [op.id for op in plan.deletes]
+        )
     } if plan.updates or plan.deletes else {}
 
     for create in plan.creates:

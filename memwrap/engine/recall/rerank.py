@@ -12,7 +12,7 @@ from memwrap.errors import EmbeddingModelError
 
 
 @functools.lru_cache(maxsize=4)
-def _load(name: str):  # type: ignore[no-untyped-def]
+def _load(name: str):
     try:
         from sentence_transformers import CrossEncoder
 

@@ -360,11 +360,11 @@ def _merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, 
         per_arm.setdefault(arm, []).extend((rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits))
     merged: dict[str, KeyedHits] = {}
     several = len({bank for _arm, bank in results}) > 1
-    for arm, hits in per_arm.items():
+    for arm, ranked in per_arm.items():
         if several:
             # Stable sorts: within a bank the arm's own order (and its tie-breaks) stands.
-            hits = sorted(hits, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
-        merged[arm] = [(key, score) for _rank, key, score in hits]
+            ranked = sorted(ranked, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
+        merged[arm] = [(key, score) for _rank, key, score in ranked]
     return merged
 
 

@@ -367,7 +367,8 @@ class Agent:
         except ValueError as exc:
             # No turn is left to correct it: keep the answer, drop what did not validate, and say so in the trace.
             self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
-            answer = done.arguments.get("answer") if isinstance(done.arguments.get("answer"), str) else ""
+            given = done.arguments.get("answer")
+            answer = given if isinstance(given, str) else ""
             if not answer.strip():
                 return DoneCall(answer=step.text.strip()) if step.text.strip() else None
             ids = done.arguments.get("memory_ids")

@@ -92,8 +92,8 @@ class TurnProtocol:
             )
         except LLMOutputError as exc:
             # Not even repaired JSON: the turn is text, which the agent refuses and asks again.
-            usage = getattr(exc, "usage", None)
-            return ToolStep(text="", usage=usage) if usage is not None else ToolStep(text="")
+            spent = getattr(exc, "usage", None)
+            return ToolStep(text="", usage=spent) if spent is not None else ToolStep(text="")
         call = ToolCall(id=f"act{len(messages)}", name=action.action.strip(), arguments=_arguments(action))
         return ToolStep(tool_calls=[call], stop_reason="tool_calls", usage=usage, model=self.llm.model("reflect") or "")
 

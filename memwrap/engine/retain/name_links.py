@@ -59,7 +59,7 @@ FAMILIAR_FORMS = "SELECT name_key FROM entities WHERE bank_id = $1 AND name_key 
 
 
 @functools.lru_cache(maxsize=1)
-def _pinyin():  # type: ignore[no-untyped-def]
+def _pinyin():
     from pypinyin import lazy_pinyin  # imported on first use: most text is not Chinese
 
     return lazy_pinyin

@@ -9,7 +9,7 @@ with the same speakers as the original.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,7 +154,7 @@ def _third_person_verb(match: re.Match[str]) -> str:
     return lead + verb + "s"
 
 
-def third_person(text: str, roles: set[str]) -> str:
+def third_person(text: str, roles: Set[str]) -> str:
     """`text` with the user's pronouns replaced by "the user": "you" when only the user and the assistant speak,
     "I"/"my" when only the user does. Elsewhere (people talking to each other) pronouns are left as they are."""
     if not roles or not roles <= {"user", "assistant", "tool"}:
