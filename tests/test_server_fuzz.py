@@ -16,7 +16,6 @@ import os
 from collections import Counter
 from typing import Any
 
-import pytest
 import requests
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import httpx
-import pytest
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
 

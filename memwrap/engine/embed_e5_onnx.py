@@ -178,7 +178,6 @@ def build_graph(
     `ranges` (int8 only): the largest magnitude of each input channel of the smoothed matrices (`activation_ranges`),
     for SmoothQuant. `expose_inputs` adds every matrix's input as an output "<layer>.<matrix>.input" (calibration).
     """
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     hidden, heads = model.hidden, model.heads

@@ -95,7 +95,7 @@ def without_function_words(text: str) -> str:
 _CACHED_RUN_CHARS = 64
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jieba() -> ModuleType:
     # Imported on first use only: loading the dictionary costs ~0.5 s and most text is not Chinese.
     # jieba.initialize() takes its own lock, so concurrent first calls are safe.
@@ -106,7 +106,7 @@ def _jieba() -> ModuleType:
     return jieba
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _posseg() -> ModuleType:
     _jieba()  # posseg reuses the main tokenizer, which must be initialised quietly first
     import jieba.posseg as posseg  # builds its own word→tag table on import (~0.5 s)

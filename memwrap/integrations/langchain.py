@@ -43,8 +43,9 @@ def wrap_chat_model(model: M, **options: Unpack[WrapOptions]) -> M:
             f"wrap_chat_model takes a langchain_openai ChatOpenAI (or AzureChatOpenAI) model, not "
             f"{type(model).__name__}" + (f" (it has no {', '.join(missing)})" if missing else "") + "."
         )
-    root = getattr(model, "root_client")
-    root_async = getattr(model, "root_async_client")
+    # getattr: `M` is any model type, so a checker cannot see the fields the check above found.
+    root = getattr(model, "root_client")  # noqa: B009 - see above
+    root_async = getattr(model, "root_async_client")  # noqa: B009 - see above
     if isinstance(root, ClientProxy):  # wrapped before: wrap the SDK clients again, with these options
         root, root_async = root.__wrapped__, root_async.__wrapped__
     wrapped = wrap_openai(root, **options)

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memwrap.errors import InvalidInputError
 from memwrap.filters import AllOf, AnyOf, MetadataCondition, MetadataFilter, NoneOf, RecallFilter, parse_filter
 
 

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 import asyncpg
 import numpy as np
@@ -23,7 +22,7 @@ from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
+from memwrap.engine.recall.fusion import interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
