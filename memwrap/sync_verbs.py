@@ -11,11 +11,43 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from memwrap.async_api import AsyncMemory
-from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
-    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
-    Items, Job, JobStatus, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageOffset, Path, Recall, RecallFilter,
-    ReflectResult, Tags, UUID, datetime)
+from memwrap.verbs import (
+    UUID,
+    BankIds,
+    BankInfo,
+    BankStats,
+    ConsolidationReport,
+    DefensePolicy,
+    Disposition,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityGraph,
+    EntityId,
+    EntitySearch,
+    EntitySummary,
+    ImportReport,
+    ImportSource,
+    Items,
+    Job,
+    JobStatus,
+    Mapping,
+    MemoryContext,
+    MemoryId,
+    MemoryRecord,
+    MemoryVersion,
+    MentalModel,
+    MentalModelVersion,
+    NeighbourCount,
+    Observation,
+    ObservationVersion,
+    PageOffset,
+    Path,
+    Recall,
+    RecallFilter,
+    ReflectResult,
+    Tags,
+    datetime,
+)
 
 T = TypeVar("T")
 
@@ -28,33 +60,102 @@ class SyncVerbs:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         raise NotImplementedError
 
-    def retain(self, bank_id: str, content: str, *, timestamp: datetime | None=None, context: str | None=None, document_id: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> list[UUID]:
+    def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None=None,
+        context: str | None=None,
+        document_id: str | None=None,
+        metadata: Mapping[str, Any] | None=None,
+        tags: Tags=None,
+    ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
         yours, for filtering recall."""
-        return self._run(self._async.retain(bank_id, content, timestamp=timestamp, context=context, document_id=document_id, metadata=metadata, tags=tags))
+        return self._run(
+            self._async.retain(
+                bank_id,
+                content,
+                timestamp=timestamp,
+                context=context,
+                document_id=document_id,
+                metadata=metadata,
+                tags=tags,
+            )
+        )
 
     def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         return self._run(self._async.retain_many(bank_id, items))
 
-    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False, **old_names: Any) -> Recall:
+    def recall(
+        self,
+        bank_id: BankIds,
+        query: str,
+        *,
+        token_budget: int | None=None,
+        now: datetime | None=None,
+        types: Tags=None,
+        tags: Tags=None,
+        filters: RecallFilter | Mapping[str, Any] | None=None,
+        top_k: int | None=None,
+        min_score: float | None=None,
+        model: str | None=None,
+        neighbours: bool | None=None,
+        prefer_observations: bool | None=None,
+        explain: bool=False,
+        **old_names: Any,
+    ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
         `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
         token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
-        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, explain=explain, **old_names))
+        return self._run(
+            self._async.recall(
+                bank_id,
+                query,
+                token_budget=token_budget,
+                now=now,
+                types=types,
+                tags=tags,
+                filters=filters,
+                top_k=top_k,
+                min_score=min_score,
+                model=model,
+                neighbours=neighbours,
+                prefer_observations=prefer_observations,
+                explain=explain,
+                **old_names,
+            )
+        )
 
-    def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None, **old_names: Any) -> ReflectResult:
+    def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None=None,
+        context: str | None=None,
+        response_schema: Any=None,
+        tags: Tags=None,
+        disposition: Disposition | Mapping[str, Any] | None=None,
+        max_iterations: int | None=None,
+        timeout: float | None=None,
+        now: datetime | None=None,
+        **old_names: Any,
+    ) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
         and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
 
@@ -63,17 +164,59 @@ class SyncVerbs:
         not an error. `context`: the caller's situation (not memory, not cited). `response_schema`: a pydantic
         model or a JSON schema; the answer is also returned validated, as `structured`. `disposition`:
         skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
-        return self._run(self._async.reflect(bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema, tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now, **old_names))
+        return self._run(
+            self._async.reflect(
+                bank_id,
+                query,
+                context_budget=context_budget,
+                context=context,
+                response_schema=response_schema,
+                tags=tags,
+                disposition=disposition,
+                max_iterations=max_iterations,
+                timeout=timeout,
+                now=now,
+                **old_names,
+            )
+        )
 
-    def list(self, bank_id: str, *, limit: int=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+    def list(
+        self,
+        bank_id: str,
+        *,
+        limit: int=100,
+        offset: PageOffset=0,
+        types: Tags=None,
+        tags: Tags=None,
+        document_id: str | None=None,
+        filters: RecallFilter | Mapping[str, Any] | None=None,
+    ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
-        return self._run(self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters))
+        return self._run(
+            self._async.list(
+                bank_id,
+                limit=limit,
+                offset=offset,
+                types=types,
+                tags=tags,
+                document_id=document_id,
+                filters=filters,
+            )
+        )
 
     def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
         return self._run(self._async.get(bank_id, memory_id))
 
-    def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> MemoryRecord:
+    def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None=None,
+        metadata: Mapping[str, Any] | None=None,
+        tags: Tags=None,
+    ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
         citing it are revisited by the worker."""
@@ -99,18 +242,46 @@ class SyncVerbs:
         """The bank's settings (e.g. {"defense_policy": "block"}). BankNotFoundError if there is no such bank."""
         return self._run(self._async.bank_config(bank_id))
 
-    def create_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: float | None=None) -> dict[str, Any]:
+    def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None=None,
+        disposition: Disposition | Mapping[str, Any] | None=None,
+        raw_ttl_days: float | None=None,
+    ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them)."""
-        return self._run(self._async.create_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days))
+        return self._run(
+            self._async.create_bank(
+                bank_id,
+                defense_policy=defense_policy,
+                disposition=disposition,
+                raw_ttl_days=raw_ttl_days,
+            )
+        )
 
-    def configure_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: float | None=None) -> dict[str, Any]:
+    def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None=None,
+        disposition: Disposition | Mapping[str, Any] | None=None,
+        raw_ttl_days: float | None=None,
+    ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default); the
         settings are those of `create_bank`. Returns the bank's settings."""
-        return self._run(self._async.configure_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days))
+        return self._run(
+            self._async.configure_bank(
+                bank_id,
+                defense_policy=defense_policy,
+                disposition=disposition,
+                raw_ttl_days=raw_ttl_days,
+            )
+        )
 
     def bank_stats(self, bank_id: str) -> BankStats:
         """A bank's counts and last activity.
@@ -128,7 +299,9 @@ class SyncVerbs:
         itself is `get`'s."""
         return self._run(self._async.memory_context(bank_id, memory_id))
 
-    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> builtins.list[EntitySummary]:
+    def entities(
+        self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -143,7 +316,9 @@ class SyncVerbs:
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
         return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
 
-    def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: int=100) -> builtins.list[Job]:
+    def jobs(
+        self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: int=100
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         return self._run(self._async.jobs(bank_id, status=status, kind=kind, limit=limit))
 
@@ -155,9 +330,27 @@ class SyncVerbs:
         """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
         return self._run(self._async.consolidate(bank_id))
 
-    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: int=100, offset: PageOffset=0, now: datetime | None=None) -> builtins.list[Observation]:
+    def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags=None,
+        include_invalidated: bool=False,
+        limit: int=100,
+        offset: PageOffset=0,
+        now: datetime | None=None,
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
-        return self._run(self._async.observations(bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now))
+        return self._run(
+            self._async.observations(
+                bank_id,
+                tags=tags,
+                include_invalidated=include_invalidated,
+                limit=limit,
+                offset=offset,
+                now=now,
+            )
+        )
 
     def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None=None) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
@@ -167,11 +360,31 @@ class SyncVerbs:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         return self._run(self._async.observation_history(bank_id, observation_id))
 
-    def create_mental_model(self, bank_id: str, name: str, question: str, *, tags: Tags=None, max_answer_tokens: int=512, refresh_every: float | None=None, **old_names: Any) -> MentalModel:
+    def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags=None,
+        max_answer_tokens: int=512,
+        refresh_every: float | None=None,
+        **old_names: Any,
+    ) -> MentalModel:
         """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
-        return self._run(self._async.create_mental_model(bank_id, name, question, tags=tags, max_answer_tokens=max_answer_tokens, refresh_every=refresh_every, **old_names))
+        return self._run(
+            self._async.create_mental_model(
+                bank_id,
+                name,
+                question,
+                tags=tags,
+                max_answer_tokens=max_answer_tokens,
+                refresh_every=refresh_every,
+                **old_names,
+            )
+        )
 
     def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
         """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
@@ -216,13 +429,22 @@ class SyncVerbs:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         return self._run(self._async.export(directory, bank_id=bank_id))
 
-    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> int:
+    def import_memories(
+        self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False
+    ) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
         not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new.
         rebuild_vector_index: drop the vector index (every bank's) for the load and build it once at the end: for
         a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
-        return self._run(self._async.import_memories(bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index))
+        return self._run(
+            self._async.import_memories(
+                bank_id,
+                memories,
+                batch_size=batch_size,
+                rebuild_vector_index=rebuild_vector_index,
+            )
+        )
 
     def reembed(self, *, batch_size: int=256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""

@@ -24,10 +24,10 @@ from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
-    MAX_PAGE_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
+    MAX_PAGE_OFFSET,
     BankInfo,
     BankStats,
     ConsolidationReport,
@@ -128,7 +128,8 @@ class MemoryVerbs:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
