@@ -46,9 +46,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 def locomo(memory: Any, have: set[str]) -> list[dict[str, Any]]:
-    from memwrap import RetainItem
-
     from bench.locomo import load_locomo
+    from memwrap import RetainItem
 
     rows = []
     for conv in load_locomo():

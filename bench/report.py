@@ -312,10 +312,10 @@ def write_markdown(results: dict[str, Any], out: Path) -> Path:
 
 
 def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
-
-    import sys
 
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     locomo = results.get("locomo")

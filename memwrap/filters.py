@@ -22,7 +22,15 @@ from datetime import datetime
 from typing import Any, Union
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
 )
 
 from memwrap.errors import InvalidInputError

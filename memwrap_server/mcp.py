@@ -10,25 +10,24 @@ from __future__ import annotations
 
 import inspect
 import re
-from urllib.parse import quote, unquote
 from collections.abc import Awaitable, Callable
 from typing import Any, get_type_hints
+from urllib.parse import quote, unquote
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Receive, Scope, Send
-
 from pydantic import TypeAdapter
+from starlette.types import Receive, Scope, Send
 
 from memwrap.api import AsyncMemory
 from memwrap.declare import Verb
-from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.engine.recall.fence import neutralise
 from memwrap.engine.retain.defense import map_strings
 from memwrap.errors import InvalidBankIdError, MemwrapError
+from memwrap.verbs import VERBS
 from memwrap_server.auth import allowed
 from memwrap_server.errors import error_response
 

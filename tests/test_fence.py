@@ -16,14 +16,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import fence_forgeries
 import httpx
 import pytest
-import fence_forgeries
 from fakes.llm_server import FakeLLMServer
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
-from memwrap.engine.recall import pack
-from memwrap.engine.recall import fence_classes, fence_generate
+from memwrap.engine.recall import fence_classes, fence_generate, pack
 from memwrap.engine.recall.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags, neutralise
 from memwrap.engine.text import INVISIBLE_RANGES
 from memwrap.wrappers.inject import inject_anthropic, inject_chat, strip_memory

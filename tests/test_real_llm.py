@@ -24,7 +24,6 @@ if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
 from bench.scenario import EXCHANGES, SAID, run_scenario  # noqa: E402
-
 from memwrap import AsyncMemory  # noqa: E402
 from memwrap.config import Settings  # noqa: E402
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
+from database import Database
 from fakes.llm_server import FakeLLMServer
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from database import Database
 from test_defense_properties import readable
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 

@@ -16,9 +16,9 @@ import uuid
 from pathlib import Path
 
 import httpx
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin; ALICE_KEY, wait_until
 
 from memwrap.wrappers.spool_store import SPOOL_FILE
-from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin; ALICE_KEY, wait_until
 
 
 def _bury(home: Path, bank: str, text: str) -> int:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar; ServerProcess, wait_until
 
 from memwrap.store import embedded_pg
 from memwrap_server.throttle import FailureBudget, charged
-from test_server_harness import *  # noqa: F403 - fixtures: sidecar; ServerProcess, wait_until
 
 
 class FakeClock:

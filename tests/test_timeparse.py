@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time as clock
-from datetime import date, datetime, time, timedelta, timezone, UTC
+from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 

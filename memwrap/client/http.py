@@ -25,9 +25,9 @@ from pydantic import BaseModel, TypeAdapter
 
 from memwrap import errors
 from memwrap.declare import Verb
-from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.models import ImportReport, ReflectResult, RetainItem
+from memwrap.verbs import VERBS
 
 DEFAULT_TIMEOUT = 30.0
 BATCH = 500  # items per retain request

@@ -24,18 +24,18 @@ from memwrap.config import Settings
 from memwrap.engine import bank_ids, bank_settings, catalog, tracing, validate
 from memwrap.engine.embed import Embedder
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
-from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import LLM
+from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
+from memwrap.engine.reembed import embedding_text, reembed_store
+from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.defense import apply_policy, defend
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
-from memwrap.engine.reembed import embedding_text, reembed_store
-from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.engine.startup import StartParts
@@ -44,7 +44,14 @@ from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
-    MAX_PAGE_OFFSET, BankInfo, ImportReport, MemoryRecord, MemoryVersion, Recall, ReflectResult, RetainItem,
+    MAX_PAGE_OFFSET,
+    BankInfo,
+    ImportReport,
+    MemoryRecord,
+    MemoryVersion,
+    Recall,
+    ReflectResult,
+    RetainItem,
 )
 from memwrap.store.db import Store
 from memwrap.store.pg_tuning import index_build_cap

@@ -13,7 +13,6 @@ their tsvector computed by the server (COPY cannot call to_tsvector).
 from __future__ import annotations
 
 import json
-
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime

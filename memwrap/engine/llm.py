@@ -63,7 +63,6 @@ from memwrap.errors import (
 )
 from memwrap.tokens import count_tokens
 
-
 __all__ = [
     "LLM",
     "Capabilities",

@@ -26,8 +26,8 @@ from typing import Any
 
 from memwrap import lifecycle
 from memwrap.errors import StoreError
-from memwrap.store import pg_tuning
 from memwrap.private_files import home_dir, private_file
+from memwrap.store import pg_tuning
 
 log = logging.getLogger("memwrap.store")
 

@@ -31,12 +31,12 @@ from memwrap.engine import tracing, validate
 from memwrap.wrappers import spans
 from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
-from memwrap.wrappers.memories import default_memory
-from memwrap.wrappers.scope import Options, resolve
-from memwrap.wrappers.spool import Retainer, RetainStats
 
 # After spool: loops' exit hook must run before the spool's (atexit runs hooks in reverse order).
 from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool  # noqa: E402, I001
+from memwrap.wrappers.memories import default_memory
+from memwrap.wrappers.scope import Options, resolve
+from memwrap.wrappers.spool import Retainer, RetainStats
 from memwrap.wrappers.transcript import Turn, get, in_tool_loop, render, session_key, turn_number
 
 log = logging.getLogger("memwrap.wrappers")

@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 from memwrap.engine.recall.pack import OPEN_TAG, footer, header
-
 from memwrap.wrappers.transcript import (
     Turn,
     anthropic_answer,

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 from fastapi import APIRouter, Query, Request, status
 
-from memwrap.verbs import VERBS
 from memwrap.engine import validate
 from memwrap.filters import filter_from_json
 from memwrap.models import MAX_PAGE_OFFSET, MemoryType, Recall
+from memwrap.verbs import VERBS
 from memwrap_server.deps import BankDep, MemoryDep
 from memwrap_server.schemas import ERRORS, MemoryPage, RetainBatch, RetainBody, RetainResult
 from memwrap_server.verb_routes import add_verb_route, body_model

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from memwrap.engine import catalog
 from memwrap.engine.learn import jobs, mental_models
 from memwrap.engine.learn.jobs import JobContext
+from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import (
     SUPPORTING_IDS,
     invalidate_observation,
@@ -30,7 +31,6 @@ from memwrap.engine.learn.observations import (
     remove_observation,
     set_text,
 )
-from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.errors import MemoryNotFoundError
 
 log = logging.getLogger("memwrap.learn")

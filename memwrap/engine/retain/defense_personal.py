@@ -21,8 +21,8 @@ from memwrap.engine.retain.defense_rule import (
     _R_CN_MOBILE,
     _R_PHONE,
     _R_PII,
-    _Rule,
     _accept_if,
+    _Rule,
     _rx,
 )
 

@@ -25,9 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memwrap.engine.llm import LLM, Usage
 from memwrap.engine.prompt_echo import EchoGuard
+from memwrap.engine.retain.coverage import lexically_covered, sentences
 from memwrap.engine.retain.dating import fact_span
 from memwrap.engine.retain.prepare import PreparedItem, session_key
-from memwrap.engine.retain.coverage import lexically_covered, sentences
 from memwrap.engine.retain.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,

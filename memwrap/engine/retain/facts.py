@@ -29,9 +29,9 @@ from memwrap.config import Settings
 from memwrap.engine import tracing
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.engine.llm import LLM, OutputTruncatedError, Usage
-from memwrap.engine.retain.defense import apply_policy, redact
 from memwrap.engine.recall.timeparse import extract_occurred
 from memwrap.engine.retain.coverage import raw_lines, uncovered
+from memwrap.engine.retain.defense import apply_policy, redact
 from memwrap.engine.retain.entities import extract_entities
 from memwrap.engine.retain.extract import (
     Chunk,
@@ -42,8 +42,8 @@ from memwrap.engine.retain.extract import (
     plan_chunks,
     split_chunk,
 )
-from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.name_links import link_names
+from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
 from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import unit_entities, write_items
