@@ -238,7 +238,7 @@ async def test_a_reply_cut_at_the_output_limit_is_redone_in_halves(engine: Engin
         _, user = prompt_of(request)
         numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", user.split("Turns:", 1)[1], re.MULTILINE)]
         notes = re.findall(r"Note number (\d+)", user.split("Turns:", 1)[1])
-        facts = [fact(f"Dana wrote garden note {note}.", "world", [n], ["Dana"]) for n, note in zip(numbers, notes)]
+        facts = [fact(f"Dana wrote garden note {note}.", "world", [n], ["Dana"]) for n, note in zip(numbers, notes, strict=False)]
         if len(numbers) > 2:  # too much output for one reply: cut off after the first fact
             return Reply(json={"facts": facts[:1], "entities": []}, finish_reason="length")
         return reply(facts)

@@ -222,10 +222,10 @@ def test_a_filter_never_hides_what_the_arm_finds_in_the_filtered_set(filled: Any
             vector = await eng.embedder.embed_query(query)
             async with eng.store.pool.acquire() as conn:
                 for name, call in {
-                    "semantic": lambda f: arms.semantic(conn, f, vector, limit, size),
-                    "keyword": lambda f: arms.keyword(conn, f, search_text(query), limit, size),
-                    "graph": lambda f: arms.graph(conn, f, vector, ["maya", "lisbon", "alps"], limit, size),
-                    "temporal": lambda f: arms.temporal(conn, f, vector, datetime(2025, 1, 1, tzinfo=UTC),
+                    "semantic": lambda f, vector=vector: arms.semantic(conn, f, vector, limit, size),
+                    "keyword": lambda f, query=query: arms.keyword(conn, f, search_text(query), limit, size),
+                    "graph": lambda f, vector=vector: arms.graph(conn, f, vector, ["maya", "lisbon", "alps"], limit, size),
+                    "temporal": lambda f, vector=vector: arms.temporal(conn, f, vector, datetime(2025, 1, 1, tzinfo=UTC),
                                                        datetime(2025, 12, 31, tzinfo=UTC), limit),
                 }.items():
                     plain = [i for i, _ in await call(Filters(bank))]

@@ -280,7 +280,7 @@ def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
             response = c.post(f"/v1/banks/{bank}/recall", json={"query": "What does Alice drink?"})
         waiting.update(status=response.status_code, seconds=time.monotonic() - started, body=response.json())
 
-    with Frozen(database) as frozen:
+    with Frozen(database):
         frozen_at = time.monotonic()
         thread = threading.Thread(target=request_in_flight)
         thread.start()

@@ -18,6 +18,7 @@ from reflect_support import DARK_MODE, NOW, call, done, make_engine, script_ran_
 
 import memwrap
 from memwrap.engine.engine import Engine
+from memwrap.errors import InvalidBankIdError
 from memwrap.tokens import count_tokens
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
@@ -75,7 +76,7 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
 
 async def test_a_failed_recall_is_an_error_span(engine: Engine, exporter: InMemorySpanExporter) -> None:
     exporter.clear()
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidBankIdError):
         await engine.recall("bad bank id!", "x")
     # Validation fails before the recall starts: no span. An error inside it is recorded on the span.
     assert [s.name for s in exporter.get_finished_spans()] == []

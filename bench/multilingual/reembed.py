@@ -65,7 +65,7 @@ def _answers(home: Path, model: str, questions: list[str]) -> tuple[list[list[st
 
 
 def _recall_at_5(questions: list[Any], rankings: list[list[str]]) -> float:
-    shares = [len(set(q.evidence) & set(ranked[:5])) / len(q.evidence) for q, ranked in zip(questions, rankings)]
+    shares = [len(set(q.evidence) & set(ranked[:5])) / len(q.evidence) for q, ranked in zip(questions, rankings, strict=True)]
     return round(sum(shares) / len(shares), 3)
 
 
