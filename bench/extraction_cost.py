@@ -126,7 +126,9 @@ def _fake_server() -> Any:
     return FakeLLMServer()
 
 
-async def _run(mode: str, conversations: Sequence[Any], turns_per_call: int, tokens_per_call: int, base_url: str) -> None:
+async def _run(
+    mode: str, conversations: Sequence[Any], turns_per_call: int, tokens_per_call: int, base_url: str
+) -> None:
     from memwrap.config import Settings
     from memwrap.engine.llm import LLM
     from memwrap.engine.retain.extract import extract_chunk, plan_chunks
@@ -196,7 +198,10 @@ def measure(
         server.responder = counter
         with server:
             asyncio.run(_run(mode, convs, turns_per_call, tokens_per_call, server.openai_base_url))
-        schema = {"type": "json_schema", "json_schema": {"name": "extraction", "schema": strict_schema(Extraction), "strict": True}}
+        schema = {
+            "type": "json_schema",
+            "json_schema": {"name": "extraction", "schema": strict_schema(Extraction), "strict": True},
+        }
         fixed = 3 + 3 + counter.count(SYSTEM_PROMPT) + counter.count(json.dumps(schema)) + 3
         figures.append(
             CostFigure(
@@ -209,22 +214,31 @@ def measure(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.extraction_cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=None, help="LoCoMo file (default: <repo>/../shared/data/locomo/locomo_dev5.json)")
+    parser.add_argument(
+        "--data", default=None, help="LoCoMo file (default: <repo>/../shared/data/locomo/locomo_dev5.json)"
+    )
     parser.add_argument("--conversations", type=int, default=None, help="first N conversations (default: all)")
     parser.add_argument("--turns-per-call", type=int, default=None)
     parser.add_argument("--tokens-per-call", type=int, default=None)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args(argv)
     figures = measure(
-        args.data, conversations=args.conversations, turns_per_call=args.turns_per_call, tokens_per_call=args.tokens_per_call
+        args.data,
+        conversations=args.conversations,
+        turns_per_call=args.turns_per_call,
+        tokens_per_call=args.tokens_per_call,
     )
-    print(f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}{'max prompt/call':>17}{'fixed/call':>12}")
+    print(
+        f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}{'max prompt/call':>17}{'fixed/call':>12}"
+    )
     for f in figures:
         print(
             f"{f['mode']:<14}{f['turns']:>7}{f['calls']:>7}{f['prompt_tokens_per_turn']:>13}"
             f"{f['completion_tokens_per_turn']:>17}{f['max_prompt_tokens_per_call']:>17}{f['fixed_prompt_tokens_per_call']:>12}"
         )
-    print(f"target: <= {TARGET_PROMPT_TOKENS_PER_TURN} prompt tokens per retained turn (tokens: {figures[0]['encoding']})")
+    print(
+        f"target: <= {TARGET_PROMPT_TOKENS_PER_TURN} prompt tokens per retained turn (tokens: {figures[0]['encoding']})"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0 if all(f["meets_target"] for f in figures) else 1

@@ -126,11 +126,23 @@ def measure(memory: Any, pool: QueryPool, queries: int, repetitions: int) -> dic
     for name, where in FILTERS.items():
         recall_reps, list_reps = [], []
         for _ in range(repetitions):
-            recall_reps.append([timed(lambda q=q, where=where: memory.recall(BANK, q, token_budget=1024, filters=where or None,
-                                                                now=NOW)) for q in pool.take(queries)])
+            recall_reps.append(
+                [
+                    timed(
+                        lambda q=q, where=where: memory.recall(
+                            BANK, q, token_budget=1024, filters=where or None, now=NOW
+                        )
+                    )
+                    for q in pool.take(queries)
+                ]
+            )
             # Pages spread through the bank: a filter that keeps few rows must look further for a page.
-            list_reps.append([timed(lambda o=o, where=where: memory.list(BANK, limit=50, offset=o, filters=where or None))
-                              for o in range(0, queries * 50, 50)])
+            list_reps.append(
+                [
+                    timed(lambda o=o, where=where: memory.list(BANK, limit=50, offset=o, filters=where or None))
+                    for o in range(0, queries * 50, 50)
+                ]
+            )
         results[name] = {"recall_ms": percentile_stats(recall_reps), "list_ms": percentile_stats(list_reps)}
     return results
 

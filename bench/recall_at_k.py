@@ -107,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     for category, scores in result.items():
         print(f"  {category:16} {scores['recall@5']:.3f} / {scores['recall@10']:.3f}  ({scores['n']} questions)")
     if args.json:
-        args.json.write_text(json.dumps({"model": model, "backend": settings.embedding_backend, "result": result}, indent=2))
+        args.json.write_text(
+            json.dumps({"model": model, "backend": settings.embedding_backend, "result": result}, indent=2)
+        )
     return 0
 
 

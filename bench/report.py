@@ -104,7 +104,11 @@ def recall_rows(locomo: dict[str, Any], metric: str) -> list[list[str]]:
         for system, cells in locomo["per_system"].items():
             n = cells[group][str(locomo["budgets"][0])]["n"]
             rows.append(
-                [f"{group_label(group)} (n={n})", system, *(_pct(cells[group][str(b)][metric]) for b in locomo["budgets"])]
+                [
+                    f"{group_label(group)} (n={n})",
+                    system,
+                    *(_pct(cells[group][str(b)][metric]) for b in locomo["budgets"]),
+                ]
             )
     return rows
 
@@ -115,7 +119,11 @@ def ratio_rows(locomo: dict[str, Any]) -> list[list[str]]:
         for group in GROUPS:
             cells = groups[group]
             rows.append(
-                [group_label(group), f"memwrap / {baseline}", *("-" if cells[str(b)] is None else f"{cells[str(b)]:.2f}" for b in locomo["budgets"])]
+                [
+                    group_label(group),
+                    f"memwrap / {baseline}",
+                    *("-" if cells[str(b)] is None else f"{cells[str(b)]:.2f}" for b in locomo["budgets"]),
+                ]
             )
     return rows
 
@@ -265,7 +273,12 @@ def markdown(results: dict[str, Any]) -> str:
             parts += [*(f"- {n}" for n in notes), ""]
         extra = extra_probe_rows(latency)
         if extra:
-            parts += ["### Other latency probes", "", _md_table(["probe", "bank size", "p50 / p95 / p99 ms", "note"], extra), ""]
+            parts += [
+                "### Other latency probes",
+                "",
+                _md_table(["probe", "bank size", "p50 / p95 / p99 ms", "note"], extra),
+                "",
+            ]
     if meta.get("warnings"):
         parts += ["## Warnings", "", *(f"- {w}" for w in meta["warnings"]), ""]
     return "\n".join(parts)
@@ -349,7 +362,9 @@ def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
             table.add_row(*row)
         console.print(table)
     if results.get("models"):
-        print_section(results["models"], (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", []), console)
+        print_section(
+            results["models"], (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", []), console
+        )
     latency = results.get("latency")
     if latency:
         table = Table(title="Latency & throughput")

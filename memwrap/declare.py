@@ -189,7 +189,9 @@ def _implementation(declared: Verb, sig: inspect.Signature) -> Callable[..., Any
     return call
 
 
-def _bind(declared: Verb, sig: inspect.Signature, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def _bind(
+    declared: Verb, sig: inspect.Signature, self: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
     if declared.renamed:
         kwargs = renamed_arguments(declared.name, declared.renamed, kwargs, stacklevel=4)
     try:

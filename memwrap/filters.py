@@ -213,7 +213,9 @@ class RecallFilter(BaseModel):
         for name in ("occurred", "mentioned"):
             after, before = getattr(self, f"{name}_after"), getattr(self, f"{name}_before")
             if after is not None and before is not None and after > before:
-                raise ValueError(f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})")
+                raise ValueError(
+                    f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})"
+                )
         if self.metadata is not None and count_conditions(self.metadata) > MAX_FILTER_CONDITIONS:
             raise ValueError(f"at most {MAX_FILTER_CONDITIONS} metadata conditions in one filter")
         return self

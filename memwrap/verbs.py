@@ -327,7 +327,9 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/observations/{{observation_id}}"), cli=True)
-    async def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None) -> Observation:
+    async def get_observation(
+        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
+    ) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
         ...
 

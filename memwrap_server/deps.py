@@ -33,7 +33,9 @@ def check_bank(key: ApiKey | None, bank_id: str) -> str:
 
 async def bank_access(
     request: Request,
-    bank_id: Annotated[BankId, Path(max_length=128, examples=["alice"], json_schema_extra={"pattern": BANK_ID_PATTERN})],
+    bank_id: Annotated[
+        BankId, Path(max_length=128, examples=["alice"], json_schema_extra={"pattern": BANK_ID_PATTERN})
+    ],
 ) -> str:
     return check_bank(await caller(request), bank_id)
 

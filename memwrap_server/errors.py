@@ -36,9 +36,19 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
     (errors.ClosedError, 503),
 ]
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-          409: "conflict_error", 413: "request_too_large", 422: "invalid_request_error", 429: "rate_limit_error", 502: "api_error",
-          503: "api_error", 504: "api_error"}
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "api_error",
+    503: "api_error",
+    504: "api_error",
+}
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
 
 
@@ -94,7 +104,10 @@ def install(app: FastAPI) -> None:
         code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         message = str(exc.detail)
         if exc.status_code == 400:  # FastAPI's only 400: a body json.loads gave up on (nested too deeply, ...)
-            code, message = "invalid_json", "The request body could not be read as JSON (malformed, or nested too deeply)."
+            code, message = (
+                "invalid_json",
+                "The request body could not be read as JSON (malformed, or nested too deeply).",
+            )
         return error_response(exc.status_code, code, message, path=request.url.path, headers=exc.headers)
 
 

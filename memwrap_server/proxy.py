@@ -279,7 +279,9 @@ class Proxy:
         except Exception:  # noqa: BLE001 - the database is away: the call fails open, the spool decides later
             return
 
-    async def _begin(self, provider: str, body: dict[str, Any], options: dict[str, Any]) -> tuple[Call | None, dict[str, Any]]:
+    async def _begin(
+        self, provider: str, body: dict[str, Any], options: dict[str, Any]
+    ) -> tuple[Call | None, dict[str, Any]]:
         previous = body.get("previous_response_id")
         if provider == "openai.responses" and isinstance(previous, str) and "session_id" not in options:
             await self.handle.load_response(options["bank_id"], previous)  # the bank's map, from the database

@@ -115,7 +115,9 @@ def test_errors_are_memwrap_errors_with_codes(memory: Memory, bank: str) -> None
         ({"content": "x", "timestamp": datetime(9999, 12, 31)}, "years"),
     ],
 )
-def test_unstorable_metadata_and_dates_are_refused(memory: Memory, bank: str, stored: list, item: dict, words: str) -> None:
+def test_unstorable_metadata_and_dates_are_refused(
+    memory: Memory, bank: str, stored: list, item: dict, words: str
+) -> None:
     with pytest.raises(InvalidInputError, match=words):
         memory.retain_many(bank, [item])
     _intact(memory, bank, stored)

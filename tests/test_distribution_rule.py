@@ -106,7 +106,9 @@ def schema_problems() -> list[str]:
         if table in NOT_BANK_SCOPED or name in INDEX_EXCEPTIONS:
             continue
         if _first_column(columns) != "bank_id":
-            problems.append(f"{'unique ' if unique else ''}index {name} on {table} ({columns}) does not lead with bank_id")
+            problems.append(
+                f"{'unique ' if unique else ''}index {name} on {table} ({columns}) does not lead with bank_id"
+            )
     return problems
 
 
@@ -230,7 +232,9 @@ def statement_problems(memory: Memory, seen: list[str]) -> list[str]:
                     problems.append(f"INSERT into {relation} without bank_id: {sql.strip()[:200]}")
                 continue
             if "Scan" in node["Node Type"] and not _bounded(node):
-                problems.append(f"{node['Node Type']} on {relation} not bounded by bank_id: {' '.join(sql.split())[:300]}")
+                problems.append(
+                    f"{node['Node Type']} on {relation} not bounded by bank_id: {' '.join(sql.split())[:300]}"
+                )
     return problems
 
 

@@ -150,7 +150,11 @@ def test_export_is_cached_and_reused(onnx_embedder: Embedder, models_home: Path)
         """
     )
     out = _run_python(script)
-    assert json.loads(out.strip().splitlines()[-1]) == {"backend": "onnx", "torch": False, "sentence_transformers": False}
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "backend": "onnx",
+        "torch": False,
+        "sentence_transformers": False,
+    }
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert not list(path.parent.glob(".tmp-*"))
@@ -172,7 +176,9 @@ def test_two_processes_exporting_at_once(tmp_path: Path, onnx_embedder: Embedder
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     results, logs = [], ""
@@ -262,6 +268,8 @@ def test_importing_memwrap_loads_no_model_library() -> None:
 
 def _run_python(script: str) -> str:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout

@@ -143,7 +143,10 @@ async def test_an_old_store_is_rekeyed_and_its_items_are_found_again(old_store: 
         assert old["hash"] not in dump  # no copy of the unkeyed hash is left
         assert await pool.fetchval("SELECT item_hash FROM memory_units WHERE id = $1", old["unit"]) == keyed
         assert await pool.fetchval("SELECT item_hash FROM retained_items WHERE bank_id = $1", BANK) == keyed
-        assert await pool.fetchval("SELECT source_key FROM observation_evidence WHERE bank_id = $1", BANK) == f"item:{keyed}"
+        assert (
+            await pool.fetchval("SELECT source_key FROM observation_evidence WHERE bank_id = $1", BANK)
+            == f"item:{keyed}"
+        )
         assert json.loads(await pool.fetchval("SELECT payload::text FROM jobs WHERE bank_id = $1", BANK)) == {
             "item_hashes": [keyed, "not-a-hash"]}
 

@@ -136,7 +136,9 @@ def test_without_bank_the_proxy_is_a_plain_pass_through(sidecar: ServerProcess, 
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
-def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, seeded: str) -> None:
+def test_curl_chat_and_stream(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, seeded: str
+) -> None:
     base = ["curl", "-sS", "--fail-with-body", sidecar.url + "/v1/chat/completions",
             "-H", "Content-Type: application/json", "-H", f"Authorization: Bearer {UPSTREAM_KEY}",
             "-H", f"X-Memwrap-Key: {ADMIN_KEY}", "-H", f"X-Memwrap-Bank: {seeded}",
@@ -149,7 +151,9 @@ def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstr
 
     body = {**body, "stream": True, "messages": [*body["messages"], {"role": "assistant", "content": "Plain answer."},
                                                  {"role": "user", "content": "Say it as a stream."}]}
-    streamed = subprocess.run([*base, "-N", "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True)
+    streamed = subprocess.run(
+        [*base, "-N", "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True
+    )
     events = [line[6:] for line in streamed.stdout.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     text = "".join((json.loads(e)["choices"] or [{}])[0].get("delta", {}).get("content") or "" for e in events[:-1])

@@ -92,8 +92,12 @@ def test_temporal_recall_prefers_the_right_year(memory: Memory, bank: str) -> No
     memory.retain_many(
         bank,
         [
-            RetainItem(content="Alice went hiking in the mountains with friends.", timestamp=datetime(2025, 4, 12, tzinfo=UTC)),
-            RetainItem(content="Alice went hiking in the mountains with her dog.", timestamp=datetime(2026, 4, 12, tzinfo=UTC)),
+            RetainItem(
+                content="Alice went hiking in the mountains with friends.", timestamp=datetime(2025, 4, 12, tzinfo=UTC)
+            ),
+            RetainItem(
+                content="Alice went hiking in the mountains with her dog.", timestamp=datetime(2026, 4, 12, tzinfo=UTC)
+            ),
             RetainItem(content="Alice bought a new laptop.", timestamp=datetime(2026, 9, 1, tzinfo=UTC)),
         ],
     )

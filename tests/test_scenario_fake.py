@@ -32,16 +32,30 @@ LOCAL_MODEL: dict[str, list[dict[str, Any]]] = {
     ],
     "Zhang Wei": [],
     "I prefer React": [fact("For front-end work I prefer React.", "world", [1], ["React"])],
-    "prefer Vue": [fact("Since last week, the user prefers Vue over React.", "world", [1], ["Vue", "React"],
-                        when="since last week")],
-    "surprise party": [fact("The surprise party for Mei is on December 12.", "world", [1], ["Mei"], when="12 December")],
+    "prefer Vue": [
+        fact(
+            "Since last week, the user prefers Vue over React.", "world", [1], ["Vue", "React"], when="since last week"
+        )
+    ],
+    "surprise party": [
+        fact("The surprise party for Mei is on December 12.", "world", [1], ["Mei"], when="12 December")
+    ],
     "上海": [fact("用户计划下周三出差。", "world", [1], [], when="下周三")],
     "peanuts": [fact("user is allergic to peanuts", "world", [1])],
     "Berlin": [
-        fact("The user plans to fly to Berlin next Tuesday for a conference.", "world", [1], ["Berlin"],
-             when="next Tuesday"),
-        fact("The assistant recommends the Museum Island in Berlin if the user has a free evening.", "world", [1],
-             ["Museum Island", "Berlin"]),
+        fact(
+            "The user plans to fly to Berlin next Tuesday for a conference.",
+            "world",
+            [1],
+            ["Berlin"],
+            when="next Tuesday",
+        ),
+        fact(
+            "The assistant recommends the Museum Island in Berlin if the user has a free evening.",
+            "world",
+            [1],
+            ["Museum Island", "Berlin"],
+        ),
     ],
 }
 

@@ -211,7 +211,9 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
     proxied = httpx.post(f"{server.url}/v1/chat/completions", timeout=30,
                          headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": f"{bank}-proxy"},
                          json={"model": "m", "messages": [{"role": "user", "content": "What do I like to drink?"}]})
-    assert proxied.status_code == 200 and proxied.json()["choices"][0]["message"]["content"] == "Answered without memory."
+    assert (
+        proxied.status_code == 200 and proxied.json()["choices"][0]["message"]["content"] == "Answered without memory."
+    )
     assert "<memwrap_memories>" not in str(upstream_server.last("openai.chat").body)
     print(f"database down for {time.monotonic() - stopped:.1f}s")
 
@@ -245,8 +247,14 @@ def test_response_sessions_survive_a_restart(server: ServerProcess, upstream_ser
     follow = {"model": "m", "input": "And the hotel?", "previous_response_id": first["id"]}
     assert httpx.post(f"{server.url}/v1/responses", json=follow, headers=headers, timeout=30).status_code == 200
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as fresh:
-        docs = wait_until(lambda: sorted(m["document_id"] for m in fresh.get(f"/v1/banks/{bank}/memories").json()["items"])
-                          if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 4 else None, 30)
+        docs = wait_until(
+            lambda: (
+                sorted(m["document_id"] for m in fresh.get(f"/v1/banks/{bank}/memories").json()["items"])
+                if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 4
+                else None
+            ),
+            30,
+        )
     assert docs == ["trip:turn-0", "trip:turn-0", "trip:turn-1", "trip:turn-1"]  # a question and its answer each
 
 

@@ -64,7 +64,9 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
     assert arms == ["graph", "keyword", "semantic", "temporal"]  # "last week": the temporal arm runs too
     recall = next(s for s in spans if s.name == "memwrap.recall")
     assert recall.attributes["memwrap.bank_id"] == bank
-    assert recall.attributes["memwrap.tokens"] == result.tokens and recall.attributes["memwrap.memories"] == len(result.memories)
+    assert recall.attributes["memwrap.tokens"] == result.tokens and recall.attributes["memwrap.memories"] == len(
+        result.memories
+    )
     assert recall.attributes["memwrap.token_budget"] == 300
     pack = next(s for s in spans if s.name == "memwrap.recall.pack")
     assert pack.parent.span_id == recall.context.span_id  # nested: the app's trace shows the steps in the recall
@@ -159,7 +161,9 @@ def test_trace_content_puts_the_query_on_the_wrapper_span_only_when_asked(
     assert _one(spans, "memwrap.wrapper.inject").attributes["memwrap.injected"] is False
 
 
-async def test_extraction_span(extracting: Engine, fake: FakeLLMServer, exporter: InMemorySpanExporter, bank: str) -> None:
+async def test_extraction_span(
+    extracting: Engine, fake: FakeLLMServer, exporter: InMemorySpanExporter, bank: str
+) -> None:
     said = f"user: I named my new boat {SECRET_WORDS} last Friday."
     fake.script([reply([fact(f"The user named the new boat {SECRET_WORDS}.", "world", [1])])])
     exporter.clear()

@@ -87,7 +87,9 @@ def _shot(page: object, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def test_every_view_opens_on_a_seeded_bank(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_every_view_opens_on_a_seeded_bank(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     _login(page, sidecar)
     row = page.locator(f"tr[data-bank='{bank}']")
     row.locator("td[data-col=observations]").wait_for()
@@ -177,7 +179,9 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
     ids = admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
         {"content": "Alice once owned a red bicycle."}, {"content": "Alice's flat has a blue door."}]}).json()["ids"]
     _login(page, sidecar)
-    page.on("dialog", lambda dialog: dialog.accept("it was a green one") if dialog.type == "prompt" else dialog.accept())
+    page.on(
+        "dialog", lambda dialog: dialog.accept("it was a green one") if dialog.type == "prompt" else dialog.accept()
+    )
 
     _open(page, sidecar, f"b/{bank}/m/{ids[0]}", "#invalidate")
     page.click("#invalidate")
@@ -196,7 +200,9 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
     assert admin.get(f"/v1/banks/{bank}/memories/{ids[1]}").status_code == 404
 
 
-def test_edit_a_memory_and_see_its_versions(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_edit_a_memory_and_see_its_versions(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Alice's locker code is on a blue note.",
                                                                "tags": ["gym"]}).json()["ids"][0]
     _login(page, sidecar)
@@ -266,7 +272,9 @@ def test_dead_letters_replayed_from_the_jobs_view(page: object, sidecar: ServerP
     assert page.errors == []
 
 
-def test_a_restricted_key_sees_only_its_banks(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_a_restricted_key_sees_only_its_banks(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     other = f"bob-ui-{uuid.uuid4().hex[:8]}"
     admin.post(f"/v1/banks/{other}/memories", json={"content": "Bob's secret plan."}).raise_for_status()
     _login(page, sidecar, ALICE_KEY)

@@ -50,7 +50,9 @@ class WorkerProcess:
             if any('"ready": true' in line for line in self.lines):
                 return
             if self.proc.poll() is not None:
-                raise AssertionError(f"worker {self.name} exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
+                raise AssertionError(
+                    f"worker {self.name} exited: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                )
             time.sleep(0.05)
         raise AssertionError(f"worker {self.name} not ready after {timeout}s")
 

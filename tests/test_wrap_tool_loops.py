@@ -121,7 +121,9 @@ def test_responses_chained_by_previous_response_id(llm_server: Any, warm_memory:
     if not hasattr(client, "responses"):
         pytest.skip("this openai SDK version has no Responses API")
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
-    llm_server.script([Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_9")]), "Rain: bring a coat."])
+    llm_server.script(
+        [Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_9")]), "Rain: bring a coat."]
+    )
 
     async def run() -> None:
         first = await client.responses.create(model=MODEL, input=QUESTION, tools=tools)

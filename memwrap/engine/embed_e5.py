@@ -91,7 +91,9 @@ def language_means() -> dict[str, np.ndarray]:
         with np.load(LANGUAGE_MEANS_FILE) as data:
             return {side: np.asarray(data[side], dtype=np.float32) for side in ("passage", "query")}
     except (OSError, KeyError, ValueError) as exc:
-        raise EmbeddingModelError(f"The language means of {MULTILINGUAL_MODEL} are missing ({exc}); reinstall memwrap.") from exc
+        raise EmbeddingModelError(
+            f"The language means of {MULTILINGUAL_MODEL} are missing ({exc}); reinstall memwrap."
+        ) from exc
 
 
 def centre(vectors: np.ndarray, texts: Sequence[str], means: np.ndarray) -> np.ndarray:

@@ -211,7 +211,9 @@ def build_graph(
         role = out.rsplit(".", 1)[1]
         if ranges is not None and role in SMOOTHED:
             factor = smoothing_factors(ranges[role][int(out[1 : out.index(".")])], np.abs(dense).max(axis=0))
-            nodes.append(helper.make_node("Mul", [source, constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"]))
+            nodes.append(
+                helper.make_node("Mul", [source, constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"])
+            )
             source = out + ".smoothed"
             dense = dense * factor[None, :]
         step = np.maximum(np.abs(dense).max(axis=1), 1e-12) / 127.0  # symmetric int8, per output feature
@@ -247,7 +249,9 @@ def build_graph(
             [f"{p}.mid"], domain="com.microsoft", epsilon=model.eps,
         ))
         linear(f"{p}.mid", model.blocks(f"{p}.fi.w", model.ffn), f"{p}.fi")
-        nodes.append(helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft"))
+        nodes.append(
+            helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
+        )
         linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo")
         nodes.append(helper.make_node(
             "SkipLayerNormalization",
@@ -308,7 +312,9 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
     model = engine.model
     session = ort.InferenceSession(build_graph(model, "fp32", expose_inputs=True), providers=["CPUExecutionProvider"])
     names = [output.name for output in session.get_outputs()]
-    ranges = {role: np.zeros((model.layers, model.ffn if role == "fo" else model.hidden), np.float32) for role in SMOOTHED}
+    ranges = {
+        role: np.zeros((model.layers, model.ffn if role == "fo" else model.hidden), np.float32) for role in SMOOTHED
+    }
     for ids in engine.token_ids(texts, "query"):
         values = dict(zip(names, session.run(None, {"embeddings": engine.embeddings(ids[: model.max_positions - 2])}),
                           strict=True))
@@ -339,7 +345,9 @@ class E5OnnxEngine:
         # Position and type embeddings are added alike to every token of a window: one table for both.
         self.positions = (model.floats("emb.pos").reshape(model.max_positions, model.hidden)
                           + model.floats("emb.type")[: model.hidden])
-        self._graph = build_graph(model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None)
+        self._graph = build_graph(
+            model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
+        )
         self._cpus = available_cpus()
         # One text: its matrix products split over the cores. Several: one text per core at a time, each product
         # on one thread (a 30-token product is too small to share: 47 → 77 LoCoMo turns/s on 2 cores). The two

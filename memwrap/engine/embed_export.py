@@ -65,7 +65,11 @@ class _Spec:
             raise OnnxUnsupported(f"{model_dir} has no modules.json (not a sentence-transformers model)")
         modules = json.loads(modules_file.read_text())
         kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
-        if not kinds or kinds[0] != "Transformer" or any(k not in ("Transformer", "Pooling", "Normalize") for k in kinds):
+        if (
+            not kinds
+            or kinds[0] != "Transformer"
+            or any(k not in ("Transformer", "Pooling", "Normalize") for k in kinds)
+        ):
             raise OnnxUnsupported(f"module layout {kinds} is not Transformer + Pooling (+ Normalize)")
         if kinds.count("Transformer") != 1 or kinds.count("Pooling") != 1:
             raise OnnxUnsupported(f"module layout {kinds} is not Transformer + Pooling (+ Normalize)")

@@ -249,7 +249,9 @@ class Engine(LearningVerbs, ViewVerbs):
             return {}
         return task.result()
 
-    async def _write(self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray) -> dict[str, list[UUID]]:
+    async def _write(
+        self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray
+    ) -> dict[str, list[UUID]]:
         if self.extractor is None:
             return await write_items(conn, bank_id, batch, vectors)
         return await write_translated(conn, bank_id, batch, vectors, self.settings)
@@ -288,7 +290,11 @@ class Engine(LearningVerbs, ViewVerbs):
         return self._legacy_key  # type: ignore[return-value]
 
     async def import_memories(
-        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH,
+        self,
+        bank_id: str,
+        memories: str | Path | Iterable[Any] | AsyncIterable[Any],
+        *,
+        batch_size: int = IMPORT_BATCH,
         rebuild_vector_index: bool = False,
     ) -> int:
         """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with

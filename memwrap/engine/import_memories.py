@@ -127,7 +127,9 @@ async def import_batch(
     `legacy_key`: the store's key for item hashes written before schema v11 (an item stored then is skipped too)."""
     now = datetime.now(UTC)
     for index, row in enumerate(rows):  # what retain would refuse (NaN, NUL, too deep, too large) is refused here
-        validate.metadata(row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes)
+        validate.metadata(
+            row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes
+        )
     units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
     legacy = {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)} if (
         legacy_key) else {}

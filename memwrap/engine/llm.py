@@ -212,7 +212,9 @@ class LLM:
         schema_pair = (name or snake_name(schema.__name__), json_schema or strict_schema(schema))
         messages = [Message.user(user)] if isinstance(user, str) else list(user)
         request = self._structured_request(provider, system, messages, schema_pair, max_tokens)
-        request.timeout = timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
+        request.timeout = (
+            timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
+        )
         result = await self._call(role, request)
         usage = result.usage
         try:
@@ -309,7 +311,11 @@ class LLM:
 
     @staticmethod
     def _structured_request(
-        provider: Provider, system: str, messages: list[Message], json_schema: tuple[str, dict[str, Any]], max_tokens: int
+        provider: Provider,
+        system: str,
+        messages: list[Message],
+        json_schema: tuple[str, dict[str, Any]],
+        max_tokens: int,
     ) -> ChatRequest:
         if provider.schema_supported:
             return ChatRequest(system, messages, json_schema=json_schema, max_tokens=max_tokens)
@@ -420,7 +426,9 @@ def _make_provider(
         if kind == "openai":
             # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
             key = api_key or (None if not base_url else _env_or(env, "unused"))
-            return OpenAIProvider(model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout))
+            return OpenAIProvider(
+                model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+            )
         return AnthropicProvider(
             model, sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
         )

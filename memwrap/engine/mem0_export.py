@@ -89,7 +89,9 @@ def read_mem0(data: Any, *, source: str = "mem0 export") -> list[ImportedMemory]
         try:
             out.append(to_imported(Mem0Memory.model_validate(row)))
         except ValidationError as exc:
-            raise InvalidInputError(f"{source}, memory {number}: not a mem0 memory ({exc}). Nothing was imported.") from exc
+            raise InvalidInputError(
+                f"{source}, memory {number}: not a mem0 memory ({exc}). Nothing was imported."
+            ) from exc
     return out
 
 

@@ -35,7 +35,9 @@ async def update(
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
     if text is None and metadata is None and tags is None:
         raise InvalidInputError("update needs at least one of text, metadata, tags.")
-    new_text = validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
+    new_text = (
+        validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
+    )
     new_metadata = (validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes)
                     if metadata is not None else None)
     new_tags = validate.tags(tags)

@@ -230,7 +230,9 @@ class MemwrapLogger(CustomLogger):
 
     # -- LiteLLM proxy: inject -------------------------------------------------------------------------------
 
-    async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str) -> Any:
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
+    ) -> Any:
         if call_type not in COMPLETION_CALLS or not isinstance(data.get("messages"), list):
             return data
         bank = self.bank_for(data, user_api_key_dict)

@@ -30,7 +30,9 @@ MEMORY_COLUMNS = (
     "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at", "speaker",
 )
 
-ENTITIES = Table("entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key")
+ENTITIES = Table(
+    "entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key"
+)
 MEMORIES = Table("memory", "memory_units", MEMORY_COLUMNS, "seq")
 
 # In dependency order: a table's parents come before it.
@@ -101,7 +103,9 @@ def insert_sql(table: Table) -> str:
     )
 
 
-async def records(conn: asyncpg.Connection, table: Table, bank_id: str, *, with_embeddings: bool) -> AsyncIterator[dict[str, Any]]:
+async def records(
+    conn: asyncpg.Connection, table: Table, bank_id: str, *, with_embeddings: bool
+) -> AsyncIterator[dict[str, Any]]:
     """The bank's rows of `table` as JSON objects (inside the caller's transaction: a cursor needs one)."""
     async for row in conn.cursor(select_sql(table, with_embeddings=with_embeddings), bank_id, prefetch=500):
         yield row["record"]

@@ -113,7 +113,9 @@ async def set_evidence_quote(conn: asyncpg.Connection, bank_id: str, memory_id: 
     await conn.execute(SET_EVIDENCE_QUOTE, bank_id, memory_id, quote)
 
 
-async def versions(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> tuple[list[asyncpg.Record], asyncpg.Record | None]:
+async def versions(
+    pool: asyncpg.Pool, bank_id: str, memory_id: UUID
+) -> tuple[list[asyncpg.Record], asyncpg.Record | None]:
     """(earlier versions oldest first, the current state) — the current state is None when there is no memory."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         return await conn.fetch(VERSIONS, bank_id, memory_id), await conn.fetchrow(CURRENT, bank_id, memory_id)

@@ -77,7 +77,9 @@ _PAST = re.compile(
 
 # A change inside a clause that only sets the scene ("since I moved from Sweden", "after I quit smoking") is told,
 # not stated: the sentence is about something else.
-_SCENE = re.compile(r"\b(?:since|after|when|before|because|until|till|if|once|while|as)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+_SCENE = re.compile(
+    r"\b(?:since|after|when|before|because|until|till|if|once|while|as)\s+(?:\w+\s+){0,2}$", re.IGNORECASE
+)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -152,7 +154,9 @@ _PEOPLE = frozenset("""
     roommate flatmate housemate neighbour neighbor neighbours neighbors cousin aunt uncle grandma grandpa grandmother
     grandfather niece nephew fiance fiancee family team teacher doctor dentist landlord ex
     """.split())
-_SOMEONE = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE)
+_SOMEONE = re.compile(
+    r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE
+)
 _POSSESSION = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+([\w-]+)", re.IGNORECASE)
 # A chat line often drops its "I": "Got a new job at Shopee!", "Moved to Berlin last week", "Bought a MacBook".
 _DROPPED_I = re.compile(
@@ -161,14 +165,20 @@ _DROPPED_I = re.compile(
     r"quitting|joining)\b",
     re.IGNORECASE,
 )
-_ZH_FIRST_PERSON = re.compile(r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*(?:我(?:们)?|用户)(?![的妈爸妹姐哥弟儿女朋同家老])")
+_ZH_FIRST_PERSON = re.compile(
+    r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*(?:我(?:们)?|用户)(?![的妈爸妹姐哥弟儿女朋同家老])"
+)
 # Chinese drops its subject even more: a line that names nobody first (no 他/她, no name, no "我的 + person") is
 # the speaker's own.
-_ZH_SOMEONE_FIRST = re.compile(r"^(?:他|她|它|他们|她们|我的|我们的|用户的|[\u3400-\u9fff]{0,2}(?:朋友|同事|室友|老板|妈妈|爸爸|"
-                               r"哥哥|姐姐|弟弟|妹妹|老公|老婆|孩子|儿子|女儿))|^[A-Za-z]")
+_ZH_SOMEONE_FIRST = re.compile(
+    r"^(?:他|她|它|他们|她们|我的|我们的|用户的|[\u3400-\u9fff]{0,2}(?:朋友|同事|室友|老板|妈妈|爸爸|"
+    r"哥哥|姐姐|弟弟|妹妹|老公|老婆|孩子|儿子|女儿))|^[A-Za-z]"
+)
 _LABEL = re.compile(r"^[^:：\n]{1,40}?\s*[:：]\s*")
 # Two-character pieces of Chinese that are function words, not topics (我们, 已经 …).
-_HAN_FUNCTION_PAIRS = frozenset("我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split())
+_HAN_FUNCTION_PAIRS = frozenset(
+    "我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split()
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -148,7 +148,9 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
             )
 
 
-async def _batch(engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
+async def _batch(
+    engine: Any, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
+) -> None:
     pool: asyncpg.Pool = engine.store.pool
     facts = [
         Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"],

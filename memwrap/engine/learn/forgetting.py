@@ -87,8 +87,12 @@ async def revise(
     return changed
 
 
-async def _use_words_of(conn: asyncpg.Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str) -> None:
-    fact = await conn.fetchrow("SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id)
+async def _use_words_of(
+    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str
+) -> None:
+    fact = await conn.fetchrow(
+        "SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id
+    )
     await set_text(conn, bank_id, observation_id, fact["text"], fact["embedding"], origin="heuristic",
                    representative_id=fact_id)
     await record_version(conn, bank_id, observation_id, "rewritten", f"{reason}: its words came from that memory")
@@ -176,7 +180,8 @@ async def restore(engine: Any, bank_id: str, memory_id: UUID) -> None:
             caused = await conn.fetch(
                 "SELECT i.unit_id, o.origin FROM invalidations i JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
                 "WHERE i.bank_id = $1 AND i.caused_by = $2",
-                bank_id, memory_id,
+                bank_id,
+                memory_id,
             )
             for c in caused:
                 support = await conn.fetch(SUPPORTING_IDS, bank_id, c["unit_id"])
@@ -211,7 +216,9 @@ async def _make_pending_if_new(conn: asyncpg.Connection, engine: Any, bank_id: s
     learnt = await conn.fetchval("SELECT 1 FROM unit_learning WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
     if learnt:
         return
-    await conn.execute("UPDATE learn_progress SET watermark = least(watermark, $2) WHERE bank_id = $1", bank_id, seq - 1)
+    await conn.execute(
+        "UPDATE learn_progress SET watermark = least(watermark, $2) WHERE bank_id = $1", bank_id, seq - 1
+    )
     await engine.learning.enqueue_consolidation(bank_id, conn=conn)
 
 
@@ -246,7 +253,8 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 "SELECT m.id, m.text FROM observation_evidence e JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
                 "WHERE e.bank_id = $1 AND e.observation_id = $2 AND e.stance = 'supports' AND m.invalidated_at IS NULL "
                 "ORDER BY e.evidenced_at DESC",
-                bank_id, observation_id,
+                bank_id,
+                observation_id,
             )
         if row is None or row["invalidated_at"] is not None or not evidence:
             continue
@@ -287,10 +295,15 @@ async def expire_raw(engine: Any, bank_id: str, *, now: datetime | None = None) 
     cutoff = (now or datetime.now(UTC)) - timedelta(days=float(days))
     removed = 0
     while True:
-        ids = [r["id"] for r in await pool.fetch(
-            "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 ORDER BY seq LIMIT $3",
-            bank_id, cutoff, EXPIRE_BATCH,
-        )]
+        ids = [
+            r["id"]
+            for r in await pool.fetch(
+                "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 ORDER BY seq LIMIT $3",
+                bank_id,
+                cutoff,
+                EXPIRE_BATCH,
+            )
+        ]
         if not ids:
             return removed
         await before_delete(engine, bank_id, ids)

@@ -396,7 +396,10 @@ async def list_jobs(
         ORDER BY id DESC
         LIMIT $4
         """,
-        bank_id, status, kind, limit,
+        bank_id,
+        status,
+        kind,
+        limit,
     )
     return [Job(**{**dict(r), "payload": r["payload"] or {}}) for r in rows]
 

@@ -224,7 +224,9 @@ async def forget_sources(
         WHERE v.bank_id = $1
           AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) > 0))
         """,
-        bank_id, list(memory_ids), [t for t in texts if len(t.strip()) >= 4],  # "OK" would match everything
+        bank_id,
+        list(memory_ids),
+        [t for t in texts if len(t.strip()) >= 4],  # "OK" would match everything
     )
 
 
@@ -262,7 +264,8 @@ async def refresh(
     async with pool.acquire() as conn, conn.transaction():
         current = await conn.fetchrow(
             "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
-            bank_id, model.id,
+            bank_id,
+            model.id,
         )
         if current is None:
             return None
@@ -272,7 +275,13 @@ async def refresh(
             await conn.execute(
                 "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, reason) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                bank_id, model.id, version, generated.content, generated.generator, generated.source_ids, reason,
+                bank_id,
+                model.id,
+                version,
+                generated.content,
+                generated.generator,
+                generated.source_ids,
+                reason,
             )
         # A change that arrived while we generated keeps it stale; its own refresh job is already queued.
         fresh = current["dirty_seq"] == dirty_at_start

@@ -295,7 +295,10 @@ async def set_text(
     )
     await conn.execute(
         "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = $2",
-        bank_id, observation_id, origin, representative_id,
+        bank_id,
+        observation_id,
+        origin,
+        representative_id,
     )
 
 
@@ -344,7 +347,9 @@ async def remove_observation(conn: asyncpg.Connection, bank_id: str, observation
     return False
 
 
-async def observations_citing(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, memory_ids: Sequence[UUID]) -> list[UUID]:
+async def observations_citing(
+    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, memory_ids: Sequence[UUID]
+) -> list[UUID]:
     rows = await conn.fetch(
         "SELECT DISTINCT observation_id FROM observation_evidence WHERE bank_id = $1 AND memory_id = ANY($2::uuid[])",
         bank_id, list(memory_ids),

@@ -71,7 +71,9 @@ async def semantic(
     # A big bank asks the index (half precision) for its candidates; `dist`, and so the order they come back in,
     # is the exact distance.
     dim = dimensions(query_vector)
-    order = indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
+    order = (
+        indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
+    )
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at

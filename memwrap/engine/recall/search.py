@@ -258,7 +258,9 @@ class Searcher:
                 else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
             )
             timings["fuse"] = _ms(started) - timings["arms"]
-            cut = max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)
+            cut = max(
+                MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0
+            )
             ruling = window if governs(window, request.query, request.now) else None
             # Under a time range every memory the temporal arm found inside it is a candidate, however it fused:
             # they come first (order.window_first).
@@ -356,7 +358,9 @@ def _merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, 
     One bank: its lists as they came, keyed by (bank, id)."""
     per_arm: dict[str, list[tuple[int, Key, float]]] = {}
     for (arm, bank), hits in results.items():
-        per_arm.setdefault(arm, []).extend((rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits))
+        per_arm.setdefault(arm, []).extend(
+            (rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits)
+        )
     merged: dict[str, KeyedHits] = {}
     several = len({bank for _arm, bank in results}) > 1
     for arm, ranked in per_arm.items():

@@ -133,7 +133,9 @@ def as_plain(messages: list[Message]) -> list[Message]:
     out: list[Message] = []
     for message in messages:
         if message.role == "assistant" and message.tool_calls:
-            text = "\n".join(json.dumps({"action": c.name, **c.arguments}, ensure_ascii=False) for c in message.tool_calls)
+            text = "\n".join(
+                json.dumps({"action": c.name, **c.arguments}, ensure_ascii=False) for c in message.tool_calls
+            )
             out.append(Message.assistant(text))
         elif message.role == "tool":
             note = "Error" if message.is_error else "Result"

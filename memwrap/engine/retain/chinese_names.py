@@ -30,7 +30,9 @@ _ZH_SURNAMES = frozenset(
     "盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷"
     "晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝"
 )
-_ZH_COMPOUND_SURNAMES = frozenset("欧阳 司马 诸葛 上官 东方 皇甫 尉迟 公孙 慕容 长孙 令狐 夏侯 司徒 端木 独孤 南宫 宇文".split())
+_ZH_COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 诸葛 上官 东方 皇甫 尉迟 公孙 慕容 长孙 令狐 夏侯 司徒 端木 独孤 南宫 宇文".split()
+)
 # Everyday words that jieba's dictionary tags as proper nouns and that are common in conversation.
 _ZH_NOT_ENTITIES = frozenset(
     """

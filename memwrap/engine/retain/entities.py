@@ -374,7 +374,11 @@ def _finish_phrase(
             return
         # "Visited New York" → "New York"; but a name particle or a romanised Chinese surname begins the name:
         # "El Salvador", "Van Gogh", "Su Bingtian" ("su", "van" are ordinary words to the lexicon).
-        if first.lower not in _NAME_STARTERS and first.lower not in _CONNECTORS and not is_romanised_surname(first.lower):
+        if (
+            first.lower not in _NAME_STARTERS
+            and first.lower not in _CONNECTORS
+            and not is_romanised_surname(first.lower)
+        ):
             phrase = phrase[1:]
             if phrase[0].lower in _CONNECTORS:
                 phrase = phrase[1:]

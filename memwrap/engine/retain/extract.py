@@ -251,7 +251,8 @@ def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> Ch
     """The facts of two halves as one result (causes of the second half shifted past the first's facts)."""
     offset = len(first.facts)
     shifted = [
-        Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by]) for f in second.facts
+        Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by])
+        for f in second.facts
     ]
     return ChunkFacts(chunk, first.facts + shifted, first.aliases + second.aliases, first.usage + second.usage)
 
@@ -259,7 +260,9 @@ def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> Ch
 def render_chunk(chunk: Chunk) -> str:
     """The variable part of the prompt (the user message): context, then the dated, numbered turns."""
     lines: list[str] = []
-    contexts = list(dict.fromkeys(t.item.source.context for t in chunk.turns if t.item.source and t.item.source.context))
+    contexts = list(
+        dict.fromkeys(t.item.source.context for t in chunk.turns if t.item.source and t.item.source.context)
+    )
     for context in contexts:
         lines.append(f"About: {normalise_whitespace(context)[:300]}")
     if chunk.earlier:

@@ -165,7 +165,9 @@ class Extractor:
         out: dict[str, ExtractedItem] = {}
         for item in items:
             if item.item_hash in failed:
-                out[item.item_hash] = ExtractedItem(item.item_hash, list(item.units), item.source, error=failed[item.item_hash])
+                out[item.item_hash] = ExtractedItem(
+                    item.item_hash, list(item.units), item.source, error=failed[item.item_hash]
+                )
             else:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
         for result in results:
@@ -278,7 +280,9 @@ def _fact_unit(
     # The model only saw defended text, but a fact is new text: it passes the defense once more.
     text = apply_policy(fact.text, "redact").text if policy != "off" else fact.text
     items = list(dict.fromkeys(t.item.item_hash for t in fact.turns))
-    document_ids = list(dict.fromkeys(t.item.source.document_id for t in fact.turns if t.item.source and t.item.source.document_id))
+    document_ids = list(
+        dict.fromkeys(t.item.source.document_id for t in fact.turns if t.item.source and t.item.source.document_id)
+    )
     tags = list(dict.fromkeys(tag for t in fact.turns if t.item.source for tag in t.item.source.tags))
     metadata = dict(source.metadata)
     metadata.update(source_ids=document_ids, source_items=items, extracted_by=model)

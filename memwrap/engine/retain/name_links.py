@@ -93,7 +93,11 @@ def romanised_keys(name: str) -> list[str]:
 
 def familiar_surname(name: str) -> str | None:
     """The surname in 老张 / 小张 / 老欧阳, or None."""
-    if len(name) >= 2 and name[0] in ZH_FAMILIAR_PREFIXES and (name[1:] in ZH_SURNAMES or name[1:] in ZH_COMPOUND_SURNAMES):
+    if (
+        len(name) >= 2
+        and name[0] in ZH_FAMILIAR_PREFIXES
+        and (name[1:] in ZH_SURNAMES or name[1:] in ZH_COMPOUND_SURNAMES)
+    ):
         return name[1:]
     return None
 

@@ -183,7 +183,9 @@ async def _resolve_similar(
     candidates = sorted({r["name_key"] for r in rows})
     others = sorted({k for ks in company.values() for k in ks})
     together = (
-        {(r["candidate"], r["other"]) for r in await conn.fetch(COMPANY, bank_id, candidates, others)} if others else set()
+        {(r["candidate"], r["other"]) for r in await conn.fetch(COMPANY, bank_id, candidates, others)}
+        if others
+        else set()
     )
     texts = sorted({*unknown, *candidates})
     vectors = await embed(texts)

@@ -210,5 +210,19 @@ def with_subject(text: str, said: list[str]) -> str:
     return text
 
 
-__all__ = ["FIRST_PERSON", "HEADING_WORDS", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "Speaker",
-           "assistant_voice", "keep_turn_breaks", "said_by", "split_turns", "third_person", "turn_speaker", "with_subject"]
+__all__ = [
+    "FIRST_PERSON",
+    "HEADING_WORDS",
+    "METADATA_ROLES",
+    "NAMED_SPEAKER",
+    "ROLE_ALIASES",
+    "ROLE_LINE",
+    "Speaker",
+    "assistant_voice",
+    "keep_turn_breaks",
+    "said_by",
+    "split_turns",
+    "third_person",
+    "turn_speaker",
+    "with_subject",
+]
