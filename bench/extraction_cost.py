@@ -229,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tokens_per_call=args.tokens_per_call,
     )
     print(
-        f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}{'max prompt/call':>17}{'fixed/call':>12}"
+        f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}"
+        f"{'max prompt/call':>17}{'fixed/call':>12}"
     )
     for f in figures:
         print(

@@ -254,7 +254,10 @@ def probe_recall_no_embed(ctx: ProbeContext) -> ProbeResult:
     derived = {k: round(max(v - embed_p50, 0.0), 3) for k, v in with_embedding.stats().items()}  # type: ignore[union-attr]
     return ProbeResult(
         derived=derived,
-        note=f"ESTIMATED: engine.recall takes no query vector; recall percentiles minus median embedding time ({embed_p50:.2f} ms)",
+        note=(
+            "ESTIMATED: engine.recall takes no query vector; recall percentiles minus median embedding time "
+            f"({embed_p50:.2f} ms)"
+        ),
     )
 
 
@@ -375,7 +378,8 @@ def run_latency(
             if projected > remaining:
                 result.skipped = (
                     f"building to {size:,} would take ~{projected / 60:.1f} min at {last_rate:.0f} items/s, "
-                    f"{max(remaining, 0) / 60:.1f} min left in the time budget; run with --sizes {size} to measure it alone"
+                    f"{max(remaining, 0) / 60:.1f} min left in the time budget; run with --sizes {size} to measure it "
+                    "alone"
                 )
                 log(f"[latency] skipping {size:,}: {result.skipped}")
                 continue

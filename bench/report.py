@@ -211,7 +211,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"{' + '.join(meta.get('parts', [])) or 'nothing'}): "
         f"{meta['duration_s']:.0f} s on {meta['machine']['cpus']} CPUs, Python {meta['machine']['python']}; "
         f"machine {meta['machine'].get('busy_cpu_percent_before_start', 0):.0f}% busy before the start, load average "
-        f"{meta['machine'].get('loadavg_start', ['?'])[0]} at the start and {meta['machine'].get('loadavg_end', ['?'])[0]} at the end.",
+        f"{meta['machine'].get('loadavg_start', ['?'])[0]} at the start and "
+        f"{meta['machine'].get('loadavg_end', ['?'])[0]} at the end.",
         f"Command: `{meta['command']}`",
         "",
     ]
@@ -261,7 +262,8 @@ def markdown(results: dict[str, Any]) -> str:
         parts += [
             "## Latency and throughput",
             "",
-            f"Synthetic chat turns; one bank grows through the sizes. Recall with token_budget={latency['config']['max_tokens']}, "
+            "Synthetic chat turns; one bank grows through the sizes. Recall with "
+            f"token_budget={latency['config']['max_tokens']}, "
             f"{latency['config']['warmup']} warm-up calls, {latency['config']['repetitions']} repetitions x "
             f"{latency['config']['queries_per_rep']} distinct queries; percentiles are medians across repetitions.",
             "",

@@ -333,7 +333,8 @@ def run_locomo(
     with console.bars():
         for conv in conversations:
             console.log(
-                f"[locomo] {conv.sample_id}: {len(conv.turns)} turns in {conv.sessions} sessions, {len(conv.questions)} questions"
+                f"[locomo] {conv.sample_id}: {len(conv.turns)} turns in {conv.sessions} sessions, "
+                f"{len(conv.questions)} questions"
             )
             if memory is not None and "memwrap" in config.systems:
                 t0 = time.perf_counter()

@@ -106,7 +106,8 @@ class SyntheticTurn:
 def generate_turns(
     n: int, *, seed: int = 7, turns_per_session: int = 16, start: datetime | None = None
 ) -> list[SyntheticTurn]:
-    """`n` chat turns: sessions between two people about a topic, an hour to a few hours apart (100k turns span about 3.5 years)."""
+    """`n` chat turns: sessions between two people about a topic, an hour to a few hours apart (100k turns span about
+    3.5 years)."""
     return list(iter_turns(n, seed=seed, turns_per_session=turns_per_session, start=start))
 
 

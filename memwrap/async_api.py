@@ -103,7 +103,8 @@ class AsyncMemory(MemoryVerbs):
     def use_llm(self, llm: Any) -> None:
         """The LLM the engine uses for its own work (extraction, consolidation, reflect), instead of MEMWRAP_LLM_*.
 
-        E.g. `memory.use_llm(llm_from_client(openai_client, "gpt-4o-mini"))` (memwrap.engine.llm_clients) reuses an app's
+        E.g. `memory.use_llm(llm_from_client(openai_client, "gpt-4o-mini"))` (memwrap.engine.llm_clients) reuses an
+        app's
         client; `wrap_openai(client, llm="gpt-4o-mini")` does this for you. Applied when the engine starts.
         """
         if self.url is not None:

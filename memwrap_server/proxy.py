@@ -7,7 +7,8 @@ queues the exchange in the same durable spool, from which it is retained. Stream
 as they arrive; a copy of each SSE event feeds the wrappers' stream accumulators, and the turn is queued for
 retain when the stream ends (or is cut: then marked partial).
 
-Headers (read as UTF-8; X-Memwrap-Bank may be percent-encoded UTF-8): X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
+Headers (read as UTF-8; X-Memwrap-Bank may be percent-encoded UTF-8): X-Memwrap-Bank (no bank: plain pass-through),
+X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
 X-Memwrap-Tags (comma-separated), X-Memwrap-Filter (a recall filter as JSON: what may be injected),
 X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they

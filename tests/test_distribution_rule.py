@@ -55,7 +55,8 @@ CROSS_BANK_STATEMENTS = {
 
 _CREATE_TABLE = re.compile(r"CREATE TABLE(?: IF NOT EXISTS)?\s+(\w+)\s*\((.*?)\n\);", re.S | re.I)
 _CREATE_INDEX = re.compile(
-    r"CREATE\s+(UNIQUE\s+)?INDEX(?: IF NOT EXISTS)?\s+(\w+)\s+ON\s+(\w+)(?:\s+USING\s+\w+)?\s*\((.*?)\)\s*(?:WITH|WHERE|;)",
+    r"CREATE\s+(UNIQUE\s+)?INDEX(?: IF NOT EXISTS)?\s+(\w+)"
+    r"\s+ON\s+(\w+)(?:\s+USING\s+\w+)?\s*\((.*?)\)\s*(?:WITH|WHERE|;)",
     re.S | re.I,
 )
 

@@ -261,7 +261,8 @@ def test_torch_threads_fit_the_machine(torch_embedder: Embedder) -> None:
 def test_importing_memwrap_loads_no_model_library() -> None:
     out = _run_python(
         "import sys, memwrap, memwrap.engine.embed, memwrap.engine.engine\n"
-        "print(sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'transformers', 'onnx') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'transformers', 'onnx')"
+        " if m in sys.modules))"
     )
     assert out.strip().splitlines()[-1] == "[]"
 

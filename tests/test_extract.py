@@ -175,7 +175,10 @@ async def test_a_wrapper_exchange_is_split_into_role_turns(engine: Engine, fake:
 
 
 async def test_times_are_resolved_by_our_calendar(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
-    said = "user: Last Friday I moved. The other day I found a flat and signed the lease. On 2026-11-20 I packed. 上周五我搬家了。"
+    said = (
+        "user: Last Friday I moved. The other day I found a flat and signed the lease. On 2026-11-20 I packed. "
+        "上周五我搬家了。"
+    )
     fake.script(
         [
             reply(

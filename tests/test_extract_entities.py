@@ -35,7 +35,8 @@ async def entities_of(db: Database, bank: str) -> dict[str, list[str]]:
 
 async def aliases_of(db: Database, bank: str) -> dict[str, tuple[str, str]]:
     rows = await db.fetch(
-        "SELECT a.alias, e.name, a.source FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id "
+        "SELECT a.alias, e.name, a.source FROM entity_aliases a "
+        "JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id "
         "WHERE a.bank_id = $1",
         bank,
     )

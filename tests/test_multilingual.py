@@ -335,7 +335,8 @@ def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Me
         ],
     )
     rows = db.blocking.fetch(
-        "SELECT a.alias_key, e.name FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
+        "SELECT a.alias_key, e.name FROM entity_aliases a "
+        "JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
         " WHERE a.bank_id = $1",
         bank,
     )

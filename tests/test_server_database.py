@@ -1,7 +1,8 @@
 """A server on a PostgreSQL of its own (MEMWRAP_DATABASE_URL), which the test stops and starts under it:
 503 at once on every data route while it is down, /health and /ready say so, the proxy keeps answering without
 memory, and everything recovers with no restart. The same with the database frozen (SIGSTOP: connections are
-accepted, nothing is answered), which only the probe's deadline can notice. The same server also shows that turns a dead process left in
+accepted, nothing is answered), which only the probe's deadline can notice. The same server also shows that turns a
+dead process left in
 the spool are delivered at start, that the response → session map survives a restart, and that an unreachable
 upstream is reported without its address.
 """

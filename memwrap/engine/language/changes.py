@@ -143,7 +143,8 @@ _NOT_TOPIC = frozenset("""
 _FIRST_PERSON = re.compile(
     r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
     r"just so you know|guess what|good news|news|these days|nowadays|lately|recently|now|today|"
-    r"(?:this|last|next) (?:week|month|year|spring|summer|autumn|fall|winter))[,!:.\s]+)*(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
+    r"(?:this|last|next) (?:week|month|year|spring|summer|autumn|fall|winter))[,!:.\s]+)*"
+    r"(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
     r"we['’]re\b|we['’]ve\b|the user\b|user\b|(?:the )?user['’]s\b)",
     re.IGNORECASE,
 )

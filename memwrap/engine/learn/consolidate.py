@@ -74,7 +74,8 @@ ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'failed', error = EXCLUDED
 
 ADVANCE_WATERMARK = """
 INSERT INTO learn_progress (bank_id, watermark) VALUES ($1, $2)
-ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at = now()
+ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at =
+  now()
 """
 
 

@@ -178,7 +178,8 @@ async def restore(engine: Any, bank_id: str, memory_id: UUID) -> None:
             cited = await observations_citing(conn, bank_id, [memory_id])
             changed += await revise(conn, engine, bank_id, cited, reason="evidence restored", cause=None, hard=False)
             caused = await conn.fetch(
-                "SELECT i.unit_id, o.origin FROM invalidations i JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
+                "SELECT i.unit_id, o.origin FROM invalidations i "
+                "JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
                 "WHERE i.bank_id = $1 AND i.caused_by = $2",
                 bank_id,
                 memory_id,
@@ -250,7 +251,8 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 bank_id, observation_id,
             )
             evidence = await conn.fetch(
-                "SELECT m.id, m.text FROM observation_evidence e JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
+                "SELECT m.id, m.text FROM observation_evidence e "
+                "JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
                 "WHERE e.bank_id = $1 AND e.observation_id = $2 AND e.stance = 'supports' AND m.invalidated_at IS NULL "
                 "ORDER BY e.evidenced_at DESC",
                 bank_id,
@@ -298,7 +300,8 @@ async def expire_raw(engine: Any, bank_id: str, *, now: datetime | None = None) 
         ids = [
             r["id"]
             for r in await pool.fetch(
-                "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 ORDER BY seq LIMIT $3",
+                "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 "
+                "ORDER BY seq LIMIT $3",
                 bank_id,
                 cutoff,
                 EXPIRE_BATCH,

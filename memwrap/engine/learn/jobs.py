@@ -88,7 +88,8 @@ WITH candidate AS (
     SELECT j.id
     FROM jobs j
     WHERE j.status IN ('queued', 'running')
-      AND ((j.status = 'queued' AND ($8::bool OR j.run_after <= now())) OR (j.status = 'running' AND j.lease_until < now()))
+      AND ((j.status = 'queued' AND ($8::bool OR j.run_after <= now())) OR (j.status = 'running' AND j.lease_until <
+        now()))
       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
       AND ($6::text IS NULL OR j.bank_id = $6)
       AND ($7::bigint[] IS NULL OR j.id = ANY($7::bigint[]))
@@ -392,7 +393,8 @@ async def list_jobs(
         SELECT id, kind, bank_id, status, attempts, max_attempts, payload, result, last_error, locked_by,
                run_after, lease_until, created_at, started_at, finished_at
         FROM jobs
-        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)
+        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind =
+          $3)
         ORDER BY id DESC
         LIMIT $4
         """,
@@ -417,7 +419,8 @@ async def open_jobs(db: Executor, bank_id: str | None = None) -> int:
 async def prune(db: Executor, *, older_than_seconds: float) -> int:
     """Forget finished jobs after a while (their runs go with them)."""
     status = await db.execute(
-        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 second'",
+        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 "
+        "second'",
         older_than_seconds,
     )
     return int(status.split()[-1])

@@ -104,7 +104,8 @@ class Related:
 RELATED_DETAILS = """
 SELECT o.id, u.text, o.proof_count, o.last_evidence_at, o.scope,
        coalesce((SELECT array_agg(e.evidenced_at) FROM observation_evidence e
-                 WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'), '{}') AS supported_at,
+                 WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'), '{}') AS
+                   supported_at,
        coalesce((SELECT array_agg(q.quote) FROM (
                     SELECT e.quote FROM observation_evidence e
                     WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'

@@ -222,7 +222,8 @@ async def forget_sources(
         """
         DELETE FROM mental_model_versions v
         WHERE v.bank_id = $1
-          AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) > 0))
+          AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) >
+            0))
         """,
         bank_id,
         list(memory_ids),
@@ -263,7 +264,8 @@ async def refresh(
         raise
     async with pool.acquire() as conn, conn.transaction():
         current = await conn.fetchrow(
-            "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+            "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR "
+            "UPDATE",
             bank_id,
             model.id,
         )
@@ -273,7 +275,8 @@ async def refresh(
         if generated.content != current["content"]:
             version += 1
             await conn.execute(
-                "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, reason) "
+                "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, "
+                "reason) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
                 bank_id,
                 model.id,

@@ -111,7 +111,8 @@ INSERT INTO observations (bank_id, id, scope, origin, representative_id) VALUES 
 ADD_EVIDENCE = """
 INSERT INTO observation_evidence (bank_id, observation_id, memory_id, quote, evidenced_at, source_key, stance)
 SELECT $1, $2, t.memory_id, t.quote, t.at, t.source, t.stance
-FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS t(memory_id, quote, at, source, stance)
+FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS t(memory_id, quote, at, source,
+  stance)
 ON CONFLICT (bank_id, observation_id, memory_id) DO UPDATE SET stance = EXCLUDED.stance
 """
 
@@ -166,7 +167,8 @@ ORDER BY e.evidenced_at, e.memory_id
 """
 
 INSERT_HISTORY = """
-INSERT INTO observation_history (bank_id, observation_id, version, text, action, reason, proof_count, evidence_ids, valid_from)
+INSERT INTO observation_history (bank_id, observation_id, version, text, action, reason, proof_count, evidence_ids,
+  valid_from)
 SELECT $1, o.id, o.version, u.text, $3, $4, o.proof_count, $5::uuid[], $6
 FROM observations o JOIN memory_units u ON u.bank_id = o.bank_id AND u.id = o.id
 WHERE o.bank_id = $1 AND o.id = $2
@@ -294,7 +296,8 @@ async def set_text(
         bank_id, observation_id, text, search_text(text), embedding, origin, representative_id,
     )
     await conn.execute(
-        "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = $2",
+        "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = "
+        "$2",
         bank_id,
         observation_id,
         origin,

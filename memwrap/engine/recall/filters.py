@@ -121,7 +121,10 @@ def _compare(path: list[str], op: str, value: object, m: str, params: Params) ->
     # CASE, not AND: PostgreSQL does not promise to test the type before it tries the cast.
     if isinstance(value, str):
         bound = params.add(value, "::text")
-        return f"(CASE WHEN jsonb_typeof({target}) = 'string' THEN ({target} #>> '{{}}') COLLATE \"C\" {symbol} {bound} COLLATE \"C\" ELSE false END)"
+        return (
+            f"(CASE WHEN jsonb_typeof({target}) = 'string' THEN ({target} #>> '{{}}') COLLATE \"C\" {symbol} {bound} "
+            "COLLATE \"C\" ELSE false END)"
+        )
     bound = params.add(value, "::numeric")
     return f"(CASE WHEN jsonb_typeof({target}) = 'number' THEN ({target})::numeric {symbol} {bound} ELSE false END)"
 

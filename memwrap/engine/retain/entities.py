@@ -84,7 +84,8 @@ _STOPWORDS = frozenset(
 
 # Sentence openers of Spanish, Portuguese, French, Italian and German, which the lexicon (word_case.py) knows
 # mostly from English: a memory written "Mi hermano vive en Salamanca." or "Soy alérgico…" names Salamanca, not
-# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words (text.py) and common
+# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words
+# (text.py) and common
 # verbs, adverbs and greetings; not words that also begin names ("Su Bingtian", "Ma Yun", "Son Heung-min",
 # "Van Gogh"), which a sentence may well start with, and never a word in capitals ("AI", "EU": acronyms).
 _OTHER_LANGUAGE_OPENERS = LATIN_FUNCTION_WORDS | frozenset(

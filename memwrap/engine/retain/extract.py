@@ -51,17 +51,24 @@ PROMPT_VERSION = 2
 # prompt's example as a fact now and then, and prompt_echo.EchoGuard rejects anything that echoes this text.
 SYSTEM_PROMPT = """You turn conversation turns into long-term memories: short facts worth remembering later.
 
-Input: numbered turns "[n] speaker: text" under "Date:" lines (when they were said). Speaker "user" is the person using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: never extract from them.
+Input: numbered turns "[n] speaker: text" under "Date:" lines (when they were said). Speaker "user" is the person \
+using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: \
+never extract from them.
 
 Rules:
-- Extract every fact, event, plan, preference, opinion, decision, outcome, relationship, health detail and secret the turns state. Skip only greetings, thanks and filler.
-- Each fact stands alone: no pronouns, name who it is about ("the user", "the assistant", or the person's name), keep the turn's own time phrase in it, write in the language of the turn. One sentence per fact.
-- fact_type: "experience" only for what the assistant itself did, found, recommended or promised; "world" for everything else.
+- Extract every fact, event, plan, preference, opinion, decision, outcome, relationship, health detail and secret the \
+turns state. Skip only greetings, thanks and filler.
+- Each fact stands alone: no pronouns, name who it is about ("the user", "the assistant", or the person's name), keep \
+the turn's own time phrase in it, write in the language of the turn. One sentence per fact.
+- fact_type: "experience" only for what the assistant itself did, found, recommended or promised; "world" for \
+everything else.
 - turns: the numbers of the turns the fact comes from.
 - entities: names of the people, places, organisations and products in the fact, as written in the turns.
-- when: the time phrase of the turn that dates the fact, copied exactly, else null. start, end: the dates it means (YYYY-MM-DD), from the Date of its turn; null when the turn gives no time.
+- when: the time phrase of the turn that dates the fact, copied exactly, else null. start, end: the dates it means \
+(YYYY-MM-DD), from the Date of its turn; null when the turn gives no time.
 - caused_by: 0-based positions of earlier facts in your list that caused this one, else [].
-- entities (top level): a person or thing the turns call by several names, as {"name": <fullest name>, "aliases": [<other names>]}; else [].
+- entities (top level): a person or thing the turns call by several names, as {"name": <fullest name>, "aliases": \
+[<other names>]}; else [].
 
 If nothing is worth remembering, return {"facts": [], "entities": []}."""
 
