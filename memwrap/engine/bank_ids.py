@@ -22,9 +22,8 @@ import functools
 import unicodedata
 from typing import Any
 
-import asyncpg
-
 from memwrap.errors import InvalidBankIdError
+from memwrap.store.pg_types import Executor
 
 # Scripts that share every other's characters (digits, punctuation, combining marks).
 _SHARED = {"COMMON", "INHERITED"}
@@ -72,7 +71,7 @@ def lookalike(bank_id: str) -> str | None:
     return None
 
 
-async def admit(db: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> None:
+async def admit(db: Executor, bank_id: str) -> None:
     """Before a bank may come into being: InvalidBankIdError if `bank_id` is a look-alike id and no such bank
     exists yet (an existing bank is used as it is)."""
     reason = lookalike(bank_id)

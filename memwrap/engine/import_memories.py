@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import uuid4
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine import validate
@@ -40,6 +39,7 @@ from memwrap.engine.retain.write import (
 from memwrap.engine.text import search_text
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
+from memwrap.store.pg_types import Connection
 
 IMPORT_BATCH = 5000
 
@@ -119,7 +119,7 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
 
 
 async def import_batch(
-    conn: asyncpg.Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
+    conn: Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
     defense_policy: str, report: BulkLoadReport, legacy_key: bytes | None = None,
     max_metadata_bytes: int | None = None,
 ) -> list[PreparedUnit]:
@@ -175,7 +175,7 @@ async def import_batch(
     return written
 
 
-async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> list[str]:
+async def _claim(conn: Connection, bank_id: str, units: Sequence[PreparedUnit]) -> list[str]:
     first: dict[str, PreparedUnit] = {}
     for unit in units:
         first.setdefault(unit.item_hash, unit)
@@ -183,7 +183,7 @@ async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[Prepare
     return [r["item_hash"] for r in rows]
 
 
-async def _last_of_sessions(conn: asyncpg.Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:
+async def _last_of_sessions(conn: Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:
     """The unit before this batch in each of its sessions (the batch's own units were just inserted: skip them)."""
     sessions = sorted({u.session_key for u in written if u.session_key})
     if not sessions:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 from uuid import UUID
 
 import asyncpg
@@ -32,6 +32,7 @@ from memwrap.engine.learn.observations import (
     set_text,
 )
 from memwrap.errors import MemoryNotFoundError
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.learn")
 
@@ -54,7 +55,7 @@ def _min_support(origin: str) -> int:
 
 
 async def revise(
-    conn: asyncpg.Connection, engine: Any, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
+    conn: Connection, engine: Any, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
     cause: UUID | None, hard: bool,
 ) -> list[UUID]:
     """Bring observations in line with their remaining evidence. Returns those changed (for mental models)."""
@@ -88,11 +89,12 @@ async def revise(
 
 
 async def _use_words_of(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str
+    conn: Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str
 ) -> None:
-    fact = await conn.fetchrow(
+    found = await conn.fetchrow(
         "SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id
     )
+    fact = cast(asyncpg.Record, found)  # not None: revise just read `fact_id` among the observation's evidence
     await set_text(conn, bank_id, observation_id, fact["text"], fact["embedding"], origin="heuristic",
                    representative_id=fact_id)
     await record_version(conn, bank_id, observation_id, "rewritten", f"{reason}: its words came from that memory")
@@ -197,7 +199,7 @@ async def restore(engine: Any, bank_id: str, memory_id: UUID) -> None:
                                                   reason="a memory in its scope was restored")
 
 
-async def _lock_unit(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record:
+async def _lock_unit(conn: Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record:
     row = await conn.fetchrow(
         "SELECT fact_type, invalidated_at, seq, tags FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE",
         bank_id, memory_id,
@@ -207,12 +209,12 @@ async def _lock_unit(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) ->
     return row
 
 
-async def _unhide(conn: asyncpg.Connection, bank_id: str, unit_id: UUID) -> None:
+async def _unhide(conn: Connection, bank_id: str, unit_id: UUID) -> None:
     await conn.execute("UPDATE memory_units SET invalidated_at = NULL WHERE bank_id = $1 AND id = $2", bank_id, unit_id)
     await conn.execute("DELETE FROM invalidations WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
 
 
-async def _make_pending_if_new(conn: asyncpg.Connection, engine: Any, bank_id: str, unit_id: UUID, seq: int) -> None:
+async def _make_pending_if_new(conn: Connection, engine: Any, bank_id: str, unit_id: UUID, seq: int) -> None:
     """A unit invalidated before consolidation saw it is pending again (the watermark may have passed it)."""
     learnt = await conn.fetchval("SELECT 1 FROM unit_learning WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
     if learnt:

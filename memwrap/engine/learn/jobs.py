@@ -25,13 +25,14 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 from uuid import UUID, uuid4
 
 import asyncpg
 
 from memwrap.engine.learn.retry_policy import RetryPolicy
 from memwrap.models import Job
+from memwrap.store.pg_types import Connection, Executor
 
 log = logging.getLogger("memwrap.worker")
 
@@ -40,8 +41,6 @@ NOTIFY_CHANNEL = "memwrap_jobs"
 
 # First key of every learning advisory lock (two-key form), so ours never collide with anyone else's.
 LOCK_NAMESPACE = 0x6C726E  # "lrn"
-
-Executor: TypeAlias = asyncpg.Connection | asyncpg.Pool
 
 
 @dataclass
@@ -309,7 +308,7 @@ async def release(db: Executor, job: ClaimedJob, *, delay: float, outcome: str =
         await conn.execute(END_RUN, job.id, job.claim_token, outcome, None)
 
 
-async def _back_to_queue(conn: asyncpg.Connection, job: ClaimedJob, requeue: str, args: tuple[Any, ...]) -> int | None:
+async def _back_to_queue(conn: Connection, job: ClaimedJob, requeue: str, args: tuple[Any, ...]) -> int | None:
     """Put `job` back in the queue with `requeue` (RETRY or RELEASE), or return the id of the queued twin it
     must merge with instead (the caller merges). A twin enqueued concurrently shows up as a unique violation
     of jobs_dedupe: the savepoint undoes our attempt, and the twin, committed by then, is merged with."""
@@ -434,7 +433,7 @@ class _transaction:
         self._acquired: Any = None
         self._tx: Any = None
 
-    async def __aenter__(self) -> asyncpg.Connection:
+    async def __aenter__(self) -> Connection:
         if isinstance(self.db, asyncpg.Pool):
             self._acquired = self.db.acquire()
             conn = await self._acquired.__aenter__()

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
 
-import asyncpg
 import numpy as np
 from pydantic import BaseModel, Field
 
@@ -28,6 +27,7 @@ from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import interleave
 from memwrap.engine.text import search_text
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.learn")
 
@@ -126,7 +126,7 @@ def pick_related(per_fact: Sequence[dict[str, arms.Hits]], per_fact_limit: int =
 
 
 async def related_observations(
-    conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact], vectors: dict[UUID, np.ndarray],
+    conn: Connection, bank_id: str, facts: Sequence[Fact], vectors: dict[UUID, np.ndarray],
     scope: list[str], bank_size: int, now: datetime,
 ) -> list[Related]:
     """The existing observations of `scope` nearest to any of the facts, interleaved per fact."""
@@ -172,7 +172,7 @@ def render_prompt(facts: Sequence[Fact], related: Sequence[Related]) -> str:
 
 
 async def plan_batch(
-    engine: Any, llm: Any, conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact],
+    engine: Any, llm: Any, conn: Connection, bank_id: str, facts: Sequence[Fact],
     vectors: dict[UUID, np.ndarray], scope: list[str], bank_size: int, now: datetime,
 ) -> tuple[Plan, Any]:
     """Ask the LLM about one batch of same-scope facts. Returns the plan and the call's usage."""
@@ -183,7 +183,7 @@ async def plan_batch(
 
 
 async def _to_plan(
-    engine: Any, conn: asyncpg.Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
+    engine: Any, conn: Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
     related: Sequence[Related], scope: list[str], bank_size: int,
 ) -> Plan:
     fact_ids = {f"F{i}": fact.id for i, fact in enumerate(facts, start=1)}
@@ -243,7 +243,7 @@ async def _to_plan(
 
 
 async def _twin(
-    conn: asyncpg.Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int
+    conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int
 ) -> UUID | None:
     hits = await arms.semantic(conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size,
                                TWIN_SIMILARITY)

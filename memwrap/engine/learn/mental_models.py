@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -29,6 +29,7 @@ from memwrap.engine.recall.pack import render_line
 from memwrap.engine.retain.defense import redact
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
+from memwrap.store.pg_types import Connection, Executor
 from memwrap.tokens import encoding_for_model
 
 log = logging.getLogger("memwrap.learn")
@@ -128,7 +129,7 @@ def _not_found(bank_id: str, name: str) -> MemoryNotFoundError:
     return MemoryNotFoundError(f"No mental model {redact(name)!r} in bank {bank_id!r}.")  # never echo a secret
 
 
-async def get(db: asyncpg.Pool | asyncpg.Connection, bank_id: str, name: str) -> MentalModel:
+async def get(db: Executor, bank_id: str, name: str) -> MentalModel:
     row = await db.fetchrow(GET, bank_id, stored_names(name))
     if row is None:
         raise _not_found(bank_id, name)
@@ -164,7 +165,7 @@ async def delete(db: asyncpg.Pool, bank_id: str, name: str) -> None:
 
 
 async def enqueue_refresh(
-    db: asyncpg.Connection | asyncpg.Pool, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
+    db: Executor, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
 ) -> None:
     await jobs.enqueue(
         db, KIND, bank_id=bank_id, payload={"model_id": str(model_id)},
@@ -175,7 +176,7 @@ async def enqueue_refresh(
 
 
 async def mark_stale_for_scopes(
-    conn: asyncpg.Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
+    conn: Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
     touched: Sequence[UUID] = (),
 ) -> list[UUID]:
     # An untagged model (it recalls the whole bank) sees every change; a tagged one those sharing a tag with it
@@ -192,7 +193,7 @@ async def mark_stale_for_scopes(
 
 
 async def mark_stale_for_sources(
-    conn: asyncpg.Connection, settings: Any, bank_id: str, memory_ids: Sequence[UUID], *, reason: str
+    conn: Connection, settings: Any, bank_id: str, memory_ids: Sequence[UUID], *, reason: str
 ) -> list[UUID]:
     """Models that drew on any of these memories (deleted, invalidated, restored, rewritten)."""
     if not memory_ids:
@@ -214,7 +215,7 @@ async def mark_stale_for_sources(
 
 
 async def forget_sources(
-    conn: asyncpg.Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
+    conn: Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
 ) -> None:
     """Deleting a memory deletes the versions that drew on it or quote it (an observation in its words, say):
     forgetting means forgetting. The current content stays until the refresh the stale mark queued."""
@@ -264,8 +265,8 @@ async def refresh(
         raise
     async with pool.acquire() as conn, conn.transaction():
         current = await conn.fetchrow(
-            "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR "
-            "UPDATE",
+            "SELECT content, version, source_ids, dirty_seq FROM mental_models "
+            "WHERE bank_id = $1 AND id = $2 FOR UPDATE",
             bank_id,
             model.id,
         )
@@ -300,7 +301,7 @@ async def refresh(
             """,
             bank_id, model.id, generated.content, generated.source_ids, generated.generator, version, fresh,
         )
-    return _model(row)
+    return _model(cast(asyncpg.Record, row))  # not None: the row was locked FOR UPDATE above
 
 
 # --- the default generator ---------------------------------------------------------------------------------

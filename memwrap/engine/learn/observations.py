@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.engine.text import search_text
+from memwrap.store.pg_types import Connection, Executor
 
 QUOTE_CHARS = 300
 
@@ -186,7 +187,7 @@ FOR UPDATE OF o
 # --- applying a plan ---------------------------------------------------------------------------------------
 
 
-async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Applied:
+async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
     """Write a plan's creates, updates and deletes. Call inside a transaction (the caller's, with its bookkeeping)."""
     applied = Applied()
     wanted = {e.memory_id for op in plan.creates for e in op.evidence}
@@ -255,7 +256,7 @@ async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Appl
 
 
 async def _add_evidence(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, evidence: Sequence[EvidenceIn],
+    conn: Connection, bank_id: str, observation_id: UUID, evidence: Sequence[EvidenceIn],
     sources: dict[UUID, asyncpg.Record],
 ) -> None:
     rows = [sources[e.memory_id] for e in evidence]
@@ -275,7 +276,7 @@ def _quote(quote: str, text: str) -> str:
     return text[:QUOTE_CHARS]
 
 
-async def refresh_stats(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]) -> dict[UUID, tuple[int, int]]:
+async def refresh_stats(conn: Connection, bank_id: str, ids: Sequence[UUID]) -> dict[UUID, tuple[int, int]]:
     """Recount proof and evidence from the evidence table. Returns id → (proof_count, evidence_count)."""
     if not ids:
         return {}
@@ -284,7 +285,7 @@ async def refresh_stats(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UU
 
 
 async def set_text(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
+    conn: Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
     *, origin: str, representative_id: UUID | None = None,
 ) -> None:
     # Without a vector of its own the text takes its representative's (the memory whose words it now is).
@@ -306,7 +307,7 @@ async def set_text(
 
 
 async def record_version(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, action: str, reason: str,
+    conn: Connection, bank_id: str, observation_id: UUID, action: str, reason: str,
     *, valid_from: datetime | None = None, bump: bool = True,
 ) -> None:
     """Append the observation's current state to its history (a new version, unless it is the first)."""
@@ -318,7 +319,7 @@ async def record_version(
 
 
 async def invalidate_observation(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, reason: str, *, caused_by: UUID | None = None
+    conn: Connection, bank_id: str, observation_id: UUID, reason: str, *, caused_by: UUID | None = None
 ) -> None:
     """Hide it from recall, reversibly (restore brings it back); the history says why."""
     await conn.execute(
@@ -334,7 +335,7 @@ async def invalidate_observation(
     await record_version(conn, bank_id, observation_id, "invalidated", reason)
 
 
-async def remove_observation(conn: asyncpg.Connection, bank_id: str, observation_id: UUID) -> bool:
+async def remove_observation(conn: Connection, bank_id: str, observation_id: UUID) -> bool:
     """Delete it for good (its evidence, history and links go with it)."""
     await conn.execute(
         "UPDATE entities SET mention_count = greatest(mention_count - 1, 0) WHERE bank_id = $1 AND id IN "
@@ -351,7 +352,7 @@ async def remove_observation(conn: asyncpg.Connection, bank_id: str, observation
 
 
 async def observations_citing(
-    conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, memory_ids: Sequence[UUID]
+    conn: Executor, bank_id: str, memory_ids: Sequence[UUID]
 ) -> list[UUID]:
     rows = await conn.fetch(
         "SELECT DISTINCT observation_id FROM observation_evidence WHERE bank_id = $1 AND memory_id = ANY($2::uuid[])",

@@ -20,6 +20,7 @@ from memwrap.engine.learn import consolidate, export, forgetting, jobs, mental_m
 from memwrap.engine.learn.mental_models import Generator
 from memwrap.engine.learn.worker import Worker, default_worker_id
 from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVersion, Observation, ObservationVersion
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.learn")
 
@@ -93,7 +94,7 @@ class Learning:
 
     # --- hooks -----------------------------------------------------------------------------------------------
 
-    async def enqueue_consolidation(self, bank_id: str, *, conn: asyncpg.Connection | None = None) -> None:
+    async def enqueue_consolidation(self, bank_id: str, *, conn: Connection | None = None) -> None:
         delay = self.settings.consolidation_delay_seconds
         await jobs.enqueue(
             conn or self.pool, consolidate.KIND, bank_id=bank_id, dedupe_key=consolidate.lock_key(bank_id),

@@ -19,6 +19,7 @@ import asyncpg
 from memwrap.engine.learn import jobs, reconcile
 from memwrap.engine.learn.jobs import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.worker")
 
@@ -50,7 +51,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._listener: asyncpg.Connection | None = None
+        self._listener: Connection | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 

@@ -48,6 +48,7 @@ from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, wri
 from memwrap.engine.retain.speakers import said_by
 from memwrap.engine.retain.write import unit_entities, write_items
 from memwrap.engine.text import search_text
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.extract")
 
@@ -323,7 +324,7 @@ def _raw_unit(
 
 
 async def write_translated(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
+    conn: Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
     settings: Settings | None = None,
 ) -> dict[str, list[UUID]]:
     """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the

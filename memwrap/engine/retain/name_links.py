@@ -18,10 +18,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 
-import asyncpg
-
 from memwrap.engine.retain.entities import ZH_COMPOUND_SURNAMES, ZH_FAMILIAR_PREFIXES, ZH_SURNAMES
 from memwrap.engine.text import HAN_RUN_RE, ZH_STOPWORDS
+from memwrap.store.pg_types import Connection
 
 SOURCE = "similar"  # entity_aliases.source: found by resolution (not said by a model)
 
@@ -102,7 +101,7 @@ def familiar_surname(name: str) -> str | None:
     return None
 
 
-async def link_names(conn: asyncpg.Connection, bank_id: str, entities: Mapping[str, str]) -> None:
+async def link_names(conn: Connection, bank_id: str, entities: Mapping[str, str]) -> None:
     """Add the romanised and familiar aliases of the entities just written ({key: name}), inside the write."""
     romanised = [
         (alias, alias.title(), key)
@@ -136,7 +135,7 @@ async def link_names(conn: asyncpg.Connection, bank_id: str, entities: Mapping[s
         await _insert(conn, bank_id, aliases)
 
 
-async def _insert(conn: asyncpg.Connection, bank_id: str, aliases: Iterable[tuple[str, str, str]]) -> None:
+async def _insert(conn: Connection, bank_id: str, aliases: Iterable[tuple[str, str, str]]) -> None:
     rows = list({a[0]: a for a in aliases}.values())
     await conn.execute(
         INSERT_ALIASES, bank_id, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], SOURCE

@@ -22,12 +22,12 @@ import difflib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine.retain.entities import entity_key, is_entity_name
 from memwrap.engine.retain.extract import EntityNames
 from memwrap.engine.text import has_cjk
+from memwrap.store.pg_types import Connection, Executor
 
 # Thresholds for merging an unknown name into an existing entity (see the module docstring).
 TYPO_RATIO = 0.85  # difflib ratio of the keys
@@ -123,7 +123,7 @@ class Resolution:
 
 
 async def resolve(
-    conn: asyncpg.Connection | asyncpg.Pool,
+    conn: Executor,
     embed: Embed,
     bank_id: str,
     mentions: Sequence[Sequence[str]],
@@ -163,7 +163,7 @@ async def resolve(
 
 
 async def _resolve_similar(
-    conn: asyncpg.Connection | asyncpg.Pool,
+    conn: Executor,
     embed: Embed,
     bank_id: str,
     unknown: list[str],
@@ -218,7 +218,7 @@ def _same_entity(key: str, candidate: str, cosine: float, shared_company: bool) 
     return is_short_form and cosine >= SHORT_FORM_COSINE
 
 
-async def write_aliases(conn: asyncpg.Connection, bank_id: str, aliases: Sequence[Alias]) -> None:
+async def write_aliases(conn: Connection, bank_id: str, aliases: Sequence[Alias]) -> None:
     """Remember aliases (inside the retain transaction). The canonical entity is created if it is new."""
     if not aliases:
         return
