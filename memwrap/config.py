@@ -176,4 +176,4 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Environment first, then explicit keyword overrides (None means: keep the environment's value)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**clean)  # type: ignore[arg-type]
+    return Settings(**clean)  # type: ignore[arg-type]  # pydantic-settings validates each override against its field

@@ -179,13 +179,13 @@ def _implementation(declared: Verb, sig: inspect.Signature) -> Callable[..., Any
     missing or unknown), then hand the engine every parameter by name; the engine checks the values (its errors
     say which value, e.g. InvalidBudgetError), whichever way it is reached."""
 
-    @functools.wraps(declared.function)  # type: ignore[arg-type]
+    @functools.wraps(declared.function)  # type: ignore[arg-type]  # set: `declare` got the function
     async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         arguments = _bind(declared, sig, self, args, kwargs)
         engine = await self._get_engine()
         return await getattr(engine, declared.name)(**arguments)
 
-    call.__verb__ = declared  # type: ignore[attr-defined]
+    call.__verb__ = declared  # type: ignore[attr-defined]  # the declaration rides on the method
     return call
 
 

@@ -94,4 +94,4 @@ def declare_security(app: FastAPI, *, keys_set: bool) -> None:
         app.openapi_schema = schema
         return schema
 
-    app.openapi = openapi  # type: ignore[method-assign]
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend it

@@ -134,7 +134,7 @@ class Engine(LearningVerbs, ViewVerbs):
         parts = parts or StartParts.begin(settings)
         timings = parts.timings
         try:
-            url = settings.database_url or await parts.database  # type: ignore[misc]
+            url = settings.database_url or await parts.database  # type: ignore[misc]  # set when no database_url
             embedder = await parts.model
             start = time.perf_counter()
             store = await Store.open(
@@ -287,7 +287,7 @@ class Engine(LearningVerbs, ViewVerbs):
         if self._legacy_key is _UNREAD:
             stored = await self.store.get_meta("legacy_item_hash_key")
             self._legacy_key = bytes.fromhex(stored) if stored else None
-        return self._legacy_key  # type: ignore[return-value]
+        return self._legacy_key  # type: ignore[return-value]  # _UNREAD was replaced just above
 
     async def import_memories(
         self,

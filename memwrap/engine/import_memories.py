@@ -155,8 +155,10 @@ async def import_batch(
         claimed = set(await _claim(conn, bank_id, [u for u in units if u.item_hash not in stored_before]))
         keep = [i for i, u in enumerate(units) if u.item_hash in claimed]
         # The same item twice in one batch: the first one claimed it.
-        seen: set[str] = set()
-        keep = [i for i in keep if not (units[i].item_hash in seen or seen.add(units[i].item_hash))]  # type: ignore[func-returns-value]
+        first: dict[str, int] = {}
+        for i in keep:
+            first.setdefault(units[i].item_hash, i)
+        keep = list(first.values())
         written = [units[i] for i in keep]
         if written:
             fresh_names = await add_name_words(conn, bank_id, written)

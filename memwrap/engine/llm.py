@@ -220,7 +220,7 @@ class LLM:
         try:
             return _parse(result, schema), usage
         except OutputTruncatedError as cut:
-            cut.usage = usage  # type: ignore[attr-defined]
+            cut.usage = usage
             raise  # asking again gets the same cut: the caller must ask for less
         except LLMOutputError as first:
             log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
@@ -234,7 +234,7 @@ class LLM:
             try:
                 return _parse(result, schema), usage
             except LLMOutputError as second:  # truncated or not: we asked twice
-                second.usage = usage  # type: ignore[attr-defined]
+                second.usage = usage
                 raise
 
     async def complete(
@@ -253,7 +253,7 @@ class LLM:
                 return text, usage
             messages = [Message.user(user), Message.assistant(text), Message.user(_CONTINUE)]
         error = OutputTruncatedError(f"the reply was still cut off after {continuations} continuation(s)")
-        error.usage = usage  # type: ignore[attr-defined]
+        error.usage = usage
         raise error
 
     async def tool_step(

@@ -177,7 +177,7 @@ class OpenAIProvider:
             "tool_calls": "tool_calls",
             "function_call": "tool_calls",
             "length": "length",
-        }.get(choice.finish_reason or "stop", "other")  # type: ignore[assignment]
+        }.get(choice.finish_reason or "stop", "other")  # type: ignore[assignment]  # every value is a FinishReason
         return ChatResult(message.content or "", calls, stop, usage, response.model or self.model, _timings(response))
 
     def switch_token_param(self) -> None:
@@ -293,7 +293,7 @@ class AnthropicProvider:
             "stop_sequence": "stop",
             "tool_use": "tool_calls",
             "max_tokens": "length",
-        }.get(response.stop_reason or "end_turn", "other")  # type: ignore[assignment]
+        }.get(response.stop_reason or "end_turn", "other")  # type: ignore[assignment]  # every value is a FinishReason
         if request.json_schema is not None and stop == "tool_calls":
             stop = "stop"  # the forced tool is the answer, not a request to run something
         return ChatResult("".join(texts), calls, stop, usage, response.model or self.model)

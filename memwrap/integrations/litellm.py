@@ -51,7 +51,7 @@ from memwrap.wrappers.streams import AsyncStreamProxy, Capture, ChatAccumulator,
 try:  # the logger must subclass LiteLLM's CustomLogger to be accepted as a callback
     from litellm.integrations.custom_logger import CustomLogger
 except ImportError:  # pragma: no cover - the wrapper functions work without litellm installed
-    CustomLogger = object  # type: ignore[assignment,misc]
+    CustomLogger = object  # type: ignore[assignment,misc]  # litellm is optional
 
 PROVIDER = "openai.chat"  # LiteLLM speaks the Chat Completions shape for every model
 MARK = "memwrap_retained_by"  # metadata key: set on calls whose retain the wrapper owns
@@ -121,7 +121,7 @@ def wrap_completion(
             call.finish_result(result)
             return result
 
-        acompletion.memwrap = handle  # type: ignore[attr-defined]
+        acompletion.memwrap = handle  # type: ignore[attr-defined]  # the handle rides on the function
         return acompletion
 
     @functools.wraps(fn)
@@ -135,7 +135,7 @@ def wrap_completion(
         call.finish_result(result)
         return result
 
-    completion.memwrap = handle  # type: ignore[attr-defined]
+    completion.memwrap = handle  # type: ignore[attr-defined]  # the handle rides on the function
     return completion
 
 
@@ -154,7 +154,7 @@ def use_litellm(memory: Any, model: str) -> None:
         role_model = getattr(settings, f"{role}_model") or model
         shared.setdefault(role_model, OpenAIProvider(role_model, client, owns_client=False))
     providers = {role: shared[getattr(settings, f"{role}_model") or model] for role in ROLES}
-    memory.use_llm(LLM(providers, **policy(settings)))  # type: ignore[arg-type]
+    memory.use_llm(LLM(providers, **policy(settings)))  # type: ignore[arg-type]  # Literal role keys: str keys
 
 
 # ---------------------------------------------------------------------------------------------- logger

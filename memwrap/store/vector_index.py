@@ -52,7 +52,7 @@ def indexed_distance(column: str, other: str, dim: int) -> str:
 def dimensions(vector: object) -> int:
     """A query vector's length: a numpy array, a list, or pgvector's Vector (a vector read back from the table)."""
     to_numpy = getattr(vector, "to_numpy", None)
-    return len(to_numpy() if to_numpy is not None else vector)  # type: ignore[arg-type]
+    return len(to_numpy() if to_numpy is not None else vector)  # type: ignore[arg-type]  # a list or an array
 
 
 def create_vector_index_sql(dim: int) -> str:

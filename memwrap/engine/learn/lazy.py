@@ -101,6 +101,6 @@ async def open_engine(settings: Settings) -> Any:
         settings.embedding_model, settings.embedding_batch_size, dim,
         backend=settings.embedding_backend, home=settings.model_cache,
     )
-    engine = Engine(store, embedder, settings)  # type: ignore[arg-type]
+    engine = Engine(store, embedder, settings)  # type: ignore[arg-type]  # stands in for an Embedder until loaded
     await engine.learning.start()
     return engine

@@ -106,7 +106,7 @@ class LearningVerbs:
         bank_id = validate.bank_id(bank_id)
         defended = await self._defended(bank_id, name=name, question=validate.query(question), tags=validate.tags(tags))
         return await self.learning.create_mental_model(
-            bank_id, defended["name"], defended["question"], tags=defended["tags"],  # type: ignore[arg-type]
+            bank_id, defended["name"], defended["question"], tags=defended["tags"],  # type: ignore[arg-type]  # _defended keeps each type
             max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"), refresh_every=refresh_every,
         )
 

@@ -80,7 +80,7 @@ async def candidates(
     ranked: list[RecalledMemory] = []
     placed: set[Key] = set()
     for item in fused:
-        key: Key = item.id  # type: ignore[assignment]
+        key: Key = item.id  # type: ignore[assignment]  # fused over (bank, id) keys (search.py)
         if key in rows and key not in placed:
             ranked.append(memory(key[0], rows[key], item.score, item.arms))
             placed.add(key)

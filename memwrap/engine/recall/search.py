@@ -253,9 +253,9 @@ class Searcher:
         with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
             fusion = request.fusion or self.settings.fusion
             fused = (
-                interleave(results, self.weights)  # type: ignore[arg-type]
+                interleave(results, self.weights)  # type: ignore[arg-type]  # fusion works on any key; here (bank, id)
                 if fusion == "interleave"
-                else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
+                else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]  # as above
             )
             timings["fuse"] = _ms(started) - timings["arms"]
             cut = max(

@@ -34,7 +34,7 @@ from memwrap.engine.reflect.protocol import TurnProtocol
 from memwrap.engine.reflect.refs import REF, Gathered, Refs, parse_uuid
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
-from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
+from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage, TraceKind
 
 log = logging.getLogger("memwrap.reflect")
 
@@ -231,13 +231,13 @@ class Agent:
         return None
 
     async def _turn(
-        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: str = "llm",
+        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: TraceKind = "llm",
         tool_choice: str = "auto",
     ) -> ToolStep:
         request_tokens = self.counter.request(system, messages, tools)
         started = time.perf_counter()
         entry = ReflectTraceEntry(
-            kind=kind, iteration=self.iteration, request_tokens=request_tokens  # type: ignore[arg-type]
+            kind=kind, iteration=self.iteration, request_tokens=request_tokens
         )
         self.trace.append(entry)
         assert self.protocol is not None
