@@ -88,7 +88,7 @@ class _Counter:
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def __call__(self, request: Any) -> Any:
-        from fakes.llm_wire import Reply  # type: ignore[import-not-found]
+        from fakes.llm_wire import Reply  # type: ignore[import-not-found]  # tests/ is on sys.path here
 
         body = request.body
         messages = body.get("messages", [])
@@ -121,7 +121,7 @@ def _fake_server() -> Any:
     tests = Path(__file__).resolve().parent.parent / "tests"
     if str(tests) not in sys.path:
         sys.path.insert(0, str(tests))
-    from fakes.llm_server import FakeLLMServer  # type: ignore[import-not-found]
+    from fakes.llm_server import FakeLLMServer  # type: ignore[import-not-found]  # tests/ is on sys.path here
 
     return FakeLLMServer()
 
@@ -159,9 +159,13 @@ async def _run(
         else:  # one call per exchange; the previous exchange is the context, as it is for a live wrapper
             for start in range(0, len(prepared), 2):
                 earlier = [p.source.content for p in prepared[max(0, start - 2) : start] if p.source]
+                document_id: str = prepared[start].source.document_id  # type: ignore[union-attr]  # each item has one
                 chunks += plan_chunks(
-                    prepared[start : start + 2], now=now, max_turns=2, max_tokens=tokens_per_call,
-                    earlier={prepared[start].source.document_id.rsplit(":", 1)[0]: earlier},  # type: ignore[union-attr]
+                    prepared[start : start + 2],
+                    now=now,
+                    max_turns=2,
+                    max_tokens=tokens_per_call,
+                    earlier={document_id.rsplit(":", 1)[0]: earlier},
                 )
     semaphore = asyncio.Semaphore(8)
 
@@ -235,7 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for f in figures:
         print(
             f"{f['mode']:<14}{f['turns']:>7}{f['calls']:>7}{f['prompt_tokens_per_turn']:>13}"
-            f"{f['completion_tokens_per_turn']:>17}{f['max_prompt_tokens_per_call']:>17}{f['fixed_prompt_tokens_per_call']:>12}"
+            f"{f['completion_tokens_per_turn']:>17}{f['max_prompt_tokens_per_call']:>17}"
+            f"{f['fixed_prompt_tokens_per_call']:>12}"
         )
     print(
         f"target: <= {TARGET_PROMPT_TOKENS_PER_TURN} prompt tokens per retained turn (tokens: {figures[0]['encoding']})"

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     log = print
     memory = Memory(settings=load_settings(home=args.home, worker="off"))
     try:
-        engine = memory._run(memory.aio._get_engine())  # noqa: SLF001 - the bench owns this memory
+        engine = memory._run(memory.aio._get_engine())  # the bench owns this memory
         corpus = Corpus.for_model(engine.embedder.model_name, engine.embedder.backend)
         if corpus.available() < args.real_vectors:
             log(f"embedding {args.real_vectors:,} corpus texts (cached for later runs)")

@@ -250,8 +250,9 @@ def probe_recall_no_embed(ctx: ProbeContext) -> ProbeResult:
     embedding: ProbeResult | None = ctx.extras.get("query_embedding")
     if not with_embedding or not embedding or not with_embedding.stats() or not embedding.stats():
         return ProbeResult(skipped="engine.recall takes no query vector and the recall/embedding probes did not run")
-    embed_p50 = embedding.stats()["p50"]  # type: ignore[index]
-    derived = {k: round(max(v - embed_p50, 0.0), 3) for k, v in with_embedding.stats().items()}  # type: ignore[union-attr]
+    embed_p50 = embedding.stats()["p50"]  # type: ignore[index]  # not None: checked above
+    recall_stats = with_embedding.stats() or {}  # not None: checked above
+    derived = {k: round(max(v - embed_p50, 0.0), 3) for k, v in recall_stats.items()}
     return ProbeResult(
         derived=derived,
         note=(

@@ -50,7 +50,7 @@ _COMPOUND = ("and", "or", "not")
 
 JsonValue = Union[str, int, float, bool, None, list[Any], dict[str, Any]]  # noqa: UP007 - pydantic needs Union here
 # Strict: a boolean is not the number 1, and "3" is not 3 (a comparison is numeric or textual, never both).
-Ordered = Union[StrictInt, StrictFloat, StrictStr]  # noqa: UP007
+Ordered = Union[StrictInt, StrictFloat, StrictStr]  # noqa: UP007 - as JsonValue: pydantic needs Union here
 
 
 class MetadataCondition(BaseModel):
@@ -120,7 +120,7 @@ class NoneOf(BaseModel):
     negated: MetadataFilter = Field(alias="not")
 
 
-MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007
+MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007 - as JsonValue: pydantic needs Union here
 
 
 def _depth(value: Any, limit: int) -> int:

@@ -126,7 +126,7 @@ def _reset_in_child() -> None:
 
 
 try:
-    threading._register_atexit(run_exit_hooks)  # type: ignore[attr-defined]  # noqa: SLF001 - see docstring
+    threading._register_atexit(run_exit_hooks)  # type: ignore[attr-defined]  # see docstring
 except (AttributeError, RuntimeError):  # another Python, or imported during shutdown: atexit is the next best
     pass
 atexit.register(run_exit_hooks)  # runs nothing if the threading hook already did (os._exit skips both)

@@ -131,7 +131,7 @@ def session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
     # The SDK's own DNS-rebinding check is off: the Gate checks Host and Origin for every route, MCP included
     # (memwrap_server/hosts.py), with the same rules and MEMWRAP_ALLOWED_HOSTS.
     return StreamableHTTPSessionManager(
-        app=server._lowlevel_server,  # noqa: SLF001 - what MCPServer.streamable_http_app passes too
+        app=server._lowlevel_server,  # what MCPServer.streamable_http_app passes too
         json_response=True,
         stateless=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),

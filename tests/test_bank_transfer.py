@@ -148,17 +148,24 @@ def test_import_into_another_bank_and_recall_both(memory: Memory) -> None:
     assert both.memories[0].id == both.memories[1].id and both.memories[0].bank_id != both.memories[1].bank_id
 
 
-@pytest.mark.parametrize("bad", [
-    [],
-    ['{"record":"memory","id":"x"}'],
-    ['{"record":"header","format":"memwrap.bank","version":99}'],
-    ['{"record":"header","format":"memwrap.bank","version":1}', "not json"],
-    ['{"record":"header","format":"memwrap.bank","version":1}', '{"record":"sql","text":"drop"}'],
-    ['{"record":"header","format":"memwrap.bank","version":1}',
-     '{"record":"memory","id":"00000000-0000-0000-0000-000000000001","text":"ok","fact_type":"raw","item_hash":"h",'
-     '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
-     '{"record":"memory","id":"not-a-uuid","text":"bad","fact_type":"raw","item_hash":"h2","mentioned_at":"2026-01-01T00:00:00+00:00"}'],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        ['{"record":"memory","id":"x"}'],
+        ['{"record":"header","format":"memwrap.bank","version":99}'],
+        ['{"record":"header","format":"memwrap.bank","version":1}', "not json"],
+        ['{"record":"header","format":"memwrap.bank","version":1}', '{"record":"sql","text":"drop"}'],
+        [
+            '{"record":"header","format":"memwrap.bank","version":1}',
+            '{"record":"memory","id":"00000000-0000-0000-0000-000000000001","text":"ok","fact_type":"raw",'
+            '"item_hash":"h",'
+            '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
+            '{"record":"memory","id":"not-a-uuid","text":"bad","fact_type":"raw","item_hash":"h2",'
+            '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
+        ],
+    ],
+)
 def test_a_bad_file_stores_nothing(memory: Memory, bad: list[str]) -> None:
     bank = f"xbad-{uuid.uuid4().hex[:8]}"
     with pytest.raises(InvalidInputError):

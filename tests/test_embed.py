@@ -116,7 +116,8 @@ def test_long_input_is_truncated_like_sentence_transformers(
     torch_embedder: Embedder, onnx_embedder: Embedder, models_home: Path
 ) -> None:
     _, spec = ensure_onnx_model(MODEL, models_home / "models")
-    assert spec.max_length == torch_embedder._encoder.model.max_seq_length == 256  # type: ignore[attr-defined]
+    torch_length = torch_embedder._encoder.model.max_seq_length  # type: ignore[attr-defined]  # torch's encoder
+    assert spec.max_length == torch_length == 256
     words = " ".join(f"w{i}" for i in range(3000))
     longer = words + " and a very different ending about volcanoes and submarines"
     # Only the first 256 tokens count: what follows changes nothing.
@@ -135,7 +136,7 @@ def test_chinese_text(torch_embedder: Embedder, onnx_embedder: Embedder) -> None
 
 def test_export_is_cached_and_reused(onnx_embedder: Embedder, models_home: Path) -> None:
     path, _ = ensure_onnx_model(MODEL, models_home / "models")
-    assert path == onnx_embedder._encoder.path  # type: ignore[attr-defined]
+    assert path == onnx_embedder._encoder.path  # type: ignore[attr-defined]  # the ONNX encoder's path
     assert path.parent.parent == models_home / "models"
     assert path.parent.name.startswith(MODEL + "-")
     before = path.stat()

@@ -208,7 +208,7 @@ async def test_gives_up_after_max_attempts_and_keeps_the_raw_memory(
         assert await eng.reextractor.run_once(bank_id=bank, force=True) == 0  # type: ignore[union-attr]  # attempt 2
         [entry] = await queued(eng, bank)
         assert entry["attempts"] == 2 and entry["status"] == "failed"  # dead: its attempts are used up
-        assert await eng.reextractor.run_once(bank_id=bank) == 0  # type: ignore[union-attr]
+        assert await eng.reextractor.run_once(bank_id=bank) == 0  # type: ignore[union-attr]  # set here
         assert fake.pending == 0 and len(fake.requests) == 4  # a parked row is not claimed by the schedule
         assert [r["fact_type"] for r in await units(eng, bank)] == ["raw"]
     finally:

@@ -98,7 +98,7 @@ async def test_our_calendar_dates_facts_and_corrects_the_models_date(
     }
 
 
-async def test_a_slow_server_never_holds_back_the_turn(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_slow_server_never_holds_back_the_turn(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     eng = await make_engine(memwrap_home, fake, extraction_deadline=0.2)
     try:
         # The reply takes 6 s; the turn is written, and retain returns, at the 0.2 s interactive deadline:

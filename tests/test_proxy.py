@@ -32,7 +32,7 @@ def _retained(admin: httpx.Client, bank: str, source: str, timeout: float = 15.0
         items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()["items"]
         return [m for m in items if m["metadata"].get("source") == source]
 
-    return wait_until(found, timeout)  # type: ignore[no-any-return]
+    return wait_until(found, timeout)
 
 
 def _openai(sidecar: ServerProcess, bank: str, **kwargs: Any) -> Any:

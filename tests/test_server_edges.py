@@ -28,7 +28,7 @@ def _error(response: httpx.Response, status: int) -> dict[str, Any]:
     body = response.json()
     error = body["error"]
     assert error["code"] and error["message"], body
-    return error  # type: ignore[no-any-return]
+    return error
 
 
 def _log_since(sidecar: ServerProcess, mark: int) -> str:

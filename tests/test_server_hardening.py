@@ -34,7 +34,7 @@ def _documented_error(response: httpx.Response, status: int | None = None) -> di
         assert response.status_code == status, response.text[:300]
     error = response.json()["error"]
     assert error["code"] and error["message"] and error["type"], error
-    return error  # type: ignore[no-any-return]
+    return error
 
 
 def _raw(client: httpx.Client, method: str, path: str, body: bytes, **headers: str) -> httpx.Response:
@@ -129,7 +129,7 @@ def _turns(admin: httpx.Client, bank: str, timeout: float = 60.0) -> list[dict[s
         items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
         return [m for m in items if str(m["metadata"].get("source", "")).startswith("memwrap.")]
 
-    return wait_until(found, timeout)  # type: ignore[no-any-return]
+    return wait_until(found, timeout)
 
 
 def test_proxy_stores_a_turn_with_nul(

@@ -22,9 +22,11 @@ from memwrap.errors import InvalidBankIdError
 from memwrap.tokens import count_tokens
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry import trace  # noqa: E402 - after importorskip
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402 - after importorskip
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402 - after importorskip
+    InMemorySpanExporter,
+)
 
 fake = fake_fixture(script_ran_out)
 engine = engine_fixture(make_engine)

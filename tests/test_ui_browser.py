@@ -49,7 +49,9 @@ def bank(sidecar: ServerProcess) -> str:
 
 @pytest.fixture
 def page(browser: object, sidecar: ServerProcess) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        viewport={"width": 1280, "height": 900}
+    )
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
@@ -267,7 +269,7 @@ def test_dead_letters_replayed_from_the_jobs_view(page: object, sidecar: ServerP
     _shot(page, "12-spool-dead-letters")
     page.click(f"tr[data-spool-id='{row_id}'] button.replay")
     page.wait_for_selector(f"tr[data-spool-id='{row_id}']", state="detached", timeout=30_000)
-    wait_until(lambda: any("third flowerpot" in m["text"] for m in  # noqa: F405
+    wait_until(lambda: any("third flowerpot" in m["text"] for m in
                            admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]), timeout=60)
     assert page.errors == []
 
@@ -308,7 +310,9 @@ def test_stored_markup_is_shown_as_text_and_never_runs(page: object, sidecar: Se
 
 
 def test_narrow_screen_in_dark_mode(browser: object, sidecar: ServerProcess, bank: str) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        viewport={"width": 390, "height": 844}, color_scheme="dark"
+    )
     page = context.new_page()
     try:
         _login(page, sidecar)
@@ -324,16 +328,18 @@ def test_narrow_screen_in_dark_mode(browser: object, sidecar: ServerProcess, ban
 
 @pytest.mark.parametrize("path, ready", [("/docs", ".swagger-ui .opblock"), ("/redoc", ".redoc-wrap .api-content")])
 def test_api_docs_load_with_the_network_blocked(browser: object, sidecar: ServerProcess, path: str, ready: str) -> None:
-    context = browser.new_context(extra_http_headers={"Authorization": f"Bearer {ADMIN_KEY}"})  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        extra_http_headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    )
     outside: list[str] = []
 
     def only_loopback(route: object) -> None:
-        url = route.request.url  # type: ignore[attr-defined]
+        url = route.request.url  # type: ignore[attr-defined]  # `object`: playwright is optional
         if urlsplit(url).hostname in ("127.0.0.1", "localhost") or url.startswith(("data:", "blob:")):
-            route.continue_()  # type: ignore[attr-defined]
+            route.continue_()  # type: ignore[attr-defined]  # `object`: playwright is optional
         else:
             outside.append(url)
-            route.abort()  # type: ignore[attr-defined]
+            route.abort()  # type: ignore[attr-defined]  # `object`: playwright is optional
 
     context.route("**/*", only_loopback)
     page = context.new_page()

@@ -102,7 +102,7 @@ def workers(mem: Memory, home: Path, server: FakeLLMServer) -> Iterator[dict[str
     env.update({f"MEMWRAP_{k.upper()}": str(v) for k, v in _llm_settings(server).items()})
     env.pop("MEMWRAP_DATABASE_URL", None)
     started = {name: WorkerProcess(name, env) for name in ("worker-a", "worker-b")}
-    started["env"] = env  # type: ignore[assignment]
+    started["env"] = env  # type: ignore[assignment]  # the dict holds mixed values
     try:
         for name in ("worker-a", "worker-b"):
             started[name].wait_ready()

@@ -188,7 +188,8 @@ def test_a_new_user_turn_recalls_again(llm_server: Any, warm_memory: Any, seeded
 
 
 def test_bad_tool_loop_option_is_refused(llm_server: Any, bank: str) -> None:
+    client = openai_sdk(llm_server)
     with pytest.raises(memwrap.InvalidInputError, match="tool_loop"):
-        memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, tool_loop="every")  # type: ignore[arg-type]
+        memwrap.wrap_openai(client, bank_id=bank, tool_loop="every")  # type: ignore[arg-type]  # on purpose
     with pytest.raises(memwrap.InvalidInputError, match="tool_loop"):
-        memwrap.scope(tool_loop="sometimes")  # type: ignore[arg-type]
+        memwrap.scope(tool_loop="sometimes")  # type: ignore[arg-type]  # on purpose

@@ -209,7 +209,7 @@ class HttpEngine:
         deadline = time.monotonic() + timeout
         while True:
             busy = [j for status in ("queued", "running")
-                    for j in await self.jobs(  # type: ignore[attr-defined]  # set from the declared verbs below (_routed)
+                    for j in await self.jobs(  # type: ignore[attr-defined]  # set below (_routed)
                         bank_id=bank_id, status=status, kind=None, limit=1)]
             if not busy:
                 return True

@@ -99,7 +99,7 @@ class TorchEncoder:
             if torch.get_num_threads() > cpus:
                 torch.set_num_threads(cpus)
             self.model = SentenceTransformer(path, device="cpu")
-        except Exception as exc:  # noqa: BLE001 - loading fails in many library-specific ways
+        except Exception as exc:  # loading fails in many library-specific ways
             raise EmbeddingModelError(
                 f"Could not load the embedding model {model_name!r} from {path!r}: {exc}. "
                 "Set MEMWRAP_EMBEDDING_MODEL to a local sentence-transformers model directory."

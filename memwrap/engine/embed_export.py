@@ -143,7 +143,7 @@ def local_model_dir(model_name: str) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(path, local_files_only=True))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise OnnxUnsupported(f"{model_name!r} is neither a directory nor in the local Hugging Face cache") from exc
 
 

@@ -234,5 +234,5 @@ def _as_memory(row: object) -> ImportedMemory:
         return row
     try:
         return ImportedMemory.model_validate(row)
-    except Exception as exc:  # noqa: BLE001 - pydantic's message names the field
+    except Exception as exc:  # pydantic's message names the field
         raise InvalidInputError(f"Not a memory to import: {exc}") from exc

@@ -99,7 +99,7 @@ async def _answers(call: Call, provider: Any, request: ChatRequest) -> ChatResul
     """The reply, or None when the server refused the request (a 4xx: it does not take this form)."""
     try:
         return await call(provider, request)
-    except Exception as exc:  # noqa: BLE001 - a refusal is the answer we are looking for
+    except Exception as exc:  # a refusal is the answer we are looking for
         info = provider.classify(exc, request)
         if info is None:
             raise

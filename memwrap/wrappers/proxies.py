@@ -38,7 +38,7 @@ class Resource:
 Tree = Mapping[str, "Tree | Resource"]
 
 
-class sdk_method:  # noqa: N801 - used as a decorator, like `property`
+class sdk_method:  # used as a decorator, like `property`
     """A resource method the proxy has only when the SDK object has it: `hasattr(client.chat.completions,
     "parse")` and the AttributeError stay what the installed SDK version says (older ones lack `parse`, `stream`
     or `responses`), and no recall runs for a call the SDK cannot make."""

@@ -99,7 +99,7 @@ def current_scope() -> Mapping[str, Any]:
     return _scope.get()
 
 
-class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="alice"):`
+class scope:  # used like a function: `with memwrap.scope(bank_id="alice"):`
     """Set memory options for every wrapped call made inside the block (sync `with` or `async with`).
 
         with memwrap.scope(bank_id=user.id, tags=["support"]):

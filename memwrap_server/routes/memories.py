@@ -52,7 +52,7 @@ async def list_memories(
     tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
     filters: Annotated[str | None, Query(max_length=4_000, description="JSON, as recall's `filters`.")] = None,
-    type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,  # noqa: A002
+    type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,
     tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
 ) -> MemoryPage:
     if document_id is not None:

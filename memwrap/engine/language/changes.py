@@ -35,7 +35,8 @@ from datetime import datetime
 # in chat they are everywhere.
 _I = r"(?:i|we|the\s+user)(?:\s+(?:have|had|'ve|just|finally|recently|actually|also))*"
 _CHANGE_EN = (
-    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
+    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)"
+    r"(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
     r"\bno\s+longer\b|"
     rf"{_I}\s+(?:do\s+not|don't|dont|does\s+not|doesn't|never)\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
     rf"{_I}(?:\s+(?:am|are|is)|'m|'re)\s+not\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
@@ -58,7 +59,8 @@ _CHANGE_EN = (
     r"from\s+now\s+on\b"
 )
 _CHANGE_ZH = (
-    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
+    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|"
+    r"搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
     r"离婚了|以前.{0,12}现在|现在改"
 )
 CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})", re.IGNORECASE)

@@ -349,7 +349,7 @@ async def run_claimed(
     except asyncio.CancelledError:
         await asyncio.shield(release(pool, job, delay=0.0, outcome="cancelled"))
         raise
-    except Exception as exc:  # noqa: BLE001 - any failure of the work becomes a retry, never a dead worker
+    except Exception as exc:  # any failure of the work becomes a retry, never a dead worker
         log.warning("job %s (%s, bank %s) attempt %s failed: %s", job.id, job.kind, job.bank_id, job.attempts, exc,
                     exc_info=log.isEnabledFor(logging.DEBUG))
         await retry_or_fail(pool, job, f"{type(exc).__name__}: {exc}", policy)

@@ -149,7 +149,7 @@ def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
     if role_meta in METADATA_ROLES:
         role = METADATA_ROLES[role_meta]
         speaker = str(source.metadata.get("speaker") or source.metadata.get("name") or role)
-        return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]  # type: ignore[arg-type]  # METADATA_ROLES values are roles
+        return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]
     first = ROLE_LINE.match(content)
     if first is not None:
         turns: list[Turn] = []
@@ -161,7 +161,7 @@ def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
             text = content[mark.end() : end].strip()
             if label == "system" or not text:
                 continue
-            turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]  # the pattern matches only roles
+            turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]  # ROLE_LINE: roles only
         return turns
     named = NAMED_SPEAKER.match(content)
     if named is not None and named.group(1).lower() not in ROLE_ALIASES:

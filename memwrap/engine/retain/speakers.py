@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from memwrap.engine.text import normalise_whitespace
 
@@ -20,7 +20,9 @@ ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
 # "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
 # A full-width colon needs no space after it (Chinese puts none).
 NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*(?::\s+|：\s*)")
-METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
+METADATA_ROLES: dict[str, Literal["user", "assistant", "tool"]] = {
+    "user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant",
+}
 # Words that open a line with a colon without naming who speaks ("Note: buy milk", "Update: we moved"). A named
 # speaker label is a name; these are headings. (The same list is in migration 0010's backfill.)
 HEADING_WORDS = frozenset("""
