@@ -145,7 +145,9 @@ def retain(engines: Sequence[tuple[str, str]], corpora: dict[str, list[Any]], ba
         for model, backend in engines:
             home = Path(tempfile.mkdtemp(prefix="memwrap-bench-speed-"))
             homes.append(home)
-            memory = Memory(settings=load_settings(home=home, embedding_model=model, embedding_backend=backend, worker="off"))
+            memory = Memory(
+                settings=load_settings(home=home, embedding_model=model, embedding_backend=backend, worker="off")
+            )
             memory.banks()  # database and model start here, outside the timing
             memories[f"{model}:{backend}"] = memory
         names = list(memories)
@@ -214,7 +216,11 @@ def main(argv: list[str] | None = None, *, log: Callable[[str], None] = print) -
         RetainItem(content=t.content, timestamp=t.timestamp, document_id=t.dia_id)
         for conversation in load_locomo(conversations=args.locomo_conversations) for t in conversation.turns
     ]
-    result: dict[str, Any] = {"engines": [f"{m}:{b}" for m, b in engines], "cpus": os.cpu_count(), "load_start": _load()}
+    result: dict[str, Any] = {
+        "engines": [f"{m}:{b}" for m, b in engines],
+        "cpus": os.cpu_count(),
+        "load_start": _load(),
+    }
     embedders: dict[str, Any] = {}
     for model, backend in engines:
         start = time.perf_counter()

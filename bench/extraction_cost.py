@@ -88,7 +88,7 @@ class _Counter:
         return len(self.encoding.encode(text, disallowed_special=()))
 
     def __call__(self, request: Any) -> Any:
-        from fakes.llm_wire import Reply  # type: ignore[import-not-found]
+        from fakes.llm_wire import Reply  # type: ignore[import-not-found]  # tests/ is on sys.path here
 
         body = request.body
         messages = body.get("messages", [])
@@ -121,12 +121,14 @@ def _fake_server() -> Any:
     tests = Path(__file__).resolve().parent.parent / "tests"
     if str(tests) not in sys.path:
         sys.path.insert(0, str(tests))
-    from fakes.llm_server import FakeLLMServer  # type: ignore[import-not-found]
+    from fakes.llm_server import FakeLLMServer  # type: ignore[import-not-found]  # tests/ is on sys.path here
 
     return FakeLLMServer()
 
 
-async def _run(mode: str, conversations: Sequence[Any], turns_per_call: int, tokens_per_call: int, base_url: str) -> None:
+async def _run(
+    mode: str, conversations: Sequence[Any], turns_per_call: int, tokens_per_call: int, base_url: str
+) -> None:
     from memwrap.config import Settings
     from memwrap.engine.llm.client import LLM
     from memwrap.engine.retain.extract import extract_chunk, plan_chunks
@@ -157,9 +159,13 @@ async def _run(mode: str, conversations: Sequence[Any], turns_per_call: int, tok
         else:  # one call per exchange; the previous exchange is the context, as it is for a live wrapper
             for start in range(0, len(prepared), 2):
                 earlier = [p.source.content for p in prepared[max(0, start - 2) : start] if p.source]
+                document_id: str = prepared[start].source.document_id  # type: ignore[union-attr]  # each item has one
                 chunks += plan_chunks(
-                    prepared[start : start + 2], now=now, max_turns=2, max_tokens=tokens_per_call,
-                    earlier={prepared[start].source.document_id.rsplit(":", 1)[0]: earlier},  # type: ignore[union-attr]
+                    prepared[start : start + 2],
+                    now=now,
+                    max_turns=2,
+                    max_tokens=tokens_per_call,
+                    earlier={document_id.rsplit(":", 1)[0]: earlier},
                 )
     semaphore = asyncio.Semaphore(8)
 
@@ -196,7 +202,10 @@ def measure(
         server.responder = counter
         with server:
             asyncio.run(_run(mode, convs, turns_per_call, tokens_per_call, server.openai_base_url))
-        schema = {"type": "json_schema", "json_schema": {"name": "extraction", "schema": strict_schema(Extraction), "strict": True}}
+        schema = {
+            "type": "json_schema",
+            "json_schema": {"name": "extraction", "schema": strict_schema(Extraction), "strict": True},
+        }
         fixed = 3 + 3 + counter.count(SYSTEM_PROMPT) + counter.count(json.dumps(schema)) + 3
         figures.append(
             CostFigure(
@@ -209,22 +218,33 @@ def measure(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.extraction_cost", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=None, help="LoCoMo file (default: <repo>/../shared/data/locomo/locomo_dev5.json)")
+    parser.add_argument(
+        "--data", default=None, help="LoCoMo file (default: <repo>/../shared/data/locomo/locomo_dev5.json)"
+    )
     parser.add_argument("--conversations", type=int, default=None, help="first N conversations (default: all)")
     parser.add_argument("--turns-per-call", type=int, default=None)
     parser.add_argument("--tokens-per-call", type=int, default=None)
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     args = parser.parse_args(argv)
     figures = measure(
-        args.data, conversations=args.conversations, turns_per_call=args.turns_per_call, tokens_per_call=args.tokens_per_call
+        args.data,
+        conversations=args.conversations,
+        turns_per_call=args.turns_per_call,
+        tokens_per_call=args.tokens_per_call,
     )
-    print(f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}{'max prompt/call':>17}{'fixed/call':>12}")
+    print(
+        f"{'mode':<14}{'turns':>7}{'calls':>7}{'prompt/turn':>13}{'completion/turn':>17}"
+        f"{'max prompt/call':>17}{'fixed/call':>12}"
+    )
     for f in figures:
         print(
             f"{f['mode']:<14}{f['turns']:>7}{f['calls']:>7}{f['prompt_tokens_per_turn']:>13}"
-            f"{f['completion_tokens_per_turn']:>17}{f['max_prompt_tokens_per_call']:>17}{f['fixed_prompt_tokens_per_call']:>12}"
+            f"{f['completion_tokens_per_turn']:>17}{f['max_prompt_tokens_per_call']:>17}"
+            f"{f['fixed_prompt_tokens_per_call']:>12}"
         )
-    print(f"target: <= {TARGET_PROMPT_TOKENS_PER_TURN} prompt tokens per retained turn (tokens: {figures[0]['encoding']})")
+    print(
+        f"target: <= {TARGET_PROMPT_TOKENS_PER_TURN} prompt tokens per retained turn (tokens: {figures[0]['encoding']})"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2), encoding="utf-8")
     return 0 if all(f["meets_target"] for f in figures) else 1

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -127,11 +126,23 @@ def measure(memory: Any, pool: QueryPool, queries: int, repetitions: int) -> dic
     for name, where in FILTERS.items():
         recall_reps, list_reps = [], []
         for _ in range(repetitions):
-            recall_reps.append([timed(lambda q=q: memory.recall(BANK, q, token_budget=1024, filters=where or None,
-                                                                now=NOW)) for q in pool.take(queries)])
+            recall_reps.append(
+                [
+                    timed(
+                        lambda q=q, where=where: memory.recall(
+                            BANK, q, token_budget=1024, filters=where or None, now=NOW
+                        )
+                    )
+                    for q in pool.take(queries)
+                ]
+            )
             # Pages spread through the bank: a filter that keeps few rows must look further for a page.
-            list_reps.append([timed(lambda o=o: memory.list(BANK, limit=50, offset=o, filters=where or None))
-                              for o in range(0, queries * 50, 50)])
+            list_reps.append(
+                [
+                    timed(lambda o=o, where=where: memory.list(BANK, limit=50, offset=o, filters=where or None))
+                    for o in range(0, queries * 50, 50)
+                ]
+            )
         results[name] = {"recall_ms": percentile_stats(recall_reps), "list_ms": percentile_stats(list_reps)}
     return results
 
@@ -151,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     log = print
     memory = Memory(settings=load_settings(home=args.home, worker="off"))
     try:
-        engine = memory._run(memory.aio._get_engine())  # noqa: SLF001 - the bench owns this memory
+        engine = memory._run(memory.aio._get_engine())  # the bench owns this memory
         corpus = Corpus.for_model(engine.embedder.model_name, engine.embedder.backend)
         if corpus.available() < args.real_vectors:
             log(f"embedding {args.real_vectors:,} corpus texts (cached for later runs)")

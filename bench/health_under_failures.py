@@ -147,13 +147,18 @@ def measure(url: str, concurrency: int, probes: int, *, control: bool = False) -
     statuses, failing = found["statuses"], found["timings"]
     idle_p50, loaded_p50 = statistics.median(idle), statistics.median(loaded)
     return {
-        "concurrency": concurrency, "probes": probes,
-        "idle_p50_ms": round(idle_p50, 2), "idle_p90_ms": round(statistics.quantiles(idle, n=10)[-1], 2),
-        "loaded_p50_ms": round(loaded_p50, 2), "loaded_p90_ms": round(statistics.quantiles(loaded, n=10)[-1], 2),
+        "concurrency": concurrency,
+        "probes": probes,
+        "idle_p50_ms": round(idle_p50, 2),
+        "idle_p90_ms": round(statistics.quantiles(idle, n=10)[-1], 2),
+        "loaded_p50_ms": round(loaded_p50, 2),
+        "loaded_p90_ms": round(statistics.quantiles(loaded, n=10)[-1], 2),
         "ratio_p50": round(loaded_p50 / idle_p50, 2),
-        "failing_requests": sum(statuses.values()), "failing_per_s": round(len(failing) / max(found["elapsed"], 1e-9), 1),
+        "failing_requests": sum(statuses.values()),
+        "failing_per_s": round(len(failing) / max(found["elapsed"], 1e-9), 1),
         "failing_p50_ms": round(statistics.median(failing), 1) if failing else None,
-        "statuses": dict(sorted(statuses.items())), "server_errors": sum(n for s, n in statuses.items() if s >= 500),
+        "statuses": dict(sorted(statuses.items())),
+        "server_errors": sum(n for s, n in statuses.items() if s >= 500),
         "dropped": statuses.get(0, 0),
     }
 

@@ -250,11 +250,15 @@ def probe_recall_no_embed(ctx: ProbeContext) -> ProbeResult:
     embedding: ProbeResult | None = ctx.extras.get("query_embedding")
     if not with_embedding or not embedding or not with_embedding.stats() or not embedding.stats():
         return ProbeResult(skipped="engine.recall takes no query vector and the recall/embedding probes did not run")
-    embed_p50 = embedding.stats()["p50"]  # type: ignore[index]
-    derived = {k: round(max(v - embed_p50, 0.0), 3) for k, v in with_embedding.stats().items()}  # type: ignore[union-attr]
+    embed_p50 = embedding.stats()["p50"]  # type: ignore[index]  # not None: checked above
+    recall_stats = with_embedding.stats() or {}  # not None: checked above
+    derived = {k: round(max(v - embed_p50, 0.0), 3) for k, v in recall_stats.items()}
     return ProbeResult(
         derived=derived,
-        note=f"ESTIMATED: engine.recall takes no query vector; recall percentiles minus median embedding time ({embed_p50:.2f} ms)",
+        note=(
+            "ESTIMATED: engine.recall takes no query vector; recall percentiles minus median embedding time "
+            f"({embed_p50:.2f} ms)"
+        ),
     )
 
 
@@ -375,7 +379,8 @@ def run_latency(
             if projected > remaining:
                 result.skipped = (
                     f"building to {size:,} would take ~{projected / 60:.1f} min at {last_rate:.0f} items/s, "
-                    f"{max(remaining, 0) / 60:.1f} min left in the time budget; run with --sizes {size} to measure it alone"
+                    f"{max(remaining, 0) / 60:.1f} min left in the time budget; run with --sizes {size} to measure it "
+                    "alone"
                 )
                 log(f"[latency] skipping {size:,}: {result.skipped}")
                 continue

@@ -92,7 +92,9 @@ def parse_session_datetime(text: str) -> datetime:
             continue
     import dateparser  # slower and looser; only for strings the formats above miss
 
-    parsed = dateparser.parse(cleaned.replace(" on ", " "), settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True})
+    parsed = dateparser.parse(
+        cleaned.replace(" on ", " "), settings={"TIMEZONE": "UTC", "RETURN_AS_TIMEZONE_AWARE": True}
+    )
     if parsed is None:
         raise ValueError(f"cannot parse LoCoMo session date {text!r}")
     return parsed
@@ -154,7 +156,9 @@ def _parse_conversation(record: dict[str, Any], max_sessions: int | None, max_qu
             continue
         if any((canonical_dia_id(e) or e) not in known_kept for e in evidence):
             continue  # a slice (max_sessions) keeps only questions it can fully answer
-        questions.append(Question(index=index, question=qa["question"], category=int(qa["category"]), evidence=tuple(evidence)))
+        questions.append(
+            Question(index=index, question=qa["question"], category=int(qa["category"]), evidence=tuple(evidence))
+        )
         if max_questions is not None and len(questions) >= max_questions:
             break
     return Conversation(

@@ -46,9 +46,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 
 def locomo(memory: Any, have: set[str]) -> list[dict[str, Any]]:
-    from memwrap import RetainItem
-
     from bench.locomo import load_locomo
+    from memwrap import RetainItem
 
     rows = []
     for conv in load_locomo():
@@ -108,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     for category, scores in result.items():
         print(f"  {category:16} {scores['recall@5']:.3f} / {scores['recall@10']:.3f}  ({scores['n']} questions)")
     if args.json:
-        args.json.write_text(json.dumps({"model": model, "backend": settings.embedding_backend, "result": result}, indent=2))
+        args.json.write_text(
+            json.dumps({"model": model, "backend": settings.embedding_backend, "result": result}, indent=2)
+        )
     return 0
 
 

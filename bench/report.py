@@ -104,7 +104,11 @@ def recall_rows(locomo: dict[str, Any], metric: str) -> list[list[str]]:
         for system, cells in locomo["per_system"].items():
             n = cells[group][str(locomo["budgets"][0])]["n"]
             rows.append(
-                [f"{group_label(group)} (n={n})", system, *(_pct(cells[group][str(b)][metric]) for b in locomo["budgets"])]
+                [
+                    f"{group_label(group)} (n={n})",
+                    system,
+                    *(_pct(cells[group][str(b)][metric]) for b in locomo["budgets"]),
+                ]
             )
     return rows
 
@@ -115,7 +119,11 @@ def ratio_rows(locomo: dict[str, Any]) -> list[list[str]]:
         for group in GROUPS:
             cells = groups[group]
             rows.append(
-                [group_label(group), f"memwrap / {baseline}", *("-" if cells[str(b)] is None else f"{cells[str(b)]:.2f}" for b in locomo["budgets"])]
+                [
+                    group_label(group),
+                    f"memwrap / {baseline}",
+                    *("-" if cells[str(b)] is None else f"{cells[str(b)]:.2f}" for b in locomo["budgets"]),
+                ]
             )
     return rows
 
@@ -203,7 +211,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"{' + '.join(meta.get('parts', [])) or 'nothing'}): "
         f"{meta['duration_s']:.0f} s on {meta['machine']['cpus']} CPUs, Python {meta['machine']['python']}; "
         f"machine {meta['machine'].get('busy_cpu_percent_before_start', 0):.0f}% busy before the start, load average "
-        f"{meta['machine'].get('loadavg_start', ['?'])[0]} at the start and {meta['machine'].get('loadavg_end', ['?'])[0]} at the end.",
+        f"{meta['machine'].get('loadavg_start', ['?'])[0]} at the start and "
+        f"{meta['machine'].get('loadavg_end', ['?'])[0]} at the end.",
         f"Command: `{meta['command']}`",
         "",
     ]
@@ -253,7 +262,8 @@ def markdown(results: dict[str, Any]) -> str:
         parts += [
             "## Latency and throughput",
             "",
-            f"Synthetic chat turns; one bank grows through the sizes. Recall with token_budget={latency['config']['max_tokens']}, "
+            "Synthetic chat turns; one bank grows through the sizes. Recall with "
+            f"token_budget={latency['config']['max_tokens']}, "
             f"{latency['config']['warmup']} warm-up calls, {latency['config']['repetitions']} repetitions x "
             f"{latency['config']['queries_per_rep']} distinct queries; percentiles are medians across repetitions.",
             "",
@@ -265,7 +275,12 @@ def markdown(results: dict[str, Any]) -> str:
             parts += [*(f"- {n}" for n in notes), ""]
         extra = extra_probe_rows(latency)
         if extra:
-            parts += ["### Other latency probes", "", _md_table(["probe", "bank size", "p50 / p95 / p99 ms", "note"], extra), ""]
+            parts += [
+                "### Other latency probes",
+                "",
+                _md_table(["probe", "bank size", "p50 / p95 / p99 ms", "note"], extra),
+                "",
+            ]
     if meta.get("warnings"):
         parts += ["## Warnings", "", *(f"- {w}" for w in meta["warnings"]), ""]
     return "\n".join(parts)
@@ -312,10 +327,10 @@ def write_markdown(results: dict[str, Any], out: Path) -> Path:
 
 
 def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
+    import sys
+
     from rich.console import Console
     from rich.table import Table
-
-    import sys
 
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     locomo = results.get("locomo")
@@ -349,7 +364,9 @@ def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
             table.add_row(*row)
         console.print(table)
     if results.get("models"):
-        print_section(results["models"], (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", []), console)
+        print_section(
+            results["models"], (locomo or {}).get("budgets") or results["meta"]["config"].get("budgets", []), console
+        )
     latency = results.get("latency")
     if latency:
         table = Table(title="Latency & throughput")

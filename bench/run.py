@@ -48,7 +48,8 @@ class BenchConfig:
     skip_latency: bool = False
     skip_locomo: bool = False
     skip_models: bool = False
-    models: list[str] | None = None  # embedding models to compare with the configured one (default: the other packaged one)
+    # embedding models to compare with the configured one (default: the other packaged one)
+    models: list[str] | None = None
     max_distractors: int | None = None  # multilingual set: keep only the first N distractors (smoke tests)
     data: Path | None = None
     quick: bool = False
@@ -81,26 +82,49 @@ def _int_list(text: str) -> list[int]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="1 conversation, a 1k bank, fewer repetitions (< 3 min)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory (default bench/results/)")
     parser.add_argument("--budgets", type=_int_list, default=None, help="token budgets, e.g. 256,512,1024,2048")
     parser.add_argument("--conversations", type=int, default=None, help="how many LoCoMo conversations (default all)")
-    parser.add_argument("--sizes", type=_int_list, default=None, help="bank sizes for latency, e.g. 1000,10000,100000 or 1k,10k")
+    parser.add_argument(
+        "--sizes", type=_int_list, default=None, help="bank sizes for latency, e.g. 1000,10000,100000 or 1k,10k"
+    )
     parser.add_argument("--skip-latency", action="store_true", help="LoCoMo only")
     parser.add_argument("--skip-locomo", action="store_true", help="latency/throughput only")
     parser.add_argument("--skip-models", action="store_true", help="no embedding-model comparison (multilingual set)")
-    parser.add_argument("--models", default=None, help="embedding models to compare with the configured one, comma-separated")
-    parser.add_argument("--max-distractors", type=int, default=None, help="multilingual set: only the first N distractors")
-    parser.add_argument("--data", type=Path, default=None, help="LoCoMo json (default <repo>/../shared/data/locomo/locomo_dev5.json)")
+    parser.add_argument(
+        "--models", default=None, help="embedding models to compare with the configured one, comma-separated"
+    )
+    parser.add_argument(
+        "--max-distractors", type=int, default=None, help="multilingual set: only the first N distractors"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=None, help="LoCoMo json (default <repo>/../shared/data/locomo/locomo_dev5.json)"
+    )
     parser.add_argument("--systems", default=",".join(ALL_SYSTEMS), help=f"subset of {','.join(ALL_SYSTEMS)}")
-    parser.add_argument("--max-sessions", type=int, default=None, help="keep only the first N sessions per conversation")
-    parser.add_argument("--max-questions", type=int, default=None, help="keep only the first N questions per conversation")
+    parser.add_argument(
+        "--max-sessions", type=int, default=None, help="keep only the first N sessions per conversation"
+    )
+    parser.add_argument(
+        "--max-questions", type=int, default=None, help="keep only the first N questions per conversation"
+    )
     parser.add_argument("--repetitions", type=int, default=None, help="latency repetitions (default 3, quick 2)")
-    parser.add_argument("--queries", type=int, default=None, help="distinct queries per latency repetition (default 50, quick 30)")
+    parser.add_argument(
+        "--queries", type=int, default=None, help="distinct queries per latency repetition (default 50, quick 30)"
+    )
     parser.add_argument("--warmup", type=int, default=None, help="latency warm-up calls (default 10, quick 5)")
-    parser.add_argument("--time-budget", type=float, default=None, help="minutes the whole run may take (default 15, quick 3; 0 = no limit)")
-    parser.add_argument("--home", type=Path, default=None, help="memwrap home to use (default: a fresh temporary directory)")
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        help="minutes the whole run may take (default 15, quick 3; 0 = no limit)",
+    )
+    parser.add_argument(
+        "--home", type=Path, default=None, help="memwrap home to use (default: a fresh temporary directory)"
+    )
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of the embedded one")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
@@ -168,7 +192,14 @@ class Console:
         if not self.show_bars:
             yield
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         with Progress(
             TextColumn("{task.description}"),
@@ -291,7 +322,10 @@ def run_locomo(
     config: BenchConfig, memory: Any | None, embedder: Embedder, run_id: str, console: Console
 ) -> tuple[dict[str, Any], list[QuestionResult]]:
     conversations = load_locomo(
-        config.data, conversations=config.conversations, max_sessions=config.max_sessions, max_questions=config.max_questions
+        config.data,
+        conversations=config.conversations,
+        max_sessions=config.max_sessions,
+        max_questions=config.max_questions,
     )
     costs = {system: SystemCost() for system in config.systems}
     results: list[QuestionResult] = []
@@ -299,7 +333,8 @@ def run_locomo(
     with console.bars():
         for conv in conversations:
             console.log(
-                f"[locomo] {conv.sample_id}: {len(conv.turns)} turns in {conv.sessions} sessions, {len(conv.questions)} questions"
+                f"[locomo] {conv.sample_id}: {len(conv.turns)} turns in {conv.sessions} sessions, "
+                f"{len(conv.questions)} questions"
             )
             if memory is not None and "memwrap" in config.systems:
                 t0 = time.perf_counter()
@@ -336,7 +371,12 @@ def run_locomo(
 
 
 def compare_models(
-    config: BenchConfig, memory: Any, locomo: dict[str, Any] | None, run_id: str, console: Console, deadline: float | None
+    config: BenchConfig,
+    memory: Any,
+    locomo: dict[str, Any] | None,
+    run_id: str,
+    console: Console,
+    deadline: float | None,
 ) -> dict[str, Any]:
     """The embedding-model comparison (bench/multilingual/compare.py) with this run's LoCoMo settings."""
 
@@ -346,7 +386,11 @@ def compare_models(
             max_questions=config.max_questions,
         )
         with console.bars():
-            return [r for conv in conversations for r in evaluate_memwrap(other, conv, config, run_id, console, SystemCost(), system)]
+            return [
+                r
+                for conv in conversations
+                for r in evaluate_memwrap(other, conv, config, run_id, console, SystemCost(), system)
+            ]
 
     return run_comparison(
         memory,
@@ -422,7 +466,11 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             "quick": config.quick,
             "parts": [
                 p
-                for p, skip in (("locomo", config.skip_locomo), ("models", config.skip_models), ("latency", config.skip_latency))
+                for p, skip in (
+                    ("locomo", config.skip_locomo),
+                    ("models", config.skip_models),
+                    ("latency", config.skip_latency),
+                )
                 if not skip
             ],
             "command": config.command,
@@ -485,7 +533,13 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             bank = f"bench-{run_id}-latency"
             with console.bars():
                 sizes = run_latency(
-                    memory, bank, latency_config, embedder=embedder, pgdata=pgdata, progress=console.bar, log=console.log
+                    memory,
+                    bank,
+                    latency_config,
+                    embedder=embedder,
+                    pgdata=pgdata,
+                    progress=console.bar,
+                    log=console.log,
                 )
             results["latency"] = {
                 "config": {k: v for k, v in asdict(latency_config).items() if k != "deadline"},
@@ -517,7 +571,9 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
     return results
 
 
-def _write_outputs(results: dict[str, Any], per_question: list[QuestionResult], config: BenchConfig, console: Console) -> None:
+def _write_outputs(
+    results: dict[str, Any], per_question: list[QuestionResult], config: BenchConfig, console: Console
+) -> None:
     import json
 
     report.write_json(results, config.out)
@@ -528,7 +584,9 @@ def _write_outputs(results: dict[str, Any], per_question: list[QuestionResult], 
     report.plot_recall(results, config.out)
     report.write_markdown(results, config.out)
     report.print_tables(results)
-    console.log(f"wrote {config.out}/results.json, report.md, {report.PNG_NAME} in {results['meta']['duration_s']:.0f}s")
+    console.log(
+        f"wrote {config.out}/results.json, report.md, {report.PNG_NAME} in {results['meta']['duration_s']:.0f}s"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

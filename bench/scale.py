@@ -224,7 +224,9 @@ class ScaleRun:
 
     def big_latency(self, pool: QueryPool) -> dict[str, Any]:
         self.time_recall(self.memory, BIG, pool.take(10))
-        reps = [self.time_recall(self.memory, BIG, pool.take(self.config.queries)) for _ in range(self.config.repetitions)]
+        reps = [
+            self.time_recall(self.memory, BIG, pool.take(self.config.queries)) for _ in range(self.config.repetitions)
+        ]
         return {"recall_ms": percentile_stats(reps)}
 
     def small_vs_lone(self, pool: QueryPool, lone: Any, banks: int) -> dict[str, Any]:

@@ -81,7 +81,7 @@ def embedding_texts(turns: list[SyntheticTurn], before: SyntheticTurn | None) ->
     return texts
 
 
-def build(count: int, *, model: str | None = None, backend: str | None = None, log=print) -> Corpus:  # type: ignore[no-untyped-def]
+def build(count: int, *, model: str | None = None, backend: str | None = None, log=print) -> Corpus:
     """Embed the chunks of the first `count` turns that are not cached yet."""
     from bench.baselines import baseline_embedder
 

@@ -41,7 +41,16 @@ PLACES = (
     "the mountains", "my cousin's place", "the new cafe", "the park near work", "the art museum", "the stadium",
 )  # fmt: skip
 
-FEELINGS = ("thrilled", "exhausted", "proud", "a bit nervous", "really grateful", "so relaxed", "inspired", "frustrated")
+FEELINGS = (
+    "thrilled",
+    "exhausted",
+    "proud",
+    "a bit nervous",
+    "really grateful",
+    "so relaxed",
+    "inspired",
+    "frustrated",
+)
 
 WHEN = ("yesterday", "last weekend", "on Tuesday", "this morning", "last month", "two days ago", "over the holidays")
 
@@ -94,12 +103,17 @@ class SyntheticTurn:
     topic: str
 
 
-def generate_turns(n: int, *, seed: int = 7, turns_per_session: int = 16, start: datetime | None = None) -> list[SyntheticTurn]:
-    """`n` chat turns: sessions between two people about a topic, an hour to a few hours apart (100k turns span about 3.5 years)."""
+def generate_turns(
+    n: int, *, seed: int = 7, turns_per_session: int = 16, start: datetime | None = None
+) -> list[SyntheticTurn]:
+    """`n` chat turns: sessions between two people about a topic, an hour to a few hours apart (100k turns span about
+    3.5 years)."""
     return list(iter_turns(n, seed=seed, turns_per_session=turns_per_session, start=start))
 
 
-def iter_turns(n: int, *, seed: int = 7, turns_per_session: int = 16, start: datetime | None = None) -> Iterator[SyntheticTurn]:
+def iter_turns(
+    n: int, *, seed: int = 7, turns_per_session: int = 16, start: datetime | None = None
+) -> Iterator[SyntheticTurn]:
     rng = random.Random(seed)
     when = start or datetime(2022, 1, 3, 9, 0, tzinfo=UTC)
     topics = list(TOPICS)

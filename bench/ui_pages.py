@@ -26,7 +26,9 @@ BANK = "ui-bench"
 
 
 def fill(client: httpx.Client, target: int) -> int:
-    have = client.get(f"/v1/banks/{BANK}").json().get("memories", 0) if client.get(f"/v1/banks/{BANK}").is_success else 0
+    have = (
+        client.get(f"/v1/banks/{BANK}").json().get("memories", 0) if client.get(f"/v1/banks/{BANK}").is_success else 0
+    )
     turns = generate_turns(target)
     for start in range(have, target, 500):
         items = [{"content": t.content, "document_id": t.document_id, "timestamp": t.timestamp.isoformat(),
@@ -44,10 +46,22 @@ def views(client: httpx.Client) -> list[tuple[str, str, list[tuple[str, str, dic
     debug = {"query": "What did Maya cook last spring?", "token_budget": 1024, "explain": True}
     return [
         ("banks", "", [("GET", "/v1/banks", None), ("GET", f"{b}/stats", None)]),
-        ("memories (page 100 of 10k)", f"b/{BANK}/memories?offset=5000", [("GET", f"{b}/memories?limit=50&offset=5000", None)]),
+        (
+            "memories (page 100 of 10k)",
+            f"b/{BANK}/memories?offset=5000",
+            [("GET", f"{b}/memories?limit=50&offset=5000", None)],
+        ),
         ("memories: search", f"b/{BANK}/memories?q=hiking+trip+with+my+sister", [("POST", f"{b}/recall", search)]),
-        ("memory page", f"b/{BANK}/m/{memory}", [("GET", f"{b}/memories/{memory}", None), ("GET", f"{b}/memories/{memory}/context", None)]),
-        ("recall debugger (1024 tokens)", f"b/{BANK}/recall?q=What+did+Maya+cook+last+spring%3F&budget=1024", [("POST", f"{b}/recall", debug)]),
+        (
+            "memory page",
+            f"b/{BANK}/m/{memory}",
+            [("GET", f"{b}/memories/{memory}", None), ("GET", f"{b}/memories/{memory}/context", None)],
+        ),
+        (
+            "recall debugger (1024 tokens)",
+            f"b/{BANK}/recall?q=What+did+Maya+cook+last+spring%3F&budget=1024",
+            [("POST", f"{b}/recall", debug)],
+        ),
         ("observations", f"b/{BANK}/observations", [("GET", f"{b}/observations?limit=51", None)]),
         ("mental models", f"b/{BANK}/models", [("GET", f"{b}/mental-models", None)]),
         ("entities", f"b/{BANK}/entities", [("GET", f"{b}/entities?limit=100", None)]),

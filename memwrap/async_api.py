@@ -111,8 +111,8 @@ class AsyncMemory(AsyncVerbs):
     def use_llm(self, llm: Any) -> None:
         """The LLM the engine uses for its own work (extraction, consolidation, reflect), instead of MEMWRAP_LLM_*.
 
-        E.g. `memory.use_llm(llm_from_client(openai_client, "gpt-4o-mini"))` (memwrap.engine.llm.clients) reuses an app's
-        client; `wrap_openai(client, llm="gpt-4o-mini")` does this for you. Applied when the engine starts.
+        E.g. `memory.use_llm(llm_from_client(openai_client, "gpt-4o-mini"))` (memwrap.engine.llm.clients) reuses an
+        app's client; `wrap_openai(client, llm="gpt-4o-mini")` does this for you. Applied when the engine starts.
         """
         if self.url is not None:
             raise TypeError("use_llm applies to an embedded engine; configure a sidecar's LLM with MEMWRAP_LLM_*.")

@@ -7,41 +7,114 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 from memwrap.declare import renamed_values
-from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
-    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportSource, Items, Job,
-    JobStatus, KEEP, Keep, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVerbs, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageLimit, PageOffset, Path, Recall,
-    RecallFilter, ReflectResult, Tags, TtlDays, UUID, datetime)
+from memwrap.verbs import (
+    KEEP,
+    UUID,
+    BankIds,
+    BankInfo,
+    BankStats,
+    ConsolidationReport,
+    DefensePolicy,
+    Disposition,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityGraph,
+    EntityId,
+    EntitySearch,
+    EntitySummary,
+    ImportSource,
+    Items,
+    Job,
+    JobStatus,
+    Keep,
+    Mapping,
+    MemoryContext,
+    MemoryId,
+    MemoryRecord,
+    MemoryVerbs,
+    MemoryVersion,
+    MentalModel,
+    MentalModelVersion,
+    NeighbourCount,
+    Observation,
+    ObservationVersion,
+    PageLimit,
+    PageOffset,
+    Path,
+    Recall,
+    RecallFilter,
+    ReflectResult,
+    Tags,
+    TtlDays,
+    datetime,
+)
 
 
 class AsyncVerbs(MemoryVerbs):
     """Every declared verb but those written by hand (`custom=True`), handed to the engine."""
 
-    async def retain(self, bank_id: str, content: str, *, timestamp: datetime | None=None, context: str | None=None, document_id: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> list[UUID]:
+    async def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
         yours, for filtering recall."""
         engine = await self._get_engine()
-        return await engine.retain(bank_id, content, timestamp=timestamp, context=context, document_id=document_id, metadata=metadata, tags=tags)
+        return await engine.retain(
+            bank_id,
+            content,
+            timestamp=timestamp,
+            context=context,
+            document_id=document_id,
+            metadata=metadata,
+            tags=tags,
+        )
 
     async def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         engine = await self._get_engine()
         return await engine.retain_many(bank_id, items)
 
-    async def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False, **old_names: Any) -> Recall:
+    async def recall(
+        self,
+        bank_id: BankIds,
+        query: str,
+        *,
+        token_budget: int | None = None,
+        now: datetime | None = None,
+        types: Tags = None,
+        tags: Tags = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        explain: bool = False,
+        **old_names: Any,
+    ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
         `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
@@ -50,9 +123,37 @@ class AsyncVerbs(MemoryVerbs):
             given = renamed_values("recall", old_names)
             token_budget = given.get("token_budget", token_budget)
         engine = await self._get_engine()
-        return await engine.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, explain=explain)
+        return await engine.recall(
+            bank_id,
+            query,
+            token_budget=token_budget,
+            now=now,
+            types=types,
+            tags=tags,
+            filters=filters,
+            top_k=top_k,
+            min_score=min_score,
+            model=model,
+            neighbours=neighbours,
+            prefer_observations=prefer_observations,
+            explain=explain,
+        )
 
-    async def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None, **old_names: Any) -> ReflectResult:
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+        **old_names: Any,
+    ) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
         and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
 
@@ -65,26 +166,57 @@ class AsyncVerbs(MemoryVerbs):
             given = renamed_values("reflect", old_names)
             context_budget = given.get("context_budget", context_budget)
         engine = await self._get_engine()
-        return await engine.reflect(bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema, tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now)
+        return await engine.reflect(
+            bank_id,
+            query,
+            context_budget=context_budget,
+            context=context,
+            response_schema=response_schema,
+            tags=tags,
+            disposition=disposition,
+            max_iterations=max_iterations,
+            timeout=timeout,
+            now=now,
+        )
 
-    async def list(self, bank_id: str, *, limit: PageLimit=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+    async def list(
+        self,
+        bank_id: str,
+        *,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        types: Tags = None,
+        tags: Tags = None,
+        document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
         engine = await self._get_engine()
-        return await engine.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters)
+        return await engine.list(
+            bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters
+        )
 
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
         engine = await self._get_engine()
         return await engine.get(bank_id, memory_id)
 
-    async def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> MemoryRecord:
+    async def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
         citing it are revisited by the worker."""
         engine = await self._get_engine()
         return await engine.update(bank_id, memory_id, text=text, metadata=metadata, tags=tags)
 
-    async def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    async def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         engine = await self._get_engine()
         return await engine.history(bank_id, memory_id)
@@ -99,7 +231,7 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.delete_bank(bank_id)
 
-    async def banks(self) -> list[BankInfo]:
+    async def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
         engine = await self._get_engine()
         return await engine.banks()
@@ -109,20 +241,38 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.bank_config(bank_id)
 
-    async def create_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: TtlDays | None=None) -> dict[str, Any]:
+    async def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: TtlDays | None = None,
+    ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them)."""
         engine = await self._get_engine()
-        return await engine.create_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days)
+        return await engine.create_bank(
+            bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+        )
 
-    async def configure_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None | Keep=KEEP, disposition: Disposition | Mapping[str, Any] | None | Keep=KEEP, raw_ttl_days: TtlDays | None | Keep=KEEP) -> dict[str, Any]:
+    async def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: TtlDays | None | Keep = KEEP,
+    ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         engine = await self._get_engine()
-        return await engine.configure_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days)
+        return await engine.configure_bank(
+            bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+        )
 
     async def bank_stats(self, bank_id: str) -> BankStats:
         """A bank's counts and last activity.
@@ -142,7 +292,9 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.memory_context(bank_id, memory_id)
 
-    async def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> list[EntitySummary]:
+    async def entities(
+        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -151,7 +303,7 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.entities(bank_id, search=search, limit=limit, offset=offset)
 
-    async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount=15) -> EntityGraph:
+    async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
         """An entity, its neighbours (co-mentions, links) and its latest memories.
 
         The `neighbours` closest entities: most memories mentioning both first, then most links between their
@@ -159,12 +311,19 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.entity_graph(bank_id, entity_id, neighbours=neighbours)
 
-    async def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: PageLimit=100) -> list[Job]:
+    async def jobs(
+        self,
+        bank_id: str | None = None,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: PageLimit = 100,
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         engine = await self._get_engine()
         return await engine.jobs(bank_id, status=status, kind=kind, limit=limit)
 
-    async def wait_for_jobs(self, bank_id: str | None=None, *, timeout: float=60.0) -> bool:
+    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
         """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
         engine = await self._get_engine()
         return await engine.wait_for_jobs(bank_id, timeout=timeout)
@@ -174,22 +333,45 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         return await engine.consolidate(bank_id)
 
-    async def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: PageLimit=100, offset: PageOffset=0, now: datetime | None=None) -> list[Observation]:
+    async def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags = None,
+        include_invalidated: bool = False,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        now: datetime | None = None,
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
         engine = await self._get_engine()
-        return await engine.observations(bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now)
+        return await engine.observations(
+            bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
+        )
 
-    async def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None=None) -> Observation:
+    async def get_observation(
+        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
+    ) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
         engine = await self._get_engine()
         return await engine.get_observation(bank_id, observation_id, now=now)
 
-    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         engine = await self._get_engine()
         return await engine.observation_history(bank_id, observation_id)
 
-    async def create_mental_model(self, bank_id: str, name: str, question: str, *, tags: Tags=None, max_answer_tokens: int=512, refresh_every: float | None=None, **old_names: Any) -> MentalModel:
+    async def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
+        **old_names: Any,
+    ) -> MentalModel:
         """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
@@ -197,19 +379,21 @@ class AsyncVerbs(MemoryVerbs):
             given = renamed_values("create_mental_model", old_names)
             max_answer_tokens = given.get("max_answer_tokens", max_answer_tokens)
         engine = await self._get_engine()
-        return await engine.create_mental_model(bank_id, name, question, tags=tags, max_answer_tokens=max_answer_tokens, refresh_every=refresh_every)
+        return await engine.create_mental_model(
+            bank_id, name, question, tags=tags, max_answer_tokens=max_answer_tokens, refresh_every=refresh_every
+        )
 
     async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
         """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
         engine = await self._get_engine()
         return await engine.get_mental_model(bank_id, name)
 
-    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+    async def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
         engine = await self._get_engine()
         return await engine.mental_models(bank_id)
 
-    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    async def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
         engine = await self._get_engine()
         return await engine.mental_model_history(bank_id, name)
@@ -224,7 +408,7 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         await engine.delete_mental_model(bank_id, name)
 
-    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str='') -> None:
+    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = '') -> None:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         engine = await self._get_engine()
         await engine.invalidate(bank_id, memory_id, reason)
@@ -234,16 +418,20 @@ class AsyncVerbs(MemoryVerbs):
         engine = await self._get_engine()
         await engine.restore(bank_id, memory_id)
 
-    async def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         engine = await self._get_engine()
         return await engine.export(directory, bank_id=bank_id)
 
-    async def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> int:
+    async def import_memories(
+        self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000, rebuild_vector_index: bool = False
+    ) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
         not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new.
         rebuild_vector_index: drop the vector index (every bank's) for the load and build it once at the end: for
         a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
         engine = await self._get_engine()
-        return await engine.import_memories(bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index)
+        return await engine.import_memories(
+            bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index
+        )

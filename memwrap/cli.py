@@ -45,9 +45,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
                       f"bank [cyan]{DEMO_BANK}[/]: {stored} memories, embedded home: {mem.settings.home}.\n"
                       f"Each question gets what fits in {args.token_budget} tokens, asked on {DEMO_NOW:%Y-%m-%d}.\n")
         for recall in recalls:
-            console.print(Panel(recall.context.rstrip() or "(nothing recalled)",
-                                title=f"[bold]{recall.query}[/]  →  injected ({recall.tokens}/{recall.token_budget} tokens)",
-                                expand=False))
+            console.print(
+                Panel(
+                    recall.context.rstrip() or "(nothing recalled)",
+                    title=f"[bold]{recall.query}[/]  →  injected ({recall.tokens}/{recall.token_budget} tokens)",
+                    expand=False,
+                )
+            )
     return 0
 
 
@@ -171,7 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verb_commands(sub, common)
 
-    reembed = sub.add_parser("reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL")
+    reembed = sub.add_parser(
+        "reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL"
+    )
     reembed.set_defaults(run=cmd_reembed)
 
     mem0 = sub.add_parser("import-mem0", parents=[common], help="import a mem0 export (get_all JSON) into a bank")
@@ -179,7 +185,9 @@ def build_parser() -> argparse.ArgumentParser:
     mem0.add_argument("file", help='the JSON file: {"results": [...]} as mem0\'s get_all returns it, or a list')
     mem0.set_defaults(run=cmd_import_mem0)
 
-    spool = sub.add_parser("spool", parents=[common], help="retains waiting in the spool: counts, list, replay, purge dead")
+    spool = sub.add_parser(
+        "spool", parents=[common], help="retains waiting in the spool: counts, list, replay, purge dead"
+    )
     spool.add_argument("action", nargs="?", choices=["counts", "list", "replay", "purge"], default="counts")
     spool.add_argument("--dead", action="store_true", help="the dead rows (failed alone too often) instead")
     spool.add_argument("--bank", help="list: only this bank")
@@ -188,7 +196,9 @@ def build_parser() -> argparse.ArgumentParser:
     spool.add_argument("--timeout", type=float, default=60.0, help="replay: seconds to deliver for")
     spool.set_defaults(run=cmd_spool)
 
-    serve = sub.add_parser("serve", parents=[common], help="run the sidecar: REST API, memory proxy, MCP (memwrap[server])")
+    serve = sub.add_parser(
+        "serve", parents=[common], help="run the sidecar: REST API, memory proxy, MCP (memwrap[server])"
+    )
     serve.add_argument("--host", help="interface to listen on (MEMWRAP_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (MEMWRAP_PORT, default 8765)")
     serve.add_argument("--log-level", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")

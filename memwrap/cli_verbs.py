@@ -125,7 +125,10 @@ def _reader(annotation: Any) -> Callable[[str], Any]:
         return int
     if float in kinds:
         return float
-    if any(get_origin(k) in (Mapping, dict) or k in (dict, Mapping) or _is_model(k) for k in kinds) or annotation is Any:
+    if (
+        any(get_origin(k) in (Mapping, dict) or k in (dict, Mapping) or _is_model(k) for k in kinds)
+        or annotation is Any
+    ):
         return _read_json
     return str
 
@@ -176,7 +179,9 @@ def _choices(annotation: Any) -> list[str] | None:
 
 
 def _recall(recall: Any, args: argparse.Namespace) -> None:
-    table = Table(title=f"Recall for {recall.query!r} in {recall.bank_id} ({recall.tokens}/{recall.token_budget} tokens)")
+    table = Table(
+        title=f"Recall for {recall.query!r} in {recall.bank_id} ({recall.tokens}/{recall.token_budget} tokens)"
+    )
     for column in ("#", "memory", "when", "arms", "score"):
         table.add_column(column)
     for rank, m in enumerate(recall.memories, start=1):

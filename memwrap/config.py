@@ -154,7 +154,7 @@ class Settings(BaseSettings):
 
     # Reflect (memwrap/engine/reflect): the tool-loop agent. Limits end the loop in a forced synthesis, not an error.
     reflect_max_iterations: int = 8  # LLM turns before the forced synthesis
-    reflect_max_tokens: int = 8192  # context budget: the most tokens one reflect's prompt may hold (reflect max_tokens=)
+    reflect_max_tokens: int = 8192  # context budget: the most tokens one reflect's prompt may hold (max_tokens=)
     reflect_timeout: float = 120.0  # seconds of tool loop; the synthesis then gets reflect_synthesis_timeout more
     reflect_synthesis_timeout: float = 30.0
     reflect_answer_tokens: int = 2048  # output tokens per LLM turn (the answer is written inside the `done` call)
@@ -176,4 +176,4 @@ class Settings(BaseSettings):
 def load_settings(**overrides: object) -> Settings:
     """Environment first, then explicit keyword overrides (None means: keep the environment's value)."""
     clean = {k: v for k, v in overrides.items() if v is not None}
-    return Settings(**clean)  # type: ignore[arg-type]
+    return Settings(**clean)  # type: ignore[arg-type]  # pydantic-settings validates each override against its field

@@ -28,7 +28,7 @@ import inspect
 import re
 import types
 import warnings
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, ParamSpec, TypeVar, Union, get_args, get_origin, get_type_hints
 
@@ -123,7 +123,7 @@ def verb(
     partial: bool = False,
     renamed: Mapping[str, str] | None = None,
     custom: bool = False,
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Declare a verb (see the module docstring). Exactly one of: a REST `route`; `local_only` (why it cannot
     travel over HTTP); `composed` (the verbs the HTTP client builds it from). `mcp`: offered as an MCP tool (a
     string names the tool); `cli`: offered as a CLI command (`memwrap bank-config`; a string names the command,
@@ -134,7 +134,7 @@ def verb(
     if sum(x is not None for x in (route, local_only, composed)) != 1:
         raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
 
-    def declare(function: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    def declare(function: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         name = function.__name__
         hints = get_type_hints(function, include_extras=True)
         sig = inspect.signature(function)
@@ -172,12 +172,12 @@ def _params_model(
         if default is KEEP:  # a model says "not given" by leaving the field unset (model_fields_set)
             default, annotation = None, _without_keep(annotation)
         fields[p.name] = (annotation, default)
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         "".join(part.capitalize() for part in name.split("_")) + "Params", __base__=VerbParams, **fields
     )
     model.verb = name
     model.renamed = renamed
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def _without_keep(annotation: Any) -> Any:

@@ -8,14 +8,51 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
-from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
-    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
-    Items, Job, JobStatus, KEEP, Keep, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageLimit, PageOffset, Path, Recall,
-    RecallFilter, ReflectResult, Tags, TtlDays, UUID, datetime)
+from memwrap.verbs import (
+    KEEP,
+    UUID,
+    BankIds,
+    BankInfo,
+    BankStats,
+    ConsolidationReport,
+    DefensePolicy,
+    Disposition,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityGraph,
+    EntityId,
+    EntitySearch,
+    EntitySummary,
+    ImportReport,
+    ImportSource,
+    Items,
+    Job,
+    JobStatus,
+    Keep,
+    Mapping,
+    MemoryContext,
+    MemoryId,
+    MemoryRecord,
+    MemoryVersion,
+    MentalModel,
+    MentalModelVersion,
+    NeighbourCount,
+    Observation,
+    ObservationVersion,
+    PageLimit,
+    PageOffset,
+    Path,
+    Recall,
+    RecallFilter,
+    ReflectResult,
+    Tags,
+    TtlDays,
+    datetime,
+)
 
 
 class EngineVerbs(Protocol):
@@ -24,28 +61,85 @@ class EngineVerbs(Protocol):
     def close(self) -> Awaitable[None]:
         ...
 
-    def retain(self, bank_id: str, content: str, *, timestamp: datetime | None=None, context: str | None=None, document_id: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> Awaitable[list[UUID]]:
+    def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> Awaitable[list[UUID]]:
         ...
 
     def retain_many(self, bank_id: str, items: Items) -> Awaitable[list[UUID]]:
         ...
 
-    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False) -> Awaitable[Recall]:
+    def recall(
+        self,
+        bank_id: BankIds,
+        query: str,
+        *,
+        token_budget: int | None = None,
+        now: datetime | None = None,
+        types: Tags = None,
+        tags: Tags = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        explain: bool = False,
+    ) -> Awaitable[Recall]:
         ...
 
-    def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None) -> Awaitable[ReflectResult]:
+    def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> Awaitable[ReflectResult]:
         ...
 
-    def list(self, bank_id: str, *, limit: PageLimit=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> Awaitable[list[MemoryRecord]]:
+    def list(
+        self,
+        bank_id: str,
+        *,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        types: Tags = None,
+        tags: Tags = None,
+        document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+    ) -> Awaitable[list[MemoryRecord]]:
         ...
 
     def get(self, bank_id: str, memory_id: MemoryId) -> Awaitable[MemoryRecord]:
         ...
 
-    def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> Awaitable[MemoryRecord]:
+    def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> Awaitable[MemoryRecord]:
         ...
 
-    def history(self, bank_id: str, memory_id: MemoryId) -> Awaitable[list[MemoryVersion]]:
+    def history(self, bank_id: str, memory_id: MemoryId) -> Awaitable[builtins.list[MemoryVersion]]:
         ...
 
     def delete(self, bank_id: str, memory_id: MemoryId) -> Awaitable[None]:
@@ -54,16 +148,30 @@ class EngineVerbs(Protocol):
     def delete_bank(self, bank_id: str) -> Awaitable[int]:
         ...
 
-    def banks(self) -> Awaitable[list[BankInfo]]:
+    def banks(self) -> Awaitable[builtins.list[BankInfo]]:
         ...
 
     def bank_config(self, bank_id: str) -> Awaitable[dict[str, Any]]:
         ...
 
-    def create_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: TtlDays | None=None) -> Awaitable[dict[str, Any]]:
+    def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: TtlDays | None = None,
+    ) -> Awaitable[dict[str, Any]]:
         ...
 
-    def configure_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None | Keep=KEEP, disposition: Disposition | Mapping[str, Any] | None | Keep=KEEP, raw_ttl_days: TtlDays | None | Keep=KEEP) -> Awaitable[dict[str, Any]]:
+    def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: TtlDays | None | Keep = KEEP,
+    ) -> Awaitable[dict[str, Any]]:
         ...
 
     def bank_stats(self, bank_id: str) -> Awaitable[BankStats]:
@@ -72,40 +180,73 @@ class EngineVerbs(Protocol):
     def memory_context(self, bank_id: str, memory_id: MemoryId) -> Awaitable[MemoryContext]:
         ...
 
-    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> Awaitable[list[EntitySummary]]:
+    def entities(
+        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+    ) -> Awaitable[builtins.list[EntitySummary]]:
         ...
 
-    def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount=15) -> Awaitable[EntityGraph]:
+    def entity_graph(
+        self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15
+    ) -> Awaitable[EntityGraph]:
         ...
 
-    def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: PageLimit=100) -> Awaitable[list[Job]]:
+    def jobs(
+        self,
+        bank_id: str | None = None,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: PageLimit = 100,
+    ) -> Awaitable[builtins.list[Job]]:
         ...
 
-    def wait_for_jobs(self, bank_id: str | None=None, *, timeout: float=60.0) -> Awaitable[bool]:
+    def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> Awaitable[bool]:
         ...
 
     def consolidate(self, bank_id: str) -> Awaitable[ConsolidationReport]:
         ...
 
-    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: PageLimit=100, offset: PageOffset=0, now: datetime | None=None) -> Awaitable[list[Observation]]:
+    def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags = None,
+        include_invalidated: bool = False,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        now: datetime | None = None,
+    ) -> Awaitable[builtins.list[Observation]]:
         ...
 
-    def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None=None) -> Awaitable[Observation]:
+    def get_observation(
+        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
+    ) -> Awaitable[Observation]:
         ...
 
-    def observation_history(self, bank_id: str, observation_id: MemoryId) -> Awaitable[list[ObservationVersion]]:
+    def observation_history(
+        self, bank_id: str, observation_id: MemoryId
+    ) -> Awaitable[builtins.list[ObservationVersion]]:
         ...
 
-    def create_mental_model(self, bank_id: str, name: str, question: str, *, tags: Tags=None, max_answer_tokens: int=512, refresh_every: float | None=None) -> Awaitable[MentalModel]:
+    def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> Awaitable[MentalModel]:
         ...
 
     def get_mental_model(self, bank_id: str, name: str) -> Awaitable[MentalModel]:
         ...
 
-    def mental_models(self, bank_id: str) -> Awaitable[list[MentalModel]]:
+    def mental_models(self, bank_id: str) -> Awaitable[builtins.list[MentalModel]]:
         ...
 
-    def mental_model_history(self, bank_id: str, name: str) -> Awaitable[list[MentalModelVersion]]:
+    def mental_model_history(self, bank_id: str, name: str) -> Awaitable[builtins.list[MentalModelVersion]]:
         ...
 
     def refresh_mental_model(self, bank_id: str, name: str) -> Awaitable[MentalModel]:
@@ -114,23 +255,25 @@ class EngineVerbs(Protocol):
     def delete_mental_model(self, bank_id: str, name: str) -> Awaitable[None]:
         ...
 
-    def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str='') -> Awaitable[None]:
+    def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = '') -> Awaitable[None]:
         ...
 
     def restore(self, bank_id: str, memory_id: MemoryId) -> Awaitable[None]:
         ...
 
-    def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool=True) -> Awaitable[int]:
+    def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> Awaitable[int]:
         ...
 
     def import_bank(self, bank_id: str, path: str | Path) -> Awaitable[ImportReport]:
         ...
 
-    def export(self, directory: str | Path, *, bank_id: str | None=None) -> Awaitable[list[Path]]:
+    def export(self, directory: str | Path, *, bank_id: str | None = None) -> Awaitable[builtins.list[Path]]:
         ...
 
-    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> Awaitable[int]:
+    def import_memories(
+        self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000, rebuild_vector_index: bool = False
+    ) -> Awaitable[int]:
         ...
 
-    def reembed(self, *, batch_size: int=256) -> Awaitable[int]:
+    def reembed(self, *, batch_size: int = 256) -> Awaitable[int]:
         ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MemwrapError(Exception):
     """Base class of every memwrap error."""
@@ -108,6 +110,7 @@ class LLMOutputError(LLMError):
     """The model's reply did not have the required shape, even after JSON repair and one re-ask."""
 
     code = "llm_invalid_output"
+    usage: Any = None  # the tokens the failed call spent, when known (memwrap/engine/llm.py sets it)
 
 
 class ContextOverflowError(LLMError):

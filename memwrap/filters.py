@@ -22,7 +22,15 @@ from datetime import datetime
 from typing import Any, Union
 
 from pydantic import (
-    BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    field_validator,
+    model_validator,
 )
 
 from memwrap.errors import InvalidInputError
@@ -42,7 +50,7 @@ _COMPOUND = ("and", "or", "not")
 
 JsonValue = Union[str, int, float, bool, None, list[Any], dict[str, Any]]  # noqa: UP007 - pydantic needs Union here
 # Strict: a boolean is not the number 1, and "3" is not 3 (a comparison is numeric or textual, never both).
-Ordered = Union[StrictInt, StrictFloat, StrictStr]  # noqa: UP007
+Ordered = Union[StrictInt, StrictFloat, StrictStr]  # noqa: UP007 - as JsonValue: pydantic needs Union here
 
 
 class MetadataCondition(BaseModel):
@@ -112,7 +120,7 @@ class NoneOf(BaseModel):
     negated: MetadataFilter = Field(alias="not")
 
 
-MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007
+MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007 - as JsonValue: pydantic needs Union here
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -205,7 +213,9 @@ class RecallFilter(BaseModel):
         for name in ("occurred", "mentioned"):
             after, before = getattr(self, f"{name}_after"), getattr(self, f"{name}_before")
             if after is not None and before is not None and after > before:
-                raise ValueError(f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})")
+                raise ValueError(
+                    f"{name}_after ({after.isoformat()}) is later than {name}_before ({before.isoformat()})"
+                )
         if self.metadata is not None and count_conditions(self.metadata) > MAX_FILTER_CONDITIONS:
             raise ValueError(f"at most {MAX_FILTER_CONDITIONS} metadata conditions in one filter")
         return self

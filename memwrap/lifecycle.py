@@ -100,10 +100,10 @@ def engine_started() -> None:
     _engine_ran = True
 
 
-_closing_listeners: list[Callable[[object], None]] = []
+_closing_listeners: list[Callable[[object], object]] = []  # what a listener returns is not used
 
 
-def on_memory_close(listener: Callable[[object], None]) -> None:
+def on_memory_close(listener: Callable[[object], object]) -> None:
     """Call `listener(memory)` when a Memory/AsyncMemory is about to close (the wrappers deliver the retains
     they queued for it first). Lets the memory API stay unaware of the layers above it."""
     _closing_listeners.append(listener)
@@ -130,7 +130,7 @@ def _reset_in_child() -> None:
 
 
 try:
-    threading._register_atexit(run_exit_hooks)  # type: ignore[attr-defined]  # noqa: SLF001 - see docstring
+    threading._register_atexit(run_exit_hooks)  # type: ignore[attr-defined]  # see docstring
 except (AttributeError, RuntimeError):  # another Python, or imported during shutdown: atexit is the next best
     pass
 atexit.register(run_exit_hooks)  # runs nothing if the threading hook already did (os._exit skips both)

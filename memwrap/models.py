@@ -296,10 +296,13 @@ class ReflectUsage(BaseModel):
     tools_ms: float = 0.0  # of which running tools (concurrent calls of a turn count once)
 
 
+TraceKind = Literal["llm", "tool", "synthesis", "limit"]
+
+
 class ReflectTraceEntry(BaseModel):
     """One step of a reflect: an LLM turn, a tool call, or the forced synthesis."""
 
-    kind: Literal["llm", "tool", "synthesis", "limit"]
+    kind: TraceKind
     iteration: int
     name: str = ""  # the tool's name (kind "tool"), the limit hit (kind "limit")
     arguments: dict[str, Any] = Field(default_factory=dict)

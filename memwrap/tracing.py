@@ -20,7 +20,7 @@ try:  # an optional dependency: memwrap works the same without it
     from opentelemetry import trace as _otel_trace
     from opentelemetry.trace import Status, StatusCode
 except ImportError:  # pragma: no cover - exercised in environments without opentelemetry-api
-    _otel_trace = None  # type: ignore[assignment]
+    _otel_trace = None  # type: ignore[assignment]  # optional package: None stands for its absence
 
 INSTRUMENTATION_NAME = "memwrap"
 PREFIX = "memwrap."

@@ -164,7 +164,11 @@ def retain_items(
         try:
             item.content = text_field(item.content, what="content", max_chars=MAX_CONTENT_CHARS)
             if item.context is not None:
-                item.context = text_field(item.context, what="context", max_chars=MAX_CONTENT_CHARS) if item.context.strip() else None
+                item.context = (
+                    text_field(item.context, what="context", max_chars=MAX_CONTENT_CHARS)
+                    if item.context.strip()
+                    else None
+                )
             if item.document_id is not None:
                 item.document_id = text_field(item.document_id, what="document_id", max_chars=MAX_DOCUMENT_ID_CHARS)
             item.tags = [text_field(t, what="tag", max_chars=MAX_TAG_CHARS) for t in item.tags]

@@ -17,6 +17,7 @@ same constant, REST and MCP advertise it (tests/test_verb_drift.py compares them
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -142,7 +143,8 @@ class MemoryVerbs:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
@@ -212,7 +214,7 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/history"), cli=True)
-    async def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    async def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         ...
 
@@ -227,7 +229,7 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", "/v1/banks"), cli=True)
-    async def banks(self) -> list[BankInfo]:
+    async def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
         ...
 
@@ -290,7 +292,7 @@ class MemoryVerbs:
     @verb(Route("GET", f"{BANK}/entities"), cli=True)
     async def entities(
         self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
-    ) -> list[EntitySummary]:
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
@@ -310,8 +312,13 @@ class MemoryVerbs:
 
     @verb(Route("GET", f"{BANK}/jobs"), optional_bank="over HTTP, jobs are listed per bank")
     async def jobs(
-        self, bank_id: str | None = None, *, status: JobStatus | None = None, kind: str | None = None, limit: PageLimit = 100
-    ) -> list[Job]:
+        self,
+        bank_id: str | None = None,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: PageLimit = 100,
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
         ...
 
@@ -335,17 +342,19 @@ class MemoryVerbs:
         limit: PageLimit = 100,
         offset: PageOffset = 0,
         now: datetime | None = None,
-    ) -> list[Observation]:
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
         ...
 
     @verb(Route("GET", f"{BANK}/observations/{{observation_id}}"), cli=True)
-    async def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None) -> Observation:
+    async def get_observation(
+        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
+    ) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
         ...
 
     @verb(Route("GET", f"{BANK}/observations/{{observation_id}}/history"), cli=True)
-    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
         ...
 
@@ -371,12 +380,12 @@ class MemoryVerbs:
         ...
 
     @verb(Route("GET", f"{BANK}/mental-models"), mcp=True, cli=True)
-    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+    async def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
         ...
 
     @verb(Route("GET", f"{BANK}/mental-models/{{name}}/history"), cli=True)
-    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    async def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
         ...
 
@@ -420,7 +429,7 @@ class MemoryVerbs:
     # --- where the database is -------------------------------------------------------------------------------
 
     @verb(local_only="writes Markdown files where the database is: run `memwrap export` on the server side")
-    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> list[Path]:
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
         ...
 

@@ -50,7 +50,7 @@ def serve(
     # started) would never run: found here, it exits like SIGINT does, through the interpreter's normal exit.
     signal.signal(signal.SIGTERM, _exit_normally)
     overrides = {k: v for k, v in {"host": host, "port": port, "log_level": log_level}.items() if v is not None}
-    settings = ServerSettings(**overrides)  # type: ignore[arg-type]
+    settings = ServerSettings(**overrides)  # type: ignore[arg-type]  # pydantic-settings validates each
     # Our logging first (plain lines, written off the event loop), so no library installs its own on the root.
     logs = ServerLogging(settings.log_level).install()
     try:

@@ -26,6 +26,8 @@ from typing import Any
 
 import asyncpg
 
+from memwrap.store.pg_types import Connection
+
 log = logging.getLogger("memwrap.server.database")
 
 UP_INTERVAL = 1.0
@@ -57,7 +59,7 @@ class DatabaseMonitor:
         self.since = time.time()
         self.pool: asyncpg.Pool | None = None
         self._url: str | None = None
-        self._conn: asyncpg.Connection | None = None
+        self._conn: Connection | None = None
         self._signal: asyncio.Future[None] | None = None
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None

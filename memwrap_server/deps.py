@@ -17,7 +17,7 @@ from memwrap_server.schemas import BANK_ID_PATTERN, BankId
 
 
 async def get_memory(request: Request) -> AsyncMemory:
-    return request.app.state.memory  # type: ignore[no-any-return]
+    return request.app.state.memory
 
 
 async def caller(request: Request) -> ApiKey | None:
@@ -33,7 +33,9 @@ def check_bank(key: ApiKey | None, bank_id: str) -> str:
 
 async def bank_access(
     request: Request,
-    bank_id: Annotated[BankId, Path(max_length=128, examples=["alice"], json_schema_extra={"pattern": BANK_ID_PATTERN})],
+    bank_id: Annotated[
+        BankId, Path(max_length=128, examples=["alice"], json_schema_extra={"pattern": BANK_ID_PATTERN})
+    ],
 ) -> str:
     return check_bank(await caller(request), bank_id)
 

@@ -7,6 +7,7 @@ the HTTP client turns back into the same exception. Anthropic's routes get Anthr
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -35,9 +36,19 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
     (errors.ClosedError, 503),
 ]
 
-_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found_error",
-          409: "conflict_error", 413: "request_too_large", 422: "invalid_request_error", 429: "rate_limit_error", 502: "api_error",
-          503: "api_error", 504: "api_error"}
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    502: "api_error",
+    503: "api_error",
+    504: "api_error",
+}
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
 
 
@@ -54,7 +65,9 @@ def error_body(status: int, code: str, message: str, *, anthropic: bool = False)
     return {"error": {"code": code, "message": message, "type": kind}}
 
 
-def error_response(status: int, code: str, message: str, *, path: str = "", headers: dict[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, code: str, message: str, *, path: str = "", headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     body = error_body(status, code, message, anthropic=path == "/v1/messages")
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -91,11 +104,14 @@ def install(app: FastAPI) -> None:
         code = _HTTP_CODES.get(exc.status_code, f"http_{exc.status_code}")
         message = str(exc.detail)
         if exc.status_code == 400:  # FastAPI's only 400: a body json.loads gave up on (nested too deeply, ...)
-            code, message = "invalid_json", "The request body could not be read as JSON (malformed, or nested too deeply)."
+            code, message = (
+                "invalid_json",
+                "The request body could not be read as JSON (malformed, or nested too deeply).",
+            )
         return error_response(exc.status_code, code, message, path=request.url.path, headers=exc.headers)
 
 
-def unexpected(scope: dict[str, Any], exc: BaseException, database: Any) -> JSONResponse:
+def unexpected(scope: Mapping[str, Any], exc: BaseException, database: Any) -> JSONResponse:
     """The answer to an exception no handler took (called by the Gate, outside FastAPI's stack, so that the
     exception is logged once, by us, and is not re-raised to the server to be logged again with a traceback).
 

@@ -2,7 +2,8 @@
 
 In order: the Host and Origin (without API keys: the DNS-rebinding guard of memwrap_server/hosts.py), the API key
 (every route but /health and /ready), the key's failure budget (a key that keeps sending
-requests the server refuses is held, then answered 429: memwrap_server/throttle.py), the body limit (413 past MEMWRAP_MAX_REQUEST_BYTES,
+requests the server refuses is held, then answered 429: memwrap_server/throttle.py), the body limit (413 past
+MEMWRAP_MAX_REQUEST_BYTES,
 from Content-Length up front or counted as the body streams in), the database (503 at once on data routes while
 the monitor says it is down), then MCP or the FastAPI routes. A data request still waiting on the database when
 the monitor finds it stopped answering is answered 503 then (its work is cancelled and left to finish in the

@@ -56,19 +56,33 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
     "recall": lambda r: {
         "context": r.context,
         "tokens": r.tokens,
-        "memories": [{"id": str(m.id), "type": m.type,
-                      "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None} for m in r.memories],
+        "memories": [
+            {"id": str(m.id), "type": m.type, "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None}
+            for m in r.memories
+        ],
     },
     "retain": lambda ids: {"ids": [str(i) for i in ids]},
     "list": lambda records: {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]},
     "get": lambda record: record.model_dump(mode="json", exclude={"bank_id"}),
-    "mental_models": lambda found: {"mental_models": [
-        {"name": m.name, "question": m.question, "content": m.content, "status": m.status} for m in found
-    ]},
+    "mental_models": lambda found: {
+        "mental_models": [
+            {"name": m.name, "question": m.question, "content": m.content, "status": m.status} for m in found
+        ]
+    },
     "get_mental_model": lambda model: model.model_dump(mode="json", exclude={"bank_id"}),
-    "reflect": lambda result: result.model_dump(mode="json", include={
-        "answer", "structured", "memory_ids", "mental_model_ids", "unknown_ids", "iterations", "forced", "forced_reason",
-    }),
+    "reflect": lambda result: result.model_dump(
+        mode="json",
+        include={
+            "answer",
+            "structured",
+            "memory_ids",
+            "mental_model_ids",
+            "unknown_ids",
+            "iterations",
+            "forced",
+            "forced_reason",
+        },
+    ),
 }
 
 
@@ -105,7 +119,7 @@ def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory]) -> Callable[...,
     parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
                   if p.name != "bank_id"]
     hints = get_type_hints(declared.function, include_extras=True)
-    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+    tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # read by MCP as the tool's schema
         [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
         + [p.replace(annotation=hints.get(p.name, Any)) for p in parameters],
         return_annotation=dict[str, Any],
@@ -123,7 +137,7 @@ def session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
     # The SDK's own DNS-rebinding check is off: the Gate checks Host and Origin for every route, MCP included
     # (memwrap_server/hosts.py), with the same rules and MEMWRAP_ALLOWED_HOSTS.
     return StreamableHTTPSessionManager(
-        app=server._lowlevel_server,  # noqa: SLF001 - what MCPServer.streamable_http_app passes too
+        app=server._lowlevel_server,  # what MCPServer.streamable_http_app passes too
         json_response=True,
         stateless=True,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
@@ -148,7 +162,9 @@ class McpEndpoint:
             return
         key = scope.get("state", {}).get("memwrap_key")
         if not allowed(key, bank):
-            await error_response(403, "bank_forbidden", f"This API key may not use bank {bank!r}.")(scope, receive, send)
+            await error_response(403, "bank_forbidden", f"This API key may not use bank {bank!r}.")(
+                scope, receive, send
+            )
             return
         headers = [(k, v) for k, v in scope["headers"] if k.lower() != BANK_HEADER.encode()]
         headers.append((BANK_HEADER.encode(), quote(bank, safe="").encode("ascii")))

@@ -71,6 +71,8 @@ class MetricsMiddleware:
         finally:
             self.metrics.inflight.dec()
             route = scope.get("route")
-            template = getattr(route, "path", None) or ("/mcp/{bank_id}/" if scope["path"].startswith("/mcp/") else "other")
+            template = getattr(route, "path", None) or (
+                "/mcp/{bank_id}/" if scope["path"].startswith("/mcp/") else "other"
+            )
             self.metrics.requests.labels(scope["method"], template, str(status[0])).inc()
             self.metrics.latency.labels(scope["method"], template).observe(time.perf_counter() - started)

@@ -7,7 +7,8 @@ queues the exchange in the same durable spool, from which it is retained. Stream
 as they arrive; a copy of each SSE event feeds the wrappers' stream accumulators, and the turn is queued for
 retain when the stream ends (or is cut: then marked partial).
 
-Headers (read as UTF-8; X-Memwrap-Bank may be percent-encoded UTF-8): X-Memwrap-Bank (no bank: plain pass-through), X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
+Headers (read as UTF-8; X-Memwrap-Bank may be percent-encoded UTF-8): X-Memwrap-Bank (no bank: plain pass-through),
+X-Memwrap-Session, X-Memwrap-Token-Budget (old name: X-Memwrap-Max-Tokens),
 X-Memwrap-Tags (comma-separated), X-Memwrap-Filter (a recall filter as JSON: what may be injected),
 X-Memwrap-Inject / X-Memwrap-Retain ("false" turns one off), X-Memwrap-Key
 (memwrap's own key when MEMWRAP_API_KEYS is set). The caller's Authorization / x-api-key go upstream as they
@@ -280,7 +281,9 @@ class Proxy:
         except Exception:  # noqa: BLE001 - the database is away: the call fails open, the spool decides later
             return
 
-    async def _begin(self, provider: str, body: dict[str, Any], options: dict[str, Any]) -> tuple[Call | None, dict[str, Any]]:
+    async def _begin(
+        self, provider: str, body: dict[str, Any], options: dict[str, Any]
+    ) -> tuple[Call | None, dict[str, Any]]:
         previous = body.get("previous_response_id")
         if provider == "openai.responses" and isinstance(previous, str) and "session_id" not in options:
             await self.handle.load_response(options["bank_id"], previous)  # the bank's map, from the database
@@ -372,7 +375,7 @@ router = APIRouter(tags=["proxy"])
 
 async def _proxy(request: Request) -> Response:
     key = request.scope.get("state", {}).get("memwrap_key")
-    return await request.app.state.proxy.handle_request(request, key)  # type: ignore[no-any-return]
+    return await request.app.state.proxy.handle_request(request, key)
 
 
 _DESCRIPTION = ("Forwarded to the configured upstream with memory added (X-Memwrap-Bank) and the turn retained. "

@@ -97,7 +97,7 @@ class ProxyMemwrap(Memwrap):
             return
         try:
             await response_sessions.expire(self.database.pool)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - expiry is housekeeping: any failure is logged, not raised
             log.warning("could not expire old response sessions (%s)", type(exc).__name__)
 
     async def drain(self, timeout: float = 5.0) -> None:

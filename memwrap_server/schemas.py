@@ -88,7 +88,7 @@ class DispositionIn(BaseModel):
     @field_validator("directives")
     @classmethod
     def _directives_storable(cls, value: list[str] | None) -> list[str] | None:
-        return _storable(value, "directives")  # type: ignore[no-any-return]
+        return _storable(value, "directives")
 
     def given(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

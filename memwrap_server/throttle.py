@@ -24,6 +24,7 @@ import logging
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 log = logging.getLogger("memwrap.server")
 
@@ -55,7 +56,7 @@ class FailureBudget:
     clock: Callable[[], float] = time.monotonic
     # How the log names a key without revealing it (Auth.label: its place in MEMWRAP_API_KEYS); asked only when
     # a key starts being held, not on every request.
-    label: Callable[[Hashable], str] = lambda key: "#?"
+    label: Callable[[Any], str] = lambda key: "#?"  # given the keys this budget holds (the server's: ApiKey)
     _buckets: dict[Hashable, _Bucket] = field(default_factory=dict)
 
     @property

@@ -15,7 +15,6 @@ from importlib import resources
 from pathlib import Path
 
 import httpx
-
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 

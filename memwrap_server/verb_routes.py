@@ -69,11 +69,11 @@ def body_model(verb: Verb, *, without: tuple[str, ...] = (), name: str | None = 
     assert verb.route is not None
     left_out = {*verb.route.path_params, *verb.route.client_side, *without}
     fields = {n: (info.annotation, info) for n, info in verb.params.model_fields.items() if n not in left_out}
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(  # type: ignore[call-overload]  # fields from a dict, not keywords
         name or "".join(part.capitalize() for part in verb.name.split("_")) + "Body", __base__=RestBody, **fields
     )
     model.verb, model.renamed = verb.name, verb.renamed
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
@@ -122,7 +122,7 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
         return Response(status_code=204) if route.status == 204 else result
 
     endpoint.__name__ = verb.name
-    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    endpoint.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]  # FastAPI reads it
     has_id = len(route.path_params) > 1
     options: dict[str, Any] = {
         "methods": [route.method],

@@ -46,7 +46,7 @@ class Database:
 
     async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
         async with self.connect() as conn:
-            return await conn.fetch(query, *args)  # type: ignore[no-any-return]
+            return await conn.fetch(query, *args)
 
     async def fetchval(self, query: str, *args: Any) -> Any:
         async with self.connect() as conn:
@@ -54,7 +54,7 @@ class Database:
 
     async def execute(self, query: str, *args: Any) -> str:
         async with self.connect() as conn:
-            return await conn.execute(query, *args)  # type: ignore[no-any-return]
+            return await conn.execute(query, *args)
 
 
 class BlockingDatabase:

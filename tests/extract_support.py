@@ -68,7 +68,9 @@ def prompt_of(request: Any) -> tuple[str, str]:
     body = request.body
     if request.provider == "anthropic.messages":
         system = "".join(block["text"] for block in body["system"])
-        user = "".join(b["text"] for m in body["messages"] if m["role"] == "user" for b in m["content"] if b["type"] == "text")
+        user = "".join(
+            b["text"] for m in body["messages"] if m["role"] == "user" for b in m["content"] if b["type"] == "text"
+        )
         return system, user
     return body["messages"][0]["content"], body["messages"][-1]["content"]
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from conftest_wrappers import memory_block
-
 from fakes.llm_server import FakeLLMServer
 
 FACT = "Alice's dog is called Biscuit and is a beagle."

@@ -48,25 +48,25 @@ def _intact(memory: Memory, bank: str, stored: list) -> None:
 )
 def test_bad_content(memory: Memory, bank: str, stored: list, content: object, error: type, words: str) -> None:
     with pytest.raises(error, match=words):
-        memory.retain(bank, content)  # type: ignore[arg-type]
+        memory.retain(bank, content)  # type: ignore[arg-type]  # a wrong type, on purpose
     # A bad item in a batch rejects the whole batch before anything is written.
     with pytest.raises(error, match="item 1"):
-        memory.retain_many(bank, ["a fine new item", content])  # type: ignore[list-item]
+        memory.retain_many(bank, ["a fine new item", content])  # type: ignore[list-item]  # a wrong type, on purpose
     _intact(memory, bank, stored)
 
 
 @pytest.mark.parametrize("bank_id", ["", "has space", "a/b", "x" * 200, "nul\x00", None, 42, "-leading-dash"])
 def test_bad_bank_ids(memory: Memory, bank_id: object) -> None:
     with pytest.raises(InvalidBankIdError, match="bank id"):
-        memory.retain(bank_id, "hello")  # type: ignore[arg-type]
+        memory.retain(bank_id, "hello")  # type: ignore[arg-type]  # a wrong type, on purpose
     with pytest.raises(InvalidBankIdError):
-        memory.recall(bank_id, "hello")  # type: ignore[arg-type]
+        memory.recall(bank_id, "hello")  # type: ignore[arg-type]  # a wrong type, on purpose
 
 
 @pytest.mark.parametrize("max_tokens", [0, -5, 2_000_001, 10**12, 1.5, "100", True])
 def test_bad_budgets(memory: Memory, bank: str, stored: list, max_tokens: object) -> None:
     with pytest.raises(InvalidBudgetError, match="token_budget"):
-        memory.recall(bank, "anything", token_budget=max_tokens, now=NOW)  # type: ignore[arg-type]
+        memory.recall(bank, "anything", token_budget=max_tokens, now=NOW)  # type: ignore[arg-type]  # on purpose
     _intact(memory, bank, stored)
 
 
@@ -86,7 +86,7 @@ def test_other_bad_arguments(memory: Memory, bank: str, stored: list) -> None:
     with pytest.raises(InvalidInputError, match="type"):
         memory.recall(bank, "x", types=["opinion"])
     with pytest.raises(InvalidInputError, match="list"):
-        memory.retain_many(bank, "not a list")  # type: ignore[arg-type]
+        memory.retain_many(bank, "not a list")  # type: ignore[arg-type]  # a wrong type, on purpose
     with pytest.raises(InvalidInputError, match="item 0"):
         memory.retain_many(bank, [{"content": "x", "unknown_field": 1}])
     with pytest.raises(InvalidInputError, match="limit"):
@@ -115,7 +115,9 @@ def test_errors_are_memwrap_errors_with_codes(memory: Memory, bank: str) -> None
         ({"content": "x", "timestamp": datetime(9999, 12, 31)}, "years"),
     ],
 )
-def test_unstorable_metadata_and_dates_are_refused(memory: Memory, bank: str, stored: list, item: dict, words: str) -> None:
+def test_unstorable_metadata_and_dates_are_refused(
+    memory: Memory, bank: str, stored: list, item: dict, words: str
+) -> None:
     with pytest.raises(InvalidInputError, match=words):
         memory.retain_many(bank, [item])
     _intact(memory, bank, stored)

@@ -31,7 +31,9 @@ def test_a_name_cut_by_jieba_is_found_by_keyword_once_the_bank_has_seen_it(tmp_p
         bank = "names"
         # jieba cuts 志明 as "志 明说" here and finds no name: the index holds neither 志明 nor an entity.
         memory.retain(bank, "志明说明天开会，会议改到三点。", timestamp=WHEN)
-        memory.retain_many(bank, [RetainItem(content=f"今天的天气记录：第{i}天，多云。", timestamp=WHEN) for i in range(20)])
+        memory.retain_many(
+            bank, [RetainItem(content=f"今天的天气记录：第{i}天，多云。", timestamp=WHEN) for i in range(20)]
+        )
         assert not any("三点" in t for t in _keyword_ids(memory, bank, "志明"))
         # A memory where 志明 is found as a name: the bank has seen it.
         memory.retain(bank, "昨天志明给我打电话，说他搬家了。", timestamp=WHEN)

@@ -16,10 +16,18 @@ from memwrap.errors import InvalidInputError
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 TURNS = [
-    "I moved to Lisbon in March.", "Maya's birthday picnic is on Saturday.", "I prefer dark mode in my code editor.",
-    "I really prefer dark mode in my code editor.", "The cello lesson moved to Thursday.", "Zhang Wei leads the Apollo project.",
-    "We hiked the Alps last summer.", "My dentist is Dr. Ortiz.", "I still prefer dark mode in my code editor.",
-    "Budget review with Bob next week.", "I started a new job in May.", "我三月搬到了里斯本。",
+    "I moved to Lisbon in March.",
+    "Maya's birthday picnic is on Saturday.",
+    "I prefer dark mode in my code editor.",
+    "I really prefer dark mode in my code editor.",
+    "The cello lesson moved to Thursday.",
+    "Zhang Wei leads the Apollo project.",
+    "We hiked the Alps last summer.",
+    "My dentist is Dr. Ortiz.",
+    "I still prefer dark mode in my code editor.",
+    "Budget review with Bob next week.",
+    "I started a new job in May.",
+    "我三月搬到了里斯本。",
 ]
 # 50 questions: names, topics, dates (eight of them open a time window, so the temporal arm runs), Chinese.
 QUERIES = [
@@ -54,7 +62,11 @@ def _fill(memory: Memory, bank: str) -> None:
     ])
     assert memory.consolidate(bank).created >= 1
     ids = [m.id for m in memory.list(bank, types=["raw"])]
-    memory._run(engine(memory).update(bank, ids[0], text="I moved to Lisbon in March 2026.", metadata={"n": 0, "lang": "en", "checked": True}))
+    memory._run(
+        engine(memory).update(
+            bank, ids[0], text="I moved to Lisbon in March 2026.", metadata={"n": 0, "lang": "en", "checked": True}
+        )
+    )
     memory.invalidate(bank, ids[6], reason="wrong")
     memory.create_mental_model(bank, "editor", "Which editor settings does the user like?")
 
@@ -87,7 +99,9 @@ def test_export_delete_import_gives_the_same_list_and_recall(memory: Memory, inc
     vectors = _vectors(_export(memory, bank))
     lines = _export(memory, bank, include_embeddings=include_embeddings)
     header = json.loads(lines[0])
-    assert observations and header["record"] == "header" and header["counts"]["memory"] == len(listing) + 1  # + invalidated
+    assert (
+        observations and header["record"] == "header" and header["counts"]["memory"] == len(listing) + 1
+    )  # + invalidated
     kinds = {json.loads(line)["record"] for line in lines}
     assert {"memory", "entity", "unit_entity", "link", "observation", "evidence", "mental_model", "memory_version",
             "invalidation", "retained_item", "unit_learning"} <= kinds
@@ -134,17 +148,24 @@ def test_import_into_another_bank_and_recall_both(memory: Memory) -> None:
     assert both.memories[0].id == both.memories[1].id and both.memories[0].bank_id != both.memories[1].bank_id
 
 
-@pytest.mark.parametrize("bad", [
-    [],
-    ['{"record":"memory","id":"x"}'],
-    ['{"record":"header","format":"memwrap.bank","version":99}'],
-    ['{"record":"header","format":"memwrap.bank","version":1}', "not json"],
-    ['{"record":"header","format":"memwrap.bank","version":1}', '{"record":"sql","text":"drop"}'],
-    ['{"record":"header","format":"memwrap.bank","version":1}',
-     '{"record":"memory","id":"00000000-0000-0000-0000-000000000001","text":"ok","fact_type":"raw","item_hash":"h",'
-     '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
-     '{"record":"memory","id":"not-a-uuid","text":"bad","fact_type":"raw","item_hash":"h2","mentioned_at":"2026-01-01T00:00:00+00:00"}'],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        ['{"record":"memory","id":"x"}'],
+        ['{"record":"header","format":"memwrap.bank","version":99}'],
+        ['{"record":"header","format":"memwrap.bank","version":1}', "not json"],
+        ['{"record":"header","format":"memwrap.bank","version":1}', '{"record":"sql","text":"drop"}'],
+        [
+            '{"record":"header","format":"memwrap.bank","version":1}',
+            '{"record":"memory","id":"00000000-0000-0000-0000-000000000001","text":"ok","fact_type":"raw",'
+            '"item_hash":"h",'
+            '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
+            '{"record":"memory","id":"not-a-uuid","text":"bad","fact_type":"raw","item_hash":"h2",'
+            '"mentioned_at":"2026-01-01T00:00:00+00:00"}',
+        ],
+    ],
+)
 def test_a_bad_file_stores_nothing(memory: Memory, bad: list[str]) -> None:
     bank = f"xbad-{uuid.uuid4().hex[:8]}"
     with pytest.raises(InvalidInputError):

@@ -18,7 +18,7 @@ _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
 
-from bench.precision.data import (  # noqa: E402
+from bench.precision.data import (  # noqa: E402 - after sys.path
     CATEGORIES,
     HERE,
     SPLITS,
@@ -28,7 +28,13 @@ from bench.precision.data import (  # noqa: E402
     parse_span,
     render_exchange,
 )
-from bench.precision.score import METRICS, chance_scores, distinct, score_question, summarise  # noqa: E402
+from bench.precision.score import (  # noqa: E402 - after sys.path
+    METRICS,
+    chance_scores,
+    distinct,
+    score_question,
+    summarise,
+)
 
 # One small held-out scenario per category: 49 memories, 26 questions.
 SLICE = ("t-zh-2", "r-en-4", "s-zh-3", "n-en-4")

@@ -14,7 +14,7 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from bench.locomo import (  # noqa: E402
+from bench.locomo import (  # noqa: E402 - after sys.path
     Ranked,
     canonical_dia_id,
     default_data_path,
@@ -48,7 +48,7 @@ def test_budget_walk_skips_what_does_not_fit_and_continues() -> None:
 
 
 @pytest.mark.skipif(not default_data_path().exists(), reason="LoCoMo data not available")
-def test_quick_suite_plumbing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_quick_suite_plumbing(tmp_path) -> None:
     from bench.run import parse_args, run_suite
 
     out = tmp_path / "out"

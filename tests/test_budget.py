@@ -62,7 +62,9 @@ def test_one_long_memory_does_not_block_shorter_ones() -> None:
     assert tokens == len(ENC.encode(context)) <= 300
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(max_tokens=st.integers(min_value=1, max_value=8000))
 def test_recall_budget_end_to_end(memory: Memory, max_tokens: int) -> None:
     bank = "budget-property"

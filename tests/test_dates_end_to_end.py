@@ -20,7 +20,7 @@ ELSEWHERE = "I went to Oslo in August."
 
 
 def _span(memory: Memory, bank: str, memory_id: object) -> tuple[date, date]:
-    record = memory.get(bank, memory_id)  # type: ignore[arg-type]
+    record = memory.get(bank, memory_id)  # type: ignore[arg-type]  # memory_id is typed object here
     assert record.occurred_start is not None and record.occurred_end is not None
     return record.occurred_start.date(), record.occurred_end.date()
 

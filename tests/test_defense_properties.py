@@ -222,7 +222,9 @@ def known_case(draw: st.DrawFn) -> Written:
         # Their disguises have strategies of their own.
         return Written(case.kind, case.secret, case.text, case.text.replace(case.secret, " "))
     disguised = draw(disguised_token(case.secret, case.kind))
-    return Written(case.kind, case.secret, case.text.replace(case.secret, disguised), case.text.replace(case.secret, " "))
+    return Written(
+        case.kind, case.secret, case.text.replace(case.secret, disguised), case.text.replace(case.secret, " ")
+    )
 
 
 any_secret = st.one_of(known_case(), card(), cn_id(), phone(), email())

@@ -55,7 +55,8 @@ CROSS_BANK_STATEMENTS = {
 
 _CREATE_TABLE = re.compile(r"CREATE TABLE(?: IF NOT EXISTS)?\s+(\w+)\s*\((.*?)\n\);", re.S | re.I)
 _CREATE_INDEX = re.compile(
-    r"CREATE\s+(UNIQUE\s+)?INDEX(?: IF NOT EXISTS)?\s+(\w+)\s+ON\s+(\w+)(?:\s+USING\s+\w+)?\s*\((.*?)\)\s*(?:WITH|WHERE|;)",
+    r"CREATE\s+(UNIQUE\s+)?INDEX(?: IF NOT EXISTS)?\s+(\w+)"
+    r"\s+ON\s+(\w+)(?:\s+USING\s+\w+)?\s*\((.*?)\)\s*(?:WITH|WHERE|;)",
     re.S | re.I,
 )
 
@@ -106,7 +107,9 @@ def schema_problems() -> list[str]:
         if table in NOT_BANK_SCOPED or name in INDEX_EXCEPTIONS:
             continue
         if _first_column(columns) != "bank_id":
-            problems.append(f"{'unique ' if unique else ''}index {name} on {table} ({columns}) does not lead with bank_id")
+            problems.append(
+                f"{'unique ' if unique else ''}index {name} on {table} ({columns}) does not lead with bank_id"
+            )
     return problems
 
 
@@ -230,7 +233,9 @@ def statement_problems(memory: Memory, seen: list[str]) -> list[str]:
                     problems.append(f"INSERT into {relation} without bank_id: {sql.strip()[:200]}")
                 continue
             if "Scan" in node["Node Type"] and not _bounded(node):
-                problems.append(f"{node['Node Type']} on {relation} not bounded by bank_id: {' '.join(sql.split())[:300]}")
+                problems.append(
+                    f"{node['Node Type']} on {relation} not bounded by bank_id: {' '.join(sql.split())[:300]}"
+                )
     return problems
 
 

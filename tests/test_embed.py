@@ -117,7 +117,8 @@ def test_long_input_is_truncated_like_sentence_transformers(
     torch_embedder: Embedder, onnx_embedder: Embedder, models_home: Path
 ) -> None:
     _, spec = ensure_onnx_model(MODEL, models_home / "models")
-    assert spec.max_length == torch_embedder._encoder.model.max_seq_length == 256  # type: ignore[attr-defined]
+    torch_length = torch_embedder._encoder.model.max_seq_length  # type: ignore[attr-defined]  # torch's encoder
+    assert spec.max_length == torch_length == 256
     words = " ".join(f"w{i}" for i in range(3000))
     longer = words + " and a very different ending about volcanoes and submarines"
     # Only the first 256 tokens count: what follows changes nothing.
@@ -136,7 +137,7 @@ def test_chinese_text(torch_embedder: Embedder, onnx_embedder: Embedder) -> None
 
 def test_export_is_cached_and_reused(onnx_embedder: Embedder, models_home: Path) -> None:
     path, _ = ensure_onnx_model(MODEL, models_home / "models")
-    assert path == onnx_embedder._encoder.path  # type: ignore[attr-defined]
+    assert path == onnx_embedder._encoder.path  # type: ignore[attr-defined]  # the ONNX encoder's path
     assert path.parent.parent == models_home / "models"
     assert path.parent.name.startswith(MODEL + "-")
     before = path.stat()
@@ -151,7 +152,11 @@ def test_export_is_cached_and_reused(onnx_embedder: Embedder, models_home: Path)
         """
     )
     out = _run_python(script)
-    assert json.loads(out.strip().splitlines()[-1]) == {"backend": "onnx", "torch": False, "sentence_transformers": False}
+    assert json.loads(out.strip().splitlines()[-1]) == {
+        "backend": "onnx",
+        "torch": False,
+        "sentence_transformers": False,
+    }
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert not list(path.parent.glob(".tmp-*"))
@@ -173,7 +178,9 @@ def test_two_processes_exporting_at_once(tmp_path: Path, onnx_embedder: Embedder
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     procs = [
-        subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     results, logs = [], ""
@@ -256,13 +263,16 @@ def test_torch_threads_fit_the_machine(torch_embedder: Embedder) -> None:
 def test_importing_memwrap_loads_no_model_library() -> None:
     out = _run_python(
         "import sys, memwrap, memwrap.engine.embed.embedder, memwrap.engine.engine\n"
-        "print(sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'transformers', 'onnx') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'onnxruntime', 'sentence_transformers', 'transformers', 'onnx')"
+        " if m in sys.modules))"
     )
     assert out.strip().splitlines()[-1] == "[]"
 
 
 def _run_python(script: str) -> str:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout

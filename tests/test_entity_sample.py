@@ -38,7 +38,9 @@ def test_the_split_is_fixed_by_the_text_and_about_even() -> None:
     everything = examples()
     held_out = [e for e in everything if e.split == "heldout"]
     assert 0.4 < len(held_out) / len(everything) < 0.6
-    assert split_of("Booked the flights to Lisbon for the 14th.") == split_of("Booked the flights to Lisbon for the 14th.")
+    assert split_of("Booked the flights to Lisbon for the 14th.") == split_of(
+        "Booked the flights to Lisbon for the 14th."
+    )
 
 
 def test_the_scorer_counts_alternatives_once_and_ignores_optional_names() -> None:

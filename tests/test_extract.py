@@ -51,7 +51,9 @@ ASKED = "The user wants the timeouts fixed."
 CHAT_FACTS = [
     fact(POOL, "world", [2], ["PostgreSQL"]),
     # The model's date is wrong on purpose: the quoted phrase, resolved by our calendar, must win.
-    fact(CHANGED, "world", [2], ["PostgreSQL"], when="last Friday", start="2026-11-20", end="2026-11-20", caused_by=[0]),
+    fact(
+        CHANGED, "world", [2], ["PostgreSQL"], when="last Friday", start="2026-11-20", end="2026-11-20", caused_by=[0]
+    ),
     fact(FIXED, "experience", [3], ["PostgreSQL"], caused_by=[1]),
     # Claimed "experience", but only the user said it: our validation makes it world.
     fact(ASKED, "experience", [2]),
@@ -78,7 +80,12 @@ async def test_facts_types_times_entities_and_causes_land_in_the_database(
 
     rows = by_text(await units(engine, bank))
     assert set(rows) == {POOL, CHANGED, FIXED, ASKED}  # no raw units, the greeting made no fact
-    assert {t: r["fact_type"] for t, r in rows.items()} == {POOL: "world", CHANGED: "world", FIXED: "experience", ASKED: "world"}
+    assert {t: r["fact_type"] for t, r in rows.items()} == {
+        POOL: "world",
+        CHANGED: "world",
+        FIXED: "experience",
+        ASKED: "world",
+    }
     changed = rows[CHANGED]
     assert changed["occurred_start"] == datetime(2026, 11, 27, tzinfo=UTC)
     assert changed["occurred_end"].date() == datetime(2026, 11, 27).date()
@@ -126,8 +133,16 @@ async def test_roles_reach_the_prompt_and_decide_the_type(engine: Engine, fake: 
                 [
                     fact("The user changed the DB config.", "experience", [1]),  # the model got it wrong
                     fact("The assistant changed the config and it succeeded.", "experience", [2]),
-                    fact("Caroline went to a support group on 2026-11-29.", "experience", [3], ["Caroline"], when="yesterday"),
-                    fact("Paris is the capital of France.", "world", [4], ["Paris", "France"]),  # world from the assistant is fine
+                    fact(
+                        "Caroline went to a support group on 2026-11-29.",
+                        "experience",
+                        [3],
+                        ["Caroline"],
+                        when="yesterday",
+                    ),
+                    fact(
+                        "Paris is the capital of France.", "world", [4], ["Paris", "France"]
+                    ),  # world from the assistant is fine
                 ]
             )
         ]
@@ -146,8 +161,12 @@ async def test_roles_reach_the_prompt_and_decide_the_type(engine: Engine, fake: 
 
 
 async def test_a_wrapper_exchange_is_split_into_role_turns(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
-    content = "user: Can you restart the worker?\nIt keeps crashing.\nassistant: I restarted the worker; it is up again."
-    fake.script([reply([fact("The assistant restarted the user's crashing worker; it is up again.", "experience", [2])])])
+    content = (
+        "user: Can you restart the worker?\nIt keeps crashing.\nassistant: I restarted the worker; it is up again."
+    )
+    fake.script(
+        [reply([fact("The assistant restarted the user's crashing worker; it is up again.", "experience", [2])])]
+    )
     await engine.retain_many(bank, [{"content": content, "document_id": "w:1", "timestamp": MONDAY}])
     _, user = prompt_of(fake.last())
     assert "[1] user: Can you restart the worker?\nIt keeps crashing.\n[2] assistant: I restarted the worker" in user
@@ -156,7 +175,10 @@ async def test_a_wrapper_exchange_is_split_into_role_turns(engine: Engine, fake:
 
 
 async def test_times_are_resolved_by_our_calendar(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
-    said = "user: Last Friday I moved. The other day I found a flat and signed the lease. On 2026-11-20 I packed. 上周五我搬家了。"
+    said = (
+        "user: Last Friday I moved. The other day I found a flat and signed the lease. On 2026-11-20 I packed. "
+        "上周五我搬家了。"
+    )
     fake.script(
         [
             reply(
@@ -207,7 +229,13 @@ async def test_a_fact_from_several_turns_keeps_every_source(engine: Engine, fake
         {"content": "Melanie: Which city did you move to?", "document_id": "D1:1", "timestamp": MONDAY},
         {"content": "Caroline: Lisbon, two weeks ago!", "document_id": "D1:2", "timestamp": MONDAY},
     ]
-    fake.script([reply([fact("Caroline moved to Lisbon.", "world", [2, 1, 2, 9], ["Caroline", "Lisbon"], when="two weeks ago")])])
+    fake.script(
+        [
+            reply(
+                [fact("Caroline moved to Lisbon.", "world", [2, 1, 2, 9], ["Caroline", "Lisbon"], when="two weeks ago")]
+            )
+        ]
+    )
     ids = await engine.retain_many(bank, items)
     [row] = await units(engine, bank)
     assert row["document_id"] == "D1:1" and row["metadata"]["source_ids"] == ["D1:1", "D1:2"]  # turn 9 does not exist
@@ -215,7 +243,9 @@ async def test_a_fact_from_several_turns_keeps_every_source(engine: Engine, fake
     assert row["occurred_start"] == datetime(2026, 11, 13, tzinfo=UTC)  # 16 Nov +- 3 days
 
 
-async def test_facts_citing_no_turn_and_forward_causes_are_dropped(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_facts_citing_no_turn_and_forward_causes_are_dropped(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     fake.script(
         [
             reply(
@@ -239,7 +269,11 @@ async def test_chunks_at_turn_boundaries_with_stable_prefix(memwrap_home: Path, 
     try:
         fake.responder = lambda request: reply([])
         items = [
-            {"content": f"{'Alice' if i % 2 else 'Bob'}: message number {i}", "document_id": f"c9:{i}", "timestamp": MONDAY}
+            {
+                "content": f"{'Alice' if i % 2 else 'Bob'}: message number {i}",
+                "document_id": f"c9:{i}",
+                "timestamp": MONDAY,
+            }
             for i in range(10)
         ]
         ids = await eng.retain_many(bank, items)
@@ -262,7 +296,9 @@ async def test_chunks_at_turn_boundaries_with_stable_prefix(memwrap_home: Path, 
 
 async def test_earlier_memories_of_the_session_give_context(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
     fake.script([reply([fact("Bob adopted a dog named Rex.", "world", [1], ["Bob", "Rex"])])])
-    await engine.retain_many(bank, [{"content": "Bob: I adopted a dog, Rex.", "document_id": "s5:1", "timestamp": MONDAY}])
+    await engine.retain_many(
+        bank, [{"content": "Bob: I adopted a dog, Rex.", "document_id": "s5:1", "timestamp": MONDAY}]
+    )
     fake.script([reply([fact("Rex, Bob's dog, is three years old.", "world", [1], ["Rex", "Bob"])])])
     await engine.retain_many(bank, [{"content": "Bob: He is three.", "document_id": "s5:2", "timestamp": MONDAY}])
     _, user = prompt_of(fake.last())

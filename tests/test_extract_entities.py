@@ -35,7 +35,8 @@ async def entities_of(db: Database, bank: str) -> dict[str, list[str]]:
 
 async def aliases_of(db: Database, bank: str) -> dict[str, tuple[str, str]]:
     rows = await db.fetch(
-        "SELECT a.alias, e.name, a.source FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id "
+        "SELECT a.alias, e.name, a.source FROM entity_aliases a "
+        "JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id "
         "WHERE a.bank_id = $1",
         bank,
     )
@@ -81,7 +82,9 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
     assert {m.text for m in recall.memories} >= {"张伟下周去上海出差。", "Zhang Wei booked a new flight."}
 
 
-async def test_an_alias_beats_an_entity_seen_before_it_was_known(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
+async def test_an_alias_beats_an_entity_seen_before_it_was_known(
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
+) -> None:
     fake.script([reply([fact("老张喜欢喝茶。", "world", [1], ["老张"])])])
     await engine.retain_many(bank, [{"content": "user: 老张喜欢喝茶。", "timestamp": WHEN}])
     fake.script(
@@ -95,7 +98,9 @@ async def test_an_alias_beats_an_entity_seen_before_it_was_known(engine: Engine,
     assert (await entities_of(db, bank))["张伟明天休假。"] == ["老张"]
 
 
-async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
+async def test_spelling_variants_merge_only_in_shared_company(
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
+) -> None:
     fake.script([reply([fact("Caroline and Melanie went hiking.", "world", [1], ["Caroline", "Melanie"])])])
     await engine.retain_many(bank, [{"content": "Melanie: Caroline and I went hiking.", "timestamp": WHEN}])
     fake.script(
@@ -109,7 +114,9 @@ async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fa
             )
         ]
     )
-    await engine.retain_many(bank, [{"content": "Melanie: Carolin told me about the group; Carol runs a bakery.", "timestamp": WHEN}])
+    await engine.retain_many(
+        bank, [{"content": "Melanie: Carolin told me about the group; Carol runs a bakery.", "timestamp": WHEN}]
+    )
     found = await entities_of(db, bank)
     assert found["Carolin told Melanie about the support group."] == ["Caroline", "Melanie"]  # typo, same company
     assert found["Carol runs a bakery."] == ["Carol"]  # a different name
@@ -126,7 +133,9 @@ async def test_spelling_variants_merge_only_in_shared_company(engine: Engine, fa
     assert await aliases_of(db, other) == {}
 
 
-async def test_a_short_form_joins_the_full_name_it_keeps_company_with(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
+async def test_a_short_form_joins_the_full_name_it_keeps_company_with(
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
+) -> None:
     fake.script([reply([fact("Alice Smith joined Google in March.", "world", [1], ["Alice Smith", "Google"])])])
     await engine.retain_many(bank, [{"content": "user: Alice Smith joined Google in March.", "timestamp": WHEN}])
     fake.script(
@@ -139,13 +148,17 @@ async def test_a_short_form_joins_the_full_name_it_keeps_company_with(engine: En
             )
         ]
     )
-    await engine.retain_many(bank, [{"content": "user: Alice leads a team at Google. Smith Street is closed.", "timestamp": WHEN}])
+    await engine.retain_many(
+        bank, [{"content": "user: Alice leads a team at Google. Smith Street is closed.", "timestamp": WHEN}]
+    )
     found = await entities_of(db, bank)
     assert found["Alice leads a team at Google."] == ["Alice Smith", "Google"]
     assert found["Smith Street is closed."] == ["Smith Street"]
 
 
-async def test_facts_without_model_entities_fall_back_to_the_heuristics(engine: Engine, fake: FakeLLMServer, db: Database, bank: str) -> None:
+async def test_facts_without_model_entities_fall_back_to_the_heuristics(
+    engine: Engine, fake: FakeLLMServer, db: Database, bank: str
+) -> None:
     fake.script([reply([fact("Bob moved to Berlin.", "world", [1])])])
     await engine.retain_many(bank, [{"content": "user: Bob moved to Berlin.", "timestamp": WHEN}])
     assert (await entities_of(db, bank))["Bob moved to Berlin."] == ["Berlin", "Bob"]

@@ -18,7 +18,11 @@ from llm_fixtures import engine_fixture
 from memwrap.engine.engine import Engine
 
 WHEN = datetime(2026, 5, 4, 18, 30, tzinfo=UTC)
-TURN = {"content": "user: I moved the nightly backup of the billing database to 3 am.", "document_id": "ops:7", "timestamp": WHEN}
+TURN = {
+    "content": "user: I moved the nightly backup of the billing database to 3 am.",
+    "document_id": "ops:7",
+    "timestamp": WHEN,
+}
 FACT = "The user moved the nightly backup of the billing database to 3 am."
 GOOD = [fact(FACT, "world", [1], ["billing database"])]
 
@@ -53,14 +57,19 @@ async def assert_converted(engine: Engine, bank: str) -> list[Any]:
 FAULTS = {
     "malformed JSON": (["{not json", '{"facts": [ oops'], "LLMOutputError"),
     "missing fields": ([{"facts": [{"text": FACT}]}, {"facts": [{"text": FACT, "turns": [1]}]}], "fact_type"),
-    "429 with Retry-After": ([Reply(status=429, error="rate limited", headers={"retry-after": "0.2"})] * 2, "rate limited"),
+    "429 with Retry-After": (
+        [Reply(status=429, error="rate limited", headers={"retry-after": "0.2"})] * 2,
+        "rate limited",
+    ),
     "timeout": ([Reply(json={"facts": []}, delay=1.2)] * 2, "Timeout"),
     "server error": ([Reply(status=503, error="upstream down")] * 2, "upstream down"),
 }
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))
-async def test_a_fault_keeps_the_turn_raw_then_converts_it(engine: Engine, fake: FakeLLMServer, bank: str, fault: str) -> None:
+async def test_a_fault_keeps_the_turn_raw_then_converts_it(
+    engine: Engine, fake: FakeLLMServer, bank: str, fault: str
+) -> None:
     script, reason = FAULTS[fault]
     fake.script(script)
     ids = await engine.retain_many(bank, [TURN])
@@ -189,7 +198,9 @@ async def test_the_worker_retries_the_extraction_on_its_own(memwrap_home: Path, 
         await eng.close()
 
 
-async def test_gives_up_after_max_attempts_and_keeps_the_raw_memory(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
+async def test_gives_up_after_max_attempts_and_keeps_the_raw_memory(
+    memwrap_home: Path, fake: FakeLLMServer, bank: str
+) -> None:
     eng = await make_engine(memwrap_home, fake, extraction_max_attempts=2)
     try:
         fake.script([Reply(status=500, error="down")] * 4)
@@ -197,7 +208,7 @@ async def test_gives_up_after_max_attempts_and_keeps_the_raw_memory(memwrap_home
         assert await eng.reextractor.run_once(bank_id=bank, force=True) == 0  # type: ignore[union-attr]  # attempt 2
         [entry] = await queued(eng, bank)
         assert entry["attempts"] == 2 and entry["status"] == "failed"  # dead: its attempts are used up
-        assert await eng.reextractor.run_once(bank_id=bank) == 0  # type: ignore[union-attr]
+        assert await eng.reextractor.run_once(bank_id=bank) == 0  # type: ignore[union-attr]  # set here
         assert fake.pending == 0 and len(fake.requests) == 4  # a parked row is not claimed by the schedule
         assert [r["fact_type"] for r in await units(eng, bank)] == ["raw"]
     finally:
@@ -219,7 +230,9 @@ async def test_concurrent_passes_convert_once(memwrap_home: Path, fake: FakeLLMS
         await second.close()
 
 
-async def test_a_raw_memory_deleted_before_its_retry_stays_deleted(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_a_raw_memory_deleted_before_its_retry_stays_deleted(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     fake.script([Reply(status=500, error="down")] * 2)
     [raw_id] = await engine.retain_many(bank, [TURN])
     await engine.delete(bank, raw_id)
@@ -228,7 +241,9 @@ async def test_a_raw_memory_deleted_before_its_retry_stays_deleted(engine: Engin
     assert fake.pending == 0 and len(fake.requests) == 2
 
 
-async def test_a_reply_cut_at_the_output_limit_is_redone_in_halves(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_a_reply_cut_at_the_output_limit_is_redone_in_halves(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     items = [
         {"content": f"Dana: Note number {i} about the garden.", "document_id": f"g:{i}", "timestamp": WHEN}
         for i in range(1, 5)
@@ -238,7 +253,10 @@ async def test_a_reply_cut_at_the_output_limit_is_redone_in_halves(engine: Engin
         _, user = prompt_of(request)
         numbers = [int(n) for n in re.findall(r"^\[(\d+)\]", user.split("Turns:", 1)[1], re.MULTILINE)]
         notes = re.findall(r"Note number (\d+)", user.split("Turns:", 1)[1])
-        facts = [fact(f"Dana wrote garden note {note}.", "world", [n], ["Dana"]) for n, note in zip(numbers, notes)]
+        facts = [
+            fact(f"Dana wrote garden note {note}.", "world", [n], ["Dana"])
+            for n, note in zip(numbers, notes, strict=False)
+        ]
         if len(numbers) > 2:  # too much output for one reply: cut off after the first fact
             return Reply(json={"facts": facts[:1], "entities": []}, finish_reason="length")
         return reply(facts)
@@ -246,6 +264,8 @@ async def test_a_reply_cut_at_the_output_limit_is_redone_in_halves(engine: Engin
     fake.responder = respond
     ids = await engine.retain_many(bank, items)
     rows = await units(engine, bank)
-    assert [(r["text"], r["document_id"]) for r in rows] == [(f"Dana wrote garden note {i}.", f"g:{i}") for i in range(1, 5)]
+    assert [(r["text"], r["document_id"]) for r in rows] == [
+        (f"Dana wrote garden note {i}.", f"g:{i}") for i in range(1, 5)
+    ]
     assert ids == [r["id"] for r in rows] and await queued(engine, bank) == []
     assert len(fake.requests) == 3  # the cut reply, then two halves

@@ -24,7 +24,9 @@ def day(y: int, m: int, d: int) -> tuple[datetime, datetime]:
     return start, start.replace(hour=23, minute=59, second=59, microsecond=999999)
 
 
-async def test_what_no_fact_carries_is_kept_raw_in_the_speakers_words(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_what_no_fact_carries_is_kept_raw_in_the_speakers_words(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     content = ("user: I started a new job at Lumen Labs last month. By the way, I'm allergic to peanuts.\n"
                "assistant: Congratulations! I will avoid peanuts in any suggestion.")
     # The model saw the whole exchange, cited turn 1, and dropped the allergy: "some fact cites it" is not enough.
@@ -78,7 +80,9 @@ async def test_a_fact_that_echoes_the_prompt_is_rejected(engine: Engine, fake: F
     assert [r["text"] for r in await units(engine, bank)] == ["The user likes sailing."]
 
 
-async def test_our_calendar_dates_facts_and_corrects_the_models_date(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_our_calendar_dates_facts_and_corrects_the_models_date(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     content = "user: I'm flying to Berlin next Tuesday. I'm allergic to peanuts."
     fake.script([reply([
         # No time phrase quoted, a wrong day written into the fact and given as its dates.
@@ -94,7 +98,7 @@ async def test_our_calendar_dates_facts_and_corrects_the_models_date(engine: Eng
     }
 
 
-async def test_a_slow_server_never_holds_back_the_turn(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_slow_server_never_holds_back_the_turn(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     eng = await make_engine(memwrap_home, fake, extraction_deadline=0.2)
     try:
         # The reply takes 6 s; the turn is written, and retain returns, at the 0.2 s interactive deadline:
@@ -121,7 +125,9 @@ async def test_speakers_survive_reextraction(engine: Engine, fake: FakeLLMServer
     raw_id, _answer_id = await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
     # One raw memory per turn, each with its speaker's label (the retry rebuilds the exchange from them)
     assert [r["text"] for r in await units(engine, bank)] == content.split("\n")
-    fake.script([reply([fact("The assistant booked the 8 am train to Porto for the user.", "experience", [2], ["Porto"])])])
+    fake.script(
+        [reply([fact("The assistant booked the 8 am train to Porto for the user.", "experience", [2], ["Porto"])])]
+    )
     assert await engine.retry_extractions(bank) == 1
     _, user = prompt_of(fake.last())
     assert "[1] user: Can you book the 8 am train?\n[2] assistant: I booked the 8 am train" in user
@@ -129,7 +135,9 @@ async def test_speakers_survive_reextraction(engine: Engine, fake: FakeLLMServer
     assert row["fact_type"] == "experience" and row["id"] == raw_id
 
 
-async def test_a_single_turn_cut_at_the_output_limit_stays_raw_and_queued(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_a_single_turn_cut_at_the_output_limit_stays_raw_and_queued(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     cut = Reply(json={"facts": [fact("The user", "world", [1])], "entities": []}, finish_reason="length")
     fake.script([cut])
     [raw_id] = await engine.retain_many(bank, [{"content": "user: I adopted a cat named Miso.", "timestamp": TUESDAY}])
@@ -140,7 +148,9 @@ async def test_a_single_turn_cut_at_the_output_limit_stays_raw_and_queued(engine
     assert fake.requests[0].body["max_tokens"] == engine.settings.extraction_output_tokens
 
 
-async def test_what_the_assistant_only_acknowledged_is_the_users(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_what_the_assistant_only_acknowledged_is_the_users(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     content = ("user: For front-end work I prefer React. My team lead is Zhang Wei.\n"
                "assistant: Good to know: React for front-end work, and Zhang Wei is your team lead. "
                "I also booked you a React course.")
@@ -159,15 +169,33 @@ async def test_what_the_assistant_only_acknowledged_is_the_users(engine: Engine,
     }
 
 
-async def test_what_the_assistant_recommended_is_its_experience_whatever_the_model_typed(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_what_the_assistant_recommended_is_its_experience_whatever_the_model_typed(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     content = ("user: I'm flying to Berlin next Tuesday for a conference.\n"
                "assistant: I recommend the Museum Island in Berlin if you have a free evening.")
-    fake.script([reply([
-        fact("The user is flying to Berlin next Tuesday for a conference.", "world", [1], ["Berlin"], when="next Tuesday"),
-        # The local model's reply: typed world, and citing the user's turn.
-        fact("The assistant recommends the Museum Island in Berlin if the user has a free evening.", "world", [1],
-             ["Museum Island", "Berlin"]),
-    ])])
+    fake.script(
+        [
+            reply(
+                [
+                    fact(
+                        "The user is flying to Berlin next Tuesday for a conference.",
+                        "world",
+                        [1],
+                        ["Berlin"],
+                        when="next Tuesday",
+                    ),
+                    # The local model's reply: typed world, and citing the user's turn.
+                    fact(
+                        "The assistant recommends the Museum Island in Berlin if the user has a free evening.",
+                        "world",
+                        [1],
+                        ["Museum Island", "Berlin"],
+                    ),
+                ]
+            )
+        ]
+    )
     await engine.retain_many(bank, [{"content": content, "timestamp": TUESDAY}])
     rows = {r["text"]: r["fact_type"] for r in await units(engine, bank)}
     assert rows == {
@@ -176,7 +204,9 @@ async def test_what_the_assistant_recommended_is_its_experience_whatever_the_mod
     }
 
 
-async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     # What the local model answered in the real-model tier: a fact copied with its "user:" label, the assistant's
     # "I recommend …" copied in its first person, and an English fact about a Chinese turn typed experience with
     # a wider time phrase ("next week") than the turn's own (下周三, next Wednesday).
@@ -200,11 +230,15 @@ async def test_the_local_models_copied_turns_keep_their_speakers_and_our_dates(e
     museum = rows["The assistant recommends the Museum Island in Berlin if the user has a free evening."]
     assert museum["fact_type"] == "experience"
     shanghai = rows["The user plans to go on a trip to Shanghai next week."]
-    assert shanghai["fact_type"] == "world" and (shanghai["occurred_start"], shanghai["occurred_end"]) == day(2026, 12, 9)
+    assert shanghai["fact_type"] == "world" and (shanghai["occurred_start"], shanghai["occurred_end"]) == day(
+        2026, 12, 9
+    )
     assert not any(t.startswith(("user:", "The user:")) for t in rows if rows[t]["fact_type"] != "raw")
 
 
-async def test_a_users_plan_the_model_called_experience_is_the_users(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
+async def test_a_users_plan_the_model_called_experience_is_the_users(
+    engine: Engine, fake: FakeLLMServer, bank: str
+) -> None:
     # The local model's fact of run F: half translated, no subject, typed experience, citing the assistant's reply
     # (which shares only 出差 with it). The user's turn carries it as well, so it is the user's, dated by 下周三.
     fake.script([reply([fact("Shanghai出差 next week", "experience", [2], ["上海"], when="next week")])])

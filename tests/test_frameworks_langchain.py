@@ -10,13 +10,19 @@ from typing import Any
 import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
 from conftest_wrappers import Reply, ToolCall
-from frameworks_support import QUESTION, assert_block, assert_retained_once, exchanges, seeded  # noqa: F401
+from frameworks_support import (  # noqa: F401 - fixtures and helpers, used by name
+    QUESTION,
+    assert_block,
+    assert_retained_once,
+    exchanges,
+    seeded,
+)
 from pydantic import BaseModel
 
 langchain_openai = pytest.importorskip("langchain_openai")
-from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402 - after importorskip
 
-from memwrap.integrations.langchain import memwrap_handle, wrap_chat_model  # noqa: E402
+from memwrap.integrations.langchain import memwrap_handle, wrap_chat_model  # noqa: E402 - after importorskip
 
 
 class Dog(BaseModel):

@@ -18,7 +18,7 @@ from frameworks_support import QUESTION, assert_block, assert_retained_once, see
 import memwrap
 
 llama_openai = pytest.importorskip("llama_index.llms.openai")
-from llama_index.core.llms import ChatMessage  # noqa: E402
+from llama_index.core.llms import ChatMessage  # noqa: E402 - after importorskip
 
 ANSWER = "Your dog is Biscuit."
 

@@ -9,14 +9,20 @@ from typing import Any
 import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
 from conftest_wrappers import Reply, ToolCall, openai_sdk
-from frameworks_support import QUESTION, assert_block, assert_retained_once, exchanges, seeded  # noqa: F401
+from frameworks_support import (  # noqa: F401 - fixtures and helpers, used by name
+    QUESTION,
+    assert_block,
+    assert_retained_once,
+    exchanges,
+    seeded,
+)
 from pydantic import BaseModel
 
 import memwrap
 
 pydantic_ai = pytest.importorskip("pydantic_ai")
-from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402
-from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402
+from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402 - after importorskip
+from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402 - after importorskip
 
 MODELS = {"chat": OpenAIChatModel, "responses": OpenAIResponsesModel}
 

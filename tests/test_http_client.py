@@ -103,7 +103,9 @@ def test_learning_surface_over_http(remote: Memory, memory: Memory, bank: str) -
     assert {j.kind for j in remote.jobs(bank)} == {"consolidate", "refresh_mental_model"}
     assert remote.jobs(bank) == memory.jobs(bank)
     assert remote.jobs(bank, status="done") == []
-    walks = remote.retain_many(bank, ["Alice walks her dog Rex every evening.", "Every evening Alice walks her dog Rex."])
+    walks = remote.retain_many(
+        bank, ["Alice walks her dog Rex every evening.", "Every evening Alice walks her dog Rex."]
+    )
     report = remote.consolidate(bank)
     assert (report.units, report.created, report.mode) == (3, 1, "heuristic")
     [observation] = remote.observations(bank)

@@ -23,7 +23,7 @@ ROWS = [
 ]
 
 
-def _engine(memory: Memory):  # type: ignore[no-untyped-def]
+def _engine(memory: Memory):
     return memory._run(memory.aio._get_engine())
 
 
@@ -83,7 +83,7 @@ def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -
         pool = engine.store.pool
         seen: list[bool] = []
 
-        async def watched():  # type: ignore[no-untyped-def]
+        async def watched():
             for row in rows:
                 if len(seen) < 1:  # while the load runs (its first batch is being read), the index is down
                     seen.append(await vector_index_exists(pool))

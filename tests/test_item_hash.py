@@ -138,12 +138,15 @@ async def test_an_old_store_is_rekeyed_and_its_items_are_found_again(old_store: 
         keyed = hmac.new(key, str(old["hash"]).encode(), hashlib.sha256).hexdigest()
         rows = []
         for table in ("memory_units", "retained_items", "observation_evidence", "jobs"):
-            rows += await pool.fetch(f"SELECT * FROM {table} WHERE bank_id = $1", BANK)  # noqa: S608
+            rows += await pool.fetch(f"SELECT * FROM {table} WHERE bank_id = $1", BANK)
         dump = "\n".join(str(tuple(r)) for r in rows)
         assert old["hash"] not in dump  # no copy of the unkeyed hash is left
         assert await pool.fetchval("SELECT item_hash FROM memory_units WHERE id = $1", old["unit"]) == keyed
         assert await pool.fetchval("SELECT item_hash FROM retained_items WHERE bank_id = $1", BANK) == keyed
-        assert await pool.fetchval("SELECT source_key FROM observation_evidence WHERE bank_id = $1", BANK) == f"item:{keyed}"
+        assert (
+            await pool.fetchval("SELECT source_key FROM observation_evidence WHERE bank_id = $1", BANK)
+            == f"item:{keyed}"
+        )
         assert json.loads(await pool.fetchval("SELECT payload::text FROM jobs WHERE bank_id = $1", BANK)) == {
             "item_hashes": [keyed, "not-a-hash"]}
 

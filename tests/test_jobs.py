@@ -253,7 +253,9 @@ def test_a_job_given_back_first_absorbs_its_twin(mem: Memory) -> None:
 
 def test_a_retried_job_merges_with_its_queued_twin(mem: Memory) -> None:
     pool = engine(mem).store.pool
-    failing = run(mem, jobs.enqueue(pool, "test-flaky", payload={"fail_times": 1}, dedupe_key="k-retry", max_attempts=4))
+    failing = run(
+        mem, jobs.enqueue(pool, "test-flaky", payload={"fail_times": 1}, dedupe_key="k-retry", max_attempts=4)
+    )
     claimed = run(mem, jobs.claim(pool, "w1", lease_seconds=30))
     twin = run(mem, jobs.enqueue(pool, "test-flaky", dedupe_key="k-retry"))
     policy = RetryPolicy(max_attempts=4, base_seconds=600.0, cap_seconds=600.0)

@@ -131,7 +131,9 @@ def test_raw_facts_expire_after_the_bank_ttl(mem: Memory, bank: str) -> None:
         mem.configure_bank(bank, raw_ttl_days=-1)
 
 
-def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(mem: Memory, db: Database, bank: str) -> None:
+def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(
+    mem: Memory, db: Database, bank: str
+) -> None:
     ids = _three(mem, bank, 4)
     engine = mem._run(mem.aio._get_engine())
     # Another path deletes units directly (re-extraction replacing raw turns, say): the evidence rows cascade away.

@@ -127,7 +127,7 @@ def test_the_threshold_is_configurable(memwrap_home: Path, bank: str) -> None:
 
 def test_trend_follows_the_evidence_timestamps() -> None:
     now = datetime(2026, 6, 1, tzinfo=UTC)
-    days = lambda *ds: [now - timedelta(days=d) for d in ds]  # noqa: E731
+    days = lambda *ds: [now - timedelta(days=d) for d in ds]  # noqa: E731 - a one-line helper for the assertions below
     assert trend([], now) == "stale"
     assert trend(days(200, 150, 120), now) == "stale"
     assert trend(days(3, 2, 1), now) == "new"

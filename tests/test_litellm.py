@@ -18,7 +18,7 @@ from test_server_harness import wait_until
 from memwrap import Memory
 
 litellm = pytest.importorskip("litellm")
-from memwrap.integrations.litellm import MemwrapLogger, wrap_completion  # noqa: E402
+from memwrap.integrations.litellm import MemwrapLogger, wrap_completion  # noqa: E402 - after importorskip
 
 FACT = "Alice's dog is called Biscuit and is a beagle."
 

@@ -84,7 +84,11 @@ async def test_anthropic_structured_forces_a_tool_and_caches_the_system_prompt(f
     assert person.name == "Bo" and person.age == 41
     body = fake.last("anthropic.messages").body
     assert body["tool_choice"] == {"type": "tool", "name": "person"}
-    assert body["tools"][0]["name"] == "person" and body["tools"][0]["input_schema"]["required"] == ["name", "age", "city"]
+    assert body["tools"][0]["name"] == "person" and body["tools"][0]["input_schema"]["required"] == [
+        "name",
+        "age",
+        "city",
+    ]
     assert body["system"] == [{"type": "text", "text": "Stable instructions.", "cache_control": {"type": "ephemeral"}}]
     assert body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "Bo is 41."}]}]
     assert usage.calls == 1 and llm.usage["consolidation"].calls == 1
@@ -117,13 +121,18 @@ async def test_invalid_twice_raises_output_error_with_usage(fake: FakeLLMServer)
     llm = make_llm(fake)
     with pytest.raises(LLMOutputError) as info:
         await llm.structured("s", "u", Person, role="extraction")
-    assert info.value.usage.calls == 2  # type: ignore[attr-defined]
+    assert info.value.usage.calls == 2  # type: ignore[attr-defined]  # usage: set on the error by llm.py
     assert llm.usage["extraction"].calls == 2
     await llm.aclose()
 
 
 async def test_endpoint_without_schema_support_gets_the_schema_in_the_prompt(fake: FakeLLMServer) -> None:
-    fake.script([Reply(status=400, error="response_format json_schema is not supported by this server"), {"name": "E", "age": 1}])
+    fake.script(
+        [
+            Reply(status=400, error="response_format json_schema is not supported by this server"),
+            {"name": "E", "age": 1},
+        ]
+    )
     llm = make_llm(fake)
     person, _ = await llm.structured("Base.", "u", Person, role="extraction")
     assert person.name == "E"
@@ -151,7 +160,12 @@ async def test_429_retry_after_is_honoured(fake: FakeLLMServer) -> None:
 
 
 async def test_retry_after_ms_and_anthropic_overloaded(fake: FakeLLMServer) -> None:
-    fake.script([Reply(status=529, error="overloaded", headers={"retry-after-ms": "300"}), Reply(tool_calls=[ToolCall("person", {"name": "H", "age": 4})])])
+    fake.script(
+        [
+            Reply(status=529, error="overloaded", headers={"retry-after-ms": "300"}),
+            Reply(tool_calls=[ToolCall("person", {"name": "H", "age": 4})]),
+        ]
+    )
     llm = make_llm(fake, "anthropic", llm_backoff=0.0)
     started = time.monotonic()
     await llm.structured("s", "u", Person, role="extraction")
@@ -204,7 +218,9 @@ async def test_provider_down_is_unavailable() -> None:
         ("anthropic", 413, "Request exceeds the maximum allowed number of bytes."),
     ],
 )
-async def test_context_overflow_is_specific_and_not_retried(fake: FakeLLMServer, provider: str, status: int, message: str) -> None:
+async def test_context_overflow_is_specific_and_not_retried(
+    fake: FakeLLMServer, provider: str, status: int, message: str
+) -> None:
     fake.script([Reply(status=status, error=message)])
     llm = make_llm(fake, provider)
     with pytest.raises(ContextOverflowError):
@@ -214,7 +230,9 @@ async def test_context_overflow_is_specific_and_not_retried(fake: FakeLLMServer,
 
 
 async def test_refused_request_is_not_retried_and_redacts_secrets(fake: FakeLLMServer) -> None:
-    fake.script([Reply(status=401, error="Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd")])
+    fake.script(
+        [Reply(status=401, error="Incorrect API key provided: sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789abcd")]
+    )
     llm = make_llm(fake)
     with pytest.raises(LLMRequestError) as info:
         await llm.complete("s", "u", role="extraction")
@@ -341,7 +359,15 @@ async def test_openai_tool_step_round_trip(fake: FakeLLMServer) -> None:
 
 async def test_anthropic_tool_step_round_trip(fake: FakeLLMServer) -> None:
     fake.script(
-        [Reply(tool_calls=[ToolCall("search", {"query": "a"}, id="toolu_1"), ToolCall("search", {"query": "b"}, id="toolu_2")]), "Done."]
+        [
+            Reply(
+                tool_calls=[
+                    ToolCall("search", {"query": "a"}, id="toolu_1"),
+                    ToolCall("search", {"query": "b"}, id="toolu_2"),
+                ]
+            ),
+            "Done.",
+        ]
     )
     llm = make_llm(fake, "anthropic")
     tools = [Tool.from_model(Search)]
@@ -349,7 +375,11 @@ async def test_anthropic_tool_step_round_trip(fake: FakeLLMServer) -> None:
     step = await llm.tool_step(messages, tools, role="reflect", tool_choice="required")
     assert [c.id for c in step.tool_calls] == ["toolu_1", "toolu_2"]
     assert fake.requests[0].body["tool_choice"] == {"type": "any"}
-    messages += [step.message(), Message.tool_result("toolu_1", "A"), Message.tool_result("toolu_2", "B", is_error=True)]
+    messages += [
+        step.message(),
+        Message.tool_result("toolu_1", "A"),
+        Message.tool_result("toolu_2", "B", is_error=True),
+    ]
     final = await llm.tool_step(messages, tools, role="reflect")
     assert final.text == "Done."
     sent = fake.requests[1].body["messages"]

@@ -113,15 +113,15 @@ async def test_an_old_store_opens_with_its_waiting_work_as_jobs(
         assert (parked.status, parked.attempts) == ("failed", 8) and parked.finished_at is not None
 
         [waiting] = await engine.jobs(BANK, kind="consolidate_parked")
-        learnt: dict[str, UUID] = old["learnt"]  # type: ignore[assignment]
+        learnt: dict[str, UUID] = old["learnt"]  # type: ignore[assignment]  # the fixture's dict of ids
         assert waiting.payload["unit_ids"] == [str(learnt["waiting"])]  # the given-up unit gets no job
         assert waiting.status == "queued" and waiting.run_after == old["retry_at"] and waiting.max_attempts == 2
         assert await pool.fetchval("SELECT serial_key FROM jobs WHERE id = $1", waiting.id) == f"consolidate:{BANK}"
 
         # The migrated jobs run: the due item becomes its fact (keeping the raw unit's id); the dead one stays raw.
         fake.script([reply([fact(FACT, "world", [1], ["billing database"])])])
-        assert await engine.reextractor.run_once(bank_id=BANK) == 1  # type: ignore[union-attr]
-        raw: dict[str, tuple[UUID, str]] = old["raw"]  # type: ignore[assignment]
+        assert await engine.reextractor.run_once(bank_id=BANK) == 1  # type: ignore[union-attr]  # set here
+        raw: dict[str, tuple[UUID, str]] = old["raw"]  # type: ignore[assignment]  # the fixture's dict of rows
         rows = {r["text"]: r for r in await units(engine, BANK) if r["item_hash"] in raw}
         assert rows[FACT]["id"] == raw["due-item"][0] and rows[FACT]["fact_type"] == "world"
         assert rows[PARKED]["fact_type"] == "raw"

@@ -69,7 +69,10 @@ EDGE_TEXTS = [
 def test_model_names_are_canonical_so_every_spelling_opens_the_same_store() -> None:
     for spelling in ("multilingual", "intfloat/multilingual-e5-small", " multilingual-e5-small "):
         assert load_settings(embedding_model=spelling).embedding_model == E5
-    assert load_settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2").embedding_model == DEFAULT_EMBEDDING_MODEL
+    assert (
+        load_settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2").embedding_model
+        == DEFAULT_EMBEDDING_MODEL
+    )
 
 
 def test_e5_vectors_are_unit_length_and_independent_of_their_batch(
@@ -124,12 +127,17 @@ def test_a_store_of_the_earlier_e5_recipe_asks_for_reembed_and_reembed_puts_it_r
             mem.retain_many("b", _items())
             fresh = _vectors(mem, "b")
             db = Database.of(mem).blocking
-            assert db.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'") == "multilingual-e5-small@2"
+            assert (
+                db.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'") == "multilingual-e5-small@2"
+            )
             # What a store of recipe 1 says (its vectors made with "passage: "): the old name, no recipe.
             db.execute("UPDATE store_meta SET value = 'multilingual-e5-small' WHERE key = 'embedding_model'")
             db.execute("UPDATE memory_units SET embedding = (SELECT embedding FROM memory_units WHERE bank_id = 'b' "
                        "AND document_id = 's1:0') WHERE bank_id = 'b'")  # vectors that must not survive reembed
-        with Memory(settings=settings) as mem, pytest.raises(EmbeddingModelMismatchError, match="earlier recipe") as err:
+        with (
+            Memory(settings=settings) as mem,
+            pytest.raises(EmbeddingModelMismatchError, match="earlier recipe") as err,
+        ):
             mem.banks()
         assert "memwrap reembed" in str(err.value)
         with Memory(settings=settings) as mem:
@@ -242,7 +250,9 @@ def test_reembed_to_the_multilingual_model_gives_the_store_a_fresh_build_would_h
             assert moved_vectors.keys() == fresh_vectors.keys()
             for key, vector in fresh_vectors.items():
                 assert np.allclose(moved_vectors[key], vector, atol=1e-6), key
-            assert [_ranking(moved, "b", q) for q in ("我哥哥住在哪里？", "What instrument am I learning?")] == fresh_rankings
+            assert [
+                _ranking(moved, "b", q) for q in ("我哥哥住在哪里？", "What instrument am I learning?")
+            ] == fresh_rankings
     finally:
         for home in homes:
             from memwrap.store.embedded_pg import stop_embedded_server
@@ -259,7 +269,9 @@ def test_romanised_and_familiar_forms() -> None:
     assert romanised_keys("北京") == ["beijing"]
     assert romanised_keys("欧阳娜娜")[:2] == ["ouyang nana", "nana ouyang"]
     assert romanised_keys("Zhang Wei") == [] and romanised_keys("中华人民共和国") == []
-    assert familiar_surname("老张") == "张" and familiar_surname("小欧阳") == "欧阳" and familiar_surname("张伟") is None
+    assert (
+        familiar_surname("老张") == "张" and familiar_surname("小欧阳") == "欧阳" and familiar_surname("张伟") is None
+    )
 
 
 def test_familiar_names_are_entities_but_everyday_words_are_not() -> None:
@@ -323,7 +335,8 @@ def test_a_name_in_one_script_finds_memories_that_write_it_in_another(memory: Me
         ],
     )
     rows = db.blocking.fetch(
-        "SELECT a.alias_key, e.name FROM entity_aliases a JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
+        "SELECT a.alias_key, e.name FROM entity_aliases a "
+        "JOIN entities e ON e.bank_id = a.bank_id AND e.id = a.entity_id"
         " WHERE a.bank_id = $1",
         bank,
     )
@@ -360,6 +373,9 @@ def test_every_question_of_the_bench_set_is_a_paraphrase() -> None:
 def test_calibration_and_distractor_users_never_meet(shared_data: Path) -> None:
     from bench.multilingual.memorybank import calibration_turns, distractor_turns
 
-    calibration, distractors = calibration_turns(shared_data / "memorybank"), distractor_turns(shared_data / "memorybank")
+    calibration, distractors = (
+        calibration_turns(shared_data / "memorybank"),
+        distractor_turns(shared_data / "memorybank"),
+    )
     assert len(distractors) >= 1000
     assert {t.user_index for t in calibration}.isdisjoint({t.user_index for t in distractors})

@@ -32,7 +32,7 @@ def _retained(admin: httpx.Client, bank: str, source: str, timeout: float = 15.0
         items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 100}).json()["items"]
         return [m for m in items if m["metadata"].get("source") == source]
 
-    return wait_until(found, timeout)  # type: ignore[no-any-return]
+    return wait_until(found, timeout)
 
 
 def _openai(sidecar: ServerProcess, bank: str, **kwargs: Any) -> Any:
@@ -136,7 +136,9 @@ def test_without_bank_the_proxy_is_a_plain_pass_through(sidecar: ServerProcess, 
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
-def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, seeded: str) -> None:
+def test_curl_chat_and_stream(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, seeded: str
+) -> None:
     base = ["curl", "-sS", "--fail-with-body", sidecar.url + "/v1/chat/completions",
             "-H", "Content-Type: application/json", "-H", f"Authorization: Bearer {UPSTREAM_KEY}",
             "-H", f"X-Memwrap-Key: {ADMIN_KEY}", "-H", f"X-Memwrap-Bank: {seeded}",
@@ -149,7 +151,9 @@ def test_curl_chat_and_stream(sidecar: ServerProcess, admin: httpx.Client, upstr
 
     body = {**body, "stream": True, "messages": [*body["messages"], {"role": "assistant", "content": "Plain answer."},
                                                  {"role": "user", "content": "Say it as a stream."}]}
-    streamed = subprocess.run([*base, "-N", "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True)
+    streamed = subprocess.run(
+        [*base, "-N", "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True
+    )
     events = [line[6:] for line in streamed.stdout.splitlines() if line.startswith("data: ")]
     assert events[-1] == "[DONE]"
     text = "".join((json.loads(e)["choices"] or [{}])[0].get("delta", {}).get("content") or "" for e in events[:-1])

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from conftest_wrappers import memory_block
 from fakes.llm_server import FakeLLMServer, Reply
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
-
-from conftest_wrappers import memory_block
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "node"
 

@@ -17,12 +17,12 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from bench.baselines import HybridRetriever, baseline_embedder  # noqa: E402
-from bench.qa.data import DATA, QAItem, locomo_items, per_category_sample  # noqa: E402
-from bench.qa.run import main, parse_args, select  # noqa: E402
-from bench.qa.scoring import locomo_f1, normalise, token_f1  # noqa: E402
-from bench.qa.summary import render_markdown, summarise  # noqa: E402
-from memwrap.tokens import count_tokens  # noqa: E402
+from bench.baselines import HybridRetriever, baseline_embedder  # noqa: E402 - after sys.path
+from bench.qa.data import DATA, QAItem, locomo_items, per_category_sample  # noqa: E402 - after sys.path
+from bench.qa.run import main, parse_args, select  # noqa: E402 - after sys.path
+from bench.qa.scoring import locomo_f1, normalise, token_f1  # noqa: E402 - after sys.path
+from bench.qa.summary import render_markdown, summarise  # noqa: E402 - after sys.path
+from memwrap.tokens import count_tokens  # noqa: E402 - after sys.path
 
 needs_data = pytest.mark.skipif(not (DATA / "locomo").exists(), reason="evaluation data not available")
 
@@ -43,18 +43,18 @@ def _items() -> dict[str, QAItem]:
     return by_question
 
 
-def knowing_answerer(items: dict[str, QAItem]):  # type: ignore[no-untyped-def]
+def knowing_answerer(items: dict[str, QAItem]):
     """The answerer gives the gold answer when an evidence turn is in its prompt, "I do not know." otherwise;
     the judge calls an answer correct when it is the gold answer."""
 
     def respond(request: RecordedRequest) -> Reply:
         prompt = request.body["messages"][-1]["content"]
         if "response_format" in request.body:  # the judge
-            gold = re.search(r"Correct answer: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]
-            answer = re.search(r"Answer to grade: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]
+            gold = re.search(r"Correct answer: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]  # present
+            answer = re.search(r"Answer to grade: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]  # present
             return Reply(json={"correct": answer.casefold() == gold.casefold()})
         assert request.body["max_tokens"] == 96
-        question = re.search(r"Question: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]
+        question = re.search(r"Question: (.*)", prompt).group(1).strip()  # type: ignore[union-attr]  # always there
         item = items[question]
         contents = {turn["document_id"]: turn["content"] for turn in item.items}
         seen = any(_collapse(contents[e]) in _collapse(prompt) for e in item.evidence)
@@ -255,7 +255,7 @@ def test_per_category_sample_spreads_over_conversations_and_grows_by_extension()
 def test_per_category_sample_takes_what_a_small_category_has() -> None:
     def item(n: int, bank: str, category: str) -> QAItem:
         return QAItem(id=f"q{n}", dataset="x", category=category, question="?", gold="", bank=bank,
-                      asked_at=None)  # type: ignore[arg-type]
+                      asked_at=None)  # type: ignore[arg-type]  # None, on purpose
 
     items = [item(0, "a", "rare"), item(1, "a", "common"), item(2, "b", "common"), item(3, "b", "common")]
     picked = per_category_sample(items, 2)

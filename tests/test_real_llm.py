@@ -23,10 +23,9 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from bench.scenario import EXCHANGES, SAID, run_scenario  # noqa: E402
-
-from memwrap import AsyncMemory  # noqa: E402
-from memwrap.config import Settings  # noqa: E402
+from bench.scenario import EXCHANGES, SAID, run_scenario  # noqa: E402 - after sys.path
+from memwrap import AsyncMemory  # noqa: E402 - after sys.path
+from memwrap.config import Settings  # noqa: E402 - after sys.path
 
 BASE_URL = os.environ.get("MEMWRAP_TEST_LLM_BASE_URL")
 pytestmark = [
@@ -44,7 +43,7 @@ def real_settings(home: Path, **overrides: object) -> Settings:
         "llm_timeout": 600.0, "reflect_max_iterations": 4, "reflect_answer_tokens": 256,
     }
     options.update(overrides)
-    return Settings(**options)  # type: ignore[arg-type]
+    return Settings(**options)  # type: ignore[arg-type]  # pydantic-settings validates each
 
 
 async def test_nothing_lost_speakers_dates_and_reflect_on_a_real_model(memwrap_home: Path, bank: str) -> None:

@@ -32,7 +32,9 @@ def test_a_user_bank_and_a_team_bank_in_one_recall(memory: Memory) -> None:
     assert {m.bank_id for m in memory._run(eng.recall([alice, team], "anything", top_k=50)).memories} == {alice, team}
     # One bank alone gives what it gave before (its memories tagged with the bank).
     solo = memory._run(eng.recall(alice, "what is my cat called?", top_k=3))
-    assert [m.id for m in solo.memories] == [m.id for m in memory._run(eng.recall([alice], "what is my cat called?", top_k=3)).memories]
+    assert [m.id for m in solo.memories] == [
+        m.id for m in memory._run(eng.recall([alice], "what is my cat called?", top_k=3)).memories
+    ]
     assert all(m.bank_id == alice for m in solo.memories)
     # A bank that holds nothing (or does not exist) adds nothing.
     assert [m.id for m in memory._run(eng.recall([alice, "nobody-here"], "my cat", top_k=3)).memories] == \

@@ -28,8 +28,12 @@ def engine(memory: Memory) -> Any:
 def items() -> list[dict[str, Any]]:
     out = []
     for i in range(48):
-        metadata: dict[str, Any] = {"project": ["apollo", "zeus", "hera"][i % 3], "priority": i % 5,
-                                    "owner": {"name": ["ann", "bob"][i % 2]}, "labels": ["x", "y"] if i % 4 == 0 else ["x"]}
+        metadata: dict[str, Any] = {
+            "project": ["apollo", "zeus", "hera"][i % 3],
+            "priority": i % 5,
+            "owner": {"name": ["ann", "bob"][i % 2]},
+            "labels": ["x", "y"] if i % 4 == 0 else ["x"],
+        }
         if i % 6 == 0:
             metadata["draft"] = None if i % 12 == 0 else True
         if i % 7 == 0:
@@ -147,7 +151,9 @@ def test_values_and_keys_never_reach_the_statement(filled: Any) -> None:
 
 
 def test_shorthand_is_the_explicit_form() -> None:
-    short = RecallFilter.model_validate({"metadata": {"project": "apollo", "priority": {"gte": 2}, "draft": {"exists": False}}})
+    short = RecallFilter.model_validate(
+        {"metadata": {"project": "apollo", "priority": {"gte": 2}, "draft": {"exists": False}}}
+    )
     explicit = RecallFilter.model_validate({"metadata": {"and": [
         {"key": "project", "eq": "apollo"}, {"key": "priority", "gte": 2}, {"key": "draft", "exists": False}]}})
     assert short == explicit
@@ -184,7 +190,9 @@ def test_time_document_and_session_filters(filled: Any) -> None:
     for given, predicate in cases:
         where = recall_filter(given)
         sql, params = Filters(bank, where=where).sql("m", 2)
-        rows = memory._run(eng.store.pool.fetch(f"SELECT m.id FROM memory_units m WHERE m.bank_id = $1 AND {sql}", bank, *params))
+        rows = memory._run(
+            eng.store.pool.fetch(f"SELECT m.id FROM memory_units m WHERE m.bank_id = $1 AND {sql}", bank, *params)
+        )
         expected = {r.id for r in records if predicate(r)}
         assert expected and {r["id"] for r in rows} == expected, given
 
@@ -222,11 +230,14 @@ def test_a_filter_never_hides_what_the_arm_finds_in_the_filtered_set(filled: Any
             vector = await eng.embedder.embed_query(query)
             async with eng.store.pool.acquire() as conn:
                 for name, call in {
-                    "semantic": lambda f: arms.semantic(conn, f, vector, limit, size),
-                    "keyword": lambda f: arms.keyword(conn, f, search_text(query), limit, size),
-                    "graph": lambda f: arms.graph(conn, f, vector, ["maya", "lisbon", "alps"], limit, size),
-                    "temporal": lambda f: arms.temporal(conn, f, vector, datetime(2025, 1, 1, tzinfo=UTC),
-                                                       datetime(2025, 12, 31, tzinfo=UTC), limit),
+                    "semantic": lambda f, vector=vector: arms.semantic(conn, f, vector, limit, size),
+                    "keyword": lambda f, query=query: arms.keyword(conn, f, search_text(query), limit, size),
+                    "graph": lambda f, vector=vector: arms.graph(
+                        conn, f, vector, ["maya", "lisbon", "alps"], limit, size
+                    ),
+                    "temporal": lambda f, vector=vector: arms.temporal(
+                        conn, f, vector, datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 12, 31, tzinfo=UTC), limit
+                    ),
                 }.items():
                     plain = [i for i, _ in await call(Filters(bank))]
                     filtered = [i for i, _ in await call(Filters(bank, where=where))]
@@ -341,7 +352,12 @@ def test_the_nearest_memory_gets_no_bonus_over_one_matching_more_of_the_words() 
     from memwrap.engine.recall.fusion import reciprocal_rank
 
     practises, teacher = uuid_module.uuid4(), uuid_module.uuid4()
-    fused = reciprocal_rank({"semantic": [(practises, 0.62), (teacher, 0.60)],
-                             "keyword": [(teacher, 1.0), (practises, 0.5)],
-                             "graph": [(teacher, 1.0), (practises, 0.9)]}, {"semantic": 1.0, "keyword": 1.0, "graph": 0.6})
+    fused = reciprocal_rank(
+        {
+            "semantic": [(practises, 0.62), (teacher, 0.60)],
+            "keyword": [(teacher, 1.0), (practises, 0.5)],
+            "graph": [(teacher, 1.0), (practises, 0.9)],
+        },
+        {"semantic": 1.0, "keyword": 1.0, "graph": 0.6},
+    )
     assert fused[0].id == teacher

@@ -76,11 +76,19 @@ def test_time_words_are_no_keyword_terms(memory: Memory, dated_year: str) -> Non
 
 def test_relative_words_are_read_on_the_day_a_question_names(memory: Memory, bank: str) -> None:
     """"two weeks before 11 August 2023" is late July 2023, whatever today is."""
-    memory.retain_many(bank, [
-        RetainItem(content="Maria: We got a puppy and named her Shadow!", timestamp=datetime(2023, 7, 30, tzinfo=UTC)),
-        RetainItem(content="Maria: The shelter asked me to bake for the fundraiser.", timestamp=datetime(2023, 8, 20, tzinfo=UTC)),
-        RetainItem(content="Maria: My old puppy photos made me cry.", timestamp=datetime(2023, 3, 2, tzinfo=UTC)),
-    ])
+    memory.retain_many(
+        bank,
+        [
+            RetainItem(
+                content="Maria: We got a puppy and named her Shadow!", timestamp=datetime(2023, 7, 30, tzinfo=UTC)
+            ),
+            RetainItem(
+                content="Maria: The shelter asked me to bake for the fundraiser.",
+                timestamp=datetime(2023, 8, 20, tzinfo=UTC),
+            ),
+            RetainItem(content="Maria: My old puppy photos made me cry.", timestamp=datetime(2023, 3, 2, tzinfo=UTC)),
+        ],
+    )
     recall = memory.recall(bank, "What is the name of the puppy Maria got two weeks before August 11, 2023?",
                            now=datetime(2023, 10, 20, tzinfo=UTC))
     assert recall.time_window is not None

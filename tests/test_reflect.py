@@ -192,7 +192,9 @@ async def test_several_calls_in_one_turn_share_the_budget_before_they_run(
     raw = [await engine.recall(bank, topic, token_budget=4000, types=["raw"]) for topic in topics]
     assert all(r.tokens > budget for r in raw)  # each alone would overflow the whole budget
 
-    fake.script([turn(*[call("recall", query=topic) for topic in topics]), done("Memory holds notes on all three [F1].", "F1")])
+    fake.script(
+        [turn(*[call("recall", query=topic) for topic in topics]), done("Memory holds notes on all three [F1].", "F1")]
+    )
     result = await engine.reflect(bank, "What are the user's hobbies?", context_budget=budget, now=NOW)
     assert not result.forced
 

@@ -3,7 +3,6 @@ models that answer without `done` or call it wrongly. The fake server is the mod
 
 from __future__ import annotations
 
-
 import pytest
 from fakes.llm_server import FakeLLMServer, Reply
 from llm_fixtures import engine_fixture, fake_fixture

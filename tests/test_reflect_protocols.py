@@ -29,21 +29,23 @@ async def existing(engine: Engine, bank: str, ids: list[Any]) -> bool:
     return bool(ids) and found == [bank] * len(ids)
 
 
-async def test_tool_calls_written_as_text_are_run(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_tool_calls_written_as_text_are_run(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     engine = await make_engine(memwrap_home, fake)  # native protocol (told), but the model writes calls as text
     try:
         await facts(engine, bank)
         fake.tools_as_text = True
         fake.script([turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1")])
         result = await engine.reflect(bank, QUESTION, now=NOW)
-        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert (
+            not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        )
         assert [e.name for e in result.trace if e.kind == "tool"] == ["recall", "done"]
         assert fake.requests[0].reply is not None and "recall" in (fake.requests[0].reply.text or "")  # it was text
     finally:
         await engine.close()
 
 
-async def test_the_json_protocol_on_a_server_without_native_tools(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_the_json_protocol_on_a_server_without_native_tools(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto")
     try:
         await facts(engine, bank)
@@ -72,7 +74,9 @@ async def test_the_json_protocol_on_a_server_without_native_tools(memwrap_home, 
         await engine.close()
 
 
-async def test_a_refused_named_tool_choice_still_ends_in_a_forced_synthesis(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_refused_named_tool_choice_still_ends_in_a_forced_synthesis(
+    memwrap_home, fake: FakeLLMServer, bank: str
+) -> None:
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto")
     try:
         await facts(engine, bank)
@@ -91,7 +95,7 @@ async def test_a_refused_named_tool_choice_still_ends_in_a_forced_synthesis(memw
         await engine.close()
 
 
-async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     engine = await make_engine(memwrap_home, fake)
     try:
         await facts(engine, bank)
@@ -101,7 +105,9 @@ async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLL
             done("Dark mode [F1].", "F1"),
         ])
         result = await engine.reflect(bank, QUESTION, now=NOW)
-        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert (
+            not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        )
         tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("done", None, True), ("recall", True, False), ("done", None, False)]
         second = fake.requests[1].body["messages"]
@@ -110,14 +116,16 @@ async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLL
         await engine.close()
 
 
-async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     # The local model in run G: recall showed the answer, then `done` answered from its own guess, citing nothing.
     engine = await make_engine(memwrap_home, fake)
     try:
         await facts(engine, bank)
         fake.script([turn(call("recall", query="editor theme")), done("Light mode."), done("Dark mode [F1].", "F1")])
         result = await engine.reflect(bank, QUESTION, now=NOW)
-        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert (
+            not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        )
         tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("recall", False), ("done", True), ("done", False)]
         assert "cites nothing" in str(fake.requests[2].body["messages"][-1]["content"])
@@ -143,7 +151,7 @@ async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: F
         await engine.close()
 
 
-async def test_an_empty_bank_may_be_answered_at_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_an_empty_bank_may_be_answered_at_once(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     engine = await make_engine(memwrap_home, fake)
     try:
         fake.script([done("Memory holds nothing about this yet.")])
@@ -153,7 +161,9 @@ async def test_an_empty_bank_may_be_answered_at_once(memwrap_home, fake: FakeLLM
         await engine.close()
 
 
-async def test_a_model_that_never_looks_ends_forced_with_its_reason(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_model_that_never_looks_ends_forced_with_its_reason(
+    memwrap_home, fake: FakeLLMServer, bank: str
+) -> None:
     engine = await make_engine(memwrap_home, fake)
     try:
         await facts(engine, bank)
@@ -165,18 +175,23 @@ async def test_a_model_that_never_looks_ends_forced_with_its_reason(memwrap_home
         await engine.close()
 
 
-async def test_the_capability_probe_is_not_charged_to_the_question(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_the_capability_probe_is_not_charged_to_the_question(
+    memwrap_home, fake: FakeLLMServer, bank: str
+) -> None:
     # A slow local server takes longer to answer the three probe requests than the whole loop may take: the
     # question still gets its own time (the probe is once per model, not this question's work).
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="auto", reflect_timeout=3.0)
     try:
         await facts(engine, bank)
         fake.tools_as_text = fake.refuse_named_tool_choice = True
-        fake.script([
-            Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})], delay=2.0), Reply(json={"ok": True}, delay=2.0),
-            {"action": "recall", "query": "editor theme"},
-            {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
-        ])
+        fake.script(
+            [
+                Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})], delay=2.0),
+                Reply(json={"ok": True}, delay=2.0),
+                {"action": "recall", "query": "editor theme"},
+                {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert not result.forced and result.answer == "The user prefers dark mode [F1]."
         assert await existing(engine, bank, result.memory_ids)
@@ -184,7 +199,9 @@ async def test_the_capability_probe_is_not_charged_to_the_question(memwrap_home,
         await engine.close()
 
 
-async def test_a_fallback_with_nothing_gathered_looks_the_question_up(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_fallback_with_nothing_gathered_looks_the_question_up(
+    memwrap_home, fake: FakeLLMServer, bank: str
+) -> None:
     # The model spends the loop's time on one slow turn and the synthesis times out too: the answer lists what a
     # recall of the question finds, and cites it, instead of "nothing was found".
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json", reflect_timeout=1.0,
@@ -201,7 +218,7 @@ async def test_a_fallback_with_nothing_gathered_looks_the_question_up(memwrap_ho
         await engine.close()
 
 
-async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     # The local model expanded an id it was never shown, then answered from nothing: refused, it looks, it cites.
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
     try:
@@ -213,14 +230,16 @@ async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: Fak
             {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
         ])
         result = await engine.reflect(bank, QUESTION, now=NOW)
-        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert (
+            not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        )
         tools = [(e.name, bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("expand", True), ("done", True), ("recall", False), ("done", False)]
     finally:
         await engine.close()
 
 
-async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLMServer, bank: str) -> None:
     # The local model searched the mental models and observations (none yet: the bank has only facts) and then
     # answered from its general knowledge: refused; the second time the agent recalls the question itself.
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
@@ -234,7 +253,9 @@ async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLM
             {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
         ])
         result = await engine.reflect(bank, QUESTION, now=NOW)
-        assert not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        assert (
+            not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
+        )
         tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
         assert tools == [("search_mental_models", None, False), ("search_observations", None, False),
                          ("done", None, True), ("done", None, True), ("recall", True, False), ("done", None, False)]
@@ -242,7 +263,9 @@ async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLM
         await engine.close()
 
 
-async def test_a_synthesis_after_nothing_was_shown_answers_from_a_recall(memwrap_home, fake: FakeLLMServer, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_a_synthesis_after_nothing_was_shown_answers_from_a_recall(
+    memwrap_home, fake: FakeLLMServer, bank: str
+) -> None:
     # The local model's path in the tier: a failed expand and an empty search until the iterations ran out, then a
     # synthesis that answered "avoid fast food" from general knowledge. Now the synthesis gets the question recalled.
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")

@@ -79,10 +79,17 @@ class Live:
 @pytest.fixture(scope="module")
 def sidecar(memwrap_home: Path, server: FakeLLMServer) -> Iterator[Live]:
     with pytest.MonkeyPatch.context() as env:
-        for key, value in {"HOME": str(memwrap_home), "WORKER": "off", "LLM_PROVIDER": "none",
-                           "REFLECT_PROVIDER": "openai", "REFLECT_MODEL": "sidecar-reflector", "LLM_TOOL_PROTOCOL": "native",
-                           "REFLECT_BASE_URL": server.openai_base_url, "REFLECT_API_KEY": "sk-test",
-                           "LLM_MAX_RETRIES": "0"}.items():
+        for key, value in {
+            "HOME": str(memwrap_home),
+            "WORKER": "off",
+            "LLM_PROVIDER": "none",
+            "REFLECT_PROVIDER": "openai",
+            "REFLECT_MODEL": "sidecar-reflector",
+            "LLM_TOOL_PROTOCOL": "native",
+            "REFLECT_BASE_URL": server.openai_base_url,
+            "REFLECT_API_KEY": "sk-test",
+            "LLM_MAX_RETRIES": "0",
+        }.items():
             env.setenv(f"MEMWRAP_{key}", value)
         env.delenv("MEMWRAP_API_KEYS", raising=False)
         live = Live().__enter__()

@@ -92,8 +92,12 @@ def test_temporal_recall_prefers_the_right_year(memory: Memory, bank: str) -> No
     memory.retain_many(
         bank,
         [
-            RetainItem(content="Alice went hiking in the mountains with friends.", timestamp=datetime(2025, 4, 12, tzinfo=UTC)),
-            RetainItem(content="Alice went hiking in the mountains with her dog.", timestamp=datetime(2026, 4, 12, tzinfo=UTC)),
+            RetainItem(
+                content="Alice went hiking in the mountains with friends.", timestamp=datetime(2025, 4, 12, tzinfo=UTC)
+            ),
+            RetainItem(
+                content="Alice went hiking in the mountains with her dog.", timestamp=datetime(2026, 4, 12, tzinfo=UTC)
+            ),
             RetainItem(content="Alice bought a new laptop.", timestamp=datetime(2026, 9, 1, tzinfo=UTC)),
         ],
     )
@@ -186,7 +190,7 @@ def test_memory_from_threads(memory: Memory, bank: str) -> None:
         try:
             memory.retain(bank, f"Thread {n} remembers the number {n * 7}.", document_id=f"t{n}")
             memory.recall(bank, f"What does thread {n} remember?", now=NOW)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - every failure of a thread is collected and checked
             errors.append(exc)
 
     threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
@@ -207,7 +211,7 @@ def test_sync_memory_inside_a_running_event_loop(memory: Memory, bank: str) -> N
     assert asyncio.run(handler())[0] == "Carol keeps bees on her roof."
 
 
-async def test_async_memory(memwrap_home, bank: str) -> None:  # type: ignore[no-untyped-def]
+async def test_async_memory(memwrap_home, bank: str) -> None:
     async with AsyncMemory(home=memwrap_home) as mem:
         await mem.retain_many(bank, ["Dan plays chess every Tuesday.", "Erin bakes sourdough bread."])
         recall = await mem.recall(bank, "What game does Dan play?", now=NOW)

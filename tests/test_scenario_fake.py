@@ -20,10 +20,9 @@ _REPO = str(Path(__file__).resolve().parent.parent)
 if _REPO not in sys.path:
     sys.path.insert(0, _REPO)
 
-from bench.scenario import EXCHANGES, QUESTIONS, run_scenario  # noqa: E402
-
-from memwrap import AsyncMemory  # noqa: E402
-from memwrap.config import Settings  # noqa: E402
+from bench.scenario import EXCHANGES, QUESTIONS, run_scenario  # noqa: E402 - after sys.path
+from memwrap import AsyncMemory  # noqa: E402 - after sys.path
+from memwrap.config import Settings  # noqa: E402 - after sys.path
 
 # The local model's facts per exchange (its texts, types, cited turns and time phrases, as it gave them).
 LOCAL_MODEL: dict[str, list[dict[str, Any]]] = {
@@ -33,16 +32,30 @@ LOCAL_MODEL: dict[str, list[dict[str, Any]]] = {
     ],
     "Zhang Wei": [],
     "I prefer React": [fact("For front-end work I prefer React.", "world", [1], ["React"])],
-    "prefer Vue": [fact("Since last week, the user prefers Vue over React.", "world", [1], ["Vue", "React"],
-                        when="since last week")],
-    "surprise party": [fact("The surprise party for Mei is on December 12.", "world", [1], ["Mei"], when="12 December")],
+    "prefer Vue": [
+        fact(
+            "Since last week, the user prefers Vue over React.", "world", [1], ["Vue", "React"], when="since last week"
+        )
+    ],
+    "surprise party": [
+        fact("The surprise party for Mei is on December 12.", "world", [1], ["Mei"], when="12 December")
+    ],
     "上海": [fact("用户计划下周三出差。", "world", [1], [], when="下周三")],
     "peanuts": [fact("user is allergic to peanuts", "world", [1])],
     "Berlin": [
-        fact("The user plans to fly to Berlin next Tuesday for a conference.", "world", [1], ["Berlin"],
-             when="next Tuesday"),
-        fact("The assistant recommends the Museum Island in Berlin if the user has a free evening.", "world", [1],
-             ["Museum Island", "Berlin"]),
+        fact(
+            "The user plans to fly to Berlin next Tuesday for a conference.",
+            "world",
+            [1],
+            ["Berlin"],
+            when="next Tuesday",
+        ),
+        fact(
+            "The assistant recommends the Museum Island in Berlin if the user has a free evening.",
+            "world",
+            [1],
+            ["Museum Island", "Berlin"],
+        ),
     ],
 }
 

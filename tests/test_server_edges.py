@@ -28,7 +28,7 @@ def _error(response: httpx.Response, status: int) -> dict[str, Any]:
     body = response.json()
     error = body["error"]
     assert error["code"] and error["message"], body
-    return error  # type: ignore[no-any-return]
+    return error
 
 
 def _log_since(sidecar: ServerProcess, mark: int) -> str:
@@ -83,7 +83,9 @@ def test_a_mental_model_name_no_url_can_hold_is_refused_at_creation(admin: httpx
 
 def test_mental_model_names_a_url_can_hold_round_trip(admin: httpx.Client, bank: str) -> None:
     for name in ("diet plan", "饮食", "a?b#c", "50%", "a.b", "...", "a\\b"):
-        assert admin.post(f"/v1/banks/{bank}/mental-models", json={"name": name, "question": "What?"}).status_code == 201
+        assert (
+            admin.post(f"/v1/banks/{bank}/mental-models", json={"name": name, "question": "What?"}).status_code == 201
+        )
         quoted = urllib.parse.quote(name, safe="")
         assert admin.get(f"/v1/banks/{bank}/mental-models/{quoted}").json()["name"] == name, name
         assert admin.delete(f"/v1/banks/{bank}/mental-models/{quoted}").status_code == 204, name
@@ -153,21 +155,31 @@ def test_metadata_has_a_size_cap(admin: httpx.Client, bank: str) -> None:
     error = _error(admin.post(f"/v1/banks/{bank}/memories", json={"content": "n1", "metadata": big}), 422)
     assert "MEMWRAP_MAX_METADATA_BYTES" in error["message"]
     batch = {"items": [{"content": "n2"}, {"content": "n3", "metadata": big}]}
-    assert "MEMWRAP_MAX_METADATA_BYTES" in _error(admin.post(f"/v1/banks/{bank}/memories/batch", json=batch), 422)["message"]
+    assert (
+        "MEMWRAP_MAX_METADATA_BYTES"
+        in _error(admin.post(f"/v1/banks/{bank}/memories/batch", json=batch), 422)["message"]
+    )
     assert admin.get(f"/v1/banks/{bank}/memories").json()["items"] == []  # the whole batch was refused
-    memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "n4", "metadata": {"k": "v"}}).json()["ids"][0]
+    memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "n4", "metadata": {"k": "v"}}).json()["ids"][
+        0
+    ]
     _error(admin.patch(f"/v1/banks/{bank}/memories/{memory_id}", json={"metadata": big}), 422)
-    assert admin.post(f"/v1/banks/{bank}/memories", json={"content": "n5", "metadata": {"k": "x" * 60_000}}).status_code == 201
+    assert (
+        admin.post(f"/v1/banks/{bank}/memories", json={"content": "n5", "metadata": {"k": "x" * 60_000}}).status_code
+        == 201
+    )
 
 
 def test_a_caller_hanging_up_mid_body_is_no_error(sidecar: ServerProcess, bank: str) -> None:
     mark = _mark(sidecar)
     for path in (f"/v1/banks/{bank}/memories", "/v1/chat/completions", f"/mcp/{bank}/"):
         with socket.create_connection(("127.0.0.1", sidecar.port)) as conn:
-            conn.sendall(f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         f"Authorization: Bearer {ADMIN_KEY}\r\nX-Memwrap-Key: {ADMIN_KEY}\r\nX-Memwrap-Bank: {bank}\r\n"
-                         "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n"
-                         '{"content": "cut short'.encode())
+            conn.sendall(
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Authorization: Bearer {ADMIN_KEY}\r\nX-Memwrap-Key: {ADMIN_KEY}\r\nX-Memwrap-Bank: {bank}\r\n"
+                "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n"
+                '{"content": "cut short'.encode()
+            )
             time.sleep(0.3)
     time.sleep(1.0)  # the log is written by a thread of its own
     log = _log_since(sidecar, mark)

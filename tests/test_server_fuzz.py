@@ -16,7 +16,6 @@ import os
 from collections import Counter
 from typing import Any
 
-import pytest
 import requests
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -105,7 +104,9 @@ def _mutate(case: Any, mutation: str, data: st.DataObject) -> None:
     else:
         key = data.draw(st.sampled_from(sorted(case.path_parameters)), label="key")
         # (a lone surrogate cannot even be put in a URL: the client refuses it, so it is left out here)
-        value = data.draw(st.sampled_from([*WEIRD_STRINGS[:4], "team-a\n", "x" * 5000, "a/b", "..", "%00"]), label="path")
+        value = data.draw(
+            st.sampled_from([*WEIRD_STRINGS[:4], "team-a\n", "x" * 5000, "a/b", "..", "%00"]), label="path"
+        )
         case.path_parameters = {**case.path_parameters, key: value}
 
 
@@ -128,7 +129,9 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
     import schemathesis
     from schemathesis.generation.modes import GenerationMode
 
-    schema = schemathesis.openapi.from_url(f"{sidecar.url}/openapi.json", headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    schema = schemathesis.openapi.from_url(
+        f"{sidecar.url}/openapi.json", headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    )
     statuses: Counter[int] = Counter()
     failures: list[str] = []
     dropped: list[str] = []
@@ -139,7 +142,9 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
     assert len(operations) >= 25
 
     def fuzz(operation: Any) -> None:
-        strategy = st.one_of(operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE))
+        strategy = st.one_of(
+            operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
+        )
 
         @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
@@ -162,8 +167,10 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
             elif response.status_code == 400 and len(response.request.url or "") > HTTP_URL_LIMIT:
                 pass  # refused by the HTTP layer before the app (docs/sidecar.md: a URL past 64 KB)
             elif response.status_code >= 400 and not _documented(operation.path, response):
-                undocumented.append(f"{label} -> {response.status_code} {response.text[:200]} "
-                                    f"{response.request.method} {response.request.url!r} {dict(response.request.headers)!r}"[:900])
+                undocumented.append(
+                    f"{label} -> {response.status_code} {response.text[:200]} "
+                    f"{response.request.method} {response.request.url!r} {dict(response.request.headers)!r}"[:900]
+                )
 
         run()
 

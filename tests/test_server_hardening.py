@@ -34,7 +34,7 @@ def _documented_error(response: httpx.Response, status: int | None = None) -> di
         assert response.status_code == status, response.text[:300]
     error = response.json()["error"]
     assert error["code"] and error["message"] and error["type"], error
-    return error  # type: ignore[no-any-return]
+    return error
 
 
 def _raw(client: httpx.Client, method: str, path: str, body: bytes, **headers: str) -> httpx.Response:
@@ -114,8 +114,13 @@ def test_proxy_body_nested_5000_deep_is_400(sidecar: ServerProcess, upstream: Fa
 def test_proxy_refuses_bad_headers_before_calling_upstream(
     sidecar: ServerProcess, upstream: FakeLLMServer, bank: str, header: str, value: str
 ) -> None:
-    response = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, headers=_proxy_headers(bank, **{header: value}))
-    assert header.lower() in _documented_error(response, 400)["message"].lower() or response.json()["error"]["code"] == "invalid_budget"
+    response = httpx.post(
+        f"{sidecar.url}/v1/chat/completions", json=CHAT, headers=_proxy_headers(bank, **{header: value})
+    )
+    assert (
+        header.lower() in _documented_error(response, 400)["message"].lower()
+        or response.json()["error"]["code"] == "invalid_budget"
+    )
     assert upstream.requests == []
 
 
@@ -124,10 +129,12 @@ def _turns(admin: httpx.Client, bank: str, timeout: float = 60.0) -> list[dict[s
         items = admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
         return [m for m in items if str(m["metadata"].get("source", "")).startswith("memwrap.")]
 
-    return wait_until(found, timeout)  # type: ignore[no-any-return]
+    return wait_until(found, timeout)
 
 
-def test_proxy_stores_a_turn_with_nul(sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str) -> None:
+def test_proxy_stores_a_turn_with_nul(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
+) -> None:
     upstream.script(["Noted."])
     body = {"model": "m", "messages": [{"role": "user", "content": "My locker code is 4\u00002\u00007, remember it."}]}
     assert httpx.post(f"{sidecar.url}/v1/chat/completions", json=body, headers=_proxy_headers(bank)).status_code == 200
@@ -175,7 +182,9 @@ def test_cut_stream_reaches_the_openai_sdk_as_an_error(
 ) -> None:
     import openai
 
-    upstream.script([Reply(text="This answer will never be finished by the upstream server.", chunk_size=4, cut_after=4)])
+    upstream.script(
+        [Reply(text="This answer will never be finished by the upstream server.", chunk_size=4, cut_after=4)]
+    )
     client = openai.OpenAI(base_url=sidecar.url + "/v1", api_key="sk-up", max_retries=0,
                            default_headers=_proxy_headers(bank))
     got = []
@@ -187,7 +196,9 @@ def test_cut_stream_reaches_the_openai_sdk_as_an_error(
     assert turns and turns[0]["metadata"].get("partial") is True
 
 
-def test_cut_stream_reaches_raw_clients_as_a_broken_stream(sidecar: ServerProcess, upstream: FakeLLMServer, bank: str) -> None:
+def test_cut_stream_reaches_raw_clients_as_a_broken_stream(
+    sidecar: ServerProcess, upstream: FakeLLMServer, bank: str
+) -> None:
     for path, body in (("/v1/chat/completions", {**CHAT, "stream": True}),
                        ("/v1/messages", {**CHAT, "max_tokens": 50, "stream": True})):
         upstream.script([Reply(text="A stream that breaks off in the middle of it.", chunk_size=4, cut_after=3)])
@@ -202,7 +213,9 @@ def test_cut_stream_reaches_raw_clients_as_a_broken_stream(sidecar: ServerProces
         assert b"[DONE]" not in received and b"message_stop" not in received
 
 
-def test_cut_stream_reaches_the_anthropic_sdk_as_an_error(sidecar: ServerProcess, upstream: FakeLLMServer, bank: str) -> None:
+def test_cut_stream_reaches_the_anthropic_sdk_as_an_error(
+    sidecar: ServerProcess, upstream: FakeLLMServer, bank: str
+) -> None:
     import anthropic
 
     upstream.script([Reply(text="Claude starts an answer it will not finish.", chunk_size=4, cut_after=4)])
@@ -248,7 +261,12 @@ def test_previous_response_id_continues_a_session_only_in_its_own_bank(
     follow = {"model": "m", "input": "And the hotel?", "previous_response_id": first["id"]}
     assert httpx.post(f"{sidecar.url}/v1/responses", json=follow, headers=_proxy_headers(bob)).status_code == 200
     assert httpx.post(f"{sidecar.url}/v1/responses", json=follow, headers=_proxy_headers(alice)).status_code == 200
-    alice_docs = wait_until(lambda: sorted(t["document_id"] for t in _turns(admin, alice, 1)) if len(_turns(admin, alice, 1)) == 4 else None, 30)
+    alice_docs = wait_until(
+        lambda: (
+            sorted(t["document_id"] for t in _turns(admin, alice, 1)) if len(_turns(admin, alice, 1)) == 4 else None
+        ),
+        30,
+    )
     assert alice_docs == ["trip:turn-0", "trip:turn-0", "trip:turn-1", "trip:turn-1"]  # question and answer each
     bob_docs = [t["document_id"] for t in _turns(admin, bob)]
     assert bob_docs == [f"resp-{first['id']}:turn-1"] * 2  # bob cannot file his turn under alice's session
@@ -261,7 +279,15 @@ async def test_mcp_reflect_without_an_llm_says_why(sidecar: ServerProcess, bank:
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {ADMIN_KEY}"})
     async with Client(streamable_http_client(f"{sidecar.url}/mcp/{bank}/", http_client=http)) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
-        assert {"recall", "retain", "reflect", "list_memories", "get_memory", "mental_models", "get_mental_model"} <= tools
+        assert {
+            "recall",
+            "retain",
+            "reflect",
+            "list_memories",
+            "get_memory",
+            "mental_models",
+            "get_mental_model",
+        } <= tools
         result = await client.call_tool("reflect", {"query": "What do you know?"})
         assert result.is_error
         text = result.content[0].text

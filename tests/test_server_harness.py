@@ -132,7 +132,7 @@ _shared: dict[str, Any] = {}
 def upstream_server() -> FakeLLMServer:
     if "upstream" not in _shared:
         _shared["upstream"] = FakeLLMServer().start()
-    return _shared["upstream"]  # type: ignore[no-any-return]
+    return _shared["upstream"]
 
 
 @pytest.fixture
@@ -158,7 +158,7 @@ def sidecar(request: pytest.FixtureRequest, memwrap_home: Path, upstream_server:
         _shared["sidecar"] = ServerProcess(env).start()
     # Stopped before memwrap_home goes away (it was set up first, so it is torn down last).
     request.addfinalizer(_stop_shared)
-    return _shared["sidecar"]  # type: ignore[no-any-return]
+    return _shared["sidecar"]
 
 
 def _stop_shared() -> None:

@@ -23,9 +23,9 @@ def _postmaster_pid(pgdata: Path) -> int | None:
 
 def _stop_postgres(pgdata: Path) -> None:
     """Fast shutdown of the embedded server of `pgdata`, whoever started it (a killed server never stops it)."""
-    server = embedded_pg._servers.pop(pgdata.resolve(), None)  # noqa: SLF001 - this process's own handle
+    server = embedded_pg._servers.pop(pgdata.resolve(), None)  # this process's own handle
     if server is not None:
-        server.cleanup()  # type: ignore[attr-defined]
+        server.cleanup()
     pid = _postmaster_pid(pgdata)
     if pid is None:
         return

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import httpx
-import pytest
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
 
@@ -34,8 +33,14 @@ def test_retain_then_recall_round_trip(admin: httpx.Client, bank: str) -> None:
 
 
 def test_batch_list_paging_filters_get_delete(admin: httpx.Client, bank: str) -> None:
-    items = [{"content": f"Note number {i} about gardening.", "document_id": f"s:{i}", "tags": ["even" if i % 2 == 0 else "odd"]}
-             for i in range(5)]
+    items = [
+        {
+            "content": f"Note number {i} about gardening.",
+            "document_id": f"s:{i}",
+            "tags": ["even" if i % 2 == 0 else "odd"],
+        }
+        for i in range(5)
+    ]
     created = admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": items})
     assert created.status_code == 201, created.text
     ids = created.json()["ids"]
@@ -70,7 +75,9 @@ def test_banks_create_configure_delete(admin: httpx.Client, bank: str) -> None:
     assert again.status_code == 409 and again.json()["error"]["code"] == "bank_exists"
 
     # The stored policy is the engine's: a secret is refused, with nothing stored.
-    blocked = admin.post(f"/v1/banks/{bank}/memories", json={"content": "my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456"})
+    blocked = admin.post(
+        f"/v1/banks/{bank}/memories", json={"content": "my key is sk-proj-abcdefghijklmnopqrstuvwxyz123456"}
+    )
     assert blocked.status_code == 422 and blocked.json()["error"]["code"] == "secret_blocked"
 
     patched = admin.patch(f"/v1/banks/{bank}", json={"defense_policy": None})
@@ -101,9 +108,17 @@ def test_concurrent_creates_of_one_bank_have_one_winner(sidecar: ServerProcess, 
 def test_errors_have_stable_codes(admin: httpx.Client, bank: str) -> None:
     cases = [
         (admin.post(f"/v1/banks/{bank}/memories", json={"content": "   "}), 422, "invalid_content"),
-        (admin.post(f"/v1/banks/{bank}/memories", json={"content": "x", "metadata": {"k": "a\u0000b"}}), 422, "invalid_request"),
+        (
+            admin.post(f"/v1/banks/{bank}/memories", json={"content": "x", "metadata": {"k": "a\u0000b"}}),
+            422,
+            "invalid_request",
+        ),
         (admin.post(f"/v1/banks/{bank}/recall", json={"query": "q", "token_budget": 0}), 422, "invalid_budget"),
-        (admin.post(f"/v1/banks/{bank}/recall", content=b"{not json", headers={"content-type": "application/json"}), 400, "invalid_json"),
+        (
+            admin.post(f"/v1/banks/{bank}/recall", content=b"{not json", headers={"content-type": "application/json"}),
+            400,
+            "invalid_json",
+        ),
         (admin.get(f"/v1/banks/{bank}/memories/{uuid.uuid4()}"), 404, "memory_not_found"),
         (admin.get("/v1/banks/bad%20bank/memories"), 422, "invalid_request"),
         (admin.get("/v1/nothing-here"), 404, "not_found"),

@@ -22,7 +22,6 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar
 
 from bench.server_load import run_load, seed
 
-
 CHECKS = ("not_a_server_error", "response_schema_conformance", "status_code_conformance", "content_type_conformance")
 
 

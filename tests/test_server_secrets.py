@@ -108,13 +108,22 @@ def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict
     bank = f"secrets-{random.randrange(10**9)}"
     answers: list[str] = []
     with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=60) as admin:
-        answers.append(admin.post(f"/v1/banks/{bank}/memories", json={
-            "content": f"Alice's OpenAI key is {secrets['openai0']} and her card {secrets['card0']}.",
-            "context": f"pasted from {secrets['github0']}",
-            "document_id": f"doc-{secrets['openai1']}:1",
-            "metadata": {"note": secrets["aws0"], secrets["github1"]: "as a key", "deep": {"list": [secrets["openai2"]]}},
-            "tags": [secrets["github2"], "work"],
-        }).text)
+        answers.append(
+            admin.post(
+                f"/v1/banks/{bank}/memories",
+                json={
+                    "content": f"Alice's OpenAI key is {secrets['openai0']} and her card {secrets['card0']}.",
+                    "context": f"pasted from {secrets['github0']}",
+                    "document_id": f"doc-{secrets['openai1']}:1",
+                    "metadata": {
+                        "note": secrets["aws0"],
+                        secrets["github1"]: "as a key",
+                        "deep": {"list": [secrets["openai2"]]},
+                    },
+                    "tags": [secrets["github2"], "work"],
+                },
+            ).text
+        )
         answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
             {"content": f"AWS secret alone: {secrets['aws1']}", "document_id": "batch:1"}]}).text)
         disguised = _disguised(secrets)
@@ -136,9 +145,12 @@ def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict
         upstream_server.reset()
         upstream_server.script(["Noted, I will not repeat it.", "Stored it."])
         proxy = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "Authorization": f"Bearer {secrets['openai3']}"}
-        chat = httpx.post(f"{sidecar.url}/v1/chat/completions", timeout=60,
-                          headers={**proxy, "X-Memwrap-Session": f"sess-{secrets['openai4']}"},
-                          json={"model": "m", "messages": [{"role": "user", "content": f"My card is {secrets['card1']}"}]})
+        chat = httpx.post(
+            f"{sidecar.url}/v1/chat/completions",
+            timeout=60,
+            headers={**proxy, "X-Memwrap-Session": f"sess-{secrets['openai4']}"},
+            json={"model": "m", "messages": [{"role": "user", "content": f"My card is {secrets['card1']}"}]},
+        )
         assert chat.status_code == 200
         responses = httpx.post(f"{sidecar.url}/v1/responses", timeout=60,
                                headers={**proxy, "X-Memwrap-Session": f"resp-{secrets['github3']}"},
@@ -184,7 +196,7 @@ def test_the_database_holds_no_secret(seeded: dict[str, Any], secrets: dict[str,
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")]
             parts = []
             for table in tables:
-                rows = await conn.fetch(f'SELECT t::text FROM "{table}" t')  # noqa: S608 - catalog names
+                rows = await conn.fetch(f'SELECT t::text FROM "{table}" t')  # catalog names
                 parts += [r[0] for r in rows]
             return "\n".join(parts)
         finally:

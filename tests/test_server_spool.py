@@ -16,9 +16,9 @@ import uuid
 from pathlib import Path
 
 import httpx
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin; ALICE_KEY, wait_until
 
 from memwrap.wrappers.spool_store import SPOOL_FILE
-from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin; ALICE_KEY, wait_until
 
 
 def _bury(home: Path, bank: str, text: str) -> int:
@@ -34,7 +34,7 @@ def _texts(client: httpx.Client, bank: str) -> list[str]:
     return [m["text"] for m in found.json()["items"]] if found.status_code == 200 else []
 
 
-def test_dead_rows_are_listed_replayed_and_purged(sidecar: ServerProcess, admin: httpx.Client,  # noqa: F405
+def test_dead_rows_are_listed_replayed_and_purged(sidecar: ServerProcess, admin: httpx.Client,
                                                   memwrap_home: Path) -> None:
     bank = f"spool-{uuid.uuid4().hex[:8]}"
     kept = _bury(memwrap_home, bank, "The ferry to the island leaves at seven.")
@@ -47,19 +47,19 @@ def test_dead_rows_are_listed_replayed_and_purged(sidecar: ServerProcess, admin:
     assert {r["error"] for r in listed} == {"StoreError: the test buried it"}
 
     assert admin.post("/v1/spool/dead/replay", json={"ids": [kept]}).json() == {"count": 1}
-    wait_until(lambda: "The ferry to the island leaves at seven." in _texts(admin, bank), timeout=60)  # noqa: F405
+    wait_until(lambda: "The ferry to the island leaves at seven." in _texts(admin, bank), timeout=60)
     assert admin.post("/v1/spool/dead/purge", json={"ids": [dropped]}).json() == {"count": 1}
     assert admin.get("/v1/spool/rows", params={"dead": "true", "bank_id": bank}).json() == []
     assert "A turn nobody wants back." not in _texts(admin, bank)
     admin.delete(f"/v1/banks/{bank}")
 
 
-def test_a_restricted_key_sees_and_touches_only_its_banks(sidecar: ServerProcess, admin: httpx.Client,  # noqa: F405
+def test_a_restricted_key_sees_and_touches_only_its_banks(sidecar: ServerProcess, admin: httpx.Client,
                                                           memwrap_home: Path) -> None:
     other = f"spool-bob-{uuid.uuid4().hex[:8]}"
     mine = f"alice-spool-{uuid.uuid4().hex[:8]}"
     theirs, own = _bury(memwrap_home, other, "Bob's turn."), _bury(memwrap_home, mine, "Alice's turn.")
-    with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ALICE_KEY}"}, timeout=30) as alice:  # noqa: F405
+    with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ALICE_KEY}"}, timeout=30) as alice:
         assert other not in alice.get("/v1/spool").json()["dead_by_bank"]
         assert mine in alice.get("/v1/spool").json()["dead_by_bank"]
         ids = {r["id"] for r in alice.get("/v1/spool/rows", params={"dead": "true"}).json()}

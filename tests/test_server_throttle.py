@@ -14,10 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar; ServerProcess, wait_until
 
 from memwrap.store import embedded_pg
 from memwrap_server.throttle import FailureBudget, charged
-from test_server_harness import *  # noqa: F403 - fixtures: sidecar; ServerProcess, wait_until
 
 
 class FakeClock:
@@ -81,20 +81,20 @@ def test_a_budget_of_rate_zero_is_off() -> None:
 
 
 @pytest.fixture(scope="module")
-def throttled_server(sidecar: ServerProcess, memwrap_home: Path) -> ServerProcess:  # noqa: F405
+def throttled_server(sidecar: ServerProcess, memwrap_home: Path) -> ServerProcess:
     url = embedded_pg.embedded_database_url(memwrap_home / "pg")
     env = {"MEMWRAP_DATABASE_URL": url, "MEMWRAP_HOME": str(memwrap_home / "server-throttle"),
            "MEMWRAP_API_KEYS": "loop-key:alice,good-key,lost-key",
            "MEMWRAP_FAILURE_RATE": "4", "MEMWRAP_FAILURE_BURST": "10", "MEMWRAP_FAILURE_MAX_WAIT": "0.5"}
-    with ServerProcess(env) as server:  # noqa: F405
+    with ServerProcess(env) as server:
         yield server
 
 
-def _client(server: ServerProcess, key: str) -> httpx.Client:  # noqa: F405
+def _client(server: ServerProcess, key: str) -> httpx.Client:
     return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
 
 
-def test_a_key_looping_on_refused_requests_is_held_then_answered_429(throttled_server: ServerProcess) -> None:  # noqa: F405
+def test_a_key_looping_on_refused_requests_is_held_then_answered_429(throttled_server: ServerProcess) -> None:
     with _client(throttled_server, "loop-key") as looping, _client(throttled_server, "good-key") as good:
         # Within its burst, a refused request is answered as itself.
         assert [looping.get("/v1/banks/bob/memories").status_code for _ in range(10)] == [403] * 10
@@ -113,14 +113,14 @@ def test_a_key_looping_on_refused_requests_is_held_then_answered_429(throttled_s
         assert httpx.get(throttled_server.url + "/health").status_code == 200
 
         # The key recovers by itself once it stops: its next request is answered as itself again.
-        wait_until(lambda: looping.get("/v1/banks/alice/memories").status_code == 200, timeout=30, interval=0.5)  # noqa: F405
+        wait_until(lambda: looping.get("/v1/banks/alice/memories").status_code == 200, timeout=30, interval=0.5)
 
     log = throttled_server.tail()
     assert "API key #1 is over its failure budget" in log
     assert "loop-key" not in log
 
 
-def test_not_found_answers_do_not_spend_the_budget(throttled_server: ServerProcess) -> None:  # noqa: F405
+def test_not_found_answers_do_not_spend_the_budget(throttled_server: ServerProcess) -> None:
     with _client(throttled_server, "lost-key") as client:
         statuses = {client.get(f"/v1/banks/alice/memories/{uuid.uuid4()}").status_code for _ in range(30)}
     assert statuses == {404}

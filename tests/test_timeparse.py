@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time as clock
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta, timezone
 
 import pytest
 
@@ -22,7 +22,6 @@ from memwrap.engine.language.timeparse import (
 from memwrap.models import TimeWindow
 
 MONDAY = datetime(2026, 11, 30, 15, 30)  # the acceptance "now": Monday 30 November 2026
-UTC = timezone.utc
 
 
 def days(query: str, now: datetime = MONDAY) -> tuple[date, date] | None:

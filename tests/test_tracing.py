@@ -18,12 +18,15 @@ from reflect_support import DARK_MODE, NOW, call, done, make_engine, script_ran_
 
 import memwrap
 from memwrap.engine.engine import Engine
+from memwrap.errors import InvalidBankIdError
 from memwrap.tokens import count_tokens
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry import trace  # noqa: E402 - after importorskip
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402 - after importorskip
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402 - after importorskip
+    InMemorySpanExporter,
+)
 
 fake = fake_fixture(script_ran_out)
 engine = engine_fixture(make_engine)
@@ -63,7 +66,9 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
     assert arms == ["graph", "keyword", "semantic", "temporal"]  # "last week": the temporal arm runs too
     recall = next(s for s in spans if s.name == "memwrap.recall")
     assert recall.attributes["memwrap.bank_id"] == bank
-    assert recall.attributes["memwrap.tokens"] == result.tokens and recall.attributes["memwrap.memories"] == len(result.memories)
+    assert recall.attributes["memwrap.tokens"] == result.tokens and recall.attributes["memwrap.memories"] == len(
+        result.memories
+    )
     assert recall.attributes["memwrap.token_budget"] == 300
     pack = next(s for s in spans if s.name == "memwrap.recall.pack")
     assert pack.parent.span_id == recall.context.span_id  # nested: the app's trace shows the steps in the recall
@@ -75,7 +80,7 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
 
 async def test_a_failed_recall_is_an_error_span(engine: Engine, exporter: InMemorySpanExporter) -> None:
     exporter.clear()
-    with pytest.raises(Exception):
+    with pytest.raises(InvalidBankIdError):
         await engine.recall("bad bank id!", "x")
     # Validation fails before the recall starts: no span. An error inside it is recorded on the span.
     assert [s.name for s in exporter.get_finished_spans()] == []
@@ -158,7 +163,9 @@ def test_trace_content_puts_the_query_on_the_wrapper_span_only_when_asked(
     assert _one(spans, "memwrap.wrapper.inject").attributes["memwrap.injected"] is False
 
 
-async def test_extraction_span(extracting: Engine, fake: FakeLLMServer, exporter: InMemorySpanExporter, bank: str) -> None:
+async def test_extraction_span(
+    extracting: Engine, fake: FakeLLMServer, exporter: InMemorySpanExporter, bank: str
+) -> None:
     said = f"user: I named my new boat {SECRET_WORDS} last Friday."
     fake.script([reply([fact(f"The user named the new boat {SECRET_WORDS}.", "world", [1])])])
     exporter.clear()

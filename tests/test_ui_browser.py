@@ -49,7 +49,9 @@ def bank(sidecar: ServerProcess) -> str:
 
 @pytest.fixture
 def page(browser: object, sidecar: ServerProcess) -> Iterator[object]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        viewport={"width": 1280, "height": 900}
+    )
     page = context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
@@ -87,7 +89,9 @@ def _shot(page: object, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def test_every_view_opens_on_a_seeded_bank(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_every_view_opens_on_a_seeded_bank(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     _login(page, sidecar)
     row = page.locator(f"tr[data-bank='{bank}']")
     row.locator("td[data-col=observations]").wait_for()
@@ -177,7 +181,9 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
     ids = admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
         {"content": "Alice once owned a red bicycle."}, {"content": "Alice's flat has a blue door."}]}).json()["ids"]
     _login(page, sidecar)
-    page.on("dialog", lambda dialog: dialog.accept("it was a green one") if dialog.type == "prompt" else dialog.accept())
+    page.on(
+        "dialog", lambda dialog: dialog.accept("it was a green one") if dialog.type == "prompt" else dialog.accept()
+    )
 
     _open(page, sidecar, f"b/{bank}/m/{ids[0]}", "#invalidate")
     page.click("#invalidate")
@@ -196,7 +202,9 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
     assert admin.get(f"/v1/banks/{bank}/memories/{ids[1]}").status_code == 404
 
 
-def test_edit_a_memory_and_see_its_versions(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_edit_a_memory_and_see_its_versions(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Alice's locker code is on a blue note.",
                                                                "tags": ["gym"]}).json()["ids"][0]
     _login(page, sidecar)
@@ -261,12 +269,14 @@ def test_dead_letters_replayed_from_the_jobs_view(page: object, sidecar: ServerP
     _shot(page, "12-spool-dead-letters")
     page.click(f"tr[data-spool-id='{row_id}'] button.replay")
     page.wait_for_selector(f"tr[data-spool-id='{row_id}']", state="detached", timeout=30_000)
-    wait_until(lambda: any("third flowerpot" in m["text"] for m in  # noqa: F405
+    wait_until(lambda: any("third flowerpot" in m["text"] for m in
                            admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]), timeout=60)
     assert page.errors == []
 
 
-def test_a_restricted_key_sees_only_its_banks(page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str) -> None:
+def test_a_restricted_key_sees_only_its_banks(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     other = f"bob-ui-{uuid.uuid4().hex[:8]}"
     admin.post(f"/v1/banks/{other}/memories", json={"content": "Bob's secret plan."}).raise_for_status()
     _login(page, sidecar, ALICE_KEY)
@@ -300,7 +310,9 @@ def test_stored_markup_is_shown_as_text_and_never_runs(page: object, sidecar: Se
 
 
 def test_narrow_screen_in_dark_mode(browser: object, sidecar: ServerProcess, bank: str) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        viewport={"width": 390, "height": 844}, color_scheme="dark"
+    )
     page = context.new_page()
     try:
         _login(page, sidecar)
@@ -316,16 +328,18 @@ def test_narrow_screen_in_dark_mode(browser: object, sidecar: ServerProcess, ban
 
 @pytest.mark.parametrize("path, ready", [("/docs", ".swagger-ui .opblock"), ("/redoc", ".redoc-wrap .api-content")])
 def test_api_docs_load_with_the_network_blocked(browser: object, sidecar: ServerProcess, path: str, ready: str) -> None:
-    context = browser.new_context(extra_http_headers={"Authorization": f"Bearer {ADMIN_KEY}"})  # type: ignore[attr-defined]
+    context = browser.new_context(  # type: ignore[attr-defined]  # `object`: playwright is optional
+        extra_http_headers={"Authorization": f"Bearer {ADMIN_KEY}"}
+    )
     outside: list[str] = []
 
     def only_loopback(route: object) -> None:
-        url = route.request.url  # type: ignore[attr-defined]
+        url = route.request.url  # type: ignore[attr-defined]  # `object`: playwright is optional
         if urlsplit(url).hostname in ("127.0.0.1", "localhost") or url.startswith(("data:", "blob:")):
-            route.continue_()  # type: ignore[attr-defined]
+            route.continue_()  # type: ignore[attr-defined]  # `object`: playwright is optional
         else:
             outside.append(url)
-            route.abort()  # type: ignore[attr-defined]
+            route.abort()  # type: ignore[attr-defined]  # `object`: playwright is optional
 
     context.route("**/*", only_loopback)
     page = context.new_page()

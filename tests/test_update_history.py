@@ -30,7 +30,9 @@ def test_update_text_redates_reembeds_relinks_and_keeps_history(memory: Memory, 
     assert after.occurred_start.month == 5 and after.occurred_start.year == 2026  # re-dated, past tense
     assert "Porto" in after.entities and "Lisbon" not in after.entities
     pool = eng.store.pool
-    lisbon = memory._run(pool.fetchval("SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'lisbon'", bank))
+    lisbon = memory._run(
+        pool.fetchval("SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'lisbon'", bank)
+    )
     assert lisbon == 0
     # Re-embedded: recall by the new words finds it first; the old words no longer find it by meaning or keyword.
     found = memory._run(eng.recall(bank, "Porto", top_k=1)).memories
@@ -43,7 +45,11 @@ def test_update_text_redates_reembeds_relinks_and_keeps_history(memory: Memory, 
     assert same.tags == ["home", "moves"]
     versions = memory._run(eng.history(bank, memory_id))
     assert [v.version for v in versions] == [1, 2, 3]
-    assert [v.text for v in versions] == ["I moved to Lisbon in March.", "I moved to Porto in May.", "I moved to Porto in May."]
+    assert [v.text for v in versions] == [
+        "I moved to Lisbon in March.",
+        "I moved to Porto in May.",
+        "I moved to Porto in May.",
+    ]
     assert [v.changed for v in versions] == [[], ["text"], ["metadata", "tags"]]
     assert versions[0].occurred_start.month == 3 and versions[0].tags == ["home"]
     assert versions[-1].current and versions[-1].metadata == {"source": "chat", "checked": True}
@@ -88,5 +94,8 @@ def test_observations_citing_an_updated_memory_are_revised_by_the_worker(mem: Me
     assert mem.wait_for_jobs(bank, timeout=60)
     revised = mem.get_observation(bank, observation.id)
     assert revised.version > observation.version
-    assert any(v.action == "rewritten" and v.reason == "evidence updated" for v in mem.observation_history(bank, observation.id))
+    assert any(
+        v.action == "rewritten" and v.reason == "evidence updated"
+        for v in mem.observation_history(bank, observation.id)
+    )
     assert any(e.memory_id == target and e.quote.startswith("Lately I prefer light") for e in revised.evidence)

@@ -200,7 +200,7 @@ def mcp_problems(tools: dict[str, dict[str, Any]]) -> list[str]:
 def cli_problems(parser: argparse.ArgumentParser) -> list[str]:
     """Each verb declared with `cli=True` is a command; positional parameters are arguments, the rest options."""
     problems = []
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices  # noqa: SLF001
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
     for declared in VERBS.values():
         if not declared.cli:
             continue
@@ -208,7 +208,7 @@ def cli_problems(parser: argparse.ArgumentParser) -> list[str]:
         if command is None:
             problems.append(f"no CLI command for {declared.name}")
             continue
-        dests = {a.dest for a in command._actions}  # noqa: SLF001
+        dests = {a.dest for a in command._actions}
         for name in declared.params.model_fields:
             if name not in dests:
                 problems.append(f"`memwrap {declared.cli}` lacks {name}")
@@ -226,7 +226,8 @@ def openapi() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def mcp_tools() -> dict[str, dict[str, Any]]:
     async def listed() -> dict[str, dict[str, Any]]:
-        return {t.name: t.input_schema for t in await build_server(lambda: None).list_tools()}  # type: ignore[arg-type, return-value]
+        server = build_server(lambda: None)  # type: ignore[arg-type]  # no memory: listing only
+        return {t.name: t.input_schema for t in await server.list_tools()}  # type: ignore[return-value]  # plain dicts
 
     return asyncio.run(listed())
 
@@ -325,7 +326,9 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
     openapi: dict[str, Any], mcp_tools: dict[str, dict[str, Any]]
 ) -> None:
     class Drifted(Memory):  # a hand-written recall that forgot prefer_observations
-        def recall(self, bank_id: str, query: str, *, token_budget: int = 1024) -> Any:  # type: ignore[override]
+        def recall(  # type: ignore[override]  # a drifted signature, on purpose
+            self, bank_id: str, query: str, *, token_budget: int = 1024
+        ) -> Any:
             return None
 
         def forget_everything(self) -> None:  # a verb written outside the declaration
@@ -349,7 +352,7 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
     assert len(mcp_problems(renamed)) == 1 and "MCP recall takes" in mcp_problems(renamed)[0]
 
     class NoConsolidate(HttpEngine):
-        consolidate = None  # type: ignore[assignment]
+        consolidate = None  # type: ignore[assignment]  # a verb removed, on purpose
 
     assert http_client_problems(NoConsolidate) == ["the HTTP client lacks consolidate"]
 
@@ -371,8 +374,8 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
         "list.limit: REST bounds {'minimum': 1, 'maximum': 1000}, declared {'minimum': 1, 'maximum': 10000}"]
 
     parser = build_parser()
-    recall_cmd = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["recall"]  # noqa: SLF001
-    recall_cmd._actions = [a for a in recall_cmd._actions if a.dest != "now"]  # noqa: SLF001
+    recall_cmd = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["recall"]
+    recall_cmd._actions = [a for a in recall_cmd._actions if a.dest != "now"]
     assert cli_problems(parser) == ["`memwrap recall` lacks now"]
 
 
@@ -398,6 +401,6 @@ def test_bad_arguments_are_named_in_the_error(memory: Memory) -> None:
     from memwrap.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match=r"Unknown job status 'later'"):
-        memory.jobs("drift-old-names", status="later")  # type: ignore[arg-type]
+        memory.jobs("drift-old-names", status="later")  # type: ignore[arg-type]  # an unknown status, on purpose
     with pytest.raises(TypeError, match=r"recall\(\): .*unexpected keyword argument 'budget'"):
-        memory.recall("drift-old-names", "q", budget=5)  # type: ignore[call-arg]
+        memory.recall("drift-old-names", "q", budget=5)  # type: ignore[call-arg]  # the old name, on purpose

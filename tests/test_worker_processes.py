@@ -50,7 +50,9 @@ class WorkerProcess:
             if any('"ready": true' in line for line in self.lines):
                 return
             if self.proc.poll() is not None:
-                raise AssertionError(f"worker {self.name} exited: {self.proc.stderr.read() if self.proc.stderr else ''}")
+                raise AssertionError(
+                    f"worker {self.name} exited: {self.proc.stderr.read() if self.proc.stderr else ''}"
+                )
             time.sleep(0.05)
         raise AssertionError(f"worker {self.name} not ready after {timeout}s")
 
@@ -100,7 +102,7 @@ def workers(mem: Memory, home: Path, server: FakeLLMServer) -> Iterator[dict[str
     env.update({f"MEMWRAP_{k.upper()}": str(v) for k, v in _llm_settings(server).items()})
     env.pop("MEMWRAP_DATABASE_URL", None)
     started = {name: WorkerProcess(name, env) for name in ("worker-a", "worker-b")}
-    started["env"] = env  # type: ignore[assignment]
+    started["env"] = env  # type: ignore[assignment]  # the dict holds mixed values
     try:
         for name in ("worker-a", "worker-b"):
             started[name].wait_ready()

@@ -154,7 +154,9 @@ def test_new_turns_are_the_ones_after_the_last_answer() -> None:
     call = 'called get_weather({"city": "Paris"})'
     assert turns[2].text == call and turns[2].calls_tools and not turns[2].is_answer
     # A tool call is a step of the user's turn, not its answer: the turn runs from "one" ...
-    assert render(new_turns(turns)) == f"user: one\nassistant: {call}\ntool result: get_weather: 18C, sunny\nuser: thanks"
+    assert (
+        render(new_turns(turns)) == f"user: one\nassistant: {call}\ntool result: get_weather: 18C, sunny\nuser: thanks"
+    )
     assert render(new_turns(turns, tools=False)) == "user: one\nuser: thanks"
     # ... unless every step is an exchange of its own.
     assert render(new_turns(turns, per_step=True)) == "tool result: get_weather: 18C, sunny\nuser: thanks"
@@ -195,7 +197,9 @@ def test_anthropic_and_responses_tool_turns_are_readable() -> None:
             {"type": "function_call", "call_id": "c", "name": "weather", "arguments": "{}"},
         ]
     )
-    assert [(t.role, t.text, t.calls_tools) for t in merged[1:]] == [("assistant", "Checking.\ncalled weather({})", True)]
+    assert [(t.role, t.text, t.calls_tools) for t in merged[1:]] == [
+        ("assistant", "Checking.\ncalled weather({})", True)
+    ]
 
 
 def test_session_key_is_stable_and_ignores_later_turns() -> None:

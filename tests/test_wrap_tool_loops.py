@@ -121,7 +121,9 @@ def test_responses_chained_by_previous_response_id(llm_server: Any, warm_memory:
     if not hasattr(client, "responses"):
         pytest.skip("this openai SDK version has no Responses API")
     tools = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
-    llm_server.script([Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_9")]), "Rain: bring a coat."])
+    llm_server.script(
+        [Reply(tool_calls=[ToolCall("get_weather", {"city": "Paris"}, id="call_9")]), "Rain: bring a coat."]
+    )
 
     async def run() -> None:
         first = await client.responses.create(model=MODEL, input=QUESTION, tools=tools)
@@ -186,7 +188,8 @@ def test_a_new_user_turn_recalls_again(llm_server: Any, warm_memory: Any, seeded
 
 
 def test_bad_tool_loop_option_is_refused(llm_server: Any, bank: str) -> None:
+    client = openai_sdk(llm_server)
     with pytest.raises(memwrap.InvalidInputError, match="tool_loop"):
-        memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, tool_loop="every")  # type: ignore[arg-type]
+        memwrap.wrap_openai(client, bank_id=bank, tool_loop="every")  # type: ignore[arg-type]  # on purpose
     with pytest.raises(memwrap.InvalidInputError, match="tool_loop"):
-        memwrap.scope(tool_loop="sometimes")  # type: ignore[arg-type]
+        memwrap.scope(tool_loop="sometimes")  # type: ignore[arg-type]  # on purpose

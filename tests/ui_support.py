@@ -35,8 +35,12 @@ MEMORIES: list[dict[str, Any]] = [
 def seed(client: httpx.Client, bank: str) -> dict[str, Any]:
     """Retain the memories (and a few repeats, so consolidation has evidence), consolidate, add a mental model."""
     ids = client.post(f"/v1/banks/{bank}/memories/batch", json={"items": MEMORIES}).raise_for_status().json()["ids"]
-    repeats = [{**m, "document_id": f"{m['document_id']}-again", "timestamp": "2026-09-01T10:00:00Z"} for m in MEMORIES[:3]]
+    repeats = [
+        {**m, "document_id": f"{m['document_id']}-again", "timestamp": "2026-09-01T10:00:00Z"} for m in MEMORIES[:3]
+    ]
     client.post(f"/v1/banks/{bank}/memories/batch", json={"items": repeats}).raise_for_status()
     report = client.post(f"/v1/banks/{bank}/consolidate").raise_for_status().json()
-    model = client.post(f"/v1/banks/{bank}/mental-models", json={"name": "diet", "question": "What does Alice eat and avoid?"})
+    model = client.post(
+        f"/v1/banks/{bank}/mental-models", json={"name": "diet", "question": "What does Alice eat and avoid?"}
+    )
     return {"ids": ids, "consolidation": report, "model": model.status_code}

@@ -33,7 +33,9 @@ def compute_means(texts: list[str], encoder: E5Encoder) -> dict[str, np.ndarray]
         vectors = encoder.encode(texts, 64, prefix=side)
         totals = weights.sum(axis=0)
         if (totals < 1.0).any():
-            raise SystemExit(f"no calibration text in scripts {[s for s, t in zip(SCRIPTS, totals) if t < 1.0]}")
+            raise SystemExit(
+                f"no calibration text in scripts {[s for s, t in zip(SCRIPTS, totals, strict=True) if t < 1.0]}"
+            )
         out[side] = ((weights.T @ vectors) / totals[:, None]).astype(np.float32)
     return out
 

@@ -44,7 +44,11 @@ def run_comparison(
     """{"models": {name: {...}}, "skipped": {name: reason}}; the configured model first."""
     data = load_set()
     configured = memory.settings.embedding_model
-    out: dict[str, Any] = {"models": {}, "skipped": {}, "set": {"memories": len(data.memories), "questions": len(data.questions)}}
+    out: dict[str, Any] = {
+        "models": {},
+        "skipped": {},
+        "set": {"memories": len(data.memories), "questions": len(data.questions)},
+    }
     for model in [configured, *other_models(configured, requested)]:
         if deadline is not None and time.monotonic() > deadline:
             out["skipped"][model] = "the run's time budget was used up"
@@ -95,7 +99,13 @@ def _at5(entry: dict[str, Any]) -> str:
 # ------------------------------------------------------------------------------------------- report
 
 
-CATEGORY_LABELS = {"zh": "Chinese", "cross": "cross-language", "es": "Spanish", "mixed": "mixed zh/en", OVERALL: "overall"}
+CATEGORY_LABELS = {
+    "zh": "Chinese",
+    "cross": "cross-language",
+    "es": "Spanish",
+    "mixed": "mixed zh/en",
+    OVERALL: "overall",
+}
 
 
 def model_rows(models: dict[str, Any], budgets: Sequence[int]) -> tuple[list[str], list[list[str]]]:
@@ -134,7 +144,11 @@ def category_rows(models: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
             cells = entry.get("multilingual", {}).get("groups", {}).get(group)
             if cells:
                 rows.append(
-                    [f"{CATEGORY_LABELS[group]} (n={cells['n']})", name, *(f"{cells['recall_at'][str(k)]:.2f}" for k in RECALL_AT)]
+                    [
+                        f"{CATEGORY_LABELS[group]} (n={cells['n']})",
+                        name,
+                        *(f"{cells['recall_at'][str(k)]:.2f}" for k in RECALL_AT),
+                    ]
                 )
     return header, rows
 

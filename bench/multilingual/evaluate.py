@@ -131,7 +131,9 @@ def score(
     return QuestionScore(question_id, category, rank, at_k, in_budget, latency_ms)
 
 
-def query_embedding_ms(model: str, backend: str, home: Path | None, data: MultilingualSet, warmup: int = 10) -> dict[str, float]:
+def query_embedding_ms(
+    model: str, backend: str, home: Path | None, data: MultilingualSet, warmup: int = 10
+) -> dict[str, float]:
     """p50 ms to embed one question, English and Chinese, on the model's own instance (no query cache)."""
     from memwrap.engine.embed.embedder import Embedder
 
@@ -160,7 +162,9 @@ def other_models(configured: str, requested: Sequence[str] | None) -> list[str]:
 
     canonical = [load_settings(embedding_model=m).embedding_model for m in (requested or [])]
     if not canonical:
-        canonical = [MULTILINGUAL_EMBEDDING_MODEL if configured != MULTILINGUAL_EMBEDDING_MODEL else DEFAULT_EMBEDDING_MODEL]
+        canonical = [
+            MULTILINGUAL_EMBEDDING_MODEL if configured != MULTILINGUAL_EMBEDDING_MODEL else DEFAULT_EMBEDDING_MODEL
+        ]
     return [m for m in dict.fromkeys(canonical) if m != configured]
 
 

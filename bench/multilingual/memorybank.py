@@ -44,7 +44,9 @@ def load_turns(directory: Path | None = None) -> list[Turn]:
         for index, user in enumerate(data.values()):
             for day, exchanges in user["history"].items():
                 for exchange in exchanges:
-                    turns.extend(Turn(index, language, day, exchange[k]) for k in ("query", "response") if exchange.get(k))
+                    turns.extend(
+                        Turn(index, language, day, exchange[k]) for k in ("query", "response") if exchange.get(k)
+                    )
     return turns
 
 

@@ -56,16 +56,23 @@ def _build(home: Path, model: str, items: list[Any]) -> float:
 def _answers(home: Path, model: str, questions: list[str]) -> tuple[list[list[str]], dict[str, np.ndarray]]:
     with _memory(home, model) as mem:
         rankings = [
-            [str(m.id) if m.document_id is None else m.document_id for m in mem.recall("bank", q, now=NOW, token_budget=RECALL_MAX_TOKENS).memories]
+            [
+                str(m.id) if m.document_id is None else m.document_id
+                for m in mem.recall("bank", q, now=NOW, token_budget=RECALL_MAX_TOKENS).memories
+            ]
             for q in questions
         ]
         engine = mem._run(mem.aio._get_engine())
-        rows = mem._run(engine.store.pool.fetch("SELECT document_id, embedding FROM memory_units WHERE bank_id = 'bank'"))
+        rows = mem._run(
+            engine.store.pool.fetch("SELECT document_id, embedding FROM memory_units WHERE bank_id = 'bank'")
+        )
         return rankings, {r["document_id"]: r["embedding"].to_numpy() for r in rows}
 
 
 def _recall_at_5(questions: list[Any], rankings: list[list[str]]) -> float:
-    shares = [len(set(q.evidence) & set(ranked[:5])) / len(q.evidence) for q, ranked in zip(questions, rankings)]
+    shares = [
+        len(set(q.evidence) & set(ranked[:5])) / len(q.evidence) for q, ranked in zip(questions, rankings, strict=True)
+    ]
     return round(sum(shares) / len(shares), 3)
 
 

@@ -43,7 +43,7 @@ class _Upstream(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     with_block = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
         system = [m.get("content") for m in body.get("messages", []) if m.get("role") in ("system", "developer")]
         if system and "<memwrap_memories>" in str(system[0]):
@@ -101,8 +101,9 @@ def _client(base_url: str, stamps: _Stamps) -> Any:
     import httpx
     from openai import OpenAI
 
-    return OpenAI(base_url=base_url, api_key="bench", max_retries=0,
-                  http_client=httpx.Client(event_hooks=stamps.hooks()))  # type: ignore[arg-type]
+    return OpenAI(
+        base_url=base_url, api_key="bench", max_retries=0, http_client=httpx.Client(event_hooks=stamps.hooks())
+    )  # type: ignore[arg-type]  # httpx wants its own hook list type
 
 
 def _timed(client: Any, stamps: _Stamps, question: str) -> tuple[float, float, float]:

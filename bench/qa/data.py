@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.locomo import CATEGORY_NAMES, load_locomo
 
+
 def _data_root() -> Path:
     """`<repo>/../shared/data`, or (in a git worktree under another folder) the nearest `shared/data` above."""
     for folder in Path(__file__).resolve().parents[2].parents:

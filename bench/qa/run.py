@@ -88,7 +88,9 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--per-category", type=int,
                    help="N questions of each category, spread over the conversations (after --categories)")
     p.add_argument("--seed", type=int, default=0, help="the --per-category sample's seed")
-    p.add_argument("--categories", help="comma-separated categories (LoCoMo: multi-hop,temporal,open-domain,single-hop)")
+    p.add_argument(
+        "--categories", help="comma-separated categories (LoCoMo: multi-hop,temporal,open-domain,single-hop)"
+    )
     p.add_argument("--budget", type=int, default=1024,
                    help="the memory block's tokens, for every system (memwrap's token_budget)")
     p.add_argument("--answer-base-url", help="OpenAI-compatible endpoint of the answerer (default: OpenAI)")

@@ -28,7 +28,7 @@ OPEN_DOMAIN = "open-domain"
 
 
 @functools.lru_cache(maxsize=1)
-def _stemmer():  # noqa: ANN202 - nltk ships no type hints
+def _stemmer():  # nltk ships no type hints
     try:
         from nltk.stem import PorterStemmer
     except ImportError as error:  # the bench extra brings it

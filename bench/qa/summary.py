@@ -121,8 +121,11 @@ def render(summary: dict[str, Any]) -> str:
         cells = []
         for system in systems:
             c = _cell(summary, system, category)
-            cells.append(f"{c['questions']:>4}{c['accuracy']:>7.1%}{c['f1']:>6.2f}{_evidence(c['evidence_in_block']):>7}"
-                         if c["questions"] else f"{0:>4}{'':>20}")
+            cells.append(
+                f"{c['questions']:>4}{c['accuracy']:>7.1%}{c['f1']:>6.2f}{_evidence(c['evidence_in_block']):>7}"
+                if c["questions"]
+                else f"{0:>4}{'':>20}"
+            )
         lines.append(f"{category:<14}" + "".join(cells))
     overall = [_cell(summary, s, OVERALL) for s in systems]
     lines.append(f"{'block tok/q':<14}" + "".join(f"{c['recall_tokens_per_question']:>{width}.0f}" for c in overall))

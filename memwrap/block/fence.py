@@ -53,7 +53,7 @@ _HIDDEN = re.compile(
     "[" + "".join(re.escape(chr(c)) for a, b in INVISIBLE_RANGES for c in range(a, b + 1) if chr(c) not in _JOINERS
                   and not 0xE0000 <= c <= 0xE0FFF)
     + "\U000e0000-\U000e0fff]"
-    f"|(?<![^\\x00-\\x7f])[\ufe0e\ufe0f]|(?<![^\\x00-\\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\\x00-\\x7f])"
+    "|(?<![^\\x00-\\x7f])[\ufe0e\ufe0f]|(?<![^\\x00-\\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\\x00-\\x7f])"
 )
 # Lazy gaps: a character may be both a gap and a letter (a tag character, say), and the name ends at its first
 # possible last letter, not at an "s" further on.

@@ -166,8 +166,9 @@ def char_class(chars: Iterable[str]) -> str:
     parts: list[str] = []
     start = previous = None
     for code in [*codes, None]:
-        if start is not None and (code is None or code != previous + 1):  # type: ignore[operator]
-            parts.append(_escape(start) if start == previous else f"{_escape(start)}-{_escape(previous)}")  # type: ignore[arg-type]
+        if start is not None and (code is None or code != previous + 1):  # type: ignore[operator]  # set with start
+            span = f"{_escape(start)}-{_escape(previous)}"  # type: ignore[arg-type]  # set with start
+            parts.append(_escape(start) if start == previous else span)
             start = None
         if code is not None and start is None:
             start = code

@@ -254,7 +254,7 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, str):
         return value
     if isinstance(value, datetime):
-        return validate.timestamp(value).isoformat()  # type: ignore[union-attr]
+        return validate.timestamp(value).isoformat()  # type: ignore[union-attr]  # None only for None
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, Mapping):

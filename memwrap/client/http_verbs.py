@@ -7,15 +7,52 @@ run it again (tests/test_verb_drift.py fails while this file is out of date).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import builtins
 from typing import Any
 
 from memwrap.declare import Verb
-from memwrap.verbs import (BankIds, BankInfo, BankStats, ConsolidationReport, DefensePolicy, Disposition,
-    EntitiesLimit, EntitiesOffset, EntityGraph, EntityId, EntitySearch, EntitySummary, ImportReport, ImportSource,
-    Items, Job, JobStatus, KEEP, Keep, Mapping, MemoryContext, MemoryId, MemoryRecord, MemoryVersion, MentalModel,
-    MentalModelVersion, NeighbourCount, Observation, ObservationVersion, PageLimit, PageOffset, Path, Recall,
-    RecallFilter, ReflectResult, Tags, TtlDays, UUID, VERBS, datetime)
+from memwrap.verbs import (
+    KEEP,
+    UUID,
+    VERBS,
+    BankIds,
+    BankInfo,
+    BankStats,
+    ConsolidationReport,
+    DefensePolicy,
+    Disposition,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityGraph,
+    EntityId,
+    EntitySearch,
+    EntitySummary,
+    ImportReport,
+    ImportSource,
+    Items,
+    Job,
+    JobStatus,
+    Keep,
+    Mapping,
+    MemoryContext,
+    MemoryId,
+    MemoryRecord,
+    MemoryVersion,
+    MentalModel,
+    MentalModelVersion,
+    NeighbourCount,
+    Observation,
+    ObservationVersion,
+    PageLimit,
+    PageOffset,
+    Path,
+    Recall,
+    RecallFilter,
+    ReflectResult,
+    Tags,
+    TtlDays,
+    datetime,
+)
 
 
 class HttpVerbs:
@@ -24,13 +61,34 @@ class HttpVerbs:
     async def call(self, verb: Verb, arguments: Mapping[str, Any], **request: Any) -> Any:
         raise NotImplementedError
 
-    async def retain(self, bank_id: str, content: str, *, timestamp: datetime | None=None, context: str | None=None, document_id: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> list[UUID]:
+    async def retain(
+        self,
+        bank_id: str,
+        content: str,
+        *,
+        timestamp: datetime | None = None,
+        context: str | None = None,
+        document_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
         yours, for filtering recall."""
-        result: list[UUID] = await self.call(VERBS["retain"], {"bank_id": bank_id, "content": content, "timestamp": timestamp, "context": context, "document_id": document_id, "metadata": metadata, "tags": tags})
+        result: list[UUID] = await self.call(
+            VERBS["retain"],
+            {
+                "bank_id": bank_id,
+                "content": content,
+                "timestamp": timestamp,
+                "context": context,
+                "document_id": document_id,
+                "metadata": metadata,
+                "tags": tags,
+            },
+        )
         return result
 
     async def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
@@ -38,22 +96,69 @@ class HttpVerbs:
         result: list[UUID] = await self.call(VERBS["retain_many"], {"bank_id": bank_id, "items": items})
         return result
 
-    async def recall(self, bank_id: BankIds, query: str, *, token_budget: int | None=None, now: datetime | None=None, types: Tags=None, tags: Tags=None, filters: RecallFilter | Mapping[str, Any] | None=None, top_k: int | None=None, min_score: float | None=None, model: str | None=None, neighbours: bool | None=None, prefer_observations: bool | None=None, explain: bool=False) -> Recall:
+    async def recall(
+        self,
+        bank_id: BankIds,
+        query: str,
+        *,
+        token_budget: int | None = None,
+        now: datetime | None = None,
+        types: Tags = None,
+        tags: Tags = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        top_k: int | None = None,
+        min_score: float | None = None,
+        model: str | None = None,
+        neighbours: bool | None = None,
+        prefer_observations: bool | None = None,
+        explain: bool = False,
+    ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
         `bank_id`: a bank, or a list of banks read as one (one budget; each memory says its bank). `token_budget`:
         default 1024 (with `top_k`, no budget limit). `now`: resolve "last spring" against this time; `types`:
         world, experience, observation; `tags`: only memories with one of these tags; `filters`: on metadata
         (`{"metadata": {"project": "apollo", "priority": {"gte": 2}}}`, `and`/`or`/`not`, `exists`, `in`), on
-        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`, `min_score`: a list rather than a budget;
+        occurred and mentioned times (`occurred_after`, ...), documents and sessions (memwrap/filters.py); `top_k`,
+        `min_score`: a list rather than a budget;
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
         token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
-        result: Recall = await self.call(VERBS["recall"], {"bank_id": bank_id, "query": query, "token_budget": token_budget, "now": now, "types": types, "tags": tags, "filters": filters, "top_k": top_k, "min_score": min_score, "model": model, "neighbours": neighbours, "prefer_observations": prefer_observations, "explain": explain})
+        result: Recall = await self.call(
+            VERBS["recall"],
+            {
+                "bank_id": bank_id,
+                "query": query,
+                "token_budget": token_budget,
+                "now": now,
+                "types": types,
+                "tags": tags,
+                "filters": filters,
+                "top_k": top_k,
+                "min_score": min_score,
+                "model": model,
+                "neighbours": neighbours,
+                "prefer_observations": prefer_observations,
+                "explain": explain,
+            },
+        )
         return result
 
-    async def reflect(self, bank_id: str, query: str, *, context_budget: int | None=None, context: str | None=None, response_schema: Any=None, tags: Tags=None, disposition: Disposition | Mapping[str, Any] | None=None, max_iterations: int | None=None, timeout: float | None=None, now: datetime | None=None) -> ReflectResult:
+    async def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        context_budget: int | None = None,
+        context: str | None = None,
+        response_schema: Any = None,
+        tags: Tags = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        max_iterations: int | None = None,
+        timeout: float | None = None,
+        now: datetime | None = None,
+    ) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
         and answers citing the memories it used (needs an LLM: MEMWRAP_LLM_* or `use_llm`).
 
@@ -62,12 +167,47 @@ class HttpVerbs:
         not an error. `context`: the caller's situation (not memory, not cited). `response_schema`: a pydantic
         model or a JSON schema; the answer is also returned validated, as `structured`. `disposition`:
         skepticism, literalism, empathy (1-5) and directives, over the bank's own."""
-        result: ReflectResult = await self.call(VERBS["reflect"], {"bank_id": bank_id, "query": query, "context_budget": context_budget, "context": context, "response_schema": response_schema, "tags": tags, "disposition": disposition, "max_iterations": max_iterations, "timeout": timeout, "now": now})
+        result: ReflectResult = await self.call(
+            VERBS["reflect"],
+            {
+                "bank_id": bank_id,
+                "query": query,
+                "context_budget": context_budget,
+                "context": context,
+                "response_schema": response_schema,
+                "tags": tags,
+                "disposition": disposition,
+                "max_iterations": max_iterations,
+                "timeout": timeout,
+                "now": now,
+            },
+        )
         return result
 
-    async def list(self, bank_id: str, *, limit: PageLimit=100, offset: PageOffset=0, types: Tags=None, tags: Tags=None, document_id: str | None=None, filters: RecallFilter | Mapping[str, Any] | None=None) -> list[MemoryRecord]:
+    async def list(
+        self,
+        bank_id: str,
+        *,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        types: Tags = None,
+        tags: Tags = None,
+        document_id: str | None = None,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+    ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
-        result: list[MemoryRecord] = await self.call(VERBS["list"], {"bank_id": bank_id, "limit": limit, "offset": offset, "types": types, "tags": tags, "document_id": document_id, "filters": filters})
+        result: list[MemoryRecord] = await self.call(
+            VERBS["list"],
+            {
+                "bank_id": bank_id,
+                "limit": limit,
+                "offset": offset,
+                "types": types,
+                "tags": tags,
+                "document_id": document_id,
+                "filters": filters,
+            },
+        )
         return result
 
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
@@ -75,16 +215,29 @@ class HttpVerbs:
         result: MemoryRecord = await self.call(VERBS["get"], {"bank_id": bank_id, "memory_id": memory_id})
         return result
 
-    async def update(self, bank_id: str, memory_id: MemoryId, *, text: str | None=None, metadata: Mapping[str, Any] | None=None, tags: Tags=None) -> MemoryRecord:
+    async def update(
+        self,
+        bank_id: str,
+        memory_id: MemoryId,
+        *,
+        text: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        tags: Tags = None,
+    ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
         citing it are revisited by the worker."""
-        result: MemoryRecord = await self.call(VERBS["update"], {"bank_id": bank_id, "memory_id": memory_id, "text": text, "metadata": metadata, "tags": tags})
+        result: MemoryRecord = await self.call(
+            VERBS["update"],
+            {"bank_id": bank_id, "memory_id": memory_id, "text": text, "metadata": metadata, "tags": tags},
+        )
         return result
 
-    async def history(self, bank_id: str, memory_id: MemoryId) -> list[MemoryVersion]:
+    async def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
-        result: list[MemoryVersion] = await self.call(VERBS["history"], {"bank_id": bank_id, "memory_id": memory_id})
+        result: builtins.list[MemoryVersion] = await self.call(
+            VERBS["history"], {"bank_id": bank_id, "memory_id": memory_id}
+        )
         return result
 
     async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
@@ -96,9 +249,9 @@ class HttpVerbs:
         result: int = await self.call(VERBS["delete_bank"], {"bank_id": bank_id})
         return result
 
-    async def banks(self) -> list[BankInfo]:
+    async def banks(self) -> builtins.list[BankInfo]:
         """Every bank, with its memory count and last retain."""
-        result: list[BankInfo] = await self.call(VERBS["banks"], {})
+        result: builtins.list[BankInfo] = await self.call(VERBS["banks"], {})
         return result
 
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
@@ -106,19 +259,53 @@ class HttpVerbs:
         result: dict[str, Any] = await self.call(VERBS["bank_config"], {"bank_id": bank_id})
         return result
 
-    async def create_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None=None, disposition: Disposition | Mapping[str, Any] | None=None, raw_ttl_days: TtlDays | None=None) -> dict[str, Any]:
+    async def create_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+        raw_ttl_days: TtlDays | None = None,
+    ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them)."""
-        result: dict[str, Any] = await self.call(VERBS["create_bank"], {"bank_id": bank_id, "defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days})
+        result: dict[str, Any] = await self.call(
+            VERBS["create_bank"],
+            {
+                "bank_id": bank_id,
+                "defense_policy": defense_policy,
+                "disposition": disposition,
+                "raw_ttl_days": raw_ttl_days,
+            },
+        )
         return result
 
-    async def configure_bank(self, bank_id: str, *, defense_policy: DefensePolicy | None | Keep=KEEP, disposition: Disposition | Mapping[str, Any] | None | Keep=KEEP, raw_ttl_days: TtlDays | None | Keep=KEEP) -> dict[str, Any]:
+    async def configure_bank(
+        self,
+        bank_id: str,
+        *,
+        defense_policy: DefensePolicy | None | Keep = KEEP,
+        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
+        raw_ttl_days: TtlDays | None | Keep = KEEP,
+    ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
-        result: dict[str, Any] = await self.call(VERBS["configure_bank"], {k: v for k, v in {"bank_id": bank_id, "defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days}.items() if v is not KEEP})
+        result: dict[str, Any] = await self.call(
+            VERBS["configure_bank"],
+            {
+                k: v
+                for k, v in {
+                    "bank_id": bank_id,
+                    "defense_policy": defense_policy,
+                    "disposition": disposition,
+                    "raw_ttl_days": raw_ttl_days,
+                }.items()
+                if v is not KEEP
+            },
+        )
         return result
 
     async def bank_stats(self, bank_id: str) -> BankStats:
@@ -139,26 +326,41 @@ class HttpVerbs:
         result: MemoryContext = await self.call(VERBS["memory_context"], {"bank_id": bank_id, "memory_id": memory_id})
         return result
 
-    async def entities(self, bank_id: str, *, search: EntitySearch=None, limit: EntitiesLimit=50, offset: EntitiesOffset=0) -> list[EntitySummary]:
+    async def entities(
+        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+    ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
         The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
         and when they were first and last seen; `search`: only those with it in their name or in one of their
         aliases, in any case."""
-        result: list[EntitySummary] = await self.call(VERBS["entities"], {"bank_id": bank_id, "search": search, "limit": limit, "offset": offset})
+        result: builtins.list[EntitySummary] = await self.call(
+            VERBS["entities"], {"bank_id": bank_id, "search": search, "limit": limit, "offset": offset}
+        )
         return result
 
-    async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount=15) -> EntityGraph:
+    async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
         """An entity, its neighbours (co-mentions, links) and its latest memories.
 
         The `neighbours` closest entities: most memories mentioning both first, then most links between their
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
-        result: EntityGraph = await self.call(VERBS["entity_graph"], {"bank_id": bank_id, "entity_id": entity_id, "neighbours": neighbours})
+        result: EntityGraph = await self.call(
+            VERBS["entity_graph"], {"bank_id": bank_id, "entity_id": entity_id, "neighbours": neighbours}
+        )
         return result
 
-    async def jobs(self, bank_id: str | None=None, *, status: JobStatus | None=None, kind: str | None=None, limit: PageLimit=100) -> list[Job]:
+    async def jobs(
+        self,
+        bank_id: str | None = None,
+        *,
+        status: JobStatus | None = None,
+        kind: str | None = None,
+        limit: PageLimit = 100,
+    ) -> builtins.list[Job]:
         """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
-        result: list[Job] = await self.call(VERBS["jobs"], {"bank_id": bank_id, "status": status, "kind": kind, "limit": limit})
+        result: builtins.list[Job] = await self.call(
+            VERBS["jobs"], {"bank_id": bank_id, "status": status, "kind": kind, "limit": limit}
+        )
         return result
 
     async def consolidate(self, bank_id: str) -> ConsolidationReport:
@@ -166,26 +368,70 @@ class HttpVerbs:
         result: ConsolidationReport = await self.call(VERBS["consolidate"], {"bank_id": bank_id})
         return result
 
-    async def observations(self, bank_id: str, *, tags: Tags=None, include_invalidated: bool=False, limit: PageLimit=100, offset: PageOffset=0, now: datetime | None=None) -> list[Observation]:
+    async def observations(
+        self,
+        bank_id: str,
+        *,
+        tags: Tags = None,
+        include_invalidated: bool = False,
+        limit: PageLimit = 100,
+        offset: PageOffset = 0,
+        now: datetime | None = None,
+    ) -> builtins.list[Observation]:
         """The bank's observations, best supported first, with proof count, trend and evidence."""
-        result: list[Observation] = await self.call(VERBS["observations"], {"bank_id": bank_id, "tags": tags, "include_invalidated": include_invalidated, "limit": limit, "offset": offset, "now": now})
+        result: builtins.list[Observation] = await self.call(
+            VERBS["observations"],
+            {
+                "bank_id": bank_id,
+                "tags": tags,
+                "include_invalidated": include_invalidated,
+                "limit": limit,
+                "offset": offset,
+                "now": now,
+            },
+        )
         return result
 
-    async def get_observation(self, bank_id: str, observation_id: MemoryId, *, now: datetime | None=None) -> Observation:
+    async def get_observation(
+        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
+    ) -> Observation:
         """One observation with all its evidence (quote, time, source, stance)."""
-        result: Observation = await self.call(VERBS["get_observation"], {"bank_id": bank_id, "observation_id": observation_id, "now": now})
+        result: Observation = await self.call(
+            VERBS["get_observation"], {"bank_id": bank_id, "observation_id": observation_id, "now": now}
+        )
         return result
 
-    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> list[ObservationVersion]:
+    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
         """Every version of an observation, oldest first, each with its reason and timestamps."""
-        result: list[ObservationVersion] = await self.call(VERBS["observation_history"], {"bank_id": bank_id, "observation_id": observation_id})
+        result: builtins.list[ObservationVersion] = await self.call(
+            VERBS["observation_history"], {"bank_id": bank_id, "observation_id": observation_id}
+        )
         return result
 
-    async def create_mental_model(self, bank_id: str, name: str, question: str, *, tags: Tags=None, max_answer_tokens: int=512, refresh_every: float | None=None) -> MentalModel:
+    async def create_mental_model(
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Tags = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
+    ) -> MentalModel:
         """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
-        result: MentalModel = await self.call(VERBS["create_mental_model"], {"bank_id": bank_id, "name": name, "question": question, "tags": tags, "max_answer_tokens": max_answer_tokens, "refresh_every": refresh_every})
+        result: MentalModel = await self.call(
+            VERBS["create_mental_model"],
+            {
+                "bank_id": bank_id,
+                "name": name,
+                "question": question,
+                "tags": tags,
+                "max_answer_tokens": max_answer_tokens,
+                "refresh_every": refresh_every,
+            },
+        )
         return result
 
     async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
@@ -193,14 +439,16 @@ class HttpVerbs:
         result: MentalModel = await self.call(VERBS["get_mental_model"], {"bank_id": bank_id, "name": name})
         return result
 
-    async def mental_models(self, bank_id: str) -> list[MentalModel]:
+    async def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
         """The bank's mental models: named standing questions and their current answers."""
-        result: list[MentalModel] = await self.call(VERBS["mental_models"], {"bank_id": bank_id})
+        result: builtins.list[MentalModel] = await self.call(VERBS["mental_models"], {"bank_id": bank_id})
         return result
 
-    async def mental_model_history(self, bank_id: str, name: str) -> list[MentalModelVersion]:
+    async def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
         """Every version of a mental model's content, oldest first."""
-        result: list[MentalModelVersion] = await self.call(VERBS["mental_model_history"], {"bank_id": bank_id, "name": name})
+        result: builtins.list[MentalModelVersion] = await self.call(
+            VERBS["mental_model_history"], {"bank_id": bank_id, "name": name}
+        )
         return result
 
     async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
@@ -212,7 +460,7 @@ class HttpVerbs:
         """Delete a mental model and its history."""
         await self.call(VERBS["delete_mental_model"], {"bank_id": bank_id, "name": name})
 
-    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str='') -> None:
+    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = '') -> None:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         await self.call(VERBS["invalidate"], {"bank_id": bank_id, "memory_id": memory_id, "reason": reason})
 
@@ -220,11 +468,13 @@ class HttpVerbs:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         await self.call(VERBS["restore"], {"bank_id": bank_id, "memory_id": memory_id})
 
-    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool=True) -> int:
+    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
         """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
         observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
         number of lines. Over HTTP the file is written where the caller is."""
-        result: int = await self.call(VERBS["export_bank"], {"bank_id": bank_id, "path": path, "include_embeddings": include_embeddings})
+        result: int = await self.call(
+            VERBS["export_bank"], {"bank_id": bank_id, "path": path, "include_embeddings": include_embeddings}
+        )
         return result
 
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
@@ -233,21 +483,31 @@ class HttpVerbs:
         result: ImportReport = await self.call(VERBS["import_bank"], {"bank_id": bank_id, "path": path})
         return result
 
-    async def export(self, directory: str | Path, *, bank_id: str | None=None) -> list[Path]:
+    async def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""
-        result: list[Path] = await self.call(VERBS["export"], {"directory": directory, "bank_id": bank_id})
+        result: builtins.list[Path] = await self.call(VERBS["export"], {"directory": directory, "bank_id": bank_id})
         return result
 
-    async def import_memories(self, bank_id: str, memories: ImportSource, *, batch_size: int=5000, rebuild_vector_index: bool=False) -> int:
+    async def import_memories(
+        self, bank_id: str, memories: ImportSource, *, batch_size: int = 5000, rebuild_vector_index: bool = False
+    ) -> int:
         """Bulk-load memories into a bank with COPY: a JSONL file's path, or an iterable of dicts (text, mentioned_at,
         occurred_start/end, document_id, context, metadata, tags, optional `embedding` of the configured model:
         not embedded again). No LLM; importing the same rows again stores nothing twice. Returns how many were new.
         rebuild_vector_index: drop the vector index (every bank's) for the load and build it once at the end: for
         a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
-        result: int = await self.call(VERBS["import_memories"], {"bank_id": bank_id, "memories": memories, "batch_size": batch_size, "rebuild_vector_index": rebuild_vector_index})
+        result: int = await self.call(
+            VERBS["import_memories"],
+            {
+                "bank_id": bank_id,
+                "memories": memories,
+                "batch_size": batch_size,
+                "rebuild_vector_index": rebuild_vector_index,
+            },
+        )
         return result
 
-    async def reembed(self, *, batch_size: int=256) -> int:
+    async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         result: int = await self.call(VERBS["reembed"], {"batch_size": batch_size})
         return result

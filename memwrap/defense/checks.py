@@ -42,7 +42,7 @@ def _random_base64_40(value: str) -> bool:
     ProxyFactoryBean1234567": 10 switches, 13 vowels), and hex digests lack upper case."""
     if not (any(c.islower() for c in value) and any(c.isupper() for c in value) and any(c.isdigit() for c in value)):
         return False
-    switches = sum(_class_of(a) != _class_of(b) for a, b in zip(value, value[1:]))
+    switches = sum(_class_of(a) != _class_of(b) for a, b in zip(value, value[1:], strict=False))
     return switches >= 14 and sum(c in _VOWELS for c in value) <= 12
 
 

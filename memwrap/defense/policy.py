@@ -37,6 +37,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -168,9 +169,8 @@ def _candidates(view: View, rules: tuple[_Rule, ...], *, crossing: bool = False)
             if not any(needle in haystack for needle in rule.needles):
                 continue
         for match in rule.regex.finditer(text):
-            span: tuple[int, int] | None = _secret_span(match)
-            if rule.refine is not None:
-                span = rule.refine(text, *span)
+            start, end = _secret_span(match)
+            span = (start, end) if rule.refine is None else rule.refine(text, start, end)
             if span is None or span[1] <= span[0]:
                 continue
             if crossing:
@@ -251,12 +251,12 @@ def defend(fields: Mapping[str, Any], policy: str) -> dict[str, Any]:
     kinds: dict[str, set[str]] = {}
 
     def one(text: str, where: str) -> str:
-        result = apply_policy(text, policy)  # type: ignore[arg-type]
+        result = apply_policy(text, policy)  # type: ignore[arg-type]  # a DefensePolicy, checked by callers
         if result.findings:
             kinds.setdefault(where, set()).update(f.kind for f in result.findings)
         return result.text
 
-    out = {name: map_strings(value, lambda text, name=name: one(text, name)) for name, value in fields.items()}
+    out = {name: map_strings(value, partial(one, where=name)) for name, value in fields.items()}
     if policy == "block" and kinds:
         found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
         raise SecretBlockedError(

@@ -22,9 +22,8 @@ import functools
 import unicodedata
 from typing import Any
 
-import asyncpg
-
 from memwrap.errors import InvalidBankIdError
+from memwrap.store.pg_types import Executor
 
 # Scripts that share every other's characters (digits, punctuation, combining marks).
 _SHARED = {"COMMON", "INHERITED"}
@@ -60,9 +59,11 @@ def lookalike(bank_id: str) -> str | None:
     categories, ascii_like = _data()
     scripts = {categories.alias(char) for char in bank_id} - _SHARED
     if len(scripts) > 1 and not any(scripts <= mix for mix in _LANGUAGE_MIXES):
-        return (f"Bank id {bank_id!r} mixes letters of several scripts ({', '.join(sorted(s.title() for s in scripts))}), "
-                "so it can pass for another id (a Cyrillic 'а' looks like a Latin 'a'); write it in one script "
-                "(Latin may go with Chinese, Japanese or Korean).")
+        return (
+            f"Bank id {bank_id!r} mixes letters of several scripts ({', '.join(sorted(s.title() for s in scripts))}), "
+            "so it can pass for another id (a Cyrillic 'а' looks like a Latin 'a'); write it in one script "
+            "(Latin may go with Chinese, Japanese or Korean)."
+        )
     skeleton = "".join(char if char.isascii() else ascii_like.get(char, "") for char in bank_id)
     if len(skeleton) == len(bank_id):
         return (f"Bank id {bank_id!r} looks like the ASCII id {skeleton!r} (each of its letters has an ASCII "
@@ -70,7 +71,7 @@ def lookalike(bank_id: str) -> str | None:
     return None
 
 
-async def admit(db: asyncpg.Connection | asyncpg.Pool, bank_id: str) -> None:
+async def admit(db: Executor, bank_id: str) -> None:
     """Before a bank may come into being: InvalidBankIdError if `bank_id` is a look-alike id and no such bank
     exists yet (an existing bank is used as it is)."""
     reason = lookalike(bank_id)

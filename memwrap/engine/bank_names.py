@@ -17,9 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import asyncpg
-
 from memwrap.engine.retain.prepare import PreparedUnit
+from memwrap.store.pg_types import Connection, Executor
 
 _HAN_NAME = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{2,8}")
 _HAN_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]+")
@@ -62,27 +61,27 @@ def with_names(search_text: str, names: Iterable[str]) -> str:
     return f"{search_text} {' '.join(extra)}" if extra else search_text
 
 
-async def names_in(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, text: str) -> set[str]:
+async def names_in(conn: Executor, bank_id: str, text: str) -> set[str]:
     """The bank's Han names that occur in `text` (nothing to look up when it has no Han character)."""
     if not has_han(text):
         return set()
     return {r["name"] for r in await conn.fetch(NAMES_IN_TEXT, bank_id, text)}
 
 
-async def new_names(conn: asyncpg.Connection, bank_id: str, names: set[str]) -> set[str]:
+async def new_names(conn: Connection, bank_id: str, names: set[str]) -> set[str]:
     """Which of `names` the bank has not seen yet (call before writing them)."""
     if not names:
         return set()
     return names - {r["name"] for r in await conn.fetch(KNOWN_NAMES, bank_id, sorted(names))}
 
 
-async def backfill(conn: asyncpg.Connection, bank_id: str, names: Iterable[str]) -> None:
+async def backfill(conn: Connection, bank_id: str, names: Iterable[str]) -> None:
     """Give memories stored before these names were seen the names as words (one scan of the bank per name)."""
     for name in sorted(names):
         await conn.execute(BACKFILL, bank_id, name)
 
 
-async def add_name_words(conn: asyncpg.Connection, bank_id: str, units: list[PreparedUnit]) -> set[str]:
+async def add_name_words(conn: Connection, bank_id: str, units: list[PreparedUnit]) -> set[str]:
     """Before `units` are written: give each the bank's names (and its own entities' names) it contains as words.
     Returns the names the bank sees for the first time: `backfill` them once the units' entities are written."""
     texts = "\n".join(u.text for u in units)

@@ -82,8 +82,15 @@ async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
     async with pool.acquire() as conn, conn.transaction():
         count = await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
         # Children first: their foreign keys lead with bank_id, so each delete is an index range.
-        for table in ("memory_links", "unit_entities", "memory_units", "entities", "retained_items", "response_sessions",
-                      "banks"):
+        for table in (
+            "memory_links",
+            "unit_entities",
+            "memory_units",
+            "entities",
+            "retained_items",
+            "response_sessions",
+            "banks",
+        ):
             await conn.execute(f"DELETE FROM {table} WHERE bank_id = $1", bank_id)
     return int(count or 0)
 

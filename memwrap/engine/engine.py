@@ -5,6 +5,7 @@ The learning verbs (memwrap/engine/learn/verbs.py) and the read-only views of a 
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import logging
 import time
@@ -122,7 +123,7 @@ class Engine(LearningVerbs, ViewVerbs):
         parts = parts or StartParts.begin(settings)
         timings = parts.timings
         try:
-            url = settings.database_url or await parts.database  # type: ignore[misc]
+            url = settings.database_url or await parts.database  # type: ignore[misc]  # set when no database_url
             embedder = await parts.model
             start = time.perf_counter()
             store = await Store.open(
@@ -199,7 +200,11 @@ class Engine(LearningVerbs, ViewVerbs):
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
 
     async def import_memories(
-        self, bank_id: str, memories: str | Path | Iterable[Any] | AsyncIterable[Any], *, batch_size: int = IMPORT_BATCH,
+        self,
+        bank_id: str,
+        memories: str | Path | Iterable[Any] | AsyncIterable[Any],
+        *,
+        batch_size: int = IMPORT_BATCH,
         rebuild_vector_index: bool = False,
     ) -> int:
         """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with
@@ -301,12 +306,14 @@ class Engine(LearningVerbs, ViewVerbs):
     ) -> list[MemoryRecord]:
         limit = validate.bounded(limit, what="limit", low=1, high=MAX_PAGE)
         offset = validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET)
-        filters = Filters(
+        selection = Filters(
             validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
         )
-        if isinstance(document_id, str) and await self.defense_policy(filters.bank_id) != "off":
+        if isinstance(document_id, str) and await self.defense_policy(selection.bank_id) != "off":
             document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
-        return await catalog.list_memories(self.store.pool, filters, limit=limit, offset=offset, document_id=document_id)
+        return await catalog.list_memories(
+            self.store.pool, selection, limit=limit, offset=offset, document_id=document_id
+        )
 
     async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
         return await catalog.get_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
@@ -320,7 +327,7 @@ class Engine(LearningVerbs, ViewVerbs):
     async def delete_bank(self, bank_id: str) -> int:
         return await catalog.delete_bank(self.store.pool, validate.bank_id(bank_id))
 
-    async def banks(self) -> list[BankInfo]:
+    async def banks(self) -> builtins.list[BankInfo]:
         return await catalog.banks(self.store.pool)
 
     async def bank_config(self, bank_id: str) -> dict[str, Any]:
@@ -393,7 +400,7 @@ class Engine(LearningVerbs, ViewVerbs):
         history and the observations citing it are queued for revision."""
         return await update(self, bank_id, memory_id, text=text, metadata=metadata, tags=tags)
 
-    async def history(self, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+    async def history(self, bank_id: str, memory_id: UUID | str) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first; the last is the current one."""
         return await history(self, bank_id, memory_id)
 

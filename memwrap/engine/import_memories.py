@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import uuid4
 
-import asyncpg
 import numpy as np
 
 from memwrap import validate
@@ -40,6 +39,7 @@ from memwrap.engine.retain.write import (
 )
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
+from memwrap.store.pg_types import Connection
 
 IMPORT_BATCH = 5000
 
@@ -102,7 +102,7 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
     hashed = item_hash(item)
     mentioned = row.mentioned_at or now
     if row.occurred_start is not None:
-        occurred = (row.occurred_start, row.occurred_end or row.occurred_start)
+        occurred: tuple[datetime, datetime] | None = (row.occurred_start, row.occurred_end or row.occurred_start)
     else:
         occurred = extract_occurred(item.content, mentioned)
     # A raw turn's speaker is a field, not an entity (speakers.said_by); facts and observations have none.
@@ -119,7 +119,7 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
 
 
 async def import_batch(
-    conn: asyncpg.Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
+    conn: Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
     defense_policy: str, report: BulkLoadReport, legacy_key: bytes | None = None,
     max_metadata_bytes: int | None = None,
 ) -> list[PreparedUnit]:
@@ -127,7 +127,9 @@ async def import_batch(
     `legacy_key`: the store's key for item hashes written before schema v11 (an item stored then is skipped too)."""
     now = datetime.now(UTC)
     for index, row in enumerate(rows):  # what retain would refuse (NaN, NUL, too deep, too large) is refused here
-        validate.metadata(row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes)
+        validate.metadata(
+            row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes
+        )
     units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
     legacy = {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)} if (
         legacy_key) else {}
@@ -153,8 +155,10 @@ async def import_batch(
         claimed = set(await _claim(conn, bank_id, [u for u in units if u.item_hash not in stored_before]))
         keep = [i for i, u in enumerate(units) if u.item_hash in claimed]
         # The same item twice in one batch: the first one claimed it.
-        seen: set[str] = set()
-        keep = [i for i in keep if not (units[i].item_hash in seen or seen.add(units[i].item_hash))]  # type: ignore[func-returns-value]
+        first: dict[str, int] = {}
+        for i in keep:
+            first.setdefault(units[i].item_hash, i)
+        keep = list(first.values())
         written = [units[i] for i in keep]
         if written:
             fresh_names = await add_name_words(conn, bank_id, written)
@@ -173,7 +177,7 @@ async def import_batch(
     return written
 
 
-async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> list[str]:
+async def _claim(conn: Connection, bank_id: str, units: Sequence[PreparedUnit]) -> list[str]:
     first: dict[str, PreparedUnit] = {}
     for unit in units:
         first.setdefault(unit.item_hash, unit)
@@ -181,7 +185,7 @@ async def _claim(conn: asyncpg.Connection, bank_id: str, units: Sequence[Prepare
     return [r["item_hash"] for r in rows]
 
 
-async def _last_of_sessions(conn: asyncpg.Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:  # type: ignore[type-arg]
+async def _last_of_sessions(conn: Connection, bank_id: str, written: Sequence[PreparedUnit]) -> dict:
     """The unit before this batch in each of its sessions (the batch's own units were just inserted: skip them)."""
     sessions = sorted({u.session_key for u in written if u.session_key})
     if not sessions:
@@ -230,5 +234,5 @@ def _as_memory(row: object) -> ImportedMemory:
         return row
     try:
         return ImportedMemory.model_validate(row)
-    except Exception as exc:  # noqa: BLE001 - pydantic's message names the field
+    except Exception as exc:  # pydantic's message names the field
         raise InvalidInputError(f"Not a memory to import: {exc}") from exc

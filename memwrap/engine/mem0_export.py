@@ -63,7 +63,8 @@ def to_imported(row: Mem0Memory) -> ImportedMemory:
         value = getattr(row, key)
         if value is not None:
             metadata.setdefault(key, value)
-    provenance = {"id": row.id, "hash": row.hash, "updated_at": row.updated_at and _aware(row.updated_at).isoformat()}
+    updated_at = _aware(row.updated_at)
+    provenance = {"id": row.id, "hash": row.hash, "updated_at": updated_at.isoformat() if updated_at else None}
     metadata["mem0"] = {k: v for k, v in provenance.items() if v is not None}
     return ImportedMemory(
         text=row.memory,
@@ -88,7 +89,9 @@ def read_mem0(data: Any, *, source: str = "mem0 export") -> list[ImportedMemory]
         try:
             out.append(to_imported(Mem0Memory.model_validate(row)))
         except ValidationError as exc:
-            raise InvalidInputError(f"{source}, memory {number}: not a mem0 memory ({exc}). Nothing was imported.") from exc
+            raise InvalidInputError(
+                f"{source}, memory {number}: not a mem0 memory ({exc}). Nothing was imported."
+            ) from exc
     return out
 
 

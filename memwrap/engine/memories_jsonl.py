@@ -51,7 +51,9 @@ def read_jsonl(lines: Iterable[str], *, source: str = "input") -> Iterator[Impor
         try:
             yield ImportedMemory.model_validate(json.loads(line))
         except (ValueError, ValidationError) as exc:
-            raise InvalidInputError(f"{source}, line {number}: not a memory ({exc}). Nothing after it was read.") from exc
+            raise InvalidInputError(
+                f"{source}, line {number}: not a memory ({exc}). Nothing after it was read."
+            ) from exc
 
 
 def read_jsonl_file(path: str | Path) -> Iterator[ImportedMemory]:

@@ -135,7 +135,8 @@ async def _read(
                 )
             if record.get("version") != FORMAT_VERSION:
                 raise InvalidInputError(
-                    f"This export is format version {record.get('version')!r}; this memwrap reads version {FORMAT_VERSION}."
+                    f"This export is format version {record.get('version')!r}; this memwrap reads version "
+                    f"{FORMAT_VERSION}."
                 )
             header = record
             continue
@@ -155,7 +156,9 @@ def _check_memory(record: dict[str, Any], number: int, max_metadata_bytes: int |
             raise InvalidInputError(f"Import line {number}: a memory needs {name!r}.")
     try:
         validate.memory_id(record["id"])
-        validate.text_field(record["text"], what=f"the memory text on line {number}", max_chars=validate.MAX_CONTENT_CHARS)
+        validate.text_field(
+            record["text"], what=f"the memory text on line {number}", max_chars=validate.MAX_CONTENT_CHARS
+        )
         validate.metadata(record.get("metadata") or {}, what=f"the metadata on line {number}",
                           max_bytes=max_metadata_bytes)
     except (InvalidInputError, MemoryNotFoundError) as exc:  # a malformed id is "not found" to get()
@@ -220,4 +223,6 @@ def read_lines(path: Path) -> Iterator[str]:
             try:
                 yield line.decode("utf-8")
             except UnicodeDecodeError:
-                raise InvalidInputError(f"Import line {number} is not UTF-8 text: is this an export_bank file?") from None
+                raise InvalidInputError(
+                    f"Import line {number} is not UTF-8 text: is this an export_bank file?"
+                ) from None

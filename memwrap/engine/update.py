@@ -24,7 +24,7 @@ from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import defend_item
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
-from memwrap.models import MemoryRecord, MemoryVersion, RetainItem
+from memwrap.models import MemoryField, MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
 
 if TYPE_CHECKING:
@@ -40,7 +40,9 @@ async def update(
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
     if text is None and metadata is None and tags is None:
         raise InvalidInputError("update needs at least one of text, metadata, tags.")
-    new_text = validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
+    new_text = (
+        validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
+    )
     new_metadata = (validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes)
                     if metadata is not None else None)
     new_tags = validate.tags(tags)
@@ -97,19 +99,19 @@ async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[M
     if current is None:
         raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
     versions: list[MemoryVersion] = []
-    previous_changes: list[str] = []
+    previous_changes: list[MemoryField] = []
     for row in rows:
         versions.append(MemoryVersion(
             version=row["version"], text=row["text"], metadata=row["metadata"] or {}, tags=list(row["tags"] or []),
             occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], valid_from=row["valid_from"],
-            valid_until=row["replaced_at"], changed=previous_changes,  # type: ignore[arg-type]
+            valid_until=row["replaced_at"], changed=previous_changes,
         ))
         previous_changes = list(row["changed"])
     versions.append(MemoryVersion(
         version=len(rows) + 1, text=current["text"], metadata=current["metadata"] or {},
         tags=list(current["tags"] or []), occurred_start=current["occurred_start"],
         occurred_end=current["occurred_end"], valid_from=rows[-1]["replaced_at"] if rows else current["created_at"],
-        changed=previous_changes, current=True,  # type: ignore[arg-type]
+        changed=previous_changes, current=True,
     ))
     return versions
 

@@ -44,15 +44,16 @@ def wrap_chat_model(model: M, options: WrapOptions) -> M:
             f"wrap_chat_model takes a langchain_openai ChatOpenAI (or AzureChatOpenAI) model, not "
             f"{type(model).__name__}" + (f" (it has no {', '.join(missing)})" if missing else "") + "."
         )
-    root = getattr(model, "root_client")
-    root_async = getattr(model, "root_async_client")
+    # getattr: `M` is any model type, so a checker cannot see the fields the check above found.
+    root = getattr(model, "root_client")  # noqa: B009 - see above
+    root_async = getattr(model, "root_async_client")  # noqa: B009 - see above
     if isinstance(root, ClientProxy):  # wrapped before: wrap the SDK clients again, with these options
         root, root_async = root.__wrapped__, root_async.__wrapped__
     wrapped = wrap_openai(root, **options.as_arguments())
     handle: Memwrap = wrapped.memwrap
     wrapped_async = ClientProxy(root_async, handle, True, OPENAI_TREE)
     # model_copy: the app's own model object stays as it was (no memory), the copy shares its settings.
-    return model.model_copy(  # type: ignore[attr-defined,no-any-return]
+    return model.model_copy(
         update={
             "root_client": wrapped,
             "root_async_client": wrapped_async,

@@ -43,9 +43,9 @@ from memwrap.config import Settings
 from memwrap.engine.llm.client import LLM, policy
 from memwrap.engine.llm.providers import OpenAIProvider
 from memwrap.engine.llm.types import ROLES
+from memwrap.models import DEFAULT_TOKEN_BUDGET
 from memwrap.wrappers.core import Call, Memwrap
 from memwrap.wrappers.memories import resolve_memory
-from memwrap.models import DEFAULT_TOKEN_BUDGET
 from memwrap.wrappers.options import BankId, Options, WrapOptions, takes_options
 from memwrap.wrappers.scope import scope
 from memwrap.wrappers.streams import AsyncStreamProxy, Capture, ChatAccumulator, StreamProxy
@@ -53,7 +53,7 @@ from memwrap.wrappers.streams import AsyncStreamProxy, Capture, ChatAccumulator,
 try:  # the logger must subclass LiteLLM's CustomLogger to be accepted as a callback
     from litellm.integrations.custom_logger import CustomLogger
 except ImportError:  # pragma: no cover - the wrapper functions work without litellm installed
-    CustomLogger = object  # type: ignore[assignment,misc]
+    CustomLogger = object  # type: ignore[assignment,misc]  # litellm is optional
 
 PROVIDER = "openai.chat"  # LiteLLM speaks the Chat Completions shape for every model
 MARK = "memwrap_retained_by"  # metadata key: set on calls whose retain the wrapper owns
@@ -105,7 +105,7 @@ def wrap_completion(fn: Callable[..., Any], options: WrapOptions) -> Callable[..
             call.finish_result(result)
             return result
 
-        acompletion.memwrap = handle  # type: ignore[attr-defined]
+        acompletion.memwrap = handle  # type: ignore[attr-defined]  # the handle rides on the function
         return acompletion
 
     @functools.wraps(fn)
@@ -119,7 +119,7 @@ def wrap_completion(fn: Callable[..., Any], options: WrapOptions) -> Callable[..
         call.finish_result(result)
         return result
 
-    completion.memwrap = handle  # type: ignore[attr-defined]
+    completion.memwrap = handle  # type: ignore[attr-defined]  # the handle rides on the function
     return completion
 
 
@@ -138,7 +138,7 @@ def use_litellm(memory: Any, model: str) -> None:
         role_model = getattr(settings, f"{role}_model") or model
         shared.setdefault(role_model, OpenAIProvider(role_model, client, owns_client=False))
     providers = {role: shared[getattr(settings, f"{role}_model") or model] for role in ROLES}
-    memory.use_llm(LLM(providers, **policy(settings)))  # type: ignore[arg-type]
+    memory.use_llm(LLM(providers, **policy(settings)))  # type: ignore[arg-type]  # Literal role keys: str keys
 
 
 # ---------------------------------------------------------------------------------------------- logger
@@ -160,7 +160,7 @@ def _request_headers(data: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
+class MemwrapLogger(CustomLogger):
     """Inject before (LiteLLM proxy's `async_pre_call_hook`) and retain after (success events) each chat call."""
 
     def __init__(
@@ -216,7 +216,9 @@ class MemwrapLogger(CustomLogger):  # type: ignore[misc,valid-type]
 
     # -- LiteLLM proxy: inject -------------------------------------------------------------------------------
 
-    async def async_pre_call_hook(self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str) -> Any:
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: str
+    ) -> Any:
         if call_type not in COMPLETION_CALLS or not isinstance(data.get("messages"), list):
             return data
         bank = self.bank_for(data, user_api_key_dict)

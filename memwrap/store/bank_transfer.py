@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
+from memwrap.store.pg_types import Connection
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,9 @@ MEMORY_COLUMNS = (
     "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at", "speaker",
 )
 
-ENTITIES = Table("entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key")
+ENTITIES = Table(
+    "entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key"
+)
 MEMORIES = Table("memory", "memory_units", MEMORY_COLUMNS, "seq")
 
 # In dependency order: a table's parents come before it.
@@ -76,7 +78,10 @@ def select_sql(table: Table, *, with_embeddings: bool = False) -> str:
     columns = ", ".join(table.columns)
     if table is MEMORIES and with_embeddings:
         columns += ", embedding::real[] AS embedding"
-    return f"SELECT to_jsonb(r) AS record FROM (SELECT {columns} FROM {table.table} WHERE bank_id = $1 ORDER BY {table.order}) r"
+    return (
+        f"SELECT to_jsonb(r) AS record FROM (SELECT {columns} FROM {table.table} WHERE bank_id = $1 ORDER BY "
+        f"{table.order}) r"
+    )
 
 
 def insert_sql(table: Table) -> str:
@@ -101,19 +106,21 @@ def insert_sql(table: Table) -> str:
     )
 
 
-async def records(conn: asyncpg.Connection, table: Table, bank_id: str, *, with_embeddings: bool) -> AsyncIterator[dict[str, Any]]:
+async def records(
+    conn: Connection, table: Table, bank_id: str, *, with_embeddings: bool
+) -> AsyncIterator[dict[str, Any]]:
     """The bank's rows of `table` as JSON objects (inside the caller's transaction: a cursor needs one)."""
     async for row in conn.cursor(select_sql(table, with_embeddings=with_embeddings), bank_id, prefetch=500):
         yield row["record"]
 
 
-async def entity_ids_by_key(conn: asyncpg.Connection, bank_id: str, keys: list[str]) -> dict[str, Any]:
+async def entity_ids_by_key(conn: Connection, bank_id: str, keys: list[str]) -> dict[str, Any]:
     rows = await conn.fetch("SELECT name_key, id FROM entities WHERE bank_id = $1 AND name_key = ANY($2::text[])",
                             bank_id, keys)
     return {r["name_key"]: r["id"] for r in rows}
 
 
-async def finish_import(conn: asyncpg.Connection, bank_id: str) -> int:
+async def finish_import(conn: Connection, bank_id: str) -> int:
     """The bank's count and learning watermark after an import; returns how many of its facts still wait for
     consolidation (units with no learning record)."""
     await conn.execute(

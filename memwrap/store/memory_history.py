@@ -10,6 +10,8 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap.store.pg_types import Connection
+
 LOCK_UNIT = """
 SELECT id, text, fact_type, metadata, tags, occurred_start, occurred_end, mentioned_at, created_at, session_key, seq
 FROM memory_units WHERE bank_id = $1 AND id = $2
@@ -69,20 +71,20 @@ UPDATE observation_evidence SET quote = $3 WHERE bank_id = $1 AND memory_id = $2
 """
 
 
-async def lock_unit(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record | None:
+async def lock_unit(conn: Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record | None:
     return await conn.fetchrow(LOCK_UNIT, bank_id, memory_id)
 
 
-async def previous_text(conn: asyncpg.Connection, bank_id: str, session_key: str, seq: int) -> str | None:
+async def previous_text(conn: Connection, bank_id: str, session_key: str, seq: int) -> str | None:
     return await conn.fetchval(PREVIOUS_IN_SESSION, bank_id, session_key, seq)
 
 
-async def next_raw(conn: asyncpg.Connection, bank_id: str, session_key: str, seq: int) -> asyncpg.Record | None:
+async def next_raw(conn: Connection, bank_id: str, session_key: str, seq: int) -> asyncpg.Record | None:
     return await conn.fetchrow(NEXT_RAW_IN_SESSION, bank_id, session_key, seq)
 
 
 async def record_version(
-    conn: asyncpg.Connection, bank_id: str, old: asyncpg.Record, changed: Sequence[str]
+    conn: Connection, bank_id: str, old: asyncpg.Record, changed: Sequence[str]
 ) -> None:
     await conn.execute(
         RECORD_VERSION, bank_id, old["id"], old["text"], old["metadata"] or {}, list(old["tags"] or []),
@@ -91,7 +93,7 @@ async def record_version(
 
 
 async def update_unit(
-    conn: asyncpg.Connection, bank_id: str, memory_id: UUID, *, text: str, metadata: dict[str, Any],
+    conn: Connection, bank_id: str, memory_id: UUID, *, text: str, metadata: dict[str, Any],
     tags: list[str], occurred: tuple[datetime, datetime] | None, embedding: np.ndarray | None, search_text: str,
 ) -> None:
     await conn.execute(
@@ -100,20 +102,22 @@ async def update_unit(
     )
 
 
-async def set_embedding(conn: asyncpg.Connection, bank_id: str, memory_id: UUID, embedding: np.ndarray) -> None:
+async def set_embedding(conn: Connection, bank_id: str, memory_id: UUID, embedding: np.ndarray) -> None:
     await conn.execute("UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2", bank_id, memory_id,
                        embedding)
 
 
-async def unlink_entities(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) -> None:
+async def unlink_entities(conn: Connection, bank_id: str, memory_id: UUID) -> None:
     await conn.execute(UNLINK_ENTITIES, bank_id, memory_id)
 
 
-async def set_evidence_quote(conn: asyncpg.Connection, bank_id: str, memory_id: UUID, quote: str) -> None:
+async def set_evidence_quote(conn: Connection, bank_id: str, memory_id: UUID, quote: str) -> None:
     await conn.execute(SET_EVIDENCE_QUOTE, bank_id, memory_id, quote)
 
 
-async def versions(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> tuple[list[asyncpg.Record], asyncpg.Record | None]:
+async def versions(
+    pool: asyncpg.Pool, bank_id: str, memory_id: UUID
+) -> tuple[list[asyncpg.Record], asyncpg.Record | None]:
     """(earlier versions oldest first, the current state) — the current state is None when there is no memory."""
     async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
         return await conn.fetch(VERSIONS, bank_id, memory_id), await conn.fetchrow(CURRENT, bank_id, memory_id)

@@ -24,6 +24,8 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
+from memwrap.store.pg_types import Connection, Executor
+
 log = logging.getLogger("memwrap.store")
 
 VECTOR_INDEX = "memory_units_embedding_hnsw"
@@ -50,7 +52,7 @@ def indexed_distance(column: str, other: str, dim: int) -> str:
 def dimensions(vector: object) -> int:
     """A query vector's length: a numpy array, a list, or pgvector's Vector (a vector read back from the table)."""
     to_numpy = getattr(vector, "to_numpy", None)
-    return len(to_numpy() if to_numpy is not None else vector)  # type: ignore[arg-type]
+    return len(to_numpy() if to_numpy is not None else vector)  # type: ignore[arg-type]  # a list or an array
 
 
 def create_vector_index_sql(dim: int) -> str:
@@ -58,18 +60,18 @@ def create_vector_index_sql(dim: int) -> str:
             f"USING hnsw ((embedding::halfvec({int(dim)})) halfvec_cosine_ops)")
 
 
-async def vector_dim(conn: asyncpg.Connection | asyncpg.Pool) -> int:
+async def vector_dim(conn: Executor) -> int:
     """The embedding column's dimension (its type modifier)."""
     return int(await conn.fetchval(
         "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
     ))
 
 
-async def vector_index_exists(conn: asyncpg.Connection | asyncpg.Pool) -> bool:
-    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VECTOR_INDEX)  # type: ignore[no-any-return]
+async def vector_index_exists(conn: Executor) -> bool:
+    return await conn.fetchval("SELECT to_regclass($1) IS NOT NULL", VECTOR_INDEX)
 
 
-async def drop_vector_index(conn: asyncpg.Connection | asyncpg.Pool) -> None:
+async def drop_vector_index(conn: Executor) -> None:
     await conn.execute(DROP_VECTOR_INDEX)
 
 
@@ -119,7 +121,7 @@ async def ensure_vector_index(pool: asyncpg.Pool, *, memory_cap: int | None = No
     return took
 
 
-async def _size_build_memory(conn: asyncpg.Connection, cap: int, dim: int) -> None:
+async def _size_build_memory(conn: Connection, cap: int, dim: int) -> None:
     """Raise maintenance_work_mem for this transaction to what the graph needs (rows × (vector + links)), if the
     server's setting is below it, up to `cap`."""
     rows = await conn.fetchval("SELECT count(*) FROM memory_units WHERE embedding IS NOT NULL")

@@ -45,4 +45,4 @@ def _use_client_llm(memory: Any, client: Any, llm: str | bool) -> None:
     use = getattr(memory, "use_llm", None)
     if use is None:
         raise TypeError(f"llm= needs a memwrap Memory or AsyncMemory (with use_llm), not {type(memory).__name__}.")
-    use(llm_from_client(client, None if llm is True else llm))
+    use(llm_from_client(client, llm if isinstance(llm, str) else None))  # True: MEMWRAP_LLM_MODEL

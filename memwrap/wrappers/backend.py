@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Coroutine, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from memwrap.config import load_settings
 from memwrap.errors import ClosedError, InvalidInputError
@@ -258,12 +258,16 @@ class Backend:
             if self.kind == "loop":
                 future = self._submit(self.memory.aio.recall(bank_id, query, **kwargs))
             elif self.kind == "async":
-                future = asyncio.run_coroutine_threadsafe(self.memory.recall(bank_id, query, **kwargs), self.home_loop)
+                future = asyncio.run_coroutine_threadsafe(
+                    self.memory.recall(bank_id, query, **kwargs),
+                    cast(asyncio.AbstractEventLoop, self.home_loop),  # not None: checked above
+                )
             else:
                 # In a copy of the caller's context: the engine's spans nest under the wrapper's (the loop and
                 # async kinds get that from asyncio already).
-                future = self._executor().submit(contextvars.copy_context().run, self.memory.recall, bank_id, query,
-                                                 **kwargs)
+                future = self._executor().submit(
+                    contextvars.copy_context().run, partial(self.memory.recall, bank_id, query, **kwargs)
+                )
         except BaseException:
             with self._lock:
                 self._inflight -= 1
@@ -352,7 +356,7 @@ class Backend:
             coro.close()
             raise ClosedError("the memory was closed")
         try:
-            return self.memory.submit(coro)  # type: ignore[no-any-return]
+            return self.memory.submit(coro)
         except RuntimeError as exc:  # the loop was closed under us
             coro.close()
             raise ClosedError("the memory was closed") from exc

@@ -327,7 +327,7 @@ class Call:
                     backend = backend_for(self.handle.memory).backend
                     backend.wait_ready_sync()
                     recall = backend.recall_sync(self.bank, query, **self._recall_options())
-                except Exception as exc:  # noqa: BLE001 - fail open: whatever went wrong, the call proceeds without memory
+                except Exception as exc:  # noqa: BLE001 - fail open: the call goes on without memory
                     self.handle.recall_failed(exc)
                     spans.failed_open(current, exc)
                 spans.recalled(current, recall)

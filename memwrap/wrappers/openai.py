@@ -36,11 +36,13 @@ def wrap_openai(client: C, options: WrapOptions) -> C:
     per process. Per call: `memwrap={"bank_id": ..., "inject": False, ...}`; per block: `memwrap.scope(...)`.
     `llm="gpt-4o-mini"`: the memory's own LLM work (extraction, consolidation, reflect) reuses this client.
     Tool loops (`tool_loop="turn"`, the default): one recall per user turn, its later steps reuse the block, and
-    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results; `retain_assistant=False` retains only the
+    the user's message is retained once with the final answer; `retain_tools=True` keeps tool calls and results;
+    `retain_assistant=False` retains only the
     user's words (by default the answers are kept too, as memories that recall ranks below the user's);
     `tool_loop="step"` treats each request as its own exchange. `token_budget`: tokens of memory injected per
     call (`max_tokens`, its old name, still works with a DeprecationWarning). `filters` narrows what is recalled
-    (as `recall(filters=...)`: e.g. `{"metadata": {"project": "apollo"}, "mentioned_after": ...}`). `memory_api_key`: the key of a
+    (as `recall(filters=...)`: e.g. `{"metadata": {"project": "apollo"}, "mentioned_after": ...}`). `memory_api_key`:
+    the key of a
     sidecar given as `memory="http://..."` (default MEMWRAP_API_KEY).
     """
     if not isinstance(client, (openai.OpenAI, openai.AsyncOpenAI)):

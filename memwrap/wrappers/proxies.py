@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, cast
 
 import wrapt
 
@@ -38,7 +38,7 @@ class Resource:
 Tree = Mapping[str, "Tree | Resource"]
 
 
-class sdk_method:  # noqa: N801 - used as a decorator, like `property`
+class sdk_method:  # used as a decorator, like `property`
     """A resource method the proxy has only when the SDK object has it: `hasattr(client.chat.completions,
     "parse")` and the AttributeError stay what the installed SDK version says (older ones lack `parse`, `stream`
     or `responses`), and no recall runs for a call the SDK cannot make."""
@@ -254,7 +254,7 @@ class RawResponseProxy(wrapt.ObjectProxy):
             except Exception:  # noqa: BLE001 - reading the answer for memory must never break the app's call
                 parsed = None
             if inspect.isawaitable(parsed):  # an async raw response: the caller awaits `eager_parse` instead
-                parsed.close()
+                cast(Coroutine[Any, Any, Any], parsed).close()  # the SDK's async parse(): a coroutine, never awaited
             else:
                 _finish_parsed(call, parsed)
         # Never parsed (headers only) and dropped: still remember what the user said.

@@ -13,6 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from memwrap.errors import InvalidInputError
+
 # The options are declared in memwrap/wrappers/options.py; these names are imported from here too.
 from memwrap.wrappers.options import (  # noqa: F401 (re-exported)
     OPTION_NAMES,
@@ -36,7 +37,7 @@ def current_scope() -> Mapping[str, Any]:
     return _scope.get()
 
 
-class scope:  # noqa: N801 - used like a function: `with memwrap.scope(bank_id="alice"):`
+class scope:  # used like a function: `with memwrap.scope(bank_id="alice"):`
     """Set memory options for every wrapped call made inside the block (sync `with` or `async with`).
 
         with memwrap.scope(bank_id=user.id, tags=["support"]):

@@ -10,7 +10,16 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from memwrap_server.routes import (
-    banks, browse, learning, memories, recall, reflect, spool, stats, system, transfer,
+    banks,
+    browse,
+    learning,
+    memories,
+    recall,
+    reflect,
+    spool,
+    stats,
+    system,
+    transfer,
 )
 
 ROUTERS: list[APIRouter] = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 from fastapi import APIRouter, Query, Request, status
 
@@ -16,7 +16,10 @@ from memwrap_server.verb_routes import add_verb_route, body_model
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["memories"], responses=ERRORS)
 # POST /v1/recall is the verb's route (one bank or several, routes/recall.py); this one is its one-bank form.
-BankRecallBody = body_model(VERBS["recall"], without=("bank_id",), name="BankRecallBody")
+if TYPE_CHECKING:
+    BankRecallBody: TypeAlias = Any  # a pydantic model built at import from the declaration: recall's fields
+else:
+    BankRecallBody = body_model(VERBS["recall"], without=("bank_id",), name="BankRecallBody")
 
 
 def _count(request: Request, name: str, amount: int = 1) -> None:
@@ -49,7 +52,7 @@ async def list_memories(
     tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
     filters: Annotated[str | None, Query(max_length=4_000, description="JSON, as recall's `filters`.")] = None,
-    type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,  # noqa: A002
+    type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,
     tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
 ) -> MemoryPage:
     if document_id is not None:
@@ -72,6 +75,10 @@ add_verb_route(router, VERBS["delete"])
 
 @router.post("/recall", response_model=Recall, summary="Recall from this bank (POST /v1/recall reads several)",
              description=VERBS["recall"].doc)
-async def recall(bank_id: BankDep, body: BankRecallBody, memory: MemoryDep, request: Request) -> Recall:
+async def recall(
+    bank_id: BankDep,
+    body: BankRecallBody,
+    memory: MemoryDep, request: Request,
+) -> Recall:
     _count(request, "recalls")
     return await memory.recall(bank_id, **{k: getattr(body, k) for k in body.model_fields_set})

@@ -5,6 +5,8 @@ The caller's key must allow every bank named; one it may not use is a 403 for th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeAlias
+
 from fastapi import APIRouter, Request
 
 from memwrap import validate
@@ -15,11 +17,17 @@ from memwrap_server.schemas import ERRORS
 from memwrap_server.verb_routes import body_model
 
 router = APIRouter(tags=["memories"], responses=ERRORS)
-RecallBody = body_model(VERBS["recall"])
+if TYPE_CHECKING:
+    RecallBody: TypeAlias = Any  # a pydantic model built at import from the declaration: its fields are the verb's
+else:
+    RecallBody = body_model(VERBS["recall"])
 
 
 @router.post("/v1/recall", response_model=Recall, summary=VERBS["recall"].summary, description=VERBS["recall"].doc)
-async def recall(body: RecallBody, memory: MemoryDep, key: CallerDep, request: Request) -> Recall:
+async def recall(
+    body: RecallBody,
+    memory: MemoryDep, key: CallerDep, request: Request,
+) -> Recall:
     banks = [body.bank_id] if isinstance(body.bank_id, str) else list(body.bank_id)
     for bank in banks:
         check_bank(key, validate.bank_id(bank))

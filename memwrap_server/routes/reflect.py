@@ -10,4 +10,6 @@ from memwrap_server.schemas import ERRORS
 from memwrap_server.verb_routes import add_verb_route
 
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["reflect"], responses=ERRORS)
-add_verb_route(router, VERBS["reflect"], responses={409: ERRORS[422] | {"description": "The server has no LLM for reflect"}})
+add_verb_route(
+    router, VERBS["reflect"], responses={409: ERRORS[422] | {"description": "The server has no LLM for reflect"}}
+)

@@ -30,7 +30,8 @@ Pre-trained Multilingual Representations") — with one mean per script (Han, La
 the "passage: " means of recipe 1 beside the "query: " ones used now), weighted by the text's share of letters in
 that script (code-switched text gets both, other scripts none). The means are constants of the model, computed
 once by bench/multilingual/calibrate.py from held-out dialogue (the first seven users of MemoryBank, MIT; the
-benchmark draws its distractors from the other eight) and shipped in data/e5_language_means.npz. Dense-only recall@5 on bench/multilingual: Chinese 0.85 → 0.93, cross-language
+benchmark draws its distractors from the other eight) and shipped in data/e5_language_means.npz. Dense-only recall@5 on
+bench/multilingual: Chinese 0.85 → 0.93, cross-language
 0.20 → 0.88.
 
 Every engine embeds each text on its own (no padding; activations quantised per text or per block of one token): a
@@ -91,7 +92,9 @@ def language_means() -> dict[str, np.ndarray]:
         with np.load(LANGUAGE_MEANS_FILE) as data:
             return {side: np.asarray(data[side], dtype=np.float32) for side in ("passage", "query")}
     except (OSError, KeyError, ValueError) as exc:
-        raise EmbeddingModelError(f"The language means of {MULTILINGUAL_MODEL} are missing ({exc}); reinstall memwrap.") from exc
+        raise EmbeddingModelError(
+            f"The language means of {MULTILINGUAL_MODEL} are missing ({exc}); reinstall memwrap."
+        ) from exc
 
 
 def centre(vectors: np.ndarray, texts: Sequence[str], means: np.ndarray) -> np.ndarray:

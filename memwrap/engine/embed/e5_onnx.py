@@ -79,7 +79,7 @@ class E5ModelFile:
 
         def read(fmt: str) -> Any:
             nonlocal offset
-            values = struct.unpack_from("<" + fmt, data, offset)
+            values = struct.unpack_from("<" + fmt, data.data, offset)  # the memmap's buffer: no copy
             offset += struct.calcsize("<" + fmt)
             return values if len(values) > 1 else values[0]
 
@@ -178,7 +178,6 @@ def build_graph(
     `ranges` (int8 only): the largest magnitude of each input channel of the smoothed matrices (`activation_ranges`),
     for SmoothQuant. `expose_inputs` adds every matrix's input as an output "<layer>.<matrix>.input" (calibration).
     """
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     hidden, heads = model.hidden, model.heads
@@ -212,7 +211,9 @@ def build_graph(
         role = out.rsplit(".", 1)[1]
         if ranges is not None and role in SMOOTHED:
             factor = smoothing_factors(ranges[role][int(out[1 : out.index(".")])], np.abs(dense).max(axis=0))
-            nodes.append(helper.make_node("Mul", [source, constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"]))
+            nodes.append(
+                helper.make_node("Mul", [source, constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"])
+            )
             source = out + ".smoothed"
             dense = dense * factor[None, :]
         step = np.maximum(np.abs(dense).max(axis=1), 1e-12) / 127.0  # symmetric int8, per output feature
@@ -248,7 +249,9 @@ def build_graph(
             [f"{p}.mid"], domain="com.microsoft", epsilon=model.eps,
         ))
         linear(f"{p}.mid", model.blocks(f"{p}.fi.w", model.ffn), f"{p}.fi")
-        nodes.append(helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft"))
+        nodes.append(
+            helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
+        )
         linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo")
         nodes.append(helper.make_node(
             "SkipLayerNormalization",
@@ -309,7 +312,9 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
     model = engine.model
     session = ort.InferenceSession(build_graph(model, "fp32", expose_inputs=True), providers=["CPUExecutionProvider"])
     names = [output.name for output in session.get_outputs()]
-    ranges = {role: np.zeros((model.layers, model.ffn if role == "fo" else model.hidden), np.float32) for role in SMOOTHED}
+    ranges = {
+        role: np.zeros((model.layers, model.ffn if role == "fo" else model.hidden), np.float32) for role in SMOOTHED
+    }
     for ids in engine.token_ids(texts, "query"):
         values = dict(zip(names, session.run(None, {"embeddings": engine.embeddings(ids[: model.max_positions - 2])}),
                           strict=True))
@@ -340,7 +345,9 @@ class E5OnnxEngine:
         # Position and type embeddings are added alike to every token of a window: one table for both.
         self.positions = (model.floats("emb.pos").reshape(model.max_positions, model.hidden)
                           + model.floats("emb.type")[: model.hidden])
-        self._graph = build_graph(model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None)
+        self._graph = build_graph(
+            model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
+        )
         self._cpus = available_cpus()
         # One text: its matrix products split over the cores. Several: one text per core at a time, each product
         # on one thread (a 30-token product is too small to share: 47 → 77 LoCoMo turns/s on 2 cores). The two

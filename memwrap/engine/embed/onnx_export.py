@@ -65,7 +65,11 @@ class _Spec:
             raise OnnxUnsupported(f"{model_dir} has no modules.json (not a sentence-transformers model)")
         modules = json.loads(modules_file.read_text())
         kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
-        if not kinds or kinds[0] != "Transformer" or any(k not in ("Transformer", "Pooling", "Normalize") for k in kinds):
+        if (
+            not kinds
+            or kinds[0] != "Transformer"
+            or any(k not in ("Transformer", "Pooling", "Normalize") for k in kinds)
+        ):
             raise OnnxUnsupported(f"module layout {kinds} is not Transformer + Pooling (+ Normalize)")
         if kinds.count("Transformer") != 1 or kinds.count("Pooling") != 1:
             raise OnnxUnsupported(f"module layout {kinds} is not Transformer + Pooling (+ Normalize)")
@@ -90,9 +94,10 @@ class _Spec:
         positions = _positive(hf_config.get("max_position_embeddings"))
         if length and positions:
             length = min(length, positions)
-        if not (length or positions):
+        maximum = length or positions
+        if not maximum:
             raise OnnxUnsupported("no maximum sequence length found")
-        self.max_length = int(length or positions)
+        self.max_length = int(maximum)
         self.lower_case = bool(st_config.get("do_lower_case", False))
         self.model_type = str(hf_config.get("model_type", ""))
         self.num_heads = int(hf_config.get("num_attention_heads", 0))
@@ -138,7 +143,7 @@ def local_model_dir(model_name: str) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(path, local_files_only=True))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise OnnxUnsupported(f"{model_name!r} is neither a directory nor in the local Hugging Face cache") from exc
 
 
@@ -177,7 +182,8 @@ def _publish(temp: Path, destination: Path) -> None:
 
 
 class _DropLibraryChatter(logging.Filter):
-    """onnxruntime's quantiser logs on the root logger ('consider pre-processing...'): not the application's business."""
+    """onnxruntime's quantiser logs on the root logger ('consider pre-processing...'): not the application's
+    business."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return "onnxruntime" not in record.pathname

@@ -32,6 +32,7 @@ import asyncpg
 
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.models import Job
+from memwrap.store.pg_types import Connection, Executor
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -43,8 +44,6 @@ NOTIFY_CHANNEL = "memwrap_jobs"
 
 # First key of every learning advisory lock (two-key form), so ours never collide with anyone else's.
 LOCK_NAMESPACE = 0x6C726E  # "lrn"
-
-Executor = asyncpg.Connection | asyncpg.Pool
 
 
 @dataclass
@@ -91,7 +90,8 @@ WITH candidate AS (
     SELECT j.id
     FROM jobs j
     WHERE j.status IN ('queued', 'running')
-      AND ((j.status = 'queued' AND ($8::bool OR j.run_after <= now())) OR (j.status = 'running' AND j.lease_until < now()))
+      AND ((j.status = 'queued' AND ($8::bool OR j.run_after <= now())) OR (j.status = 'running' AND j.lease_until <
+        now()))
       AND ($2::text[] IS NULL OR j.kind = ANY($2::text[]))
       AND ($6::text IS NULL OR j.bank_id = $6)
       AND ($7::bigint[] IS NULL OR j.id = ANY($7::bigint[]))
@@ -311,7 +311,7 @@ async def release(db: Executor, job: ClaimedJob, *, delay: float, outcome: str =
         await conn.execute(END_RUN, job.id, job.claim_token, outcome, None)
 
 
-async def _back_to_queue(conn: asyncpg.Connection, job: ClaimedJob, requeue: str, args: tuple[Any, ...]) -> int | None:
+async def _back_to_queue(conn: Connection, job: ClaimedJob, requeue: str, args: tuple[Any, ...]) -> int | None:
     """Put `job` back in the queue with `requeue` (RETRY or RELEASE), or return the id of the queued twin it
     must merge with instead (the caller merges). A twin enqueued concurrently shows up as a unique violation
     of jobs_dedupe: the savepoint undoes our attempt, and the twin, committed by then, is merged with."""
@@ -352,7 +352,7 @@ async def run_claimed(
     except asyncio.CancelledError:
         await asyncio.shield(release(pool, job, delay=0.0, outcome="cancelled"))
         raise
-    except Exception as exc:  # noqa: BLE001 - any failure of the work becomes a retry, never a dead worker
+    except Exception as exc:  # any failure of the work becomes a retry, never a dead worker
         log.warning("job %s (%s, bank %s) attempt %s failed: %s", job.id, job.kind, job.bank_id, job.attempts, exc,
                     exc_info=log.isEnabledFor(logging.DEBUG))
         await retry_or_fail(pool, job, f"{type(exc).__name__}: {exc}", policy)
@@ -395,11 +395,15 @@ async def list_jobs(
         SELECT id, kind, bank_id, status, attempts, max_attempts, payload, result, last_error, locked_by,
                run_after, lease_until, created_at, started_at, finished_at
         FROM jobs
-        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind = $3)
+        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind =
+          $3)
         ORDER BY id DESC
         LIMIT $4
         """,
-        bank_id, status, kind, limit,
+        bank_id,
+        status,
+        kind,
+        limit,
     )
     return [Job(**{**dict(r), "payload": r["payload"] or {}}) for r in rows]
 
@@ -417,7 +421,8 @@ async def open_jobs(db: Executor, bank_id: str | None = None) -> int:
 async def prune(db: Executor, *, older_than_seconds: float) -> int:
     """Forget finished jobs after a while (their runs go with them)."""
     status = await db.execute(
-        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 second'",
+        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 "
+        "second'",
         older_than_seconds,
     )
     return int(status.split()[-1])
@@ -431,7 +436,7 @@ class _transaction:
         self._acquired: Any = None
         self._tx: Any = None
 
-    async def __aenter__(self) -> asyncpg.Connection:
+    async def __aenter__(self) -> Connection:
         if isinstance(self.db, asyncpg.Pool):
             self._acquired = self.db.acquire()
             conn = await self._acquired.__aenter__()

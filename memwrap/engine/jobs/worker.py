@@ -21,6 +21,7 @@ from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -71,7 +72,7 @@ class Worker:
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self._listener: asyncpg.Connection | None = None
+        self._listener: Connection | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 

@@ -35,7 +35,8 @@ from datetime import datetime
 # in chat they are everywhere.
 _I = r"(?:i|we|the\s+user)(?:\s+(?:have|had|'ve|just|finally|recently|actually|also))*"
 _CHANGE_EN = (
-    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
+    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)"
+    r"(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
     r"\bno\s+longer\b|"
     rf"{_I}\s+(?:do\s+not|don't|dont|does\s+not|doesn't|never)\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
     rf"{_I}(?:\s+(?:am|are|is)|'m|'re)\s+not\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
@@ -58,7 +59,8 @@ _CHANGE_EN = (
     r"from\s+now\s+on\b"
 )
 _CHANGE_ZH = (
-    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
+    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|"
+    r"搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
     r"离婚了|以前.{0,12}现在|现在改"
 )
 CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})", re.IGNORECASE)
@@ -77,7 +79,9 @@ _PAST = re.compile(
 
 # A change inside a clause that only sets the scene ("since I moved from Sweden", "after I quit smoking") is told,
 # not stated: the sentence is about something else.
-_SCENE = re.compile(r"\b(?:since|after|when|before|because|until|till|if|once|while|as)\s+(?:\w+\s+){0,2}$", re.IGNORECASE)
+_SCENE = re.compile(
+    r"\b(?:since|after|when|before|because|until|till|if|once|while|as)\s+(?:\w+\s+){0,2}$", re.IGNORECASE
+)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -141,7 +145,8 @@ _NOT_TOPIC = frozenset("""
 _FIRST_PERSON = re.compile(
     r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
     r"just so you know|guess what|good news|news|these days|nowadays|lately|recently|now|today|"
-    r"(?:this|last|next) (?:week|month|year|spring|summer|autumn|fall|winter))[,!:.\s]+)*(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
+    r"(?:this|last|next) (?:week|month|year|spring|summer|autumn|fall|winter))[,!:.\s]+)*"
+    r"(?:i\b|i['’]m\b|i['’]ve\b|i['’]d\b|i['’]ll\b|we\b|"
     r"we['’]re\b|we['’]ve\b|the user\b|user\b|(?:the )?user['’]s\b)",
     re.IGNORECASE,
 )
@@ -152,7 +157,9 @@ _PEOPLE = frozenset("""
     roommate flatmate housemate neighbour neighbor neighbours neighbors cousin aunt uncle grandma grandpa grandmother
     grandfather niece nephew fiance fiancee family team teacher doctor dentist landlord ex
     """.split())
-_SOMEONE = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE)
+_SOMEONE = re.compile(
+    r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE
+)
 _POSSESSION = re.compile(r"^(?:my|our|the user['’]s|user['’]s)\s+([\w-]+)", re.IGNORECASE)
 # A chat line often drops its "I": "Got a new job at Shopee!", "Moved to Berlin last week", "Bought a MacBook".
 _DROPPED_I = re.compile(
@@ -161,14 +168,20 @@ _DROPPED_I = re.compile(
     r"quitting|joining)\b",
     re.IGNORECASE,
 )
-_ZH_FIRST_PERSON = re.compile(r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*(?:我(?:们)?|用户)(?![的妈爸妹姐哥弟儿女朋同家老])")
+_ZH_FIRST_PERSON = re.compile(
+    r"^(?:对了|其实|哦|嗯|好的|告诉你)?[，,\s]*(?:我(?:们)?|用户)(?![的妈爸妹姐哥弟儿女朋同家老])"
+)
 # Chinese drops its subject even more: a line that names nobody first (no 他/她, no name, no "我的 + person") is
 # the speaker's own.
-_ZH_SOMEONE_FIRST = re.compile(r"^(?:他|她|它|他们|她们|我的|我们的|用户的|[\u3400-\u9fff]{0,2}(?:朋友|同事|室友|老板|妈妈|爸爸|"
-                               r"哥哥|姐姐|弟弟|妹妹|老公|老婆|孩子|儿子|女儿))|^[A-Za-z]")
+_ZH_SOMEONE_FIRST = re.compile(
+    r"^(?:他|她|它|他们|她们|我的|我们的|用户的|[\u3400-\u9fff]{0,2}(?:朋友|同事|室友|老板|妈妈|爸爸|"
+    r"哥哥|姐姐|弟弟|妹妹|老公|老婆|孩子|儿子|女儿))|^[A-Za-z]"
+)
 _LABEL = re.compile(r"^[^:：\n]{1,40}?\s*[:：]\s*")
 # Two-character pieces of Chinese that are function words, not topics (我们, 已经 …).
-_HAN_FUNCTION_PAIRS = frozenset("我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split())
+_HAN_FUNCTION_PAIRS = frozenset(
+    "我们 你们 他们 她们 已经 现在 上个 个月 一个 这个 那个 什么 没有 还是 就是 不是 可以 因为 所以".split()
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,9 @@ _ZH_SURNAMES = frozenset(
     "盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷"
     "晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝"
 )
-_ZH_COMPOUND_SURNAMES = frozenset("欧阳 司马 诸葛 上官 东方 皇甫 尉迟 公孙 慕容 长孙 令狐 夏侯 司徒 端木 独孤 南宫 宇文".split())
+_ZH_COMPOUND_SURNAMES = frozenset(
+    "欧阳 司马 诸葛 上官 东方 皇甫 尉迟 公孙 慕容 长孙 令狐 夏侯 司徒 端木 独孤 南宫 宇文".split()
+)
 # Everyday words that jieba's dictionary tags as proper nouns and that are common in conversation.
 _ZH_NOT_ENTITIES = frozenset(
     """
@@ -52,10 +54,14 @@ _ZH_NOT_ENTITIES = frozenset(
 # transliteration_chars() computes the set again, and tests/test_entity_sample.py checks that they agree.
 TRANSLITERATION_SHARE = 0.02
 _TRANSLITERATION_CHARS = frozenset(
-    "丁世丽乌乔亚亨人什令伊伍休伦伯伽佐佛佤佩侭俟俾偃僖克兰兹内冈冕冢凡凯切列利刹加努劳勃勒匈博卜卡卢厄厝古叱各吉吒吕吠吾咨哇哈哥哲喀嘎噬噶因图圣坂坎坦垦埃基堡塔塞墩多夫夸奇奈奎契奥奴妮姆始威娃娅娜娟媛孚孜"
-    "孝孟孺宁安宕宗宙宛宰宾寇尔尤尧尼岐岚岛岢岭岱峨峪崇崎嵊巳巴布希帕帝库底庖庚廉弗弥彻彼得御德恩恰恺慈憧憬戈扈扎托拉拜捷提摩撒斯施旌日旭旺昂易昭晏晒普曼朗札杜杰林某柔查柯格桑桶梅梓梧梭梵森榭樵比毗汀沃沔沽"
-    "泗波泰泽洛涅涧涩淄淑渭湛溓溺滇滕潘潼炀炎烈熹爪牡特猗献玛玻珀珈珊珍珞班琳琴琼瑙瑞瑟瑯璜瓜瓦甘甫畴畿登皆皮盖睿砥砺磅磐祜祝祯福禧科穆窹米索纣约纳纽绢绥维缅缪罕罗羌羹羿翰考耶聂肯腓膳舍舒艾芒芙芝芥芬芭苑茂"
-    "茅茨荔荷莉莎莒莫莱菲萝萨葵蒂蒗蒙蒲蓓蕉蟾衙衮褒襄西觉詹诃诺谘谢谦豪貍贝费赉赖赞赫跖辛辰辽达迈迦迪逊邦郞郾里锆锡闯阿陀陇隅雅雉雷霍韦顿颇颍馥马骏鲁鲍鸠麦默齐"
+    "丁世丽乌乔亚亨人什令伊伍休伦伯伽佐佛佤佩侭俟俾偃僖克兰兹内冈冕冢凡凯切列利刹加努劳勃勒匈博卜卡卢厄厝古叱各吉吒吕"
+    "吠吾咨哇哈哥哲喀嘎噬噶因图圣坂坎坦垦埃基堡塔塞墩多夫夸奇奈奎契奥奴妮姆始威娃娅娜娟媛孚孜"
+    "孝孟孺宁安宕宗宙宛宰宾寇尔尤尧尼岐岚岛岢岭岱峨峪崇崎嵊巳巴布希帕帝库底庖庚廉弗弥彻彼得御德恩恰恺慈憧憬戈扈扎托拉"
+    "拜捷提摩撒斯施旌日旭旺昂易昭晏晒普曼朗札杜杰林某柔查柯格桑桶梅梓梧梭梵森榭樵比毗汀沃沔沽"
+    "泗波泰泽洛涅涧涩淄淑渭湛溓溺滇滕潘潼炀炎烈熹爪牡特猗献玛玻珀珈珊珍珞班琳琴琼瑙瑞瑟瑯璜瓜瓦甘甫畴畿登皆皮盖睿砥砺"
+    "磅磐祜祝祯福禧科穆窹米索纣约纳纽绢绥维缅缪罕罗羌羹羿翰考耶聂肯腓膳舍舒艾芒芙芝芥芬芭苑茂"
+    "茅茨荔荷莉莎莒莫莱菲萝萨葵蒂蒗蒙蒲蓓蕉蟾衙衮褒襄西觉詹诃诺谘谢谦豪貍贝费赉赖赞赫跖辛辰辽达迈迦迪逊邦郞郾里锆锡闯"
+    "阿陀陇隅雅雉雷霍韦顿颇颍馥马骏鲁鲍鸠麦默齐"
 )
 # jieba's dictionary tags 10k words nz ("other proper noun"), most of them not names (聊天, 美味, 注意安全, 高氯酸钾).
 # In MemoryBank's 1,132 Chinese turns 6 of the 102 nz words found were names; on bench/entities' dev sample,

@@ -84,7 +84,8 @@ _STOPWORDS = frozenset(
 
 # Sentence openers of Spanish, Portuguese, French, Italian and German, which the lexicon (word_case.py) knows
 # mostly from English: a memory written "Mi hermano vive en Salamanca." or "Soy alérgico…" names Salamanca, not
-# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words (language/text.py) and common
+# "Mi" or "Soy" (which, as entities, linked every such memory to every other in the graph arm). Their function words
+# (language/text.py) and common
 # verbs, adverbs and greetings; not words that also begin names ("Su Bingtian", "Ma Yun", "Son Heung-min",
 # "Van Gogh"), which a sentence may well start with, and never a word in capitals ("AI", "EU": acronyms).
 _OTHER_LANGUAGE_OPENERS = LATIN_FUNCTION_WORDS | frozenset(
@@ -374,7 +375,11 @@ def _finish_phrase(
             return
         # "Visited New York" → "New York"; but a name particle or a romanised Chinese surname begins the name:
         # "El Salvador", "Van Gogh", "Su Bingtian" ("su", "van" are ordinary words to the lexicon).
-        if first.lower not in _NAME_STARTERS and first.lower not in _CONNECTORS and not is_romanised_surname(first.lower):
+        if (
+            first.lower not in _NAME_STARTERS
+            and first.lower not in _CONNECTORS
+            and not is_romanised_surname(first.lower)
+        ):
             phrase = phrase[1:]
             if phrase[0].lower in _CONNECTORS:
                 phrase = phrase[1:]

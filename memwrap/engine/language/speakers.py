@@ -9,9 +9,9 @@ with the same speakers as the original.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from memwrap.engine.language.text import normalise_whitespace
 
@@ -20,7 +20,9 @@ ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
 # "Caroline: text" (LoCoMo, transcripts): a short capitalised name, or a short CJK name, then a colon.
 # A full-width colon needs no space after it (Chinese puts none).
 NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*(?::\s+|：\s*)")
-METADATA_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant"}
+METADATA_ROLES: dict[str, Literal["user", "assistant", "tool"]] = {
+    "user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant",
+}
 # Words that open a line with a colon without naming who speaks ("Note: buy milk", "Update: we moved"). A named
 # speaker label is a name; these are headings. (The same list is in migration 0010's backfill.)
 HEADING_WORDS = frozenset("""
@@ -154,7 +156,7 @@ def _third_person_verb(match: re.Match[str]) -> str:
     return lead + verb + "s"
 
 
-def third_person(text: str, roles: set[str]) -> str:
+def third_person(text: str, roles: Set[str]) -> str:
     """`text` with the user's pronouns replaced by "the user": "you" when only the user and the assistant speak,
     "I"/"my" when only the user does. Elsewhere (people talking to each other) pronouns are left as they are."""
     if not roles or not roles <= {"user", "assistant", "tool"}:
@@ -210,5 +212,19 @@ def with_subject(text: str, said: list[str]) -> str:
     return text
 
 
-__all__ = ["FIRST_PERSON", "HEADING_WORDS", "METADATA_ROLES", "NAMED_SPEAKER", "ROLE_ALIASES", "ROLE_LINE", "Speaker",
-           "assistant_voice", "keep_turn_breaks", "said_by", "split_turns", "third_person", "turn_speaker", "with_subject"]
+__all__ = [
+    "FIRST_PERSON",
+    "HEADING_WORDS",
+    "METADATA_ROLES",
+    "NAMED_SPEAKER",
+    "ROLE_ALIASES",
+    "ROLE_LINE",
+    "Speaker",
+    "assistant_voice",
+    "keep_turn_breaks",
+    "said_by",
+    "split_turns",
+    "third_person",
+    "turn_speaker",
+    "with_subject",
+]

@@ -84,7 +84,7 @@ def without_function_words(text: str) -> str:
 _CACHED_RUN_CHARS = 64
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jieba() -> ModuleType:
     # Imported on first use only: loading the dictionary costs ~0.5 s and most text is not Chinese.
     # jieba.initialize() takes its own lock, so concurrent first calls are safe.
@@ -95,7 +95,7 @@ def _jieba() -> ModuleType:
     return jieba
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _posseg() -> ModuleType:
     _jieba()  # posseg reuses the main tokenizer, which must be initialised quietly first
     import jieba.posseg as posseg  # builds its own word→tag table on import (~0.5 s)
@@ -184,7 +184,8 @@ def clean_text(text: str) -> str:
 
 
 def _join_surrogates(match: re.Match[str]) -> str:
-    high, low = match.group()
+    pair = match.group()  # a high and a low surrogate: two characters
+    high, low = pair[0], pair[1]
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 

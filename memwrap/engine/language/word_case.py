@@ -85,5 +85,5 @@ def _rank(text: str) -> int | None:
 
 
 @functools.lru_cache(maxsize=1)
-def _encoding():  # noqa: ANN202 - tiktoken.Encoding, imported lazily by memwrap.tokens
+def _encoding():  # tiktoken.Encoding, imported lazily by memwrap.tokens
     return encoding_for_model(None)

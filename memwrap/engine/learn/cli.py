@@ -103,7 +103,9 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    jobs = asyncio.run(_with_engine(args, lambda e: e.jobs(args.bank, status=args.status, kind=args.kind, limit=args.limit)))
+    jobs = asyncio.run(
+        _with_engine(args, lambda e: e.jobs(args.bank, status=args.status, kind=args.kind, limit=args.limit))
+    )
     if args.json:
         _print_json([j.model_dump(mode="json") for j in jobs])
         return 0

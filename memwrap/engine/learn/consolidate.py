@@ -78,7 +78,8 @@ ON CONFLICT (bank_id, unit_id) DO UPDATE SET status = 'failed', error = EXCLUDED
 
 ADVANCE_WATERMARK = """
 INSERT INTO learn_progress (bank_id, watermark) VALUES ($1, $2)
-ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at = now()
+ON CONFLICT (bank_id) DO UPDATE SET watermark = greatest(learn_progress.watermark, EXCLUDED.watermark), updated_at =
+  now()
 """
 
 
@@ -152,7 +153,9 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
             )
 
 
-async def _batch(engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport) -> None:
+async def _batch(
+    engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
+) -> None:
     pool: asyncpg.Pool = engine.store.pool
     facts = [
         Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"],

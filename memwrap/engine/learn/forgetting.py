@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 from uuid import UUID
 
 import asyncpg
@@ -33,6 +33,7 @@ from memwrap.engine.learn.observations import (
     set_text,
 )
 from memwrap.errors import MemoryNotFoundError
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -58,7 +59,7 @@ def _min_support(origin: str) -> int:
 
 
 async def revise(
-    conn: asyncpg.Connection, engine: Engine, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
+    conn: Connection, engine: Engine, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
     cause: UUID | None, hard: bool,
 ) -> list[UUID]:
     """Bring observations in line with their remaining evidence. Returns those changed (for mental models)."""
@@ -91,8 +92,13 @@ async def revise(
     return changed
 
 
-async def _use_words_of(conn: asyncpg.Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str) -> None:
-    fact = await conn.fetchrow("SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id)
+async def _use_words_of(
+    conn: Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str
+) -> None:
+    found = await conn.fetchrow(
+        "SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id
+    )
+    fact = cast(asyncpg.Record, found)  # not None: revise just read `fact_id` among the observation's evidence
     await set_text(conn, bank_id, observation_id, fact["text"], fact["embedding"], origin="heuristic",
                    representative_id=fact_id)
     await record_version(conn, bank_id, observation_id, "rewritten", f"{reason}: its words came from that memory")
@@ -178,9 +184,11 @@ async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
             cited = await observations_citing(conn, bank_id, [memory_id])
             changed += await revise(conn, engine, bank_id, cited, reason="evidence restored", cause=None, hard=False)
             caused = await conn.fetch(
-                "SELECT i.unit_id, o.origin FROM invalidations i JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
+                "SELECT i.unit_id, o.origin FROM invalidations i "
+                "JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
                 "WHERE i.bank_id = $1 AND i.caused_by = $2",
-                bank_id, memory_id,
+                bank_id,
+                memory_id,
             )
             for c in caused:
                 support = await conn.fetch(SUPPORTING_IDS, bank_id, c["unit_id"])
@@ -195,7 +203,7 @@ async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
                                                   reason="a memory in its scope was restored")
 
 
-async def _lock_unit(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record:
+async def _lock_unit(conn: Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record:
     row = await conn.fetchrow(
         "SELECT fact_type, invalidated_at, seq, tags FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE",
         bank_id, memory_id,
@@ -205,17 +213,19 @@ async def _lock_unit(conn: asyncpg.Connection, bank_id: str, memory_id: UUID) ->
     return row
 
 
-async def _unhide(conn: asyncpg.Connection, bank_id: str, unit_id: UUID) -> None:
+async def _unhide(conn: Connection, bank_id: str, unit_id: UUID) -> None:
     await conn.execute("UPDATE memory_units SET invalidated_at = NULL WHERE bank_id = $1 AND id = $2", bank_id, unit_id)
     await conn.execute("DELETE FROM invalidations WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
 
 
-async def _make_pending_if_new(conn: asyncpg.Connection, engine: Engine, bank_id: str, unit_id: UUID, seq: int) -> None:
+async def _make_pending_if_new(conn: Connection, engine: Engine, bank_id: str, unit_id: UUID, seq: int) -> None:
     """A unit invalidated before consolidation saw it is pending again (the watermark may have passed it)."""
     learnt = await conn.fetchval("SELECT 1 FROM unit_learning WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
     if learnt:
         return
-    await conn.execute("UPDATE learn_progress SET watermark = least(watermark, $2) WHERE bank_id = $1", bank_id, seq - 1)
+    await conn.execute(
+        "UPDATE learn_progress SET watermark = least(watermark, $2) WHERE bank_id = $1", bank_id, seq - 1
+    )
     await engine.learning.enqueue_consolidation(bank_id, conn=conn)
 
 
@@ -247,10 +257,12 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 bank_id, observation_id,
             )
             evidence = await conn.fetch(
-                "SELECT m.id, m.text FROM observation_evidence e JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
+                "SELECT m.id, m.text FROM observation_evidence e "
+                "JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
                 "WHERE e.bank_id = $1 AND e.observation_id = $2 AND e.stance = 'supports' AND m.invalidated_at IS NULL "
                 "ORDER BY e.evidenced_at DESC",
-                bank_id, observation_id,
+                bank_id,
+                observation_id,
             )
         if row is None or row["invalidated_at"] is not None or not evidence:
             continue
@@ -291,10 +303,16 @@ async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = Non
     cutoff = (now or datetime.now(UTC)) - timedelta(days=float(days))
     removed = 0
     while True:
-        ids = [r["id"] for r in await pool.fetch(
-            "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 ORDER BY seq LIMIT $3",
-            bank_id, cutoff, EXPIRE_BATCH,
-        )]
+        ids = [
+            r["id"]
+            for r in await pool.fetch(
+                "SELECT id FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw' AND created_at < $2 "
+                "ORDER BY seq LIMIT $3",
+                bank_id,
+                cutoff,
+                EXPIRE_BATCH,
+            )
+        ]
         if not ids:
             return removed
         await before_delete(engine, bank_id, ids)

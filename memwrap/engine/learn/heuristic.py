@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID, uuid4
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine.language.changes import Statement, replaces, states_change, topic_terms
 from memwrap.engine.learn.observations import CreateOp, EvidenceIn, Plan, UpdateOp
 from memwrap.engine.recall.arms import EXACT_SCAN_MAX
+from memwrap.store.pg_types import Connection
 from memwrap.store.vector_index import indexed_distance, vector_dim
 
 NEIGHBOURS = 10
@@ -116,7 +116,7 @@ def _array(vector: object) -> np.ndarray:
 
 
 async def _nearest(
-    conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact], threshold: float, bank_size: int
+    conn: Connection, bank_id: str, facts: Sequence[Fact], threshold: float, bank_size: int
 ) -> dict[UUID, list[Neighbour]]:
     """Each fact's near-duplicates (same exact tag scope, cosine >= threshold), best first, at most NEIGHBOURS."""
     found: dict[UUID, list[Neighbour]] = {}
@@ -173,7 +173,7 @@ LIMIT $3
 CHANGE_NEIGHBOURS = 20
 
 
-async def _replaced(conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact]) -> dict[UUID, list[Fact]]:
+async def _replaced(conn: Connection, bank_id: str, facts: Sequence[Fact]) -> dict[UUID, list[Fact]]:
     """For each fact that states a change, the earlier facts it replaces (language/changes.replaces)."""
     found: dict[UUID, list[Fact]] = {}
     for fact in facts:
@@ -189,7 +189,7 @@ async def _replaced(conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact
 
 
 async def plan_batch(
-    conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact], *, threshold: float, bank_size: int
+    conn: Connection, bank_id: str, facts: Sequence[Fact], *, threshold: float, bank_size: int
 ) -> Plan:
     if not facts:
         return Plan()

@@ -16,7 +16,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 from uuid import UUID, uuid4
 
-import asyncpg
 import numpy as np
 from pydantic import BaseModel, Field
 
@@ -28,6 +27,7 @@ from memwrap.engine.llm.prompt_echo import EchoGuard
 from memwrap.engine.recall import arms
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import interleave
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -107,7 +107,8 @@ class Related:
 RELATED_DETAILS = """
 SELECT o.id, u.text, o.proof_count, o.last_evidence_at, o.scope,
        coalesce((SELECT array_agg(e.evidenced_at) FROM observation_evidence e
-                 WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'), '{}') AS supported_at,
+                 WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'), '{}') AS
+                   supported_at,
        coalesce((SELECT array_agg(q.quote) FROM (
                     SELECT e.quote FROM observation_evidence e
                     WHERE e.bank_id = o.bank_id AND e.observation_id = o.id AND e.stance = 'supports'
@@ -128,7 +129,7 @@ def pick_related(per_fact: Sequence[dict[str, arms.Hits]], per_fact_limit: int =
 
 
 async def related_observations(
-    conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact], vectors: dict[UUID, np.ndarray],
+    conn: Connection, bank_id: str, facts: Sequence[Fact], vectors: dict[UUID, np.ndarray],
     scope: list[str], bank_size: int, now: datetime,
 ) -> list[Related]:
     """The existing observations of `scope` nearest to any of the facts, interleaved per fact."""
@@ -174,7 +175,7 @@ def render_prompt(facts: Sequence[Fact], related: Sequence[Related]) -> str:
 
 
 async def plan_batch(
-    engine: Engine, llm: Any, conn: asyncpg.Connection, bank_id: str, facts: Sequence[Fact],
+    engine: Engine, llm: Any, conn: Connection, bank_id: str, facts: Sequence[Fact],
     vectors: dict[UUID, np.ndarray], scope: list[str], bank_size: int, now: datetime,
 ) -> tuple[Plan, Any]:
     """Ask the LLM about one batch of same-scope facts. Returns the plan and the call's usage."""
@@ -185,7 +186,7 @@ async def plan_batch(
 
 
 async def _to_plan(
-    engine: Engine, conn: asyncpg.Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
+    engine: Engine, conn: Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
     related: Sequence[Related], scope: list[str], bank_size: int,
 ) -> Plan:
     fact_ids = {f"F{i}": fact.id for i, fact in enumerate(facts, start=1)}
@@ -237,15 +238,15 @@ async def _to_plan(
         plan.creates.append(CreateOp(id=uuid4(), text=text, scope=scope, origin="llm", evidence=ev, embedding=vector,
                                      reason="new knowledge"))
     plan.updates = list(updates.values())
-    for item in reply.deletes:
-        target = observation_ids.get(item.observation.strip().upper())
+    for removal in reply.deletes:
+        target = observation_ids.get(removal.observation.strip().upper())
         if target is not None and target not in updates:
-            plan.deletes.append(DeleteOp(target, item.reason))
+            plan.deletes.append(DeleteOp(target, removal.reason))
     return plan
 
 
 async def _twin(
-    conn: asyncpg.Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int
+    conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int
 ) -> UUID | None:
     hits = await arms.semantic(conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size,
                                TWIN_SIMILARITY)

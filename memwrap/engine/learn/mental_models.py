@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID, uuid4
 
 import asyncpg
@@ -29,6 +29,7 @@ from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, MentalModelVersion
+from memwrap.store.pg_types import Connection, Executor
 from memwrap.tokens import encoding_for_model
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ def _not_found(bank_id: str, name: str) -> MemoryNotFoundError:
     return MemoryNotFoundError(f"No mental model {redact(name)!r} in bank {bank_id!r}.")  # never echo a secret
 
 
-async def get(db: asyncpg.Pool | asyncpg.Connection, bank_id: str, name: str) -> MentalModel:
+async def get(db: Executor, bank_id: str, name: str) -> MentalModel:
     row = await db.fetchrow(GET, bank_id, stored_names(name))
     if row is None:
         raise _not_found(bank_id, name)
@@ -167,7 +168,7 @@ async def delete(db: asyncpg.Pool, bank_id: str, name: str) -> None:
 
 
 async def enqueue_refresh(
-    db: asyncpg.Connection | asyncpg.Pool, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
+    db: Executor, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
 ) -> None:
     await jobs.enqueue(
         db, KIND, bank_id=bank_id, payload={"model_id": str(model_id)},
@@ -178,7 +179,7 @@ async def enqueue_refresh(
 
 
 async def mark_stale_for_scopes(
-    conn: asyncpg.Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
+    conn: Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
     touched: Sequence[UUID] = (),
 ) -> list[UUID]:
     # An untagged model (it recalls the whole bank) sees every change; a tagged one those sharing a tag with it
@@ -195,7 +196,7 @@ async def mark_stale_for_scopes(
 
 
 async def mark_stale_for_sources(
-    conn: asyncpg.Connection, settings: Any, bank_id: str, memory_ids: Sequence[UUID], *, reason: str
+    conn: Connection, settings: Any, bank_id: str, memory_ids: Sequence[UUID], *, reason: str
 ) -> list[UUID]:
     """Models that drew on any of these memories (deleted, invalidated, restored, rewritten)."""
     if not memory_ids:
@@ -217,7 +218,7 @@ async def mark_stale_for_sources(
 
 
 async def forget_sources(
-    conn: asyncpg.Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
+    conn: Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
 ) -> None:
     """Deleting a memory deletes the versions that drew on it or quote it (an observation in its words, say):
     forgetting means forgetting. The current content stays until the refresh the stale mark queued."""
@@ -225,9 +226,12 @@ async def forget_sources(
         """
         DELETE FROM mental_model_versions v
         WHERE v.bank_id = $1
-          AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) > 0))
+          AND (v.source_ids && $2::uuid[] OR EXISTS (SELECT 1 FROM unnest($3::text[]) AS t WHERE strpos(v.content, t) >
+            0))
         """,
-        bank_id, list(memory_ids), [t for t in texts if len(t.strip()) >= 4],  # "OK" would match everything
+        bank_id,
+        list(memory_ids),
+        [t for t in texts if len(t.strip()) >= 4],  # "OK" would match everything
     )
 
 
@@ -264,8 +268,10 @@ async def refresh(
         raise
     async with pool.acquire() as conn, conn.transaction():
         current = await conn.fetchrow(
-            "SELECT content, version, source_ids, dirty_seq FROM mental_models WHERE bank_id = $1 AND id = $2 FOR UPDATE",
-            bank_id, model.id,
+            "SELECT content, version, source_ids, dirty_seq FROM mental_models "
+            "WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+            bank_id,
+            model.id,
         )
         if current is None:
             return None
@@ -273,9 +279,16 @@ async def refresh(
         if generated.content != current["content"]:
             version += 1
             await conn.execute(
-                "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, reason) "
+                "INSERT INTO mental_model_versions (bank_id, model_id, version, content, generator, source_ids, "
+                "reason) "
                 "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                bank_id, model.id, version, generated.content, generated.generator, generated.source_ids, reason,
+                bank_id,
+                model.id,
+                version,
+                generated.content,
+                generated.generator,
+                generated.source_ids,
+                reason,
             )
         # A change that arrived while we generated keeps it stale; its own refresh job is already queued.
         fresh = current["dirty_seq"] == dirty_at_start
@@ -291,7 +304,7 @@ async def refresh(
             """,
             bank_id, model.id, generated.content, generated.source_ids, generated.generator, version, fresh,
         )
-    return _model(row)
+    return _model(cast(asyncpg.Record, row))  # not None: the row was locked FOR UPDATE above
 
 
 # --- the default generator ---------------------------------------------------------------------------------

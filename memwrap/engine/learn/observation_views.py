@@ -11,6 +11,7 @@ import asyncpg
 from memwrap.engine.learn.trend import trend
 from memwrap.errors import MemoryNotFoundError
 from memwrap.models import Evidence, Observation, ObservationVersion
+from memwrap.store.pg_types import Executor
 
 _COLUMNS = """
     o.id, o.bank_id, u.text, o.scope, o.origin, o.proof_count, o.evidence_count, o.version, o.first_evidence_at,
@@ -63,7 +64,7 @@ def _observation(row: asyncpg.Record, now: datetime) -> Observation:
 
 
 async def list_observations(
-    db: asyncpg.Pool | asyncpg.Connection, bank_id: str, *, now: datetime, tags: list[str] | None = None,
+    db: Executor, bank_id: str, *, now: datetime, tags: list[str] | None = None,
     include_invalidated: bool = False, limit: int = 100, offset: int = 0,
 ) -> list[Observation]:
     rows = await db.fetch(LIST, bank_id, include_invalidated, tags, limit, offset)
@@ -71,7 +72,7 @@ async def list_observations(
 
 
 async def get_observation(
-    db: asyncpg.Pool | asyncpg.Connection, bank_id: str, observation_id: UUID, *, now: datetime
+    db: Executor, bank_id: str, observation_id: UUID, *, now: datetime
 ) -> Observation:
     row = await db.fetchrow(ONE, bank_id, observation_id)
     if row is None:
@@ -86,7 +87,7 @@ async def get_observation(
 
 
 async def observation_history(
-    db: asyncpg.Pool | asyncpg.Connection, bank_id: str, observation_id: UUID
+    db: Executor, bank_id: str, observation_id: UUID
 ) -> list[ObservationVersion]:
     rows = await db.fetch(HISTORY, bank_id, observation_id)
     if not rows and not await db.fetchval(

@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.engine.language.text import search_text
+from memwrap.store.pg_types import Connection, Executor
 
 QUOTE_CHARS = 300
 
@@ -111,7 +112,8 @@ INSERT INTO observations (bank_id, id, scope, origin, representative_id) VALUES 
 ADD_EVIDENCE = """
 INSERT INTO observation_evidence (bank_id, observation_id, memory_id, quote, evidenced_at, source_key, stance)
 SELECT $1, $2, t.memory_id, t.quote, t.at, t.source, t.stance
-FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS t(memory_id, quote, at, source, stance)
+FROM unnest($3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::text[]) AS t(memory_id, quote, at, source,
+  stance)
 ON CONFLICT (bank_id, observation_id, memory_id) DO UPDATE SET stance = EXCLUDED.stance
 """
 
@@ -166,7 +168,8 @@ ORDER BY e.evidenced_at, e.memory_id
 """
 
 INSERT_HISTORY = """
-INSERT INTO observation_history (bank_id, observation_id, version, text, action, reason, proof_count, evidence_ids, valid_from)
+INSERT INTO observation_history (bank_id, observation_id, version, text, action, reason, proof_count, evidence_ids,
+  valid_from)
 SELECT $1, o.id, o.version, u.text, $3, $4, o.proof_count, $5::uuid[], $6
 FROM observations o JOIN memory_units u ON u.bank_id = o.bank_id AND u.id = o.id
 WHERE o.bank_id = $1 AND o.id = $2
@@ -184,13 +187,16 @@ FOR UPDATE OF o
 # --- applying a plan ---------------------------------------------------------------------------------------
 
 
-async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Applied:
+async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
     """Write a plan's creates, updates and deletes. Call inside a transaction (the caller's, with its bookkeeping)."""
     applied = Applied()
-    wanted = {e.memory_id for op in [*plan.creates, *plan.updates] for e in op.evidence}
+    wanted = {e.memory_id for op in plan.creates for e in op.evidence}
+    wanted |= {e.memory_id for op in plan.updates for e in op.evidence}
     sources = {r["id"]: r for r in await conn.fetch(EVIDENCE_SOURCES, bank_id, list(wanted))} if wanted else {}
     existing = {
-        r["id"]: r for r in await conn.fetch(LOCK_OBSERVATIONS, bank_id, [op.id for op in [*plan.updates, *plan.deletes]])
+        r["id"]: r for r in await conn.fetch(
+            LOCK_OBSERVATIONS, bank_id, [op.id for op in plan.updates] + [op.id for op in plan.deletes]
+        )
     } if plan.updates or plan.deletes else {}
 
     for create in plan.creates:
@@ -250,7 +256,7 @@ async def apply_plan(conn: asyncpg.Connection, bank_id: str, plan: Plan) -> Appl
 
 
 async def _add_evidence(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, evidence: Sequence[EvidenceIn],
+    conn: Connection, bank_id: str, observation_id: UUID, evidence: Sequence[EvidenceIn],
     sources: dict[UUID, asyncpg.Record],
 ) -> None:
     rows = [sources[e.memory_id] for e in evidence]
@@ -270,7 +276,7 @@ def _quote(quote: str, text: str) -> str:
     return text[:QUOTE_CHARS]
 
 
-async def refresh_stats(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UUID]) -> dict[UUID, tuple[int, int]]:
+async def refresh_stats(conn: Connection, bank_id: str, ids: Sequence[UUID]) -> dict[UUID, tuple[int, int]]:
     """Recount proof and evidence from the evidence table. Returns id → (proof_count, evidence_count)."""
     if not ids:
         return {}
@@ -279,7 +285,7 @@ async def refresh_stats(conn: asyncpg.Connection, bank_id: str, ids: Sequence[UU
 
 
 async def set_text(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
+    conn: Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
     *, origin: str, representative_id: UUID | None = None,
 ) -> None:
     # Without a vector of its own the text takes its representative's (the memory whose words it now is).
@@ -291,13 +297,17 @@ async def set_text(
         bank_id, observation_id, text, search_text(text), embedding, origin, representative_id,
     )
     await conn.execute(
-        "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = $2",
-        bank_id, observation_id, origin, representative_id,
+        "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = "
+        "$2",
+        bank_id,
+        observation_id,
+        origin,
+        representative_id,
     )
 
 
 async def record_version(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, action: str, reason: str,
+    conn: Connection, bank_id: str, observation_id: UUID, action: str, reason: str,
     *, valid_from: datetime | None = None, bump: bool = True,
 ) -> None:
     """Append the observation's current state to its history (a new version, unless it is the first)."""
@@ -309,7 +319,7 @@ async def record_version(
 
 
 async def invalidate_observation(
-    conn: asyncpg.Connection, bank_id: str, observation_id: UUID, reason: str, *, caused_by: UUID | None = None
+    conn: Connection, bank_id: str, observation_id: UUID, reason: str, *, caused_by: UUID | None = None
 ) -> None:
     """Hide it from recall, reversibly (restore brings it back); the history says why."""
     await conn.execute(
@@ -325,7 +335,7 @@ async def invalidate_observation(
     await record_version(conn, bank_id, observation_id, "invalidated", reason)
 
 
-async def remove_observation(conn: asyncpg.Connection, bank_id: str, observation_id: UUID) -> bool:
+async def remove_observation(conn: Connection, bank_id: str, observation_id: UUID) -> bool:
     """Delete it for good (its evidence, history and links go with it)."""
     await conn.execute(
         "UPDATE entities SET mention_count = greatest(mention_count - 1, 0) WHERE bank_id = $1 AND id IN "
@@ -341,7 +351,9 @@ async def remove_observation(conn: asyncpg.Connection, bank_id: str, observation
     return False
 
 
-async def observations_citing(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, memory_ids: Sequence[UUID]) -> list[UUID]:
+async def observations_citing(
+    conn: Executor, bank_id: str, memory_ids: Sequence[UUID]
+) -> list[UUID]:
     rows = await conn.fetch(
         "SELECT DISTINCT observation_id FROM observation_evidence WHERE bank_id = $1 AND memory_id = ANY($2::uuid[])",
         bank_id, list(memory_ids),

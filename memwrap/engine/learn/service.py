@@ -22,6 +22,7 @@ from memwrap.engine.learn import consolidate, export, forgetting, mental_models,
 from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.learn.mental_models import Generator
 from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVersion, Observation, ObservationVersion
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -98,7 +99,7 @@ class Learning:
 
     # --- hooks -----------------------------------------------------------------------------------------------
 
-    async def enqueue_consolidation(self, bank_id: str, *, conn: asyncpg.Connection | None = None) -> None:
+    async def enqueue_consolidation(self, bank_id: str, *, conn: Connection | None = None) -> None:
         delay = self.settings.consolidation_delay_seconds
         await jobs.enqueue(
             conn or self.pool, consolidate.KIND, bank_id=bank_id, dedupe_key=consolidate.lock_key(bank_id),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 from uuid import UUID
 
 from memwrap import validate
@@ -51,7 +51,7 @@ class LearningVerbs:
     async def defense_policy(self, bank_id: str) -> str:  # Engine.defense_policy
         raise NotImplementedError
 
-    async def _defended(self, bank_id: str, **fields: object) -> dict[str, object]:
+    async def _defended(self, bank_id: str, **fields: Any) -> dict[str, Any]:  # each value keeps its type
         """What a person or an agent wrote, through the bank's memory defense before it is stored."""
         return defend(fields, await self.defense_policy(bank_id))
 
@@ -107,7 +107,7 @@ class LearningVerbs:
         bank_id = validate.bank_id(bank_id)
         defended = await self._defended(bank_id, name=name, question=validate.query(question), tags=validate.tags(tags))
         return await self.learning.create_mental_model(
-            bank_id, defended["name"], defended["question"], tags=defended["tags"],  # type: ignore[arg-type]
+            bank_id, defended["name"], defended["question"], tags=defended["tags"],
             max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"), refresh_every=refresh_every,
         )
 

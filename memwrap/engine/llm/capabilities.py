@@ -65,10 +65,14 @@ async def detect_capabilities(provider: Any, protocol: str, call: Call) -> Capab
     if provider.name == "anthropic" or any(host in provider.endpoint for host in _HOSTED):
         return Capabilities()
     ask = [Message.user("Call the lookup tool with the query 'weather'.")]
-    named = await _answers(call, provider, ChatRequest("", ask, [_PROBE_TOOL], "lookup", None, PROBE_TOKENS, PROBE_TIMEOUT))
+    named = await _answers(
+        call, provider, ChatRequest("", ask, [_PROBE_TOOL], "lookup", None, PROBE_TOKENS, PROBE_TIMEOUT)
+    )
     auto = named
     if named is None:
-        auto = await _answers(call, provider, ChatRequest("", ask, [_PROBE_TOOL], "auto", None, PROBE_TOKENS, PROBE_TIMEOUT))
+        auto = await _answers(
+            call, provider, ChatRequest("", ask, [_PROBE_TOOL], "auto", None, PROBE_TOKENS, PROBE_TIMEOUT)
+        )
     native = auto is not None and any(c.name == "lookup" for c in auto.tool_calls)
     schema_reply = await _answers(
         call, provider,
@@ -81,7 +85,12 @@ async def detect_capabilities(provider: Any, protocol: str, call: Call) -> Capab
     found = Capabilities(native_tools=native, named_tool_choice=named is not None and native, json_schema=schema)
     log.info(
         "%s %s at %s: native tool calls %s, named tool_choice %s, JSON schema %s",
-        provider.name, provider.model, provider.endpoint, found.native_tools, found.named_tool_choice, found.json_schema,
+        provider.name,
+        provider.model,
+        provider.endpoint,
+        found.native_tools,
+        found.named_tool_choice,
+        found.json_schema,
     )
     return found
 
@@ -90,7 +99,7 @@ async def _answers(call: Call, provider: Any, request: ChatRequest) -> ChatResul
     """The reply, or None when the server refused the request (a 4xx: it does not take this form)."""
     try:
         return await call(provider, request)
-    except Exception as exc:  # noqa: BLE001 - a refusal is the answer we are looking for
+    except Exception as exc:  # a refusal is the answer we are looking for
         info = provider.classify(exc, request)
         if info is None:
             raise

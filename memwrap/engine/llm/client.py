@@ -212,13 +212,15 @@ class LLM:
         schema_pair = (name or snake_name(schema.__name__), json_schema or strict_schema(schema))
         messages = [Message.user(user)] if isinstance(user, str) else list(user)
         request = self._structured_request(provider, system, messages, schema_pair, max_tokens)
-        request.timeout = timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
+        request.timeout = (
+            timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
+        )
         result = await self._call(role, request)
         usage = result.usage
         try:
             return _parse(result, schema), usage
         except OutputTruncatedError as cut:
-            cut.usage = usage  # type: ignore[attr-defined]
+            cut.usage = usage
             raise  # asking again gets the same cut: the caller must ask for less
         except LLMOutputError as first:
             log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
@@ -232,7 +234,7 @@ class LLM:
             try:
                 return _parse(result, schema), usage
             except LLMOutputError as second:  # truncated or not: we asked twice
-                second.usage = usage  # type: ignore[attr-defined]
+                second.usage = usage
                 raise
 
     async def complete(
@@ -251,7 +253,7 @@ class LLM:
                 return text, usage
             messages = [Message.user(user), Message.assistant(text), Message.user(_CONTINUE)]
         error = OutputTruncatedError(f"the reply was still cut off after {continuations} continuation(s)")
-        error.usage = usage  # type: ignore[attr-defined]
+        error.usage = usage
         raise error
 
     async def tool_step(
@@ -309,7 +311,11 @@ class LLM:
 
     @staticmethod
     def _structured_request(
-        provider: Provider, system: str, messages: list[Message], json_schema: tuple[str, dict[str, Any]], max_tokens: int
+        provider: Provider,
+        system: str,
+        messages: list[Message],
+        json_schema: tuple[str, dict[str, Any]],
+        max_tokens: int,
     ) -> ChatRequest:
         if provider.schema_supported:
             return ChatRequest(system, messages, json_schema=json_schema, max_tokens=max_tokens)
@@ -420,7 +426,9 @@ def _make_provider(
         if kind == "openai":
             # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
             key = api_key or (None if not base_url else _env_or(env, "unused"))
-            return OpenAIProvider(model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout))
+            return OpenAIProvider(
+                model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
+            )
         return AnthropicProvider(
             model, sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
         )

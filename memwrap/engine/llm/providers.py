@@ -131,7 +131,10 @@ class OpenAIProvider:
         kwargs: dict[str, Any] = {"model": self.model, "messages": self._messages(request)}
         if request.tools:
             kwargs["tools"] = [
-                {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
                 for t in request.tools
             ]
             if request.tool_choice in ("auto", "required", "none"):
@@ -169,9 +172,12 @@ class OpenAIProvider:
                 cached_tokens=(getattr(details, "cached_tokens", 0) or 0) if details else 0,
                 calls=1,
             )
-        stop: StopReason = {"stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "length"}.get(
-            choice.finish_reason or "stop", "other"
-        )  # type: ignore[assignment]
+        stop: StopReason = {
+            "stop": "stop",
+            "tool_calls": "tool_calls",
+            "function_call": "tool_calls",
+            "length": "length",
+        }.get(choice.finish_reason or "stop", "other")  # type: ignore[assignment]  # every value is a FinishReason
         return ChatResult(message.content or "", calls, stop, usage, response.model or self.model, _timings(response))
 
     def switch_token_param(self) -> None:
@@ -248,7 +254,9 @@ class AnthropicProvider:
         choice: dict[str, Any] | None = None
         if request.json_schema is not None:
             name, schema = request.json_schema
-            tools.append({"name": name, "description": "Record the result in exactly this structure.", "input_schema": schema})
+            tools.append(
+                {"name": name, "description": "Record the result in exactly this structure.", "input_schema": schema}
+            )
             choice = {"type": "tool", "name": name}
         elif request.tool_choice == "required":
             choice = {"type": "any"}
@@ -280,9 +288,12 @@ class AnthropicProvider:
             cached_tokens=cache_read,
             calls=1,
         )
-        stop: StopReason = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}.get(
-            response.stop_reason or "end_turn", "other"
-        )  # type: ignore[assignment]
+        stop: StopReason = {
+            "end_turn": "stop",
+            "stop_sequence": "stop",
+            "tool_use": "tool_calls",
+            "max_tokens": "length",
+        }.get(response.stop_reason or "end_turn", "other")  # type: ignore[assignment]  # every value is a FinishReason
         if request.json_schema is not None and stop == "tool_calls":
             stop = "stop"  # the forced tool is the answer, not a request to run something
         return ChatResult("".join(texts), calls, stop, usage, response.model or self.model)
@@ -300,7 +311,12 @@ class AnthropicProvider:
                 role = "assistant"
             elif m.role == "tool":
                 blocks = [
-                    {"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content, "is_error": m.is_error}
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": m.tool_call_id or "",
+                        "content": m.content,
+                        "is_error": m.is_error,
+                    }
                 ]
                 role = "user"
             else:

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine.recall.filters import Params, compile_filter
 from memwrap.filters import RecallFilter
+from memwrap.store.pg_types import Connection
 from memwrap.store.vector_index import dimensions, indexed_distance
 
 Hits = list[tuple[UUID, float]]
@@ -57,7 +57,7 @@ class Filters:
 
 
 async def semantic(
-    conn: asyncpg.Connection,
+    conn: Connection,
     filters: Filters,
     query_vector: np.ndarray,
     limit: int,
@@ -71,7 +71,9 @@ async def semantic(
     # A big bank asks the index (half precision) for its candidates; `dist`, and so the order they come back in,
     # is the exact distance.
     dim = dimensions(query_vector)
-    order = indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
+    order = (
+        indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
+    )
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
@@ -87,7 +89,7 @@ async def semantic(
     return [(r["id"], float(r["score"])) for r in rows]
 
 
-async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, limit: int, bank_size: int) -> Hits:
+async def keyword(conn: Connection, filters: Filters, query_text: str, limit: int, bank_size: int) -> Hits:
     """Full-text match scored like BM25 (binary term frequency): each query term weighs by its rarity in the bank.
 
     One pass per term: the term's matches are read once, and their number is the term's document frequency.
@@ -153,7 +155,7 @@ async def keyword(conn: asyncpg.Connection, filters: Filters, query_text: str, l
 
 
 async def graph(
-    conn: asyncpg.Connection,
+    conn: Connection,
     filters: Filters,
     query_vector: np.ndarray,
     entity_keys: list[str],
@@ -248,7 +250,7 @@ NEAR_DAYS = 31
 
 
 async def temporal(
-    conn: asyncpg.Connection,
+    conn: Connection,
     filters: Filters,
     query_vector: np.ndarray,
     start: datetime,
@@ -291,7 +293,7 @@ async def temporal(
     return [(r["id"], float(r["score"])) for r in rows]
 
 
-async def neighbours(conn: asyncpg.Connection, filters: Filters, ids: list[UUID]) -> list[tuple[UUID, UUID]]:
+async def neighbours(conn: Connection, filters: Filters, ids: list[UUID]) -> list[tuple[UUID, UUID]]:
     """(hit id, neighbour id) for the session neighbours — the turn before and after — of each hit."""
     where, params = filters.sql("m", 3)
     sql = f"""

@@ -15,6 +15,7 @@ import asyncpg
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.fusion import Fused
 from memwrap.models import RecalledMemory
+from memwrap.store.pg_types import Connection
 
 # Neighbours are fetched for this many of the best hits and offered after all ranked hits.
 NEIGHBOUR_HITS = 10
@@ -55,7 +56,7 @@ GROUP BY ue.unit_id
 
 
 async def candidates(
-    conn: asyncpg.Connection, filters: dict[str, Filters], fused: Sequence[Fused], *, with_neighbours: bool
+    conn: Connection, filters: dict[str, Filters], fused: Sequence[Fused], *, with_neighbours: bool
 ) -> list[RecalledMemory]:
     """The fused candidates in their order, then the session neighbours of the best NEIGHBOUR_HITS (a neighbour
     scores half its hit: they only fill what the budget leaves over). `entities` is left empty (`add_entities`)."""
@@ -79,7 +80,7 @@ async def candidates(
     ranked: list[RecalledMemory] = []
     placed: set[Key] = set()
     for item in fused:
-        key: Key = item.id  # type: ignore[assignment]
+        key: Key = item.id  # type: ignore[assignment]  # fused over (bank, id) keys (search.py)
         if key in rows and key not in placed:
             ranked.append(memory(key[0], rows[key], item.score, item.arms))
             placed.add(key)
@@ -93,7 +94,7 @@ async def candidates(
     return ranked
 
 
-async def add_entities(conn: asyncpg.Connection, memories: Sequence[RecalledMemory]) -> None:
+async def add_entities(conn: Connection, memories: Sequence[RecalledMemory]) -> None:
     """Fill in each memory's entity names (sorted), one query per bank."""
     by_bank: dict[str, list[RecalledMemory]] = {}
     for m in memories:

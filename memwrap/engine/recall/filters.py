@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memwrap.errors import InvalidInputError
 from memwrap.filters import AllOf, AnyOf, MetadataCondition, MetadataFilter, NoneOf, RecallFilter, parse_filter
 
 
@@ -122,7 +121,10 @@ def _compare(path: list[str], op: str, value: object, m: str, params: Params) ->
     # CASE, not AND: PostgreSQL does not promise to test the type before it tries the cast.
     if isinstance(value, str):
         bound = params.add(value, "::text")
-        return f"(CASE WHEN jsonb_typeof({target}) = 'string' THEN ({target} #>> '{{}}') COLLATE \"C\" {symbol} {bound} COLLATE \"C\" ELSE false END)"
+        return (
+            f"(CASE WHEN jsonb_typeof({target}) = 'string' THEN ({target} #>> '{{}}') COLLATE \"C\" {symbol} {bound} "
+            "COLLATE \"C\" ELSE false END)"
+        )
     bound = params.add(value, "::numeric")
     return f"(CASE WHEN jsonb_typeof({target}) = 'number' THEN ({target})::numeric {symbol} {bound} ELSE false END)"
 

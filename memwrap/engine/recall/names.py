@@ -9,7 +9,7 @@ in one script reaches memories that name the entity in another.
 
 from __future__ import annotations
 
-import asyncpg
+from memwrap.store.pg_types import Executor
 
 RELATED = """
 WITH asked AS (SELECT unnest($2::text[]) AS k),
@@ -36,7 +36,9 @@ LIMIT $3
 MAX_RELATED = 12
 
 
-async def related_names(conn: asyncpg.Connection | asyncpg.Pool, bank_id: str, keys: list[str]) -> list[tuple[str, str]]:
+async def related_names(
+    conn: Executor, bank_id: str, keys: list[str]
+) -> list[tuple[str, str]]:
     """(name, key) of the entities that are the same as those `keys` name, other than the keys themselves."""
     if not keys:
         return []

@@ -175,4 +175,13 @@ def newest(memories: Sequence[RecalledMemory]) -> datetime | None:
     return max((m.mentioned_at for m in memories if m.mentioned_at is not None), default=None)
 
 
-__all__ = ["apply_changes", "favour_named_speakers", "governs", "in_window", "newest", "stable_partition", "weigh_speakers", "window_first"]
+__all__ = [
+    "apply_changes",
+    "favour_named_speakers",
+    "governs",
+    "in_window",
+    "newest",
+    "stable_partition",
+    "weigh_speakers",
+    "window_first",
+]

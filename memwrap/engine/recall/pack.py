@@ -100,9 +100,15 @@ class Packing:
         chosen = set(self.chosen)
         return [
             ConsideredMemory(
-                **memory.model_dump(exclude={"tokens"}), tokens=self.line_tokens[i], rank=i + 1, fit=i in chosen,
-                line=self.lines[i], budget_left=self.budget_left[i],
-                reason="" if i in chosen else f"its line needs {self.line_tokens[i]} tokens; {self.budget_left[i]} were left",
+                **memory.model_dump(exclude={"tokens"}),
+                tokens=self.line_tokens[i],
+                rank=i + 1,
+                fit=i in chosen,
+                line=self.lines[i],
+                budget_left=self.budget_left[i],
+                reason=""
+                if i in chosen
+                else f"its line needs {self.line_tokens[i]} tokens; {self.budget_left[i]} were left",
             )
             for i, memory in enumerate(memories)
         ]

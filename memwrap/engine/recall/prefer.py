@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from uuid import UUID
 
-import asyncpg
-
 from memwrap.models import RecalledMemory
+from memwrap.store.pg_types import Executor
 
 EVIDENCE_OF = """
 SELECT observation_id, memory_id FROM observation_evidence WHERE bank_id = $1 AND observation_id = ANY($2::uuid[])
@@ -19,7 +18,7 @@ SELECT observation_id, memory_id FROM observation_evidence WHERE bank_id = $1 AN
 
 
 async def prefer_observations(
-    db: asyncpg.Pool | asyncpg.Connection, bank_id: str, ranked: list[RecalledMemory]
+    db: Executor, bank_id: str, ranked: list[RecalledMemory]
 ) -> list[RecalledMemory]:
     # Only this bank's memories take part (a recall over several banks calls this once per bank).
     observations = [m for m in ranked if m.type == "observation" and m.bank_id in (None, bank_id)]

@@ -12,13 +12,13 @@ from memwrap.errors import EmbeddingModelError
 
 
 @functools.lru_cache(maxsize=4)
-def _load(name: str):  # type: ignore[no-untyped-def]
+def _load(name: str):
     try:
         from sentence_transformers import CrossEncoder
 
         path = str(Path(name).expanduser()) if Path(name).expanduser().exists() else name
         return CrossEncoder(path, device="cpu")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise EmbeddingModelError(
             f"Could not load the reranker {name!r}: {exc}. Set MEMWRAP_RERANKER to a local CrossEncoder directory, "
             "or unset it to recall without reranking."

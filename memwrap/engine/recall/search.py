@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from uuid import UUID
 
 import asyncpg
 import numpy as np
@@ -25,7 +24,7 @@ from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.recall.fusion import Fused, interleave, reciprocal_rank
+from memwrap.engine.recall.fusion import interleave, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
@@ -254,12 +253,14 @@ class Searcher:
         with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
             fusion = request.fusion or self.settings.fusion
             fused = (
-                interleave(results, self.weights)  # type: ignore[arg-type]
+                interleave(results, self.weights)  # type: ignore[arg-type]  # fusion works on any key; here (bank, id)
                 if fusion == "interleave"
-                else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]
+                else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]  # as above
             )
             timings["fuse"] = _ms(started) - timings["arms"]
-            cut = max(MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0)
+            cut = max(
+                MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0
+            )
             ruling = window if governs(window, request.query, request.now) else None
             # Under a time range every memory the temporal arm found inside it is a candidate, however it fused:
             # they come first (order.window_first).
@@ -357,14 +358,16 @@ def _merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, 
     One bank: its lists as they came, keyed by (bank, id)."""
     per_arm: dict[str, list[tuple[int, Key, float]]] = {}
     for (arm, bank), hits in results.items():
-        per_arm.setdefault(arm, []).extend((rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits))
+        per_arm.setdefault(arm, []).extend(
+            (rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits)
+        )
     merged: dict[str, KeyedHits] = {}
     several = len({bank for _arm, bank in results}) > 1
-    for arm, hits in per_arm.items():
+    for arm, ranked in per_arm.items():
         if several:
             # Stable sorts: within a bank the arm's own order (and its tie-breaks) stands.
-            hits = sorted(hits, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
-        merged[arm] = [(key, score) for _rank, key, score in hits]
+            ranked = sorted(ranked, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
+        merged[arm] = [(key, score) for _rank, key, score in ranked]
     return merged
 
 

@@ -34,7 +34,7 @@ from memwrap.engine.reflect.protocol import TurnProtocol
 from memwrap.engine.reflect.refs import REF, Gathered, Refs, parse_uuid
 from memwrap.engine.reflect.tools import Toolbox, ToolOutcome
 from memwrap.errors import InvalidBudgetError
-from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage
+from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage, TraceKind
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -234,13 +234,13 @@ class Agent:
         return None
 
     async def _turn(
-        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: str = "llm",
+        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: TraceKind = "llm",
         tool_choice: str = "auto",
     ) -> ToolStep:
         request_tokens = self.counter.request(system, messages, tools)
         started = time.perf_counter()
         entry = ReflectTraceEntry(
-            kind=kind, iteration=self.iteration, request_tokens=request_tokens  # type: ignore[arg-type]
+            kind=kind, iteration=self.iteration, request_tokens=request_tokens
         )
         self.trace.append(entry)
         assert self.protocol is not None
@@ -370,7 +370,8 @@ class Agent:
         except ValueError as exc:
             # No turn is left to correct it: keep the answer, drop what did not validate, and say so in the trace.
             self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
-            answer = done.arguments.get("answer") if isinstance(done.arguments.get("answer"), str) else ""
+            given = done.arguments.get("answer")
+            answer = given if isinstance(given, str) else ""
             if not answer.strip():
                 return DoneCall(answer=step.text.strip()) if step.text.strip() else None
             ids = done.arguments.get("memory_ids")

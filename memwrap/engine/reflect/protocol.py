@@ -92,8 +92,8 @@ class TurnProtocol:
             )
         except LLMOutputError as exc:
             # Not even repaired JSON: the turn is text, which the agent refuses and asks again.
-            usage = getattr(exc, "usage", None)
-            return ToolStep(text="", usage=usage) if usage is not None else ToolStep(text="")
+            spent = getattr(exc, "usage", None)
+            return ToolStep(text="", usage=spent) if spent is not None else ToolStep(text="")
         call = ToolCall(id=f"act{len(messages)}", name=action.action.strip(), arguments=_arguments(action))
         return ToolStep(tool_calls=[call], stop_reason="tool_calls", usage=usage, model=self.llm.model("reflect") or "")
 
@@ -133,7 +133,9 @@ def as_plain(messages: list[Message]) -> list[Message]:
     out: list[Message] = []
     for message in messages:
         if message.role == "assistant" and message.tool_calls:
-            text = "\n".join(json.dumps({"action": c.name, **c.arguments}, ensure_ascii=False) for c in message.tool_calls)
+            text = "\n".join(
+                json.dumps({"action": c.name, **c.arguments}, ensure_ascii=False) for c in message.tool_calls
+            )
             out.append(Message.assistant(text))
         elif message.role == "tool":
             note = "Error" if message.is_error else "Result"

@@ -168,8 +168,8 @@ class Toolbox:
         for ref, line in shown:
             if ref:
                 self.gathered.add(ref, line)
-        text, cut = self.counter.cut("\n".join(parts), cap)  # a guard: the sum of lines is the count already
-        return ToolOutcome(text, truncated=truncated or cut, tokens=self.counter.text(text))
+        text, guarded = self.counter.cut("\n".join(parts), cap)  # a guard: the sum of lines is the count already
+        return ToolOutcome(text, truncated=truncated or guarded, tokens=self.counter.text(text))
 
     # -- the tools -------------------------------------------------------------------------------------------
 
@@ -206,7 +206,7 @@ class Toolbox:
         if self.gathered.seen(ref):
             return ref, f"[{ref}] {model.name} (shown above)"
         when = f", refreshed {model.refreshed_at:%Y-%m-%d}" if model.refreshed_at else ""
-        state = model.status
+        state: str = model.status
         if model.status == "stale":
             state = f"stale since {model.stale_since:%Y-%m-%d}" if model.stale_since else "stale"
             state += f" ({model.stale_reason}); check observations and facts" if model.stale_reason else \

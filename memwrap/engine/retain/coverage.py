@@ -161,9 +161,9 @@ async def uncovered(
     ]
     close = await _similar(checkable, facts, embed) if checkable else set()
     out: dict[str, list[tuple[str, str]]] = {}
-    for sentence in pending:
-        if id(sentence) not in close:
-            out.setdefault(sentence.item_hash, []).append((sentence.speaker, sentence.text))
+    for unit in pending:
+        if id(unit) not in close:
+            out.setdefault(unit.item_hash, []).append((unit.speaker, unit.text))
     return out
 
 
@@ -174,7 +174,7 @@ def _keys_present(sentence: str, texts: list[str]) -> bool:
 async def _similar(pending: list[Sentence], facts: dict[str, list[str]], embed: Embed) -> set[int]:
     """ids of the sentences one of their item's facts says in other words."""
     fact_texts = list(dict.fromkeys(t for s in pending for t in facts[s.item_hash]))
-    vectors = np.asarray(await embed([s.text for s in pending] + fact_texts), dtype=np.float32)
+    vectors: np.ndarray = np.asarray(await embed([s.text for s in pending] + fact_texts), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     vectors = vectors / np.where(norms == 0, 1, norms)
     sentence_vectors, fact_vectors = vectors[: len(pending)], vectors[len(pending) :]

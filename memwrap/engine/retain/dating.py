@@ -57,7 +57,9 @@ def fact_span(
     if written is not None:
         if not clauses or any(_overlap(written, span) for _, span in clauses):
             # The turn's own phrase, when it is narrower: "next week" written for "下周三" (next Wednesday).
-            inside = [span for _, span in clauses if written[0] <= span[0] and span[1] <= written[1] and span != written]
+            inside = [
+                span for _, span in clauses if written[0] <= span[0] and span[1] <= written[1] and span != written
+            ]
             narrower = chosen if chosen in inside else (inside[0] if len(inside) == 1 else None)
             return narrower or written, text
         chosen = chosen or (clauses[0][1] if len(clauses) == 1 else None)

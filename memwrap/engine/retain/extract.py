@@ -51,17 +51,24 @@ PROMPT_VERSION = 2
 # prompt's example as a fact now and then, and prompt_echo.EchoGuard rejects anything that echoes this text.
 SYSTEM_PROMPT = """You turn conversation turns into long-term memories: short facts worth remembering later.
 
-Input: numbered turns "[n] speaker: text" under "Date:" lines (when they were said). Speaker "user" is the person using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: never extract from them.
+Input: numbered turns "[n] speaker: text" under "Date:" lines (when they were said). Speaker "user" is the person \
+using the app, "assistant" is the AI assistant; any other name is a person. Lines under "Earlier" are context only: \
+never extract from them.
 
 Rules:
-- Extract every fact, event, plan, preference, opinion, decision, outcome, relationship, health detail and secret the turns state. Skip only greetings, thanks and filler.
-- Each fact stands alone: no pronouns, name who it is about ("the user", "the assistant", or the person's name), keep the turn's own time phrase in it, write in the language of the turn. One sentence per fact.
-- fact_type: "experience" only for what the assistant itself did, found, recommended or promised; "world" for everything else.
+- Extract every fact, event, plan, preference, opinion, decision, outcome, relationship, health detail and secret the \
+turns state. Skip only greetings, thanks and filler.
+- Each fact stands alone: no pronouns, name who it is about ("the user", "the assistant", or the person's name), keep \
+the turn's own time phrase in it, write in the language of the turn. One sentence per fact.
+- fact_type: "experience" only for what the assistant itself did, found, recommended or promised; "world" for \
+everything else.
 - turns: the numbers of the turns the fact comes from.
 - entities: names of the people, places, organisations and products in the fact, as written in the turns.
-- when: the time phrase of the turn that dates the fact, copied exactly, else null. start, end: the dates it means (YYYY-MM-DD), from the Date of its turn; null when the turn gives no time.
+- when: the time phrase of the turn that dates the fact, copied exactly, else null. start, end: the dates it means \
+(YYYY-MM-DD), from the Date of its turn; null when the turn gives no time.
 - caused_by: 0-based positions of earlier facts in your list that caused this one, else [].
-- entities (top level): a person or thing the turns call by several names, as {"name": <fullest name>, "aliases": [<other names>]}; else [].
+- entities (top level): a person or thing the turns call by several names, as {"name": <fullest name>, "aliases": \
+[<other names>]}; else [].
 
 If nothing is worth remembering, return {"facts": [], "entities": []}."""
 
@@ -142,7 +149,7 @@ def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
     if role_meta in METADATA_ROLES:
         role = METADATA_ROLES[role_meta]
         speaker = str(source.metadata.get("speaker") or source.metadata.get("name") or role)
-        return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]  # type: ignore[arg-type]
+        return [Turn(item, speaker if role != "assistant" else "assistant", role, content, said_at)]
     first = ROLE_LINE.match(content)
     if first is not None:
         turns: list[Turn] = []
@@ -154,7 +161,7 @@ def item_turns(item: PreparedItem, now: datetime) -> list[Turn]:
             text = content[mark.end() : end].strip()
             if label == "system" or not text:
                 continue
-            turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]
+            turns.append(Turn(item, label, label, text, said_at))  # type: ignore[arg-type]  # ROLE_LINE: roles only
         return turns
     named = NAMED_SPEAKER.match(content)
     if named is not None and named.group(1).lower() not in ROLE_ALIASES:
@@ -251,7 +258,8 @@ def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> Ch
     """The facts of two halves as one result (causes of the second half shifted past the first's facts)."""
     offset = len(first.facts)
     shifted = [
-        Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by]) for f in second.facts
+        Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by])
+        for f in second.facts
     ]
     return ChunkFacts(chunk, first.facts + shifted, first.aliases + second.aliases, first.usage + second.usage)
 
@@ -259,7 +267,9 @@ def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> Ch
 def render_chunk(chunk: Chunk) -> str:
     """The variable part of the prompt (the user message): context, then the dated, numbered turns."""
     lines: list[str] = []
-    contexts = list(dict.fromkeys(t.item.source.context for t in chunk.turns if t.item.source and t.item.source.context))
+    contexts = list(
+        dict.fromkeys(t.item.source.context for t in chunk.turns if t.item.source and t.item.source.context)
+    )
     for context in contexts:
         lines.append(f"About: {normalise_whitespace(context)[:300]}")
     if chunk.earlier:

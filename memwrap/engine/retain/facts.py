@@ -48,6 +48,7 @@ from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit, session_key
 from memwrap.engine.retain.resolve import Alias, Embed, Resolution, resolve, write_aliases
 from memwrap.engine.retain.write import unit_entities, write_items
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.extract")
 
@@ -165,7 +166,9 @@ class Extractor:
         out: dict[str, ExtractedItem] = {}
         for item in items:
             if item.item_hash in failed:
-                out[item.item_hash] = ExtractedItem(item.item_hash, list(item.units), item.source, error=failed[item.item_hash])
+                out[item.item_hash] = ExtractedItem(
+                    item.item_hash, list(item.units), item.source, error=failed[item.item_hash]
+                )
             else:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
         for result in results:
@@ -278,7 +281,9 @@ def _fact_unit(
     # The model only saw defended text, but a fact is new text: it passes the defense once more.
     text = apply_policy(fact.text, "redact").text if policy != "off" else fact.text
     items = list(dict.fromkeys(t.item.item_hash for t in fact.turns))
-    document_ids = list(dict.fromkeys(t.item.source.document_id for t in fact.turns if t.item.source and t.item.source.document_id))
+    document_ids = list(
+        dict.fromkeys(t.item.source.document_id for t in fact.turns if t.item.source and t.item.source.document_id)
+    )
     tags = list(dict.fromkeys(tag for t in fact.turns if t.item.source for tag in t.item.source.tags))
     metadata = dict(source.metadata)
     metadata.update(source_ids=document_ids, source_items=items, extracted_by=model)
@@ -319,7 +324,7 @@ def _raw_unit(
 
 
 async def write_translated(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
+    conn: Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
     settings: Settings | None = None,
 ) -> dict[str, list[UUID]]:
     """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the

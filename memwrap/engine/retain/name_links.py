@@ -18,10 +18,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Mapping
 
-import asyncpg
-
 from memwrap.engine.language.entities import ZH_COMPOUND_SURNAMES, ZH_FAMILIAR_PREFIXES, ZH_SURNAMES
 from memwrap.engine.language.text import HAN_RUN_RE, ZH_STOPWORDS
+from memwrap.store.pg_types import Connection
 
 SOURCE = "similar"  # entity_aliases.source: found by resolution (not said by a model)
 
@@ -59,7 +58,7 @@ FAMILIAR_FORMS = "SELECT name_key FROM entities WHERE bank_id = $1 AND name_key 
 
 
 @functools.lru_cache(maxsize=1)
-def _pinyin():  # type: ignore[no-untyped-def]
+def _pinyin():
     from pypinyin import lazy_pinyin  # imported on first use: most text is not Chinese
 
     return lazy_pinyin
@@ -93,12 +92,16 @@ def romanised_keys(name: str) -> list[str]:
 
 def familiar_surname(name: str) -> str | None:
     """The surname in 老张 / 小张 / 老欧阳, or None."""
-    if len(name) >= 2 and name[0] in ZH_FAMILIAR_PREFIXES and (name[1:] in ZH_SURNAMES or name[1:] in ZH_COMPOUND_SURNAMES):
+    if (
+        len(name) >= 2
+        and name[0] in ZH_FAMILIAR_PREFIXES
+        and (name[1:] in ZH_SURNAMES or name[1:] in ZH_COMPOUND_SURNAMES)
+    ):
         return name[1:]
     return None
 
 
-async def link_names(conn: asyncpg.Connection, bank_id: str, entities: Mapping[str, str]) -> None:
+async def link_names(conn: Connection, bank_id: str, entities: Mapping[str, str]) -> None:
     """Add the romanised and familiar aliases of the entities just written ({key: name}), inside the write."""
     romanised = [
         (alias, alias.title(), key)
@@ -132,7 +135,7 @@ async def link_names(conn: asyncpg.Connection, bank_id: str, entities: Mapping[s
         await _insert(conn, bank_id, aliases)
 
 
-async def _insert(conn: asyncpg.Connection, bank_id: str, aliases: Iterable[tuple[str, str, str]]) -> None:
+async def _insert(conn: Connection, bank_id: str, aliases: Iterable[tuple[str, str, str]]) -> None:
     rows = list({a[0]: a for a in aliases}.values())
     await conn.execute(
         INSERT_ALIASES, bank_id, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], SOURCE

@@ -155,4 +155,4 @@ class Retainer:
         if self._legacy_key is _UNREAD:
             stored = await self.store.get_meta("legacy_item_hash_key")
             self._legacy_key = bytes.fromhex(stored) if stored else None
-        return self._legacy_key  # type: ignore[return-value]
+        return self._legacy_key  # type: ignore[return-value]  # _UNREAD was replaced just above

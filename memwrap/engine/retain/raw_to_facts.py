@@ -19,6 +19,7 @@ from memwrap.engine.retain.facts import ExtractedItem, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.models import RetainItem
+from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.extract")
 
@@ -55,7 +56,7 @@ async def link_raw_entities(pool: asyncpg.Pool, bank_id: str, hashes: list[str])
 
 
 async def replace_raw(
-    conn: asyncpg.Connection, bank_id: str, items: list[ExtractedItem], vectors: np.ndarray
+    conn: Connection, bank_id: str, items: list[ExtractedItem], vectors: np.ndarray
 ) -> dict[str, list[UUID]]:
     """Delete the items' raw units and write their facts in their place (call inside a transaction). Items whose
     raw units are gone (another run converted them, or they were deleted) are skipped. Returns item_hash → unit

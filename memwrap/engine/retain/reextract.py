@@ -18,6 +18,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -194,7 +195,7 @@ class Reextractor:
             for index, job in enumerate(claimed):
                 try:
                     result = await jobs.run_claimed(
-                        self.pool, job, lambda job=job: self.extract_job(job), policy=self.policy,
+                        self.pool, job, partial(self.extract_job, job), policy=self.policy,
                         lease_seconds=self.lease_seconds,
                     )
                 except asyncio.CancelledError:

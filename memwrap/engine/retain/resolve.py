@@ -22,12 +22,12 @@ import difflib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine.language.entities import entity_key, is_entity_name
 from memwrap.engine.language.text import has_cjk
 from memwrap.engine.retain.extract import EntityNames
+from memwrap.store.pg_types import Connection, Executor
 
 # Thresholds for merging an unknown name into an existing entity (see the module docstring).
 TYPO_RATIO = 0.85  # difflib ratio of the keys
@@ -123,7 +123,7 @@ class Resolution:
 
 
 async def resolve(
-    conn: asyncpg.Connection | asyncpg.Pool,
+    conn: Executor,
     embed: Embed,
     bank_id: str,
     mentions: Sequence[Sequence[str]],
@@ -163,7 +163,7 @@ async def resolve(
 
 
 async def _resolve_similar(
-    conn: asyncpg.Connection | asyncpg.Pool,
+    conn: Executor,
     embed: Embed,
     bank_id: str,
     unknown: list[str],
@@ -183,7 +183,9 @@ async def _resolve_similar(
     candidates = sorted({r["name_key"] for r in rows})
     others = sorted({k for ks in company.values() for k in ks})
     together = (
-        {(r["candidate"], r["other"]) for r in await conn.fetch(COMPANY, bank_id, candidates, others)} if others else set()
+        {(r["candidate"], r["other"]) for r in await conn.fetch(COMPANY, bank_id, candidates, others)}
+        if others
+        else set()
     )
     texts = sorted({*unknown, *candidates})
     vectors = await embed(texts)
@@ -216,7 +218,7 @@ def _same_entity(key: str, candidate: str, cosine: float, shared_company: bool) 
     return is_short_form and cosine >= SHORT_FORM_COSINE
 
 
-async def write_aliases(conn: asyncpg.Connection, bank_id: str, aliases: Sequence[Alias]) -> None:
+async def write_aliases(conn: Connection, bank_id: str, aliases: Sequence[Alias]) -> None:
     """Remember aliases (inside the retain transaction). The canonical entity is created if it is new."""
     if not aliases:
         return

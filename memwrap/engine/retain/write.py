@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from uuid import UUID
 
-import asyncpg
 import numpy as np
 
 from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
+from memwrap.store.pg_types import Connection, Executor
 
 INSERT_UNIT = """
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
@@ -59,7 +59,7 @@ BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at =
 
 
 async def existing_items(
-    conn: asyncpg.Connection, bank_id: str, hashes: Sequence[str], legacy: Mapping[str, str] | None = None
+    conn: Executor, bank_id: str, hashes: Sequence[str], legacy: Mapping[str, str] | None = None
 ) -> dict[str, list[UUID]]:
     """item_hash -> unit ids of the items already in the bank. `legacy`: item_hash -> the keyed hash the same
     item was stored under before schema v11 (prepare.legacy_item_hash); an item found by it counts as present."""
@@ -77,7 +77,7 @@ async def existing_items(
 
 
 async def write_items(
-    conn: asyncpg.Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, link: bool = True
+    conn: Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, link: bool = True
 ) -> dict[str, list[UUID]]:
     """Insert the items' units (vectors in unit order). Items already stored (a concurrent retain) are skipped.
 
@@ -152,12 +152,12 @@ def unit_entities(units: Sequence[PreparedUnit]) -> dict[str, str]:
     return {key: name for unit in units for key, name in unit.entities.items()}
 
 
-async def _write_entities(conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
+async def _write_entities(conn: Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
     await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units])
 
 
 async def write_unit_entities(
-    conn: asyncpg.Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]
+    conn: Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]
 ) -> None:
     """Entities (entity_key → name) of stored units: counted, created where new, and linked."""
     mentions: dict[str, int] = {}
@@ -176,7 +176,7 @@ async def write_unit_entities(
 
 
 async def _write_session_links(
-    conn: asyncpg.Connection, bank_id: str, units: Sequence[PreparedUnit], last_of_session: dict[str, UUID]
+    conn: Connection, bank_id: str, units: Sequence[PreparedUnit], last_of_session: dict[str, UUID]
 ) -> None:
     """Chain each unit to the one before it in its session (earlier retains included)."""
     last = dict(last_of_session)

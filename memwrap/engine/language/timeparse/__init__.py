@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from memwrap.engine.language.timeparse._calendar import _READING, _Reading
 from memwrap.engine.language.timeparse._scan import _Found, _scan
@@ -73,13 +73,13 @@ __all__ = [
 def _local(moment: datetime) -> tuple[date, tzinfo]:
     """The calendar date at `moment` in its own zone; naive datetimes are UTC."""
     if moment.tzinfo is None or moment.utcoffset() is None:
-        return moment.date(), timezone.utc
+        return moment.date(), UTC
     return moment.date(), moment.tzinfo
 
 
 def _utc_bounds(first: date, last: date, zone: tzinfo) -> tuple[datetime, datetime]:
-    start = datetime.combine(first, time.min, tzinfo=zone).astimezone(timezone.utc)
-    end = datetime.combine(last, time.max, tzinfo=zone).astimezone(timezone.utc)
+    start = datetime.combine(first, time.min, tzinfo=zone).astimezone(UTC)
+    end = datetime.combine(last, time.max, tzinfo=zone).astimezone(UTC)
     return start, end
 
 
@@ -180,7 +180,7 @@ def strip_time_expression(query: str, window: TimeWindow) -> str:
 
 
 def _reference(reference: datetime | None) -> tuple[date | None, tzinfo]:
-    return (None, timezone.utc) if reference is None else _local(reference)
+    return (None, UTC) if reference is None else _local(reference)
 
 
 def extract_occurred(

@@ -104,7 +104,10 @@ class _Reading:
     tense: Tense | None = None
 
 
-_READING: contextvars.ContextVar[_Reading] = contextvars.ContextVar("memwrap_timeparse_reading", default=_Reading())
+# B039: the default is shared by every context; _Reading is frozen, so no context can change it for the others.
+_READING: contextvars.ContextVar[_Reading] = contextvars.ContextVar(
+    "memwrap_timeparse_reading", default=_Reading()  # noqa: B039 - frozen (see above)
+)
 
 # The modes a named period resolves in: floating ("in May", "on Friday": the tense decides), last ("last May":
 # the latest that is over), this ("this May"), next ("next May": the first that begins after today).

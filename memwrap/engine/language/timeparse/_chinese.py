@@ -30,16 +30,33 @@ from memwrap.engine.language.timeparse._calendar import (
 )
 from memwrap.engine.language.timeparse._rule import _Resolver, _Rule, _tense_of, _Within, _within_week, _within_year
 
-_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_CN_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
 _CN_NUM = r"(?:\d{1,3}|[一二两三四五六七八九十]{1,3})"
 _CN_YEAR_DIGITS = r"(?:\d{4}|[〇零一二三四五六七八九]{4})"
 _CN_MONTH = r"(?:1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])"
 _CN_DAY = r"(?:3[01]|[12]\d|0?[1-9]|三十一?|二十[一二三四五六七八九]?|十[一二三四五六七八九]?|[一二三四五六七八九])"
 # 以后年纪大了 ("when older, later") is not 后年 (the year after next).
-_CN_REL_YEAR = r"(?:大前年|大后年|去年|今年|明年|(?<![以之然最落提向往空])前年|(?<![以之然最落提向往])后年)(?![轻纪龄级])"
+_CN_REL_YEAR = (
+    r"(?:大前年|大后年|去年|今年|明年|(?<![以之然最落提向往空])前年|(?<![以之然最落提向往])后年)(?![轻纪龄级])"
+)
 _CN_REL_YEAR_STEP = {"大前年": -3, "前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2, "大后年": 3}
 # 上/下/本 are everywhere in ordinary words: 马上周末 is "soon it's the weekend", 一下周围 "look around".
-_CN_REL = r"(?:(?<![马晚早路身手楼网线班世向以加])上上?|(?<![一以底楼剩留天私地乡线])下下?|这|(?<![日基根书课版资成样账])本)"
+_CN_REL = (
+    r"(?:(?<![马晚早路身手楼网线班世向以加])上上?|(?<![一以底楼剩留天私地乡线])下下?|这|(?<![日基根书课版资成样账])本)"
+)
 _CN_REL_STEP = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
 _CN_WEEK = r"(?:周|星期|礼拜)"
 _CN_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
@@ -306,26 +323,94 @@ def _cn(pattern: str, resolve: _Resolver, *gate: str, vague: bool = False, withi
 _CN_UNIT = r"(?P<u>个月|个星期|个礼拜|个周|星期|礼拜|周|天|日|年)"
 
 _CN_RULES: tuple[_Rule, ...] = (
-    _cn(r"(?P<w>大前天|前天|昨天|昨日|昨晚|昨夜|今天|今日|今晚|今早|明天|明日|明晚|大后天|后天)"
-        r"(?:早上|上午|中午|下午|傍晚|晚上|夜里)?", _cn_day_word, "天", "日", "晚", "夜", "早"),
+    _cn(
+        r"(?P<w>大前天|前天|昨天|昨日|昨晚|昨夜|今天|今日|今晚|今早|明天|明日|明晚|大后天|后天)"
+        r"(?:早上|上午|中午|下午|傍晚|晚上|夜里)?",
+        _cn_day_word,
+        "天",
+        "日",
+        "晚",
+        "夜",
+        "早",
+    ),
     _cn(r"(?P<rel>" + _CN_REL + r")个?" + _CN_WEEK + r"(?![围边期刊年岁到全])", _cn_rel_week, "周", "星期", "礼拜"),
-    _cn(r"(?P<rel>" + _CN_REL + r")?个?" + _CN_WEEK + r"(?P<wd>[一二三四五六日天1-7])(?![次个年岁期十])", _cn_weekday,
-        "周", "星期", "礼拜", within=_within_week(_cn_weekday_of)),
+    _cn(
+        r"(?P<rel>" + _CN_REL + r")?个?" + _CN_WEEK + r"(?P<wd>[一二三四五六日天1-7])(?![次个年岁期十])",
+        _cn_weekday,
+        "周",
+        "星期",
+        "礼拜",
+        within=_within_week(_cn_weekday_of),
+    ),
     _cn(r"(?P<rel>" + _CN_REL + r")?个?周末", _cn_weekend, "周末"),
     _cn(r"(?P<rel>" + _CN_REL + r")个?月(?:(?P<d>" + _CN_DAY + r")[日号])?", _cn_rel_month, "月"),
     _cn(r"(?P<w>" + _CN_REL_YEAR + r")", _cn_rel_year, "年"),
     _cn(r"(?<!\d)(?P<y>" + _CN_YEAR_DIGITS + r")\s*年(?![代级龄前后内间来])", _cn_abs_year, "年"),
-    _cn(_CN_YEAR_OR_REL + r"(?<![\d一二三四五六七八九十两几])(?P<m>" + _CN_MONTH + r")月份?(?:(?P<d>" + _CN_DAY
-        + r")[日号])?", _cn_month, "月", within=_within_year(_cn_month_of)),
+    _cn(
+        _CN_YEAR_OR_REL
+        + r"(?<![\d一二三四五六七八九十两几])(?P<m>"
+        + _CN_MONTH
+        + r")月份?(?:(?P<d>"
+        + _CN_DAY
+        + r")[日号])?",
+        _cn_month,
+        "月",
+        within=_within_year(_cn_month_of),
+    ),
     _cn(r"(?<!\d)(?P<n>" + _CN_NUM + r"|几|半)" + _CN_UNIT + r"(?:之|以)?(?P<dir>前|后)", _cn_offset, "前", "后"),
-    _cn(r"(?<![将接靠附])(?:最近|过去的?|近|这)(?P<n>" + _CN_NUM + r"|几)" + _CN_UNIT + r"(?:里|内|以来|来)?",
-        _cn_rolling, "近", "过去", "这"),
+    _cn(
+        r"(?<![将接靠附])(?:最近|过去的?|近|这)(?P<n>" + _CN_NUM + r"|几)" + _CN_UNIT + r"(?:里|内|以来|来)?",
+        _cn_rolling,
+        "近",
+        "过去",
+        "这",
+    ),
     _cn(r"(?P<w>前几天|前些天|前两天|近日)", _cn_few_days, "前", "近日"),
-    _cn(r"(?P<w>最近|近来|近期|这段时间|这阵子|这些天|前阵子|前段时间|前些日子)", _cn_vague,
-        "最近", "近来", "近期", "这段", "这阵", "这些天", "前阵", "前段", "前些", vague=True),
-    _cn(_CN_YEAR_OR_REL + r"(?P<s>[春夏秋冬])[天季]", _cn_season, "春", "夏", "秋", "冬", within=_within_year(_cn_season_of)),
+    _cn(
+        r"(?P<w>最近|近来|近期|这段时间|这阵子|这些天|前阵子|前段时间|前些日子)",
+        _cn_vague,
+        "最近",
+        "近来",
+        "近期",
+        "这段",
+        "这阵",
+        "这些天",
+        "前阵",
+        "前段",
+        "前些",
+        vague=True,
+    ),
+    _cn(
+        _CN_YEAR_OR_REL + r"(?P<s>[春夏秋冬])[天季]",
+        _cn_season,
+        "春",
+        "夏",
+        "秋",
+        "冬",
+        within=_within_year(_cn_season_of),
+    ),
     _cn(r"(?:(?<!\d)(?P<yy>\d0|[二三四五六七八九]十)|(?P<y>\d{3}0))年代", _cn_decade, "年代"),
-    _cn(_CN_YEAR_OR_REL + r"(?P<h>元旦|情人节|劳动节|国庆节|国庆|万圣节|平安夜|圣诞节|圣诞)", _cn_holiday,
-        "元旦", "情人节", "劳动节", "国庆", "万圣节", "平安夜", "圣诞", within=_within_year(_cn_holiday_of)),
-    _cn(r"(?P<w>年初|年底|年末|上半年|下半年|月初|月底|月末)", _cn_bare_part, "年初", "年底", "年末", "半年", "月初", "月底", "月末"),
+    _cn(
+        _CN_YEAR_OR_REL + r"(?P<h>元旦|情人节|劳动节|国庆节|国庆|万圣节|平安夜|圣诞节|圣诞)",
+        _cn_holiday,
+        "元旦",
+        "情人节",
+        "劳动节",
+        "国庆",
+        "万圣节",
+        "平安夜",
+        "圣诞",
+        within=_within_year(_cn_holiday_of),
+    ),
+    _cn(
+        r"(?P<w>年初|年底|年末|上半年|下半年|月初|月底|月末)",
+        _cn_bare_part,
+        "年初",
+        "年底",
+        "年末",
+        "半年",
+        "月初",
+        "月底",
+        "月末",
+    ),
 )
