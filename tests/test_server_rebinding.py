@@ -1,7 +1,8 @@
 """DNS rebinding: a page the user visits re-points its own name to 127.0.0.1 and has the browser call the server
 under that name. Without API keys the server answers only localhost, IP addresses and MEMWRAP_ALLOWED_HOSTS,
 on every route (REST, browser, docs, proxy, MCP) but /health and /ready; a browser's cross-site Origin is
-refused the same way. With keys the key is the guard and any Host is answered (docs/security.md, memwrap_server/hosts.py).
+refused the same way. With keys the key is the guard and any Host is answered (docs/security.md,
+memwrap_server/hosts.py).
 """
 
 from __future__ import annotations

@@ -173,7 +173,9 @@ class HttpEngine(HttpVerbs):
         now: datetime | None = None,
     ) -> ReflectResult:
         """A pydantic `response_schema` travels as its JSON schema; `structured` comes back validated by it."""
-        model = response_schema if isinstance(response_schema, type) and issubclass(response_schema, BaseModel) else None
+        model = (
+            response_schema if isinstance(response_schema, type) and issubclass(response_schema, BaseModel) else None
+        )
         arguments = {
             "bank_id": bank_id, "query": query, "context_budget": context_budget, "context": context,
             "response_schema": model.model_json_schema() if model is not None else response_schema, "tags": tags,

@@ -35,8 +35,8 @@ SEPARATOR = "\n\n"
 
 # Only blocks memwrap rendered are ever removed: the app's own text stays as it is, even text between tags it
 # wrote itself. A block is memwrap's when it is one this process injected (matched exactly, below), or when it
-# has the block's exact shape (block/format.py, engine/recall/pack.py): the open tag, the header line, memory lines "- …"
-# and the close tag. Memory text cannot fake the end of that shape: the renderer neutralises look-alike tags
+# has the block's exact shape (block/format.py, engine/recall/pack.py): the open tag, the header line, memory
+# lines "- …" and the close tag. Memory text cannot fake the end of that shape: the renderer neutralises look-alike tags
 # in it (block/fence.py), so a block holds exactly one close tag, its own.
 _HEADER_RE = re.escape(header(datetime(2000, 1, 1))).replace("2000\\-01\\-01", r"\d{4}-\d{2}-\d{2}")
 MEMORY_BLOCK_RE = re.compile(r"(?:\n\n)?" + _HEADER_RE + r"(?:- [^\n]*\n)*" + re.escape(footer()) + r"?")
