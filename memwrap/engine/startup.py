@@ -84,7 +84,9 @@ async def _open_with_model_on_first_use(settings: Settings) -> Any | None:
 
     engine_class = importlib.import_module("memwrap.engine.engine").Engine  # the one way in, as open_engine's
 
-    url = settings.database_url or await asyncio.get_running_loop().run_in_executor(None, _database_url, settings)
+    url = settings.database_url
+    if not url:
+        url = await asyncio.get_running_loop().run_in_executor(None, _database_url, settings)
     dim = await _stored_dim(url, settings.embedding_space)
     if dim is None:
         return None

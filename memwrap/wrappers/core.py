@@ -90,7 +90,8 @@ def backend_for(memory: MemoryLike) -> MemoryParts:
         return found
 
 
-def _release(memory: MemoryLike, timeout: float | None = None) -> bool:
+def _release(memory: object, timeout: float | None = None) -> bool:
+    # Any object: only the memory's identity is read (lifecycle's close listeners are handed an `object`).
     with _registry_lock:
         found = _registry.pop(id(memory), None)
     if found is None:

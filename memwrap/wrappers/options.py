@@ -146,7 +146,7 @@ def option_parameters(cls: type[Options]) -> list[inspect.Parameter]:
 def _declared(function: Callable[..., Any], with_options: Callable[..., Any], cls: Any) -> None:
     signature = inspect.signature(function)
     first = next(iter(signature.parameters.values())).replace(kind=inspect.Parameter.POSITIONAL_ONLY)
-    with_options.__signature__ = signature.replace(  # type: ignore[attr-defined]
+    with_options.__signature__ = signature.replace(  # type: ignore[attr-defined]  # inspect.signature reads it
         parameters=[first, *option_parameters(cls)]
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 
 from fastapi import APIRouter, Query, Request, status
@@ -58,12 +59,14 @@ async def list_memories(
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
     where = filter_from_json(filters, what="filters") if filters is not None else None
-    page = {"types": types or type, "tags": tags or tag, "document_id": document_id, "filters": where}
+    page = functools.partial(
+        memory.list, bank_id, types=types or type, tags=tags or tag, document_id=document_id, filters=where
+    )
     # One more than asked says whether there is a next page; at the longest page (the verb's bound), a second look.
-    items = await memory.list(bank_id, limit=min(limit + 1, MAX_PAGE), offset=offset, **page)
+    items = await page(limit=min(limit + 1, MAX_PAGE), offset=offset)
     more = len(items) > limit
     if len(items) == limit == MAX_PAGE and offset + limit <= MAX_PAGE_OFFSET:
-        more = bool(await memory.list(bank_id, limit=1, offset=offset + limit, **page))
+        more = bool(await page(limit=1, offset=offset + limit))
     return MemoryPage(items=items[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
 
 
