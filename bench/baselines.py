@@ -25,7 +25,8 @@ def baseline_embedder(
     model and backend as memwrap ("onnx-int8" by default), so every system ranks with the same vectors."""
     settings = load_settings()
     return Embedder(
-        model or settings.embedding_model, backend=backend or settings.embedding_backend,
+        model or settings.embedding_model,
+        backend=backend or settings.embedding_backend,
         home=model_cache or settings.model_cache,
     )
 

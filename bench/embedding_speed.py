@@ -181,7 +181,7 @@ def retain(engines: Sequence[tuple[str, str]], corpora: dict[str, list[Any]], ba
 
 def _parse_engines(spec: str | None) -> list[tuple[str, str]]:
     engines = []
-    for part in (spec.split(",") if spec else DEFAULT_ENGINES):
+    for part in spec.split(",") if spec else DEFAULT_ENGINES:
         model, _, backend = part.strip().partition(":")
         engines.append((model, backend or "onnx-int8"))
     return engines
@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None, *, log: Callable[[str], None] = print) -
     items = set_items(data)
     turns = [
         RetainItem(content=t.content, timestamp=t.timestamp, document_id=t.dia_id)
-        for conversation in load_locomo(conversations=args.locomo_conversations) for t in conversation.turns
+        for conversation in load_locomo(conversations=args.locomo_conversations)
+        for t in conversation.turns
     ]
     result: dict[str, Any] = {
         "engines": [f"{m}:{b}" for m, b in engines],

@@ -105,8 +105,16 @@ class _Counter:
             if len(text.split()) < 5 or _GREETING.match(text):
                 continue
             facts.append(
-                {"text": f"{speaker} said: {text}", "fact_type": "world", "turns": [number],
-                 "entities": [speaker], "when": None, "start": None, "end": None, "caused_by": []}
+                {
+                    "text": f"{speaker} said: {text}",
+                    "fact_type": "world",
+                    "turns": [number],
+                    "entities": [speaker],
+                    "when": None,
+                    "start": None,
+                    "end": None,
+                    "caused_by": [],
+                }
             )
         content = json.dumps({"facts": facts, "entities": []}, ensure_ascii=False)
         with self.lock:
@@ -136,8 +144,12 @@ async def _run(
     from memwrap.models import RetainItem
 
     settings = Settings(
-        llm_provider="none", extraction_provider="openai", extraction_model=MODEL, extraction_base_url=base_url,
-        extraction_api_key="unused", llm_max_retries=0,
+        llm_provider="none",
+        extraction_provider="openai",
+        extraction_model=MODEL,
+        extraction_base_url=base_url,
+        extraction_api_key="unused",
+        llm_max_retries=0,
     )
     llm = LLM.from_settings(settings)
     now = datetime.now(UTC)
@@ -146,7 +158,9 @@ async def _run(
         prepared = [
             prepare_item(
                 RetainItem(
-                    content=turn.content, timestamp=turn.timestamp, document_id=turn.dia_id,
+                    content=turn.content,
+                    timestamp=turn.timestamp,
+                    document_id=turn.dia_id,
                     metadata={"speaker": turn.speaker, "session": turn.session, "dia_id": turn.dia_id},
                 ),
                 now=now,
@@ -209,7 +223,13 @@ def measure(
         fixed = 3 + 3 + counter.count(SYSTEM_PROMPT) + counter.count(json.dumps(schema)) + 3
         figures.append(
             CostFigure(
-                mode, turns, counter.calls, counter.prompt, counter.completion, counter.max_prompt, fixed,
+                mode,
+                turns,
+                counter.calls,
+                counter.prompt,
+                counter.completion,
+                counter.max_prompt,
+                fixed,
                 counter.encoding.name,
             ).as_dict()
         )

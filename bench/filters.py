@@ -39,8 +39,11 @@ NOW = datetime(2026, 12, 1, tzinfo=UTC)
 
 def metadata_of(index: int) -> dict[str, Any]:
     """Deterministic per row, so a check can recompute what a row holds."""
-    meta: dict[str, Any] = {"project": PROJECTS[index % 3], "customer": f"c-{(index * 7919) % 1000:04d}",
-                            "priority": (index * 31) % 5}
+    meta: dict[str, Any] = {
+        "project": PROJECTS[index % 3],
+        "customer": f"c-{(index * 7919) % 1000:04d}",
+        "priority": (index * 31) % 5,
+    }
     if index % 100 == 0:
         meta["archived_at"] = "2026-06-01"
     return meta
@@ -54,8 +57,11 @@ FILTERS: dict[str, dict[str, Any]] = {
     "priority >= 4 (no index, 1/5)": {"metadata": {"priority": {"gte": 4}}},
     "archived_at exists (no index, 1/100)": {"metadata": {"archived_at": {"exists": True}}},
     "said in the last 30 days (btree)": {"mentioned_after": (NOW - timedelta(days=30)).isoformat()},
-    "project = apollo and priority >= 3 and not archived": {"metadata": {"and": [
-        {"project": "apollo"}, {"priority": {"gte": 3}}, {"not": {"archived_at": {"exists": True}}}]}},
+    "project = apollo and priority >= 3 and not archived": {
+        "metadata": {
+            "and": [{"project": "apollo"}, {"priority": {"gte": 3}}, {"not": {"archived_at": {"exists": True}}}]
+        }
+    },
 }
 
 
@@ -70,7 +76,8 @@ def holds(meta: dict[str, Any], mentioned_at: datetime, name: str) -> bool:
         "archived_at exists (no index, 1/100)": "archived_at" in meta,
         "said in the last 30 days (btree)": mentioned_at >= NOW - timedelta(days=30),
         "project = apollo and priority >= 3 and not archived": meta.get("project") == "apollo"
-        and meta.get("priority", -1) >= 3 and "archived_at" not in meta,
+        and meta.get("priority", -1) >= 3
+        and "archived_at" not in meta,
     }
     return bool(checks[name])
 
@@ -85,8 +92,17 @@ def rows(vectors: Vectors, start: int, count: int) -> Iterator[Any]:
         index = start + offset
         said = NOW - timedelta(seconds=(index * 7_654_321) % span)
         yield ImportedMemory.model_construct(
-            text=turn.content, mentioned_at=said, document_id=turn.document_id, metadata=metadata_of(index),
-            embedding=vector, id=None, type="raw", occurred_start=None, occurred_end=None, context=None, tags=[],
+            text=turn.content,
+            mentioned_at=said,
+            document_id=turn.document_id,
+            metadata=metadata_of(index),
+            embedding=vector,
+            id=None,
+            type="raw",
+            occurred_start=None,
+            occurred_end=None,
+            context=None,
+            tags=[],
         )
 
 
@@ -105,8 +121,11 @@ def check(memory: Any, queries: list[str]) -> dict[str, int]:
     """Every memory a filtered recall or list returns satisfies its filter; returns how many were checked."""
     checked: dict[str, int] = {}
     for name, where in FILTERS.items():
-        found = [m for q in queries for m in memory.recall(BANK, q, token_budget=1024, filters=where or None,
-                                                           now=NOW).memories]
+        found = [
+            m
+            for q in queries
+            for m in memory.recall(BANK, q, token_budget=1024, filters=where or None, now=NOW).memories
+        ]
         found += memory.list(BANK, limit=50, filters=where or None)
         wrong = [m.id for m in found if not holds(m.metadata, m.mentioned_at, name)]
         if wrong:
@@ -177,15 +196,28 @@ def main(argv: list[str] | None = None) -> int:
         results = measure(memory, pool, args.queries, args.repetitions)
     finally:
         memory.close()
-    print(f"\n{size:,} memories (built in {build_s:.0f} s this run); p50 / p95 ms, median of {args.repetitions} "
-          f"repetitions of {args.queries} queries; memories checked against their filter: {sum(checked.values())}")
+    print(
+        f"\n{size:,} memories (built in {build_s:.0f} s this run); p50 / p95 ms, median of {args.repetitions} "
+        f"repetitions of {args.queries} queries; memories checked against their filter: {sum(checked.values())}"
+    )
     print(f"{'filter':56} {'recall p50':>10} {'p95':>7} {'list p50':>9} {'p95':>7}")
     for name, r in results.items():
         rec, lst = r["recall_ms"], r["list_ms"]
         print(f"{name:56} {rec['p50']:10.1f} {rec['p95']:7.1f} {lst['p50']:9.1f} {lst['p95']:7.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"size": size, "build_s": build_s, "checked": checked, "results": results,
-                                         "queries": args.queries, "repetitions": args.repetitions}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "size": size,
+                    "build_s": build_s,
+                    "checked": checked,
+                    "results": results,
+                    "queries": args.queries,
+                    "repetitions": args.repetitions,
+                },
+                indent=2,
+            )
+        )
     return 0
 
 

@@ -41,13 +41,21 @@ def failing_requests() -> list[dict[str, Any]]:
     json_type = {"content-type": "application/json"}
     return [
         {"method": "POST", "url": "/v1/banks/bob/recall", "json": {"query": "plans"}},
-        {"method": "POST", "url": "/v1/banks/alice/memories", "content": b'{"content":"n1","metadata":{"k":NaN}}',
-         "headers": json_type},
+        {
+            "method": "POST",
+            "url": "/v1/banks/alice/memories",
+            "content": b'{"content":"n1","metadata":{"k":NaN}}',
+            "headers": json_type,
+        },
         {"method": "GET", "url": "/v1/banks/alice/observations", "params": {"now": "0001-01-01T00:00:00"}},
         {"method": "GET", "url": "/v1/banks/alice/observations", "params": {"now": "9999-12-31T23:59:59"}},
         {"method": "GET", "url": "/v1/banks/alice/mental-models/x%00y"},
-        {"method": "POST", "url": "/v1/chat/completions", "content": deep,
-         "headers": {**json_type, "X-Memwrap-Key": RESTRICTED, "X-Memwrap-Bank": "alice"}},
+        {
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "content": deep,
+            "headers": {**json_type, "X-Memwrap-Key": RESTRICTED, "X-Memwrap-Bank": "alice"},
+        },
         {"method": "GET", "url": f"/v1/banks/alice/memories/{uuid.uuid4()}"},
         {"method": "POST", "url": "/mcp/alice%0A/", "json": {}},
     ]
@@ -84,14 +92,16 @@ async def _exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
     writer.write(request)
     head = await reader.readuntil(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
-    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")), 0
+    )
     await reader.readexactly(length)
     return status
 
 
-async def failing_worker(url: str, stop: asyncio.Event, statuses: dict[int, int], timings: list[float],
-                         control: bool = False) -> None:
+async def failing_worker(
+    url: str, stop: asyncio.Event, statuses: dict[int, int], timings: list[float], control: bool = False
+) -> None:
     requests = _raw_requests(url, control)
     host, port = httpx.URL(url).host, httpx.URL(url).port
     reader, writer = await asyncio.open_connection(host, port)
@@ -117,8 +127,9 @@ def _workers_process(url: str, concurrency: int, ready: Any, stop: Any, results:
         stopping = asyncio.Event()
         statuses: dict[int, int] = {}
         timings: list[float] = []
-        workers = [asyncio.create_task(failing_worker(url, stopping, statuses, timings, control))
-                   for _ in range(concurrency)]
+        workers = [
+            asyncio.create_task(failing_worker(url, stopping, statuses, timings, control)) for _ in range(concurrency)
+        ]
         started = time.monotonic()
         ready.set()
         while not stop.is_set():
@@ -169,15 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--probes", type=int, default=300)
     parser.add_argument("--json", type=Path, help="also write the result here")
-    parser.add_argument("--control", action="store_true",
-                        help="the workers send /health itself (cheap, successful): the same load without failures")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="the workers send /health itself (cheap, successful): the same load without failures",
+    )
     args = parser.parse_args(argv)
     proc = None
     url = args.url
     if url is None:
         # The upstream is never reached: every proxy call here fails before it.
-        env = {"MEMWRAP_LOG_LEVEL": "info", "MEMWRAP_WORKER": "off", "MEMWRAP_API_KEYS": f"{ADMIN},{RESTRICTED}:alice",
-               "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1"}
+        env = {
+            "MEMWRAP_LOG_LEVEL": "info",
+            "MEMWRAP_WORKER": "off",
+            "MEMWRAP_API_KEYS": f"{ADMIN},{RESTRICTED}:alice",
+            "MEMWRAP_UPSTREAM_OPENAI_URL": "http://127.0.0.1:9/v1",
+        }
         proc, url = local_server("memwrap-health-", env, quiet=True, timeout=300)
     try:
         result = measure(url, args.concurrency, args.probes, control=args.control)
@@ -189,9 +207,11 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:  # a server stuck in its own shutdown: not what is measured here
                 proc.kill()
     load = "/health requests (control)" if args.control else "failing requests"
-    print(f"/health p50 idle {result['idle_p50_ms']} ms, with {result['concurrency']} workers sending {load} "
-          f"{result['loaded_p50_ms']} ms (x{result['ratio_p50']}); {result['failing_requests']} "
-          f"requests ({result['failing_per_s']}/s, p50 {result['failing_p50_ms']} ms), statuses {result['statuses']}")
+    print(
+        f"/health p50 idle {result['idle_p50_ms']} ms, with {result['concurrency']} workers sending {load} "
+        f"{result['loaded_p50_ms']} ms (x{result['ratio_p50']}); {result['failing_requests']} "
+        f"requests ({result['failing_per_s']}/s, p50 {result['failing_p50_ms']} ms), statuses {result['statuses']}"
+    )
     if args.json:
         args.json.write_text(json.dumps({**result, "cpu_count": os.cpu_count()}, indent=2))
     return 0 if result["server_errors"] == 0 and result["dropped"] == 0 else 1

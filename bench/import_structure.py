@@ -13,6 +13,7 @@ a deferred import only hides a circle. A submodule importing its own package's _
 (engine.py, startup, transfer, update, …: they sit above the stages), or a stage importing a stage after it in
 STAGES (default: language llm embed jobs retain recall reflect learn).
 """
+
 from __future__ import annotations
 
 import ast
@@ -58,13 +59,22 @@ def top_level_imports(
         for node in body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 found.append(node)
-            elif deferred and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                                ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
+            elif deferred and isinstance(
+                node,
+                (
+                    ast.FunctionDef,
+                    ast.AsyncFunctionDef,
+                    ast.ClassDef,
+                    ast.With,
+                    ast.AsyncWith,
+                    ast.For,
+                    ast.AsyncFor,
+                    ast.While,
+                ),
+            ):
                 walk(node.body)
                 walk(getattr(node, "orelse", []))
-            elif isinstance(node, ast.If) and (
-                not is_type_checking(node.test) or (deferred and annotations)
-            ):
+            elif isinstance(node, ast.If) and (not is_type_checking(node.test) or (deferred and annotations)):
                 walk(node.body)
                 walk(node.orelse)
             elif isinstance(node, ast.Try):
@@ -195,11 +205,22 @@ def main() -> None:
             target_stage = target_parts[2]
             if target_stage == source_stage:
                 continue
-            if target_is_top and target_stage in ("engine", "startup", "transfer", "update", "import_memories",
-                                                  "view_verbs", "bank_views", "reembed"):
+            if target_is_top and target_stage in (
+                "engine",
+                "startup",
+                "transfer",
+                "update",
+                "import_memories",
+                "view_verbs",
+                "bank_views",
+                "reembed",
+            ):
                 back_up.append((source, target))
-            elif (source_stage in order and target_stage in order
-                  and order.index(target_stage) > order.index(source_stage)):
+            elif (
+                source_stage in order
+                and target_stage in order
+                and order.index(target_stage) > order.index(source_stage)
+            ):
                 back_up.append((source, target))
     print(f"imports that run back up between engine stages: {len(back_up)}")
     for source, target in back_up:

@@ -83,7 +83,7 @@ class Conversation:
 
 
 def parse_session_datetime(text: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" -> 2023-05-08 13:56 UTC."""
+    """ "1:56 pm on 8 May, 2023" -> 2023-05-08 13:56 UTC."""
     cleaned = " ".join(text.split())
     for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
         try:
@@ -101,7 +101,7 @@ def parse_session_datetime(text: str) -> datetime:
 
 
 def canonical_dia_id(raw: str) -> str | None:
-    """"D30:05" -> "D30:5", "D:11:26" -> "D11:26"; None when it is no dia id at all."""
+    """ "D30:05" -> "D30:5", "D:11:26" -> "D11:26"; None when it is no dia id at all."""
     match = _DIA_ID.fullmatch(raw.strip())
     return f"D{int(match[1])}:{int(match[2])}" if match else None
 

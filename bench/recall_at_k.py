@@ -41,8 +41,10 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
         scores = [at_k(row["ranked"], row["evidence"], k) for k in KS]
         by["all"].append(scores)
         by[row["category"]].append(scores)
-    return {cat: {f"recall@{k}": round(sum(s[i] for s in v) / len(v), 3) for i, k in enumerate(KS)} | {"n": len(v)}
-            for cat, v in sorted(by.items())}
+    return {
+        cat: {f"recall@{k}": round(sum(s[i] for s in v) / len(v), 3) for i, k in enumerate(KS)} | {"n": len(v)}
+        for cat, v in sorted(by.items())
+    }
 
 
 def locomo(memory: Any, have: set[str]) -> list[dict[str, Any]]:
@@ -53,15 +55,26 @@ def locomo(memory: Any, have: set[str]) -> list[dict[str, Any]]:
     for conv in load_locomo():
         bank = f"locomo-{conv.sample_id}"
         if bank not in have:
-            items = [RetainItem(content=t.content, timestamp=t.timestamp, document_id=t.dia_id,
-                                metadata={"speaker": t.speaker, "session": t.session, "dia_id": t.dia_id})
-                     for t in conv.turns]
+            items = [
+                RetainItem(
+                    content=t.content,
+                    timestamp=t.timestamp,
+                    document_id=t.dia_id,
+                    metadata={"speaker": t.speaker, "session": t.session, "dia_id": t.dia_id},
+                )
+                for t in conv.turns
+            ]
             for i in range(0, len(items), 250):
-                memory.retain_many(bank, items[i:i + 250])
+                memory.retain_many(bank, items[i : i + 250])
         for q in conv.questions:
             recall = memory.recall(bank, q.question, token_budget=BUDGET, now=conv.last_time)
-            rows.append({"category": f"locomo-{q.category}", "evidence": list(q.evidence),
-                         "ranked": [m.document_id for m in recall.memories]})
+            rows.append(
+                {
+                    "category": f"locomo-{q.category}",
+                    "evidence": list(q.evidence),
+                    "ranked": [m.document_id for m in recall.memories],
+                }
+            )
     return rows
 
 
@@ -72,12 +85,17 @@ def multilingual(memory: Any, have: set[str]) -> list[dict[str, Any]]:
     if "multilingual" not in have:
         items = set_items(data)
         for i in range(0, len(items), 250):
-            memory.retain_many("multilingual", items[i:i + 250])
+            memory.retain_many("multilingual", items[i : i + 250])
     rows = []
     for q in data.questions:
         recall = memory.recall("multilingual", q.text, token_budget=BUDGET, now=NOW)
-        rows.append({"category": f"ml-{q.category}", "evidence": list(q.evidence),
-                     "ranked": [m.document_id for m in recall.memories]})
+        rows.append(
+            {
+                "category": f"ml-{q.category}",
+                "evidence": list(q.evidence),
+                "ranked": [m.document_id for m in recall.memories],
+            }
+        )
     return rows
 
 
@@ -97,8 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     home = args.home or cache_root() / (
         f"recall-at-k-{model.replace('/', '_')}" + (f"-{args.backend}" if args.backend else "")
     )
-    with Memory(settings=load_settings(home=home, embedding_model=model, embedding_backend=args.backend,
-                                       worker="off")) as memory:
+    with Memory(
+        settings=load_settings(home=home, embedding_model=model, embedding_backend=args.backend, worker="off")
+    ) as memory:
         have = {b.bank_id for b in memory.banks()}
         rows = [] if args.only == "multilingual" else locomo(memory, have)
         rows += [] if args.only == "locomo" else multilingual(memory, have)

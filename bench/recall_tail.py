@@ -24,8 +24,20 @@ from typing import Any
 
 from bench.locomo import default_data_path, load_locomo
 
-STEPS = ("embed", "names", "arm.semantic", "arm.keyword", "arm.graph", "arm.temporal", "arms", "fuse", "details",
-         "order", "pack", "total")
+STEPS = (
+    "embed",
+    "names",
+    "arm.semantic",
+    "arm.keyword",
+    "arm.graph",
+    "arm.temporal",
+    "arms",
+    "fuse",
+    "details",
+    "order",
+    "pack",
+    "total",
+)
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -50,8 +62,14 @@ def run(conversations: int, worker: str, budget: int, home: Path | None) -> dict
                 started = time.perf_counter()
                 recall = memory.recall(bank, question.question, token_budget=budget, now=conv.last_time)
                 wall = (time.perf_counter() - started) * 1000
-                rows.append({"conversation": conv.sample_id, "question": index, "wall": wall,
-                             **{step: recall.timings_ms.get(step) for step in STEPS}})
+                rows.append(
+                    {
+                        "conversation": conv.sample_id,
+                        "question": index,
+                        "wall": wall,
+                        **{step: recall.timings_ms.get(step) for step in STEPS},
+                    }
+                )
     return {"worker": worker, "budget": budget, "questions": len(rows), "rows": rows, "load": os.getloadavg()}
 
 
@@ -61,8 +79,13 @@ def summary(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     for step in ("wall", *STEPS):
         values = [r[step] for r in rows if r.get(step) is not None]
         if values:
-            out[step] = {"p50": round(statistics.median(values), 2), "p95": round(percentile(values, 0.95), 2),
-                         "p99": round(percentile(values, 0.99), 2), "max": round(max(values), 2), "n": len(values)}
+            out[step] = {
+                "p50": round(statistics.median(values), 2),
+                "p95": round(percentile(values, 0.95), 2),
+                "p99": round(percentile(values, 0.99), 2),
+                "max": round(max(values), 2),
+                "n": len(values),
+            }
     return out
 
 
@@ -76,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = run(args.conversations, args.worker, args.budget, args.home)
     table = summary(result)
-    print(f"{result['questions']} questions, worker {args.worker}, token_budget {args.budget}, "
-          f"load {result['load'][0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"{result['questions']} questions, worker {args.worker}, token_budget {args.budget}, "
+        f"load {result['load'][0]:.2f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'step':<14}{'p50':>9}{'p95':>9}{'p99':>9}{'max':>9}")
     for step, stats in table.items():
         print(f"{step:<14}{stats['p50']:>9}{stats['p95']:>9}{stats['p99']:>9}{stats['max']:>9}")

@@ -252,7 +252,12 @@ def _count_tokens(text: str) -> int:
 
 
 def evaluate_memwrap(
-    memory: Any, conv: Conversation, config: BenchConfig, run_id: str, console: Console, cost: SystemCost,
+    memory: Any,
+    conv: Conversation,
+    config: BenchConfig,
+    run_id: str,
+    console: Console,
+    cost: SystemCost,
     system: str = "memwrap",
 ) -> list[QuestionResult]:
     from memwrap import RetainItem
@@ -382,7 +387,9 @@ def compare_models(
 
     def memwrap_on_locomo(other: Any, system: str) -> list[QuestionResult]:
         conversations = load_locomo(
-            config.data, conversations=config.conversations, max_sessions=config.max_sessions,
+            config.data,
+            conversations=config.conversations,
+            max_sessions=config.max_sessions,
             max_questions=config.max_questions,
         )
         with console.bars():

@@ -89,9 +89,17 @@ def _memories(turns: list[Any], vectors: np.ndarray) -> Iterator[Any]:
 
     for turn, vector in zip(turns, vectors, strict=True):
         yield ImportedMemory.model_construct(
-            text=turn.content, mentioned_at=turn.timestamp, document_id=turn.document_id,
-            metadata={"speaker": turn.speaker}, embedding=vector, id=None, type="raw", occurred_start=None,
-            occurred_end=None, context=None, tags=[],
+            text=turn.content,
+            mentioned_at=turn.timestamp,
+            document_id=turn.document_id,
+            metadata={"speaker": turn.speaker},
+            embedding=vector,
+            id=None,
+            type="raw",
+            occurred_start=None,
+            occurred_end=None,
+            context=None,
+            tags=[],
         )
 
 
@@ -149,8 +157,10 @@ class ScaleRun:
                 t0 = time.perf_counter()
                 self.memory._run(manager.__aexit__(None, None, None))
                 self._note_build("index_s", time.perf_counter() - t0)
-                self.log(f"[scale] vector index built in {time.perf_counter() - t0:.0f} s"
-                         + (" (after a failed build)" if failed else ""))
+                self.log(
+                    f"[scale] vector index built in {time.perf_counter() - t0:.0f} s"
+                    + (" (after a failed build)" if failed else "")
+                )
 
         return down()
 
@@ -243,8 +253,12 @@ class ScaleRun:
                 into += self.time_recall(memory, name, [query])
         s, a = percentile_stats([small]), percentile_stats([alone])
         assert s and a
-        return {"small_among_banks_ms": s, "lone_bank_ms": a, "ratio_p50": round(s["p50"] / a["p50"], 2),
-                "ratio_p95": round(s["p95"] / a["p95"], 2)}
+        return {
+            "small_among_banks_ms": s,
+            "lone_bank_ms": a,
+            "ratio_p50": round(s["p50"] / a["p50"], 2),
+            "ratio_p95": round(s["p95"] / a["p95"], 2),
+        }
 
     def semantic_recall(
         self, pool: QueryPool, bank: str, bank_size: int, *, ef_search: int | None = None
@@ -266,30 +280,43 @@ class ScaleRun:
                 got = (await arms.semantic(conn, Filters(bank), vector, self.memory.settings.arm_limit, bank_size))[:20]
                 exact = await conn.fetch(
                     "SELECT id, embedding <=> $2 AS dist FROM memory_units WHERE bank_id = $1 "
-                    "AND invalidated_at IS NULL ORDER BY (embedding <=> $2) + 0 LIMIT 20", bank, vector)
+                    "AND invalidated_at IS NULL ORDER BY (embedding <=> $2) + 0 LIMIT 20",
+                    bank,
+                    vector,
+                )
             found = len({i for i, _ in got} & {r["id"] for r in exact}) / max(1, len(exact))
             cut = exact[-1]["dist"] + 0.01 if exact else 0.0
             near = sum(1 for _, score in got if 1 - score <= cut) / max(1, len(exact))
             return found, near
 
         results = [self.memory._run(one(v)) for v in vectors]
-        return {"recall_at_20": round(statistics.fmean(r[0] for r in results), 4),
-                "within_0.01_of_exact_20th": round(statistics.fmean(r[1] for r in results), 4)}
+        return {
+            "recall_at_20": round(statistics.fmean(r[0] for r in results), 4),
+            "within_0.01_of_exact_20th": round(statistics.fmean(r[1] for r in results), 4),
+        }
 
     def disk(self) -> dict[str, Any]:
         rows = int(self.sql("SELECT count(*) FROM memory_units"))
         tables = {t: int(self.sql("SELECT pg_total_relation_size($1::regclass)", t)) for t in MEMORY_TABLES}
         units_heap = int(self.sql("SELECT pg_table_size('memory_units')"))
         indexes = {
-            r["name"]: int(r["size"]) for r in self.memory._run(self.engine.store.pool.fetch(
-                "SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS size FROM pg_index "
-                "WHERE indrelid = 'memory_units'::regclass ORDER BY 2 DESC"))
+            r["name"]: int(r["size"])
+            for r in self.memory._run(
+                self.engine.store.pool.fetch(
+                    "SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS size FROM pg_index "
+                    "WHERE indrelid = 'memory_units'::regclass ORDER BY 2 DESC"
+                )
+            )
         }
         total = sum(tables.values())
-        return {"memory_units_rows": rows, "bytes_per_memory": round(total / rows) if rows else None,
-                "memory_units_heap_per_memory": round(units_heap / rows) if rows else None,
-                "tables_bytes": tables, "memory_units_index_bytes": indexes,
-                "database_bytes": int(self.sql("SELECT pg_database_size(current_database())"))}
+        return {
+            "memory_units_rows": rows,
+            "bytes_per_memory": round(total / rows) if rows else None,
+            "memory_units_heap_per_memory": round(units_heap / rows) if rows else None,
+            "tables_bytes": tables,
+            "memory_units_index_bytes": indexes,
+            "database_bytes": int(self.sql("SELECT pg_database_size(current_database())")),
+        }
 
     def retain_throughput(self) -> dict[str, Any]:
         from memwrap import RetainItem
@@ -335,8 +362,12 @@ def build_only(config: ScaleConfig, part: str, log: Any = print) -> None:
         run.memory.close()
 
 
-PG_DEFAULTS = {"shared_buffers": "128MB", "effective_cache_size": "4GB", "work_mem": "4MB",
-               "maintenance_work_mem": "64MB"}
+PG_DEFAULTS = {
+    "shared_buffers": "128MB",
+    "effective_cache_size": "4GB",
+    "work_mem": "4MB",
+    "maintenance_work_mem": "64MB",
+}
 
 
 def with_pg_defaults(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
@@ -368,11 +399,14 @@ def run_scale(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
     started = time.perf_counter()
     run = ScaleRun(config, log)
     results: dict[str, Any] = {
-        "started": datetime.now(UTC).isoformat(timespec="seconds"), "loadavg_start": os.getloadavg(),
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "loadavg_start": os.getloadavg(),
         "config": {"big": config.big, "banks": config.banks, "home": str(config.home)},
         "corpus": {"real_vectors": run.vectors.real, "folder": str(run.vectors.corpus.folder)},
-        "pg_settings": {k: run.sql(f"SHOW {k}") for k in
-                        ("shared_buffers", "effective_cache_size", "work_mem", "maintenance_work_mem")},
+        "pg_settings": {
+            k: run.sql(f"SHOW {k}")
+            for k in ("shared_buffers", "effective_cache_size", "work_mem", "maintenance_work_mem")
+        },
     }
     measure_s = 8 * 60
     share = max(0.0, config.time_budget_s - measure_s)
@@ -410,18 +444,26 @@ def run_scale(config: ScaleConfig, log: Any = print) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench --scale", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench --scale", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--scale", action="store_true")
     parser.add_argument("--big", type=int, default=1_000_000, help="memories in the big bank")
     parser.add_argument("--banks", type=int, default=10_000, help="small banks of 100 memories")
     parser.add_argument("--home", type=Path, default=None, help="the cached database's home")
     parser.add_argument("--time-budget", type=float, default=90, help="minutes (build stops in time to measure)")
     parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--build-only", choices=("small", "big", "both"), default=None,
-                        help="only grow this part (or both: small banks first) for the time budget, no measuring")
-    parser.add_argument("--pg-defaults", action="store_true",
-                        help="only the big bank's recall, with PostgreSQL's default memory settings (a comparison)")
+    parser.add_argument(
+        "--build-only",
+        choices=("small", "big", "both"),
+        default=None,
+        help="only grow this part (or both: small banks first) for the time budget, no measuring",
+    )
+    parser.add_argument(
+        "--pg-defaults",
+        action="store_true",
+        help="only the big bank's recall, with PostgreSQL's default memory settings (a comparison)",
+    )
     args = parser.parse_args(argv)
     config = ScaleConfig(big=args.big, banks=args.banks, time_budget_s=args.time_budget * 60, queries=args.queries)
     if args.home:

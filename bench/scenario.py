@@ -48,27 +48,49 @@ class Exchange:
 
 
 EXCHANGES: tuple[Exchange, ...] = (
-    Exchange("I started a new job at Lumen Labs last month, after five years at Contoso.",
-             "Congratulations on the new role at Lumen Labs!",
-             (("Where does the user work now?", ("lumen",)),), "last month"),
-    Exchange("My team lead there is Zhang Wei; everyone calls him 老张.",
-             "Noted: Zhang Wei, also called 老张, is your team lead.",
-             (("Who is the user's team lead?", ("zhang wei",)), ("Who is 老张?", ("zhang wei",)))),
-    Exchange("For front-end work I prefer React.", "Good to know, React for front-end work.",
-             (("Which front-end framework did the user prefer before?", ("react",)),)),
-    Exchange("Since last week I prefer Vue over React.", "Got it: Vue is your choice now.",
-             (("Which front-end framework does the user prefer now?", ("vue",)),), "since last week"),
-    Exchange("Keep this secret: the surprise party for my sister Mei is on 12 December.",
-             "Your secret is safe with me.",
-             (("When is the surprise party for Mei?", ("party",)),), "12 December"),
-    Exchange("我下周三要去上海出差。", "祝你出差顺利！",
-             (("上海出差", ("上海|shanghai",)),), "下周三"),
-    Exchange("I'm allergic to peanuts.", "Thanks, I will never suggest food with peanuts.",
-             (("What is the user allergic to?", ("peanut",)),)),
-    Exchange("I'm flying to Berlin next Tuesday for a conference.",
-             "I recommend the Museum Island in Berlin if you have a free evening.",
-             (("When is the user's trip to Berlin?", ("berlin",)),
-              ("What did the assistant recommend in Berlin?", ("museum",))), "next Tuesday"),
+    Exchange(
+        "I started a new job at Lumen Labs last month, after five years at Contoso.",
+        "Congratulations on the new role at Lumen Labs!",
+        (("Where does the user work now?", ("lumen",)),),
+        "last month",
+    ),
+    Exchange(
+        "My team lead there is Zhang Wei; everyone calls him 老张.",
+        "Noted: Zhang Wei, also called 老张, is your team lead.",
+        (("Who is the user's team lead?", ("zhang wei",)), ("Who is 老张?", ("zhang wei",))),
+    ),
+    Exchange(
+        "For front-end work I prefer React.",
+        "Good to know, React for front-end work.",
+        (("Which front-end framework did the user prefer before?", ("react",)),),
+    ),
+    Exchange(
+        "Since last week I prefer Vue over React.",
+        "Got it: Vue is your choice now.",
+        (("Which front-end framework does the user prefer now?", ("vue",)),),
+        "since last week",
+    ),
+    Exchange(
+        "Keep this secret: the surprise party for my sister Mei is on 12 December.",
+        "Your secret is safe with me.",
+        (("When is the surprise party for Mei?", ("party",)),),
+        "12 December",
+    ),
+    Exchange("我下周三要去上海出差。", "祝你出差顺利！", (("上海出差", ("上海|shanghai",)),), "下周三"),
+    Exchange(
+        "I'm allergic to peanuts.",
+        "Thanks, I will never suggest food with peanuts.",
+        (("What is the user allergic to?", ("peanut",)),),
+    ),
+    Exchange(
+        "I'm flying to Berlin next Tuesday for a conference.",
+        "I recommend the Museum Island in Berlin if you have a free evening.",
+        (
+            ("When is the user's trip to Berlin?", ("berlin",)),
+            ("What did the assistant recommend in Berlin?", ("museum",)),
+        ),
+        "next Tuesday",
+    ),
 )
 
 QUESTIONS = (
@@ -105,11 +127,16 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "model": self.model, "items_lost": self.lost, "wrong_speakers": self.wrong_speakers,
-            "wrong_dates": self.wrong_dates, "reflect_ok": f"{self.reflect_ok}/{len(self.reflect)}",
+            "model": self.model,
+            "items_lost": self.lost,
+            "wrong_speakers": self.wrong_speakers,
+            "wrong_dates": self.wrong_dates,
+            "reflect_ok": f"{self.reflect_ok}/{len(self.reflect)}",
             "steps_seconds": {k: round(v, 1) for k, v in self.steps.items()},
-            "retain_seconds": [round(s, 2) for s in self.retain_seconds], "items": self.items,
-            "reflect": self.reflect, "memories": self.memories,
+            "retain_seconds": [round(s, 2) for s in self.retain_seconds],
+            "items": self.items,
+            "reflect": self.reflect,
+            "memories": self.memories,
         }
 
 
@@ -125,8 +152,12 @@ async def run_scenario(memory: Any, bank: str, *, model: str = "", extraction_wa
     started = time.perf_counter()
     for index, exchange in enumerate(EXCHANGES):
         t0 = time.perf_counter()
-        await memory.retain(bank, f"user: {exchange.user}\nassistant: {exchange.assistant}", timestamp=SAID,
-                            metadata={"exchange": index})
+        await memory.retain(
+            bank,
+            f"user: {exchange.user}\nassistant: {exchange.assistant}",
+            timestamp=SAID,
+            metadata={"exchange": index},
+        )
         report.retain_seconds.append(time.perf_counter() - t0)
     report.steps["retain (8 calls)"] = time.perf_counter() - started
     t0 = time.perf_counter()
@@ -136,10 +167,19 @@ async def run_scenario(memory: Any, bank: str, *, model: str = "", extraction_wa
     report.steps["extraction after the last retain returned"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     records = await memory.list(bank, limit=200, types=["raw", "world", "experience"])
-    report.memories = [{"id": str(m.id), "exchange": m.metadata.get("exchange"), "type": m.type, "text": m.text,
-                        "occurred": [m.occurred_start.date().isoformat() if m.occurred_start else None,
-                                     m.occurred_end.date().isoformat() if m.occurred_end else None]}
-                       for m in records]
+    report.memories = [
+        {
+            "id": str(m.id),
+            "exchange": m.metadata.get("exchange"),
+            "type": m.type,
+            "text": m.text,
+            "occurred": [
+                m.occurred_start.date().isoformat() if m.occurred_start else None,
+                m.occurred_end.date().isoformat() if m.occurred_end else None,
+            ],
+        }
+        for m in records
+    ]
     for index, exchange in enumerate(EXCHANGES):
         mine = [m for m in records if m.metadata.get("exchange") == index]
         report.items.append(await _check_item(memory, bank, exchange, mine))
@@ -149,13 +189,19 @@ async def run_scenario(memory: Any, bank: str, *, model: str = "", extraction_wa
         q0 = time.perf_counter()
         result = await memory.reflect(bank, question, now=SAID)
         existing = {str(m.id) for m in await memory.list(bank, limit=500)}
-        report.reflect.append({
-            "question": question, "answer": result.answer, "memory_ids": [str(i) for i in result.memory_ids],
-            "cited_existing": any(str(i) in existing for i in result.memory_ids), "forced": result.forced,
-            "forced_reason": result.forced_reason, "iterations": result.iterations,
-            "tool_calls": [e.name for e in result.trace if e.kind == "tool"],
-            "seconds": round(time.perf_counter() - q0, 1),
-        })
+        report.reflect.append(
+            {
+                "question": question,
+                "answer": result.answer,
+                "memory_ids": [str(i) for i in result.memory_ids],
+                "cited_existing": any(str(i) in existing for i in result.memory_ids),
+                "forced": result.forced,
+                "forced_reason": result.forced_reason,
+                "iterations": result.iterations,
+                "tool_calls": [e.name for e in result.trace if e.kind == "tool"],
+                "seconds": round(time.perf_counter() - q0, 1),
+            }
+        )
     report.steps["reflect (3 questions)"] = time.perf_counter() - t0
     report.steps["total"] = time.perf_counter() - started
     return report
@@ -178,11 +224,22 @@ async def _check_item(memory: Any, bank: str, exchange: Exchange, records: list[
     stated = [m for m in holding if _said_by(m) == exchange.speaker]
     dates_ok = all(_dated_as(m, expected) for m in stated if m.type != "raw" or expected is not None)
     return {
-        "user": exchange.user, "kept": kept, "speaker_ok": speaker_ok, "dates_ok": dates_ok,
+        "user": exchange.user,
+        "kept": kept,
+        "speaker_ok": speaker_ok,
+        "dates_ok": dates_ok,
         "expected_dates": [expected[0].date().isoformat(), expected[1].date().isoformat()] if expected else None,
-        "memories": [{"type": m.type, "text": m.text,
-                      "occurred": [m.occurred_start.date().isoformat() if m.occurred_start else None,
-                                   m.occurred_end.date().isoformat() if m.occurred_end else None]} for m in holding],
+        "memories": [
+            {
+                "type": m.type,
+                "text": m.text,
+                "occurred": [
+                    m.occurred_start.date().isoformat() if m.occurred_start else None,
+                    m.occurred_end.date().isoformat() if m.occurred_end else None,
+                ],
+            }
+            for m in holding
+        ],
         "found_by_recall": [m.text for m in found],
     }
 

@@ -27,10 +27,21 @@ from typing import Any
 import httpx
 
 QUERIES = [
-    "Where does Alice work?", "What did Alice do last spring?", "Who is Maya?", "What food does Alice avoid?",
-    "When did Alice move to Lisbon?", "Who teaches the cello?", "What is the launch date?", "Which team is Bob on?",
-    "What happened in March?", "Any restaurant tips?", "What does Alice practise every morning?",
-    "Where did they travel in 2025?", "What is Alice allergic to?", "Who visited in May?", "What is the budget?",
+    "Where does Alice work?",
+    "What did Alice do last spring?",
+    "Who is Maya?",
+    "What food does Alice avoid?",
+    "When did Alice move to Lisbon?",
+    "Who teaches the cello?",
+    "What is the launch date?",
+    "Which team is Bob on?",
+    "What happened in March?",
+    "Any restaurant tips?",
+    "What does Alice practise every morning?",
+    "Where did they travel in 2025?",
+    "What is Alice allergic to?",
+    "Who visited in May?",
+    "What is the budget?",
 ]
 TOPICS = ["work", "travel", "food", "music", "family", "health", "projects", "books", "sport", "weather"]
 
@@ -50,9 +61,11 @@ class LoadResult:
     memories: int = 0
 
     def line(self) -> str:
-        return (f"{self.concurrency} concurrent recalls for {self.duration_s:.0f}s over {self.memories} memories: "
-                f"{self.requests} requests ({self.throughput_rps:.0f}/s), p50 {self.p50_ms:.0f} ms, "
-                f"p90 {self.p90_ms:.0f} ms, p99 {self.p99_ms:.0f} ms, max {self.max_ms:.0f} ms, {self.errors} errors")
+        return (
+            f"{self.concurrency} concurrent recalls for {self.duration_s:.0f}s over {self.memories} memories: "
+            f"{self.requests} requests ({self.throughput_rps:.0f}/s), p50 {self.p50_ms:.0f} ms, "
+            f"p90 {self.p90_ms:.0f} ms, p99 {self.p99_ms:.0f} ms, max {self.max_ms:.0f} ms, {self.errors} errors"
+        )
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -67,16 +80,27 @@ async def seed(url: str, bank: str, memories: int, headers: dict[str, str]) -> N
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=300) as client:
         await client.delete(f"/v1/banks/{bank}")
         for start in range(0, memories, 500):
-            items = [{"content": f"Note {i} about {rng.choice(TOPICS)}: Alice and Bob discussed item {i} "
-                                 f"of the {rng.choice(TOPICS)} plan on day {i % 28 + 1}.",
-                      "document_id": f"load-session-{i // 20}:turn-{i % 20}"}
-                     for i in range(start, min(memories, start + 500))]
+            items = [
+                {
+                    "content": f"Note {i} about {rng.choice(TOPICS)}: Alice and Bob discussed item {i} "
+                    f"of the {rng.choice(TOPICS)} plan on day {i % 28 + 1}.",
+                    "document_id": f"load-session-{i // 20}:turn-{i % 20}",
+                }
+                for i in range(start, min(memories, start + 500))
+            ]
             response = await client.post(f"/v1/banks/{bank}/memories/batch", json={"items": items})
             response.raise_for_status()
 
 
-async def run_load(url: str, *, bank: str = "load-test", concurrency: int = 200, duration: float = 30.0,
-                   api_key: str | None = None, max_tokens: int = 512) -> LoadResult:
+async def run_load(
+    url: str,
+    *,
+    bank: str = "load-test",
+    concurrency: int = 200,
+    duration: float = 30.0,
+    api_key: str | None = None,
+    max_tokens: int = 512,
+) -> LoadResult:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     result = LoadResult(concurrency=concurrency, duration_s=duration)
     latencies: list[float] = []
@@ -115,13 +139,22 @@ async def run_load(url: str, *, bank: str = "load-test", concurrency: int = 200,
     return result
 
 
-def start_server(port: int, home: Path, env: dict[str, str] | None = None, *, quiet: bool = False,
-                 timeout: float = 180.0) -> subprocess.Popen[bytes]:
+def start_server(
+    port: int, home: Path, env: dict[str, str] | None = None, *, quiet: bool = False, timeout: float = 180.0
+) -> subprocess.Popen[bytes]:
     """`python -m memwrap_server` on 127.0.0.1:`port` with `home`, once /health answers (`env` adds settings)."""
-    env = {**os.environ, "MEMWRAP_HOME": str(home), "MEMWRAP_PORT": str(port), "MEMWRAP_HOST": "127.0.0.1",
-           "MEMWRAP_LOG_LEVEL": "warning", "HF_HUB_OFFLINE": "1", **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=env,
-                            stderr=subprocess.DEVNULL if quiet else None)
+    env = {
+        **os.environ,
+        "MEMWRAP_HOME": str(home),
+        "MEMWRAP_PORT": str(port),
+        "MEMWRAP_HOST": "127.0.0.1",
+        "MEMWRAP_LOG_LEVEL": "warning",
+        "HF_HUB_OFFLINE": "1",
+        **(env or {}),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memwrap_server"], env=env, stderr=subprocess.DEVNULL if quiet else None
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -166,8 +199,16 @@ def main(argv: list[str] | None = None) -> int:
         headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
         if args.memories:
             asyncio.run(seed(url, args.bank, args.memories, headers))
-        result = asyncio.run(run_load(url, bank=args.bank, concurrency=args.concurrency, duration=args.duration,
-                                      api_key=args.api_key, max_tokens=args.max_tokens))
+        result = asyncio.run(
+            run_load(
+                url,
+                bank=args.bank,
+                concurrency=args.concurrency,
+                duration=args.duration,
+                api_key=args.api_key,
+                max_tokens=args.max_tokens,
+            )
+        )
     finally:
         if proc is not None:
             proc.terminate()

@@ -31,8 +31,15 @@ def fill(client: httpx.Client, target: int) -> int:
     )
     turns = generate_turns(target)
     for start in range(have, target, 500):
-        items = [{"content": t.content, "document_id": t.document_id, "timestamp": t.timestamp.isoformat(),
-                  "tags": [t.topic]} for t in turns[start:start + 500]]
+        items = [
+            {
+                "content": t.content,
+                "document_id": t.document_id,
+                "timestamp": t.timestamp.isoformat(),
+                "tags": [t.topic],
+            }
+            for t in turns[start : start + 500]
+        ]
         client.post(f"/v1/banks/{BANK}/memories/batch", json={"items": items}, timeout=600).raise_for_status()
     return int(client.get(f"/v1/banks/{BANK}/stats").json()["memories"])
 
@@ -121,8 +128,10 @@ def main() -> None:
     print("| view | opened: page loaded and drawn (ms) | from another view (ms) | its API calls alone (ms) |")
     print("| --- | ---: | ---: | ---: |")
     for name, _, _ in pages:
-        print(f"| {name} | {statistics.median(opened[name][1:]):.0f} | {statistics.median(clicked[name][1:]):.0f} "
-              f"| {api[name]:.0f} |")
+        print(
+            f"| {name} | {statistics.median(opened[name][1:]):.0f} | {statistics.median(clicked[name][1:]):.0f} "
+            f"| {api[name]:.0f} |"
+        )
 
 
 if __name__ == "__main__":

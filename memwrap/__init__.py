@@ -1,7 +1,7 @@
 """memwrap: long-term memory for LLM applications.
 
-    import memwrap
-    client = memwrap.wrap_openai(OpenAI(), bank_id="alice")
+import memwrap
+client = memwrap.wrap_openai(OpenAI(), bank_id="alice")
 """
 
 from __future__ import annotations

@@ -132,8 +132,11 @@ class AsyncMemory(AsyncVerbs):
 
     async def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
         """Deprecated: `configure_bank(bank_id, raw_ttl_days=days)`."""
-        warnings.warn("set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         await self.configure_bank(bank_id, raw_ttl_days=days)
 
     async def reembed(self, *, batch_size: int = 256) -> int:

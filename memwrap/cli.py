@@ -38,12 +38,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     with _memory(args) as mem:
         stored, recalls = run_demo(mem, token_budget=args.token_budget)
         if args.json:
-            _print_json([r.model_dump(mode="json", include={"query", "context", "tokens", "token_budget"})
-                         for r in recalls])
+            _print_json(
+                [r.model_dump(mode="json", include={"query", "context", "tokens", "token_budget"}) for r in recalls]
+            )
             return 0
-        console.print(f"[bold]Retained[/] {len(demo_items())} exchanges of {len(DEMO_SESSIONS)} sessions (a year) into "
-                      f"bank [cyan]{DEMO_BANK}[/]: {stored} memories, embedded home: {mem.settings.home}.\n"
-                      f"Each question gets what fits in {args.token_budget} tokens, asked on {DEMO_NOW:%Y-%m-%d}.\n")
+        console.print(
+            f"[bold]Retained[/] {len(demo_items())} exchanges of {len(DEMO_SESSIONS)} sessions (a year) into "
+            f"bank [cyan]{DEMO_BANK}[/]: {stored} memories, embedded home: {mem.settings.home}.\n"
+            f"Each question gets what fits in {args.token_budget} tokens, asked on {DEMO_NOW:%Y-%m-%d}.\n"
+        )
         for recall in recalls:
             console.print(
                 Panel(
@@ -74,8 +77,10 @@ def cmd_import_mem0(args: argparse.Namespace) -> int:
     if args.json:
         _print_json({"bank_id": args.bank_id, "read": len(memories), "imported": count})
     else:
-        console.print(f"Imported {count} of {len(memories)} mem0 memories into {args.bank_id} "
-                      f"({len(memories) - count} already there).")
+        console.print(
+            f"Imported {count} of {len(memories)} mem0 memories into {args.bank_id} "
+            f"({len(memories) - count} already there)."
+        )
     return 0
 
 
@@ -93,8 +98,14 @@ def cmd_spool(args: argparse.Namespace) -> int:
         for column in ("id", "bank", "spooled", "document", "error" if args.dead else "attempts", "text"):
             table.add_column(column)
         for r in found:
-            table.add_row(str(r.id), r.bank_id, f"{r.created:%Y-%m-%d %H:%M:%S}", r.document_id or "",
-                          (r.error or "") if args.dead else str(r.attempts), r.text)
+            table.add_row(
+                str(r.id),
+                r.bank_id,
+                f"{r.created:%Y-%m-%d %H:%M:%S}",
+                r.document_id or "",
+                (r.error or "") if args.dead else str(r.attempts),
+                r.text,
+            )
         console.print(table)
         return 0
     if args.action == "purge":
@@ -108,10 +119,14 @@ def cmd_spool(args: argparse.Namespace) -> int:
         revived = spool_admin.revive_dead(path, args.id or None) if args.dead else 0
         with _memory(args) as mem:
             result = spool_admin.replay(mem, path, timeout=args.timeout)
-        summary = (f"Delivered {result.delivered} retain(s)" + (f" ({revived} back from dead)" if revived else "")
-                   + f"; {result.still_waiting} still waiting ({result.held_by_running} held by running processes)"
-                   + (f", {result.buried} moved to dead" if result.buried else "")
-                   + (f", {result.rejected} refused" if result.rejected else "") + ".")
+        summary = (
+            f"Delivered {result.delivered} retain(s)"
+            + (f" ({revived} back from dead)" if revived else "")
+            + f"; {result.still_waiting} still waiting ({result.held_by_running} held by running processes)"
+            + (f", {result.buried} moved to dead" if result.buried else "")
+            + (f", {result.rejected} refused" if result.rejected else "")
+            + "."
+        )
         if not result.complete and result.last_error:
             summary += f" Last error: {result.last_error}"
         _report(args, {"revived": revived, **result.model_dump(mode="json")}, summary)
@@ -120,8 +135,10 @@ def cmd_spool(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(found_counts.model_dump(mode="json"))
         return 0
-    console.print(f"[bold]{path}[/]: {found_counts.waiting} waiting ({found_counts.held_by_running} held by running "
-                  f"processes), {found_counts.dead} dead.")
+    console.print(
+        f"[bold]{path}[/]: {found_counts.waiting} waiting ({found_counts.held_by_running} held by running "
+        f"processes), {found_counts.dead} dead."
+    )
     for title, banks in (("waiting", found_counts.waiting_by_bank), ("dead", found_counts.dead_by_bank)):
         if banks:
             console.print(f"  {title}: " + ", ".join(f"{bank} {n}" for bank, n in sorted(banks.items())))
@@ -141,8 +158,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Imported here: the server's dependencies (FastAPI, uvicorn, mcp) are the optional `server` extra.
     from memwrap_server.__main__ import serve
 
-    return serve(host=args.host, port=args.port, log_level=args.log_level, home=args.home,
-                 database_url=args.database_url)
+    return serve(
+        host=args.host, port=args.port, log_level=args.log_level, home=args.home, database_url=args.database_url
+    )
 
 
 def cmd_ui(args: argparse.Namespace) -> int:

@@ -39,7 +39,10 @@ def add_verb_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> None:
     assert declared.cli is not None
     parser = sub.add_parser(
-        declared.cli, parents=[common], help=declared.summary, description=declared.doc,
+        declared.cli,
+        parents=[common],
+        help=declared.summary,
+        description=declared.doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     hints = get_type_hints(declared.function, include_extras=True)
@@ -47,8 +50,12 @@ def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> N
     for name, param in declared.signature().parameters.items():
         annotation = hints.get(name, Any)
         if name in declared.positional and param.default is param.empty:
-            parser.add_argument(name, metavar=name.upper(), type=_reader(annotation),
-                                help="'-' reads standard input" if name == "content" else None)
+            parser.add_argument(
+                name,
+                metavar=name.upper(),
+                type=_reader(annotation),
+                help="'-' reads standard input" if name == "content" else None,
+            )
             continue
         flags = [f"--{name.replace('_', '-')}"]
         extra = [f"--{aliases[name].replace('_', '-')}"] if name in aliases else []
@@ -96,8 +103,19 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
 
 # Verbs that read a bank: on a bank that does not exist they would answer "nothing", which reads like an empty
 # bank; the CLI says there is no such bank instead (and exits 1).
-READS_A_BANK = {"recall", "list", "get", "observations", "mental_models", "bank_config", "history", "export_bank",
-                "entities", "entity_graph", "memory_context"}
+READS_A_BANK = {
+    "recall",
+    "list",
+    "get",
+    "observations",
+    "mental_models",
+    "bank_config",
+    "history",
+    "export_bank",
+    "entities",
+    "entity_graph",
+    "memory_context",
+}
 
 
 def _bank_exists(memory: Memory, bank_id: str) -> bool:
@@ -200,8 +218,12 @@ def _banks(banks: list[Any], args: argparse.Namespace) -> None:
     for column in ("bank", "memories", "created", "last retain"):
         table.add_column(column)
     for b in banks:
-        table.add_row(b.bank_id, str(b.memories), f"{b.created_at:%Y-%m-%d %H:%M}" if b.created_at else "",
-                      f"{b.last_retain_at:%Y-%m-%d %H:%M}" if b.last_retain_at else "")
+        table.add_row(
+            b.bank_id,
+            str(b.memories),
+            f"{b.created_at:%Y-%m-%d %H:%M}" if b.created_at else "",
+            f"{b.last_retain_at:%Y-%m-%d %H:%M}" if b.last_retain_at else "",
+        )
     console.print(table)
 
 
@@ -216,8 +238,11 @@ def _memories(records: list[Any], args: argparse.Namespace) -> None:
 
 def _reflect(result: Any, args: argparse.Namespace) -> None:
     console.print(result.answer)
-    console.print(f"[dim]{len(result.memory_ids)} memories cited, {result.iterations} iteration(s)"
-                  + (f", cut short: {result.forced_reason}" if result.forced else "") + "[/]")
+    console.print(
+        f"[dim]{len(result.memory_ids)} memories cited, {result.iterations} iteration(s)"
+        + (f", cut short: {result.forced_reason}" if result.forced else "")
+        + "[/]"
+    )
 
 
 def _stats(stats: Any, args: argparse.Namespace) -> None:
@@ -250,8 +275,9 @@ def _entities(entities: list[Any], args: argparse.Namespace) -> None:
     for column in ("id", "name", "mentions", "aliases", "last seen"):
         table.add_column(column)
     for e in entities:
-        table.add_row(str(e.id), e.name, f"{e.mentions:,}", ", ".join(e.aliases),
-                      f"{e.last_seen:%Y-%m-%d}" if e.last_seen else "")
+        table.add_row(
+            str(e.id), e.name, f"{e.mentions:,}", ", ".join(e.aliases), f"{e.last_seen:%Y-%m-%d}" if e.last_seen else ""
+        )
     console.print(table)
 
 

@@ -21,41 +21,78 @@ DEMO_BUDGET = 150
 
 # (when, [(user, assistant), ...]) per session
 DEMO_SESSIONS: list[tuple[str, list[tuple[str, str]]]] = [
-    ("2026-01-15T19:00:00+00:00", [
-        ("Happy new year! I'm still in London, working at a small design agency.",
-         "Happy new year, Alice! Any resolutions?"),
-        ("Run a half marathon before the summer. I can barely do 5k right now.",
-         "A good goal. A 16-week plan gets most people there."),
-    ]),
-    ("2026-03-02T08:15:00+00:00", [
-        ("I did my first 15k along the Thames yesterday. Legs are dead.",
-         "That is real progress. Rest well and stretch."),
-        ("I booked a trip to Japan with my sister Maya for October!",
-         "Exciting! Kyoto in autumn is beautiful."),
-    ]),
-    ("2026-04-12T18:30:00+00:00", [
-        ("Hi! I just moved to Lisbon for a new job at Google, on the Cloud team.",
-         "Welcome to Lisbon, Alice! How is the new job going?"),
-        ("Great so far. Also, I'm vegetarian and I'm allergic to peanuts, so restaurant tips need to fit that.",
-         "Noted: vegetarian, peanut allergy. Time Out Market has good vegetarian stalls."),
-    ]),
-    ("2026-05-20T21:00:00+00:00", [
-        ("Ran the Porto half marathon last weekend in 1:58!", "Under two hours on your first one: congratulations!"),
-        ("Maya visited and we did a food tour in Alfama.", "Sounds lovely. Did she like Lisbon?"),
-    ]),
-    ("2026-07-08T12:00:00+00:00", [
-        ("Work is intense, we launch a new product in September.", "Take care of yourself in the run-up."),
-        ("I adopted a cat called Miso.", "Miso is a great name for a cat!"),
-    ]),
-    ("2026-10-10T10:00:00+00:00", [
-        ("Back from Japan. Kyoto's temples were my favourite part.", "Welcome back! Which temple was the best?"),
-    ]),
-    ("2026-11-23T09:00:00+00:00", [
-        ("I started learning the cello last month. I practise every morning before work.",
-         "That's a lovely routine. Are you taking lessons?"),
-        ("Yes, with a teacher called João on Saturdays. Maya thinks I'm crazy.",
-         "João sounds dedicated. Enjoy the Saturdays!"),
-    ]),
+    (
+        "2026-01-15T19:00:00+00:00",
+        [
+            (
+                "Happy new year! I'm still in London, working at a small design agency.",
+                "Happy new year, Alice! Any resolutions?",
+            ),
+            (
+                "Run a half marathon before the summer. I can barely do 5k right now.",
+                "A good goal. A 16-week plan gets most people there.",
+            ),
+        ],
+    ),
+    (
+        "2026-03-02T08:15:00+00:00",
+        [
+            (
+                "I did my first 15k along the Thames yesterday. Legs are dead.",
+                "That is real progress. Rest well and stretch.",
+            ),
+            ("I booked a trip to Japan with my sister Maya for October!", "Exciting! Kyoto in autumn is beautiful."),
+        ],
+    ),
+    (
+        "2026-04-12T18:30:00+00:00",
+        [
+            (
+                "Hi! I just moved to Lisbon for a new job at Google, on the Cloud team.",
+                "Welcome to Lisbon, Alice! How is the new job going?",
+            ),
+            (
+                "Great so far. Also, I'm vegetarian and I'm allergic to peanuts, so restaurant tips need to fit that.",
+                "Noted: vegetarian, peanut allergy. Time Out Market has good vegetarian stalls.",
+            ),
+        ],
+    ),
+    (
+        "2026-05-20T21:00:00+00:00",
+        [
+            (
+                "Ran the Porto half marathon last weekend in 1:58!",
+                "Under two hours on your first one: congratulations!",
+            ),
+            ("Maya visited and we did a food tour in Alfama.", "Sounds lovely. Did she like Lisbon?"),
+        ],
+    ),
+    (
+        "2026-07-08T12:00:00+00:00",
+        [
+            ("Work is intense, we launch a new product in September.", "Take care of yourself in the run-up."),
+            ("I adopted a cat called Miso.", "Miso is a great name for a cat!"),
+        ],
+    ),
+    (
+        "2026-10-10T10:00:00+00:00",
+        [
+            ("Back from Japan. Kyoto's temples were my favourite part.", "Welcome back! Which temple was the best?"),
+        ],
+    ),
+    (
+        "2026-11-23T09:00:00+00:00",
+        [
+            (
+                "I started learning the cello last month. I practise every morning before work.",
+                "That's a lovely routine. Are you taking lessons?",
+            ),
+            (
+                "Yes, with a teacher called João on Saturdays. Maya thinks I'm crazy.",
+                "João sounds dedicated. Enjoy the Saturdays!",
+            ),
+        ],
+    ),
 ]
 
 DEMO_QUESTIONS = [

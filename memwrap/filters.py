@@ -152,7 +152,7 @@ def _expand_shorthand(value: Any) -> Any:
     if set(value) & set(_COMPOUND):
         if len(value) != 1:
             raise ValueError("'and', 'or' and 'not' stand alone: {\"and\": [...]}; put other keys inside them")
-        (op, inner), = value.items()
+        ((op, inner),) = value.items()
         if op == "not":
             return {"not": _expand_shorthand(inner)}
         if not isinstance(inner, list):
@@ -236,8 +236,16 @@ def count_conditions(node: MetadataFilter) -> int:
 for _model in (AllOf, AnyOf, NoneOf, RecallFilter):
     _model.model_rebuild()
 
-__all__ = ["AllOf", "AnyOf", "MetadataCondition", "MetadataFilter", "NoneOf", "RecallFilter", "filter_from_json",
-           "parse_filter"]
+__all__ = [
+    "AllOf",
+    "AnyOf",
+    "MetadataCondition",
+    "MetadataFilter",
+    "NoneOf",
+    "RecallFilter",
+    "filter_from_json",
+    "parse_filter",
+]
 
 
 def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:
@@ -264,7 +272,7 @@ def filter_from_json(text: str, *, what: str) -> RecallFilter | None:
     except ValueError as exc:
         raise InvalidInputError(f"{what} must be a recall filter as JSON ({exc}).") from None
     if value is not None and not isinstance(value, Mapping):
-        raise InvalidInputError(f"{what} must be a recall filter as a JSON object, e.g. {{\"metadata\": {{...}}}}.")
+        raise InvalidInputError(f'{what} must be a recall filter as a JSON object, e.g. {{"metadata": {{...}}}}.')
     try:
         return parse_filter(value)
     except InvalidInputError as exc:

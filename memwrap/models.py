@@ -12,8 +12,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
 def _renamed(old: str, new: str) -> None:
-    warnings.warn(f"{old} is now {new}; the old name will stop working in a later release.", DeprecationWarning,
-                  stacklevel=3)
+    warnings.warn(
+        f"{old} is now {new}; the old name will stop working in a later release.", DeprecationWarning, stacklevel=3
+    )
+
 
 class Keep(enum.Enum):
     """The default of a setting `configure_bank` changes only when given: absent keeps it, None resets it."""
@@ -234,12 +236,12 @@ class MentalModel(BaseModel):
     refreshed_at: datetime | None = None
     created_at: datetime | None = None
 
-
     @property
     def max_tokens(self) -> int:
         """Deprecated name of `max_answer_tokens`."""
         _renamed("MentalModel.max_tokens", "max_answer_tokens")
         return self.max_answer_tokens
+
 
 class MentalModelVersion(BaseModel):
     version: int

@@ -204,8 +204,11 @@ class Memory(SyncVerbs):
 
     def set_raw_ttl(self, bank_id: str, days: float | None) -> None:
         """Deprecated: `configure_bank(bank_id, raw_ttl_days=days)`."""
-        warnings.warn("set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
-                      DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "set_raw_ttl(bank_id, days) is now configure_bank(bank_id, raw_ttl_days=days).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         self.configure_bank(bank_id, raw_ttl_days=days)
 
     def close(self, timeout: float = 30.0) -> None:
@@ -230,4 +233,3 @@ class Memory(SyncVerbs):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

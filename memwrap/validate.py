@@ -218,13 +218,15 @@ def tags(values: Sequence[str] | None) -> list[str] | None:
 
 
 def memory_id(value: UUID | str) -> UUID:
-    return _uuid(value, lambda: MemoryNotFoundError(
-        f"{value!r} is not a memory id (ids are UUIDs, as returned by retain)."))
+    return _uuid(
+        value, lambda: MemoryNotFoundError(f"{value!r} is not a memory id (ids are UUIDs, as returned by retain).")
+    )
 
 
 def entity_id(value: UUID | str) -> UUID:
-    return _uuid(value, lambda: EntityNotFoundError(
-        f"{value!r} is not an entity id (ids are UUIDs, as entities() lists them)."))
+    return _uuid(
+        value, lambda: EntityNotFoundError(f"{value!r} is not an entity id (ids are UUIDs, as entities() lists them).")
+    )
 
 
 def _uuid(value: UUID | str, not_found: Callable[[], Exception]) -> UUID:
@@ -334,14 +336,18 @@ def storable_items(item: Mapping[str, Any]) -> list[dict[str, Any]]:
     if isinstance(out.get("document_id"), str):
         out["document_id"] = out["document_id"][:MAX_DOCUMENT_ID_CHARS]
     out["tags"] = [storable_text(t)[:MAX_TAG_CHARS] for t in out.get("tags") or [] if isinstance(t, str) and t.strip()]
-    out["metadata"] = {storable_text(k): storable_text(v) if isinstance(v, str) else v
-                       for k, v in dict(out.get("metadata") or {}).items()}
+    out["metadata"] = {
+        storable_text(k): storable_text(v) if isinstance(v, str) else v
+        for k, v in dict(out.get("metadata") or {}).items()
+    }
     content = out.get("content")
     if not isinstance(content, str) or len(content) <= MAX_CONTENT_CHARS:
         return [out]
     parts = _split_text(content, MAX_CONTENT_CHARS)
-    return [{**out, "content": part, "metadata": {**out["metadata"], "part": index, "parts": len(parts)}}
-            for index, part in enumerate(parts, 1)]
+    return [
+        {**out, "content": part, "metadata": {**out["metadata"], "part": index, "parts": len(parts)}}
+        for index, part in enumerate(parts, 1)
+    ]
 
 
 def _split_text(text: str, limit: int) -> list[str]:

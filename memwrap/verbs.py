@@ -444,8 +444,9 @@ class MemoryVerbs:
         a load as big as the store, several times faster; meanwhile semantic recall scans exactly (slower)."""
         ...
 
-    @verb(local_only="rewrites every vector where the database is: run `memwrap reembed` on the server side",
-          custom=True)
+    @verb(
+        local_only="rewrites every vector where the database is: run `memwrap reembed` on the server side", custom=True
+    )
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         raise NotImplementedError

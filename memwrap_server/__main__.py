@@ -75,8 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--home")
     parser.add_argument("--database-url")
     args = parser.parse_args(argv)
-    return serve(host=args.host, port=args.port, log_level=args.log_level, home=args.home,
-                 database_url=args.database_url)
+    return serve(
+        host=args.host, port=args.port, log_level=args.log_level, home=args.home, database_url=args.database_url
+    )
 
 
 if __name__ == "__main__":

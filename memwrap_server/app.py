@@ -94,8 +94,14 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
             if owned:
                 await mem.close()
 
-    app = FastAPI(title="memwrap", version=memwrap.__version__, description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)  # served by memwrap_server.docs with local assets
+    app = FastAPI(
+        title="memwrap",
+        version=memwrap.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )  # served by memwrap_server.docs with local assets
     app.state.settings = settings
     app.state.metrics = metrics
     app.state.auth = auth
@@ -109,10 +115,16 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).
-    failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait,
-                             label=auth.label)
+    failures = FailureBudget(settings.failure_rate, settings.failure_burst, settings.failure_max_wait, label=auth.label)
     hosts = HostCheck(settings.allowed_hosts, keys_set=auth.enabled)
-    app.add_middleware(Gate, auth=auth, mcp=McpEndpoint(mcp_manager), database=database,
-                       max_body=settings.max_request_bytes, failures=failures, hosts=hosts)
+    app.add_middleware(
+        Gate,
+        auth=auth,
+        mcp=McpEndpoint(mcp_manager),
+        database=database,
+        max_body=settings.max_request_bytes,
+        failures=failures,
+        hosts=hosts,
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app

@@ -33,7 +33,8 @@ class ServerSettings(BaseSettings):
     # MEMWRAP_PROXY_MAX_TOKENS is its old name).
     proxy_recall_timeout: float = 2.0
     proxy_token_budget: int = Field(
-        default=DEFAULT_TOKEN_BUDGET, ge=1,
+        default=DEFAULT_TOKEN_BUDGET,
+        ge=1,
         validation_alias=AliasChoices("MEMWRAP_PROXY_TOKEN_BUDGET", "MEMWRAP_PROXY_MAX_TOKENS"),
     )
     # Concurrent proxy recalls before further calls skip memory (the wrappers' circuit breaker, sized for a server).

@@ -87,8 +87,9 @@ class DatabaseMonitor:
         if self._url is None:
             return
         # min_size=0: nothing is opened until used, and a dead connection is simply replaced on the next acquire.
-        self.pool = await asyncpg.create_pool(self._url, min_size=0, max_size=2, timeout=self.probe_timeout,
-                                              command_timeout=30.0)
+        self.pool = await asyncpg.create_pool(
+            self._url, min_size=0, max_size=2, timeout=self.probe_timeout, command_timeout=30.0
+        )
         self._task = asyncio.create_task(self._run(), name="memwrap-database-monitor")
 
     async def stop(self) -> None:
@@ -138,8 +139,9 @@ class DatabaseMonitor:
         if self._conn is None or self._conn.is_closed():
             assert self._url is not None
             # command_timeout bounds the CancelRequest asyncpg sends when a probe is cut off by the deadline.
-            self._conn = await asyncpg.connect(self._url, timeout=self.probe_timeout,
-                                               command_timeout=self.probe_timeout)
+            self._conn = await asyncpg.connect(
+                self._url, timeout=self.probe_timeout, command_timeout=self.probe_timeout
+            )
         await self._conn.fetchval("SELECT 1")
 
     def _drop_probe_connection(self) -> None:
@@ -164,8 +166,9 @@ class DatabaseMonitor:
             if up:
                 log.warning("the database is reachable again; serving requests")
             else:
-                log.warning("the database is unreachable (%s); data routes answer 503 until it is back",
-                            _describe(error))
+                log.warning(
+                    "the database is unreachable (%s); data routes answer 503 until it is back", _describe(error)
+                )
         self.up = up
         self.last_error = None if up else _describe(error)
         if not up and self._signal is not None and not self._signal.done():

@@ -43,20 +43,30 @@ def assets_dir() -> Path:
 
 @router.get("/docs")
 async def swagger_ui(request: Request) -> HTMLResponse:
-    return _offline(get_swagger_ui_html(
-        openapi_url=request.app.openapi_url, title=f"{request.app.title} — API",
-        swagger_js_url=ASSETS_PREFIX + "swagger-ui-bundle.js", swagger_css_url=ASSETS_PREFIX + "swagger-ui.css",
-        swagger_favicon_url=ASSETS_PREFIX + "favicon.png",
-        # No badge from the public validator service: nothing leaves this machine.
-        swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
-    ))
+    return _offline(
+        get_swagger_ui_html(
+            openapi_url=request.app.openapi_url,
+            title=f"{request.app.title} — API",
+            swagger_js_url=ASSETS_PREFIX + "swagger-ui-bundle.js",
+            swagger_css_url=ASSETS_PREFIX + "swagger-ui.css",
+            swagger_favicon_url=ASSETS_PREFIX + "favicon.png",
+            # No badge from the public validator service: nothing leaves this machine.
+            swagger_ui_parameters={"validatorUrl": None, "persistAuthorization": True},
+        )
+    )
 
 
 @router.get("/redoc")
 async def redoc(request: Request) -> HTMLResponse:
-    return _offline(get_redoc_html(openapi_url=request.app.openapi_url, title=f"{request.app.title} — API",
-                                   redoc_js_url=ASSETS_PREFIX + "redoc.standalone.js",
-                                   redoc_favicon_url=ASSETS_PREFIX + "favicon.png", with_google_fonts=False))
+    return _offline(
+        get_redoc_html(
+            openapi_url=request.app.openapi_url,
+            title=f"{request.app.title} — API",
+            redoc_js_url=ASSETS_PREFIX + "redoc.standalone.js",
+            redoc_favicon_url=ASSETS_PREFIX + "favicon.png",
+            with_google_fonts=False,
+        )
+    )
 
 
 @router.get(ASSETS_PREFIX + "{name}")
@@ -80,9 +90,13 @@ def declare_security(app: FastAPI, *, keys_set: bool) -> None:
         schema = build()
         schema.setdefault("components", {})["securitySchemes"] = {
             "bearer": {"type": "http", "scheme": "bearer", "description": "A key of MEMWRAP_API_KEYS."},
-            "memwrapKey": {"type": "apiKey", "in": "header", "name": "X-Memwrap-Key",
-                           "description": "A key of MEMWRAP_API_KEYS (the proxy routes take only this header: "
-                                          "their Authorization belongs to the upstream LLM)."},
+            "memwrapKey": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "X-Memwrap-Key",
+                "description": "A key of MEMWRAP_API_KEYS (the proxy routes take only this header: "
+                "their Authorization belongs to the upstream LLM).",
+            },
         }
         schema["security"] = [{"bearer": []}, {"memwrapKey": []}]
         for path, operations in schema.get("paths", {}).items():

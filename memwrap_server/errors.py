@@ -123,8 +123,13 @@ def unexpected(scope: Mapping[str, Any], exc: BaseException, database: Any) -> J
     if cause is not None:
         database.suspect(cause)
         log.warning("%s %s: the database is unreachable (%s)", method, route, type(cause).__name__)
-        return error_response(503, "store_unavailable", "The memory database is unavailable; try again shortly.",
-                              path=path, headers={"Retry-After": "1"})
+        return error_response(
+            503,
+            "store_unavailable",
+            "The memory database is unavailable; try again shortly.",
+            path=path,
+            headers={"Retry-After": "1"},
+        )
     # Formatted by the log's own thread (memwrap_server/logs.py), never on the event loop.
     log.error("%s %s: unexpected error", method, route, exc_info=exc)
     return error_response(500, "internal_error", "Internal server error (logged on the server).", path=path)

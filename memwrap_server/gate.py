@@ -37,8 +37,9 @@ class BodyTooLarge(HTTPException):
     it through as it is (it turns other errors into 400) and our handler answers 413."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(413, f"The request body is larger than this server accepts ({limit:,} bytes; "
-                              "MEMWRAP_MAX_REQUEST_BYTES).")
+        super().__init__(
+            413, f"The request body is larger than this server accepts ({limit:,} bytes; MEMWRAP_MAX_REQUEST_BYTES)."
+        )
 
 
 def too_large(limit: int, path: str) -> Any:
@@ -46,8 +47,16 @@ def too_large(limit: int, path: str) -> Any:
 
 
 class Gate:
-    def __init__(self, app: ASGIApp, auth: Auth, mcp: ASGIApp, database: DatabaseMonitor, max_body: int,
-                 failures: FailureBudget, hosts: HostCheck) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        auth: Auth,
+        mcp: ASGIApp,
+        database: DatabaseMonitor,
+        max_body: int,
+        failures: FailureBudget,
+        hosts: HostCheck,
+    ) -> None:
         self.app, self.auth, self.mcp, self.database, self.max_body = app, auth, mcp, database, max_body
         self.failures, self.hosts = failures, hosts
         self._abandoned: set[asyncio.Task[None]] = set()
@@ -67,9 +76,12 @@ class Gate:
             key = self.auth.authenticate(self.auth.presented_key(path, headers))
             if key is None:
                 response = error_response(
-                    401, "unauthorized", "Missing or unknown API key: send `Authorization: Bearer <key>` "
+                    401,
+                    "unauthorized",
+                    "Missing or unknown API key: send `Authorization: Bearer <key>` "
                     "(or `X-Memwrap-Key: <key>`; on the proxy routes only the latter).",
-                    path=path, headers={"WWW-Authenticate": 'Bearer realm="memwrap"'},
+                    path=path,
+                    headers={"WWW-Authenticate": 'Bearer realm="memwrap"'},
                 )
                 await response(scope, receive, send)
                 return
@@ -77,9 +89,14 @@ class Gate:
             retry_after = await self.failures.admit(key)
             if retry_after is not None:
                 response = error_response(
-                    429, "too_many_failures", "This API key sent more refused requests than the server accepts "
+                    429,
+                    "too_many_failures",
+                    "This API key sent more refused requests than the server accepts "
                     f"({self.failures.rate:g}/s beyond a burst of {self.failures.burst}); fix the failing calls "
-                    "or slow down (MEMWRAP_FAILURE_RATE).", path=path, headers={"Retry-After": str(int(retry_after))})
+                    "or slow down (MEMWRAP_FAILURE_RATE).",
+                    path=path,
+                    headers={"Retry-After": str(int(retry_after))},
+                )
                 await response(scope, receive, send)
                 return
             status = await self._answer(scope, receive, send)
@@ -98,8 +115,11 @@ class Gate:
             return 413
         if self.database.down and path.startswith(DATA_PREFIXES):
             response = error_response(
-                503, "store_unavailable", "The memory database is unavailable; try again shortly.",
-                path=path, headers={"Retry-After": "1"},
+                503,
+                "store_unavailable",
+                "The memory database is unavailable; try again shortly.",
+                path=path,
+                headers={"Retry-After": "1"},
             )
             await response(scope, receive, send)
             return 503
@@ -121,11 +141,15 @@ class Gate:
                     return status
                 cut = True
                 if status is None:
-                    log.warning("%s %s: the database stopped answering; answered 503", scope.get("method"),
-                                _route(scope))
+                    log.warning(
+                        "%s %s: the database stopped answering; answered 503", scope.get("method"), _route(scope)
+                    )
                     await error_response(
-                        503, "store_unavailable", "The memory database stopped answering; try again shortly.",
-                        path=path, headers={"Retry-After": "1"},
+                        503,
+                        "store_unavailable",
+                        "The memory database stopped answering; try again shortly.",
+                        path=path,
+                        headers={"Retry-After": "1"},
                     )(scope, receive, send)
                     return 503
                 return status  # a stream cut off: the server closes the connection, the client sees it

@@ -76,12 +76,16 @@ class HostCheck:
             elif key == b"origin":
                 origin = value.decode("latin-1")
         if host is not None and not self.name_allowed(_split_host(host)):
-            return (f"Host {host!r} is not allowed: without API keys this server answers only localhost, IP "
-                    "addresses and the names in MEMWRAP_ALLOWED_HOSTS (a guard against DNS rebinding). Add the "
-                    "name to MEMWRAP_ALLOWED_HOSTS, or set MEMWRAP_API_KEYS.")
+            return (
+                f"Host {host!r} is not allowed: without API keys this server answers only localhost, IP "
+                "addresses and the names in MEMWRAP_ALLOWED_HOSTS (a guard against DNS rebinding). Add the "
+                "name to MEMWRAP_ALLOWED_HOSTS, or set MEMWRAP_API_KEYS."
+            )
         if origin is not None and not self._origin_allowed(origin, host):
-            return (f"Origin {origin!r} is not allowed: without API keys this server answers browsers only on "
-                    "pages of its own, of localhost, or of the names in MEMWRAP_ALLOWED_HOSTS.")
+            return (
+                f"Origin {origin!r} is not allowed: without API keys this server answers browsers only on "
+                "pages of its own, of localhost, or of the names in MEMWRAP_ALLOWED_HOSTS."
+            )
         return None
 
     def _origin_allowed(self, origin: str, host: str | None) -> bool:

@@ -24,9 +24,14 @@ from typing import IO, Any
 from memwrap.defense.policy import redact
 
 # Loggers that are chatty at INFO about things a server operator does not need line by line.
-_QUIET = {"httpx": logging.WARNING, "httpcore": logging.WARNING, "mcp": logging.WARNING,
-          "mcp.server.lowlevel.server": logging.WARNING, "mcp.server.streamable_http": logging.WARNING,
-          "mcp.server.streamable_http_manager": logging.WARNING}
+_QUIET = {
+    "httpx": logging.WARNING,
+    "httpcore": logging.WARNING,
+    "mcp": logging.WARNING,
+    "mcp.server.lowlevel.server": logging.WARNING,
+    "mcp.server.streamable_http": logging.WARNING,
+    "mcp.server.streamable_http_manager": logging.WARNING,
+}
 # Rendered on the loop, or rendered prettily: handlers the SDKs we use install, which we take back out.
 _FOREIGN_HANDLERS = ("RichHandler",)
 MAX_TRACEBACK_CHARS = 8000

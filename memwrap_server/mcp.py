@@ -116,8 +116,9 @@ def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory]) -> Callable[...,
         return map_strings(view(result), neutralise)
 
     signature = declared.signature()
-    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
-                  if p.name != "bank_id"]
+    parameters = [
+        p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values() if p.name != "bank_id"
+    ]
     hints = get_type_hints(declared.function, include_extras=True)
     tool.__signature__ = inspect.Signature(  # type: ignore[attr-defined]  # read by MCP as the tool's schema
         [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]

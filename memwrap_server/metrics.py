@@ -15,11 +15,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("memwrap_http_requests", "HTTP requests", ["method", "route", "status"],
-                                registry=self.registry)
-        self.latency = Histogram("memwrap_http_request_seconds", "HTTP request latency", ["method", "route"],
-                                 registry=self.registry,
-                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+        self.requests = Counter(
+            "memwrap_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "memwrap_http_request_seconds",
+            "HTTP request latency",
+            ["method", "route"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
         self.inflight = Gauge("memwrap_http_requests_in_flight", "Requests being served", registry=self.registry)
         self.events = Counter("memwrap_events", "Memory operations", ["event"], registry=self.registry)
 

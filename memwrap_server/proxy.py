@@ -51,11 +51,30 @@ from memwrap_server.proxy_turns import ProxyMemwrap, turn_marks
 log = logging.getLogger("memwrap.server.proxy")
 
 # Request headers never forwarded: hop-by-hop, recomputed ones, and memwrap's own.
-_DROP_REQUEST = {"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
-                 "proxy-authorization", "proxy-connection", "accept-encoding", "expect"}
+_DROP_REQUEST = {
+    "host",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "proxy-authorization",
+    "proxy-connection",
+    "accept-encoding",
+    "expect",
+}
 # Response headers passed back to the caller (the rest is hop-by-hop or describes our own framing).
-_KEEP_RESPONSE_PREFIXES = ("x-ratelimit-", "openai-", "anthropic-", "x-request-id", "request-id", "retry-after",
-                           "cf-ray", "x-should-retry")
+_KEEP_RESPONSE_PREFIXES = (
+    "x-ratelimit-",
+    "openai-",
+    "anthropic-",
+    "x-request-id",
+    "request-id",
+    "retry-after",
+    "cf-ray",
+    "x-should-retry",
+)
 
 # A session id becomes document ids "session:turn-N" (at most validate.MAX_DOCUMENT_ID_CHARS).
 MAX_SESSION_CHARS = 256
@@ -172,8 +191,9 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
         if len(session) > MAX_SESSION_CHARS:
             raise RequestRefused(f"X-Memwrap-Session is {len(session)} characters; the limit is {MAX_SESSION_CHARS}.")
         if session.strip():
-            options["session_id"] = validate.text_field(session.strip(), what="X-Memwrap-Session",
-                                                        max_chars=MAX_SESSION_CHARS)
+            options["session_id"] = validate.text_field(
+                session.strip(), what="X-Memwrap-Session", max_chars=MAX_SESSION_CHARS
+            )
     name = "X-Memwrap-Token-Budget" if "x-memwrap-token-budget" in headers else "X-Memwrap-Max-Tokens"
     budget = headers.get(name.lower())
     if budget is not None:
@@ -187,8 +207,9 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
             raise RequestRefused(f"X-Memwrap-Tags has {len(found)} tags; the limit is {MAX_TAGS}.")
         too_long = [t for t in found if len(t) > validate.MAX_TAG_CHARS]
         if too_long:
-            raise RequestRefused(f"X-Memwrap-Tags: a tag is {len(too_long[0])} characters; the limit is "
-                                 f"{validate.MAX_TAG_CHARS}.")
+            raise RequestRefused(
+                f"X-Memwrap-Tags: a tag is {len(too_long[0])} characters; the limit is {validate.MAX_TAG_CHARS}."
+            )
         options["tags"] = found
     raw_filter = headers.get("x-memwrap-filter")
     if raw_filter is not None and raw_filter.strip():
@@ -216,9 +237,12 @@ class Proxy:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=100),
         )
         # One handle for the whole server: its statistics are the proxy's, its spool the server's.
-        self.handle = ProxyMemwrap(memory, Options(recall_timeout=settings.proxy_recall_timeout,
-                                                   token_budget=settings.proxy_token_budget),
-                                   family="proxy", database=database)
+        self.handle = ProxyMemwrap(
+            memory,
+            Options(recall_timeout=settings.proxy_recall_timeout, token_budget=settings.proxy_token_budget),
+            family="proxy",
+            database=database,
+        )
         backend = backend_for(memory).backend
         backend.max_inflight = settings.proxy_max_inflight
         backend.retain_timeout = settings.proxy_retain_timeout
@@ -294,8 +318,11 @@ class Proxy:
     async def _forward(
         self, request: Request, family: str, path: str, raw: bytes, call: Call | None, anthropic: bool
     ) -> Response:
-        out_headers = {k: v for k, v in request.headers.items()
-                       if k.lower() not in _DROP_REQUEST and not k.lower().startswith("x-memwrap-")}
+        out_headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in _DROP_REQUEST and not k.lower().startswith("x-memwrap-")
+        }
         out_headers["accept-encoding"] = "identity"  # events are read on the way: keep them uncompressed
         url = self.bases[family] + path
         if request.url.query:
@@ -312,8 +339,12 @@ class Proxy:
         keep = {k: v for k, v in response.headers.items() if k.lower().startswith(_KEEP_RESPONSE_PREFIXES)}
         content_type = response.headers.get("content-type", "application/json")
         if response.status_code < 400 and content_type.startswith("text/event-stream"):
-            return StreamingResponse(self._relay(response, call, anthropic), status_code=response.status_code,
-                                     headers={**keep, "cache-control": "no-cache"}, media_type=content_type)
+            return StreamingResponse(
+                self._relay(response, call, anthropic),
+                status_code=response.status_code,
+                headers={**keep, "cache-control": "no-cache"},
+                media_type=content_type,
+            )
         try:
             content = await response.aread()
         except httpx.HTTPError as exc:
@@ -378,43 +409,94 @@ async def _proxy(request: Request) -> Response:
     return await request.app.state.proxy.handle_request(request, key)
 
 
-_DESCRIPTION = ("Forwarded to the configured upstream with memory added (X-Memwrap-Bank) and the turn retained. "
-                "The body is the provider's own; streaming is relayed event by event. Without X-Memwrap-Bank the "
-                "call passes through untouched.")
+_DESCRIPTION = (
+    "Forwarded to the configured upstream with memory added (X-Memwrap-Bank) and the turn retained. "
+    "The body is the provider's own; streaming is relayed event by event. Without X-Memwrap-Bank the "
+    "call passes through untouched."
+)
 _HEADERS = [
-    {"name": "X-Memwrap-Key", "in": "header", "required": False, "schema": {"type": "string"},
-     "description": "memwrap's API key (when MEMWRAP_API_KEYS is set); Authorization goes upstream."},
-    {"name": "X-Memwrap-Bank", "in": "header", "required": False, "schema": {"type": "string", "maxLength": 1536},
-     "description": "The bank (the REST paths' rule), as UTF-8 or percent-encoded UTF-8 (`%E5%BC%A0%E4%BC%9F`)."},
-    {"name": "X-Memwrap-Session", "in": "header", "required": False,
-     "schema": {"type": "string", "maxLength": MAX_SESSION_CHARS}},
-    {"name": "X-Memwrap-Token-Budget", "in": "header", "required": False,
-     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
-     "description": "Tokens of memory injected (default MEMWRAP_PROXY_TOKEN_BUDGET)."},
-    {"name": "X-Memwrap-Max-Tokens", "in": "header", "required": False, "deprecated": True,
-     "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
-     "description": "Old name of X-Memwrap-Token-Budget."},
-    {"name": "X-Memwrap-Tags", "in": "header", "required": False, "schema": {"type": "string"},
-     "description": "Comma-separated tags for the retained turn and the recall filter."},
-    {"name": "X-Memwrap-Filter", "in": "header", "required": False, "schema": {"type": "string"},
-     "description": 'A recall filter as JSON (as `filters` of /v1/banks/{bank}/recall), e.g. '
-                    '`{"metadata": {"project": "apollo"}}`: only matching memories are injected.'},
+    {
+        "name": "X-Memwrap-Key",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "memwrap's API key (when MEMWRAP_API_KEYS is set); Authorization goes upstream.",
+    },
+    {
+        "name": "X-Memwrap-Bank",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "maxLength": 1536},
+        "description": "The bank (the REST paths' rule), as UTF-8 or percent-encoded UTF-8 (`%E5%BC%A0%E4%BC%9F`).",
+    },
+    {
+        "name": "X-Memwrap-Session",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "maxLength": MAX_SESSION_CHARS},
+    },
+    {
+        "name": "X-Memwrap-Token-Budget",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
+        "description": "Tokens of memory injected (default MEMWRAP_PROXY_TOKEN_BUDGET).",
+    },
+    {
+        "name": "X-Memwrap-Max-Tokens",
+        "in": "header",
+        "required": False,
+        "deprecated": True,
+        "schema": {"type": "integer", "minimum": 1, "maximum": validate.MAX_BUDGET_TOKENS},
+        "description": "Old name of X-Memwrap-Token-Budget.",
+    },
+    {
+        "name": "X-Memwrap-Tags",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "Comma-separated tags for the retained turn and the recall filter.",
+    },
+    {
+        "name": "X-Memwrap-Filter",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "A recall filter as JSON (as `filters` of /v1/banks/{bank}/recall), e.g. "
+        '`{"metadata": {"project": "apollo"}}`: only matching memories are injected.',
+    },
     {"name": "X-Memwrap-Inject", "in": "header", "required": False, "schema": {"type": "string"}},
     {"name": "X-Memwrap-Retain", "in": "header", "required": False, "schema": {"type": "string"}},
 ]
 _OPENAPI = {
     "parameters": _HEADERS,
-    "requestBody": {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "description": "The provider's request body (OpenAI or Anthropic), forwarded as it is.",
-        "additionalProperties": True,
-    }}}},
-    "responses": {"200": {"description": "The upstream's answer (JSON, or text/event-stream when streaming)"},
-                  "400": {"description": "An X-Memwrap-* header or the body is invalid"},
-                  "413": {"description": "The body is larger than MEMWRAP_MAX_REQUEST_BYTES"},
-                  "502": {"description": "The upstream could not be reached"},
-                  "504": {"description": "The upstream did not answer in time"}},
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "description": "The provider's request body (OpenAI or Anthropic), forwarded as it is.",
+                    "additionalProperties": True,
+                }
+            }
+        },
+    },
+    "responses": {
+        "200": {"description": "The upstream's answer (JSON, or text/event-stream when streaming)"},
+        "400": {"description": "An X-Memwrap-* header or the body is invalid"},
+        "413": {"description": "The body is larger than MEMWRAP_MAX_REQUEST_BYTES"},
+        "502": {"description": "The upstream could not be reached"},
+        "504": {"description": "The upstream did not answer in time"},
+    },
 }
 
 for _path, (_provider, _, _) in ROUTES.items():
-    router.add_api_route(_path, _proxy, methods=["POST"], summary=f"Memory proxy: {_provider}",
-                         description=_DESCRIPTION, openapi_extra=_OPENAPI)
+    router.add_api_route(
+        _path,
+        _proxy,
+        methods=["POST"],
+        summary=f"Memory proxy: {_provider}",
+        description=_DESCRIPTION,
+        openapi_extra=_OPENAPI,
+    )

@@ -196,31 +196,66 @@ class Variable:
 # one that is neither a field nor here fails it.
 ENVIRONMENT: dict[str, list[Variable]] = {
     "Read directly from the environment": [
-        Variable("MEMWRAP_API_KEY", "str", "—", "The key `Memory(url=...)`, `AsyncMemory(url=...)` and wrappers with "
-                 "`memory=\"http://…\"` send to a sidecar when no `api_key=` is given."),
-        Variable("MEMWRAP_TRACE_CONTENT", "bool", "off", "`1` (true, yes, on) adds the query to the recall spans; "
-                 "otherwise spans carry no memory text."),
-        Variable("MEMWRAP_EXIT_GC_FREEZE", "bool", "`1`", "`0` skips the garbage-collector freeze at exit (after the "
-                 "engine ran, what is alive at exit is left to refcounting: a faster, quiet exit)."),
+        Variable(
+            "MEMWRAP_API_KEY",
+            "str",
+            "—",
+            "The key `Memory(url=...)`, `AsyncMemory(url=...)` and wrappers with "
+            '`memory="http://…"` send to a sidecar when no `api_key=` is given.',
+        ),
+        Variable(
+            "MEMWRAP_TRACE_CONTENT",
+            "bool",
+            "off",
+            "`1` (true, yes, on) adds the query to the recall spans; otherwise spans carry no memory text.",
+        ),
+        Variable(
+            "MEMWRAP_EXIT_GC_FREEZE",
+            "bool",
+            "`1`",
+            "`0` skips the garbage-collector freeze at exit (after the "
+            "engine ran, what is alive at exit is left to refcounting: a faster, quiet exit).",
+        ),
     ],
     "The examples (examples/)": [
-        Variable("MEMWRAP_URL", "str", "—", "A `memwrap serve` sidecar the LiteLLM callbacks and the Node example use "
-                 "(unset: the embedded engine)."),
+        Variable(
+            "MEMWRAP_URL",
+            "str",
+            "—",
+            "A `memwrap serve` sidecar the LiteLLM callbacks and the Node example use (unset: the embedded engine).",
+        ),
         Variable("MEMWRAP_RECALL_TIMEOUT", "float", "`0.5`", "The LiteLLM callbacks' recall deadline (s)."),
         Variable("MEMWRAP_BANK", "str", "`example-user`", "Whose memory the examples use."),
     ],
     "Tests and benchmarks": [
-        Variable("MEMWRAP_TEST_LLM_BASE_URL", "str", "—", "A real OpenAI-compatible model for the `real_llm` tests "
-                 "and `bench.scenario` (unset: those tests are skipped)."),
+        Variable(
+            "MEMWRAP_TEST_LLM_BASE_URL",
+            "str",
+            "—",
+            "A real OpenAI-compatible model for the `real_llm` tests "
+            "and `bench.scenario` (unset: those tests are skipped).",
+        ),
         Variable("MEMWRAP_TEST_LLM_MODEL", "str", "—", "Its model."),
         Variable("MEMWRAP_TEST_LLM_API_KEY", "str", "`local`", "Its key."),
-        Variable("MEMWRAP_TEST_CHROMIUM", "path", "`chromium` on PATH", "The browser the memory browser's tests and "
-                 "bench/ui_pages.py drive."),
+        Variable(
+            "MEMWRAP_TEST_CHROMIUM",
+            "path",
+            "`chromium` on PATH",
+            "The browser the memory browser's tests and bench/ui_pages.py drive.",
+        ),
         Variable("MEMWRAP_FUZZ_EXAMPLES", "int", "`12`", "Cases per operation in tests/test_server_fuzz.py."),
-        Variable("MEMWRAP_SCHEMATHESIS_EXAMPLES", "int", "`25`", "Cases per operation and phase in "
-                 "tests/test_server_robustness.py."),
-        Variable("MEMWRAP_BENCH_CACHE", "path", "`~/.cache/memwrap-bench`", "Where the scale bench keeps its "
-                 "generated corpora."),
+        Variable(
+            "MEMWRAP_SCHEMATHESIS_EXAMPLES",
+            "int",
+            "`25`",
+            "Cases per operation and phase in tests/test_server_robustness.py.",
+        ),
+        Variable(
+            "MEMWRAP_BENCH_CACHE",
+            "path",
+            "`~/.cache/memwrap-bench`",
+            "Where the scale bench keeps its generated corpora.",
+        ),
     ],
 }
 
@@ -301,8 +336,9 @@ def variables() -> dict[str, list[Variable]]:
             old = _aliases(name, info)
             if old:
                 meaning += " Old name, still read: " + ", ".join(f"`{o}`" for o in old) + "."
-            rows.append(Variable(PREFIX + name.upper(), _type(info.annotation) + _bounds(info),
-                                 _default(name, info), meaning))
+            rows.append(
+                Variable(PREFIX + name.upper(), _type(info.annotation) + _bounds(info), _default(name, info), meaning)
+            )
     return {**groups, **ENVIRONMENT}
 
 

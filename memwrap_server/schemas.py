@@ -43,9 +43,14 @@ Metadata = Annotated[dict[str, Any], AfterValidator(validate.metadata)]
 class RetainBody(RetainItem):
     """One thing to remember (content is split, embedded, dated and linked as by `Memory.retain`)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"content": "Alice joined Google in March 2026.", "document_id": "conv-1:turn-3", "tags": ["work"]}
-    ]})
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"content": "Alice joined Google in March 2026.", "document_id": "conv-1:turn-3", "tags": ["work"]}
+            ]
+        },
+    )
 
     @field_validator("metadata")
     @classmethod
@@ -101,8 +106,12 @@ class BankCreate(BaseModel):
         default=None, description="Secrets in retained text: redact (default), block (refuse the retain) or off."
     )
     disposition: DispositionIn | None = None
-    raw_ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS,
-                                       description="Raw facts older than this are deleted by the worker (null: kept).")
+    raw_ttl_days: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_DAYS,
+        description="Raw facts older than this are deleted by the worker (null: kept).",
+    )
 
 
 class BankPatch(BaseModel):
@@ -110,8 +119,12 @@ class BankPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     defense_policy: DefensePolicy | None = None
-    raw_ttl_days: float | None = Field(default=None, gt=0, le=MAX_TTL_DAYS,
-                                       description="Raw facts older than this are deleted by the worker (null: kept).")
+    raw_ttl_days: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TTL_DAYS,
+        description="Raw facts older than this are deleted by the worker (null: kept).",
+    )
     disposition: DispositionIn | None = Field(default=None, description="Reflect's disposition (null: defaults).")
 
 

@@ -93,8 +93,13 @@ class FailureBudget:
             return None
         if not bucket.held:
             bucket.held = True
-            log.warning("API key %s is over its failure budget (%g refused requests/s, burst %d): its requests are "
-                        "held until it recovers", self.label(key), self.rate, self.burst)
+            log.warning(
+                "API key %s is over its failure budget (%g refused requests/s, burst %d): its requests are "
+                "held until it recovers",
+                self.label(key),
+                self.rate,
+                self.burst,
+            )
         bucket.waiting += 1
         try:
             await asyncio.sleep(min(wait, self.max_wait))

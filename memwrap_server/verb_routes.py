@@ -93,10 +93,14 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
         if body.model_fields:
             required = any(info.is_required() for info in body.model_fields.values())
             annotation = Annotated[body, Body()] if required else Annotated[body | None, Body()]
-            parameters.append(inspect.Parameter(
-                "body", inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
-                default=inspect.Parameter.empty if required else None,
-            ))
+            parameters.append(
+                inspect.Parameter(
+                    "body",
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=annotation,
+                    default=inspect.Parameter.empty if required else None,
+                )
+            )
     else:
         for name, info in verb.params.model_fields.items():
             if name in route.path_params:
@@ -144,14 +148,21 @@ def _query_parameters(name: str, annotation: Any, default: Any) -> list[inspect.
     if _is_list(annotation):
         list_type = list[str] | None
         return [
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[list_type, Query()],
-                              default=None),
-            inspect.Parameter(_singular(name), inspect.Parameter.KEYWORD_ONLY,
-                              annotation=Annotated[list_type, Query(deprecated=True, description=f"Use `{name}`.")],
-                              default=None),
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[list_type, Query()], default=None
+            ),
+            inspect.Parameter(
+                _singular(name),
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=Annotated[list_type, Query(deprecated=True, description=f"Use `{name}`.")],
+                default=None,
+            ),
         ]
-    return [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, Query()],
-                              default=default)]
+    return [
+        inspect.Parameter(
+            name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, Query()], default=default
+        )
+    ]
 
 
 def _is_list(annotation: Any) -> bool:

@@ -65,8 +65,13 @@ def memory(memwrap_home: Path) -> Iterator[Memory]:
 def mem(memwrap_home: Path) -> Iterator[Memory]:
     """A Memory of the module's own with an inline worker, quick to react (the session's `memory` may run a job
     too). Modules that need another Memory (an LLM, a database of its own) define their own `mem`."""
-    settings = load_settings(home=memwrap_home, worker="inline", worker_poll_seconds=0.05,
-                             consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
+    settings = load_settings(
+        home=memwrap_home,
+        worker="inline",
+        worker_poll_seconds=0.05,
+        consolidation_delay_seconds=0.0,
+        mental_model_refresh_delay_seconds=0.05,
+    )
     with Memory(settings=settings) as memory:
         yield memory
 

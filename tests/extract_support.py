@@ -22,9 +22,15 @@ async def make_engine(home: Path, fake: FakeLLMServer | None, provider: str = "o
     # Only the extraction role talks to the fake: consolidation (the learning worker that runs in every engine)
     # must not take scripted replies meant for extraction.
     options: dict[str, Any] = {
-        "home": home, "llm_provider": "none", "extraction_provider": provider, "extraction_model": "fake-extractor",
-        "extraction_base_url": base, "extraction_api_key": "sk-test",
-        "llm_backoff": 0.01, "llm_max_retries": 1, "llm_timeout": 5.0,
+        "home": home,
+        "llm_provider": "none",
+        "extraction_provider": provider,
+        "extraction_model": "fake-extractor",
+        "extraction_base_url": base,
+        "extraction_api_key": "sk-test",
+        "llm_backoff": 0.01,
+        "llm_max_retries": 1,
+        "llm_timeout": 5.0,
         "extraction_retry_interval": 3600.0,  # no background pass unless a test asks for one
         "worker": "off",  # the learning worker would also work on other tests' banks in the shared database
     }
@@ -50,8 +56,14 @@ def fact(
     caused_by: list[int] | None = None,
 ) -> dict[str, Any]:
     return {
-        "text": text, "fact_type": fact_type, "turns": turns, "entities": entities or [], "when": when,
-        "start": start, "end": end, "caused_by": caused_by or [],
+        "text": text,
+        "fact_type": fact_type,
+        "turns": turns,
+        "entities": entities or [],
+        "when": when,
+        "start": start,
+        "end": end,
+        "caused_by": caused_by or [],
     }
 
 

@@ -92,8 +92,11 @@ def forked(base: str, bank: str, text: str) -> None:
         raise SystemExit("flush() did not deliver the parent's exchange")
     context = multiprocessing.get_context("fork")
     children = [
-        context.Process(target=openai_call, args=(base, bank, f"Worker {n} reports: the {colour} door is locked."),
-                        kwargs={"recall_timeout": PATIENT})
+        context.Process(
+            target=openai_call,
+            args=(base, bank, f"Worker {n} reports: the {colour} door is locked."),
+            kwargs={"recall_timeout": PATIENT},
+        )
         for n, colour in ((1, "blue"), (2, "green"))
     ]
     for child in children:

@@ -29,9 +29,16 @@ async def make_engine(home: Path, fake: FakeLLMServer, provider: str = "openai",
     """An engine on the test database whose reflect role (only) talks to the fake server; no worker."""
     base = fake.openai_base_url if provider == "openai" else fake.anthropic_base_url
     options: dict[str, Any] = {
-        "home": home, "llm_provider": "none", "reflect_provider": provider, "reflect_model": "fake-reflector",
-        "reflect_base_url": base, "reflect_api_key": "sk-test", "llm_backoff": 0.01, "llm_max_retries": 0,
-        "llm_timeout": 10.0, "worker": "off",
+        "home": home,
+        "llm_provider": "none",
+        "reflect_provider": provider,
+        "reflect_model": "fake-reflector",
+        "reflect_base_url": base,
+        "reflect_api_key": "sk-test",
+        "llm_backoff": 0.01,
+        "llm_max_retries": 0,
+        "llm_timeout": 10.0,
+        "worker": "off",
         "llm_tool_protocol": "native",  # the fake answers as scripted: no capability probe (test_reflect_protocols)
     }
     options.update(overrides)
@@ -92,8 +99,10 @@ def tool_results(request: Any) -> list[str]:
     if request.provider == "anthropic.messages":
         return [
             block["content"] if isinstance(block["content"], str) else json.dumps(block["content"])
-            for m in body["messages"] if m["role"] == "user" and isinstance(m["content"], list)
-            for block in m["content"] if block.get("type") == "tool_result"
+            for m in body["messages"]
+            if m["role"] == "user" and isinstance(m["content"], list)
+            for block in m["content"]
+            if block.get("type") == "tool_result"
         ]
     return [m["content"] for m in body["messages"] if m["role"] == "tool"]
 

@@ -132,8 +132,12 @@ def test_bank_ids_are_matched_whole(memory: Memory) -> None:
 def test_traffic_is_made_storable_not_refused() -> None:
     from memwrap import validate
 
-    item = {"content": "a\x00b \ud800 c", "document_id": "d\x00" + "x" * 600, "tags": ["t" * 300, "\x00ok", " "],
-            "metadata": {"source": "memwrap.openai.chat", "note\x00": "v\x00"}}
+    item = {
+        "content": "a\x00b \ud800 c",
+        "document_id": "d\x00" + "x" * 600,
+        "tags": ["t" * 300, "\x00ok", " "],
+        "metadata": {"source": "memwrap.openai.chat", "note\x00": "v\x00"},
+    }
     (fixed,) = validate.storable_items(item)
     assert fixed["content"] == "a\ufffdb \ufffd c"
     assert len(fixed["document_id"]) == validate.MAX_DOCUMENT_ID_CHARS and "\x00" not in fixed["document_id"]

@@ -31,13 +31,56 @@ TURNS = [
 ]
 # 50 questions: names, topics, dates (eight of them open a time window, so the temporal arm runs), Chinese.
 QUERIES = [
-    "where do I live", "what editor theme", "Maya", "music lessons", "who leads Apollo", "last summer", "dentist",
-    "budget", "new job", "里斯本", "March", "Saturday picnic", "where did I move", "which city", "Lisbon",
-    "dark mode", "code editor settings", "birthday", "picnic", "cello", "Thursday", "Zhang Wei", "Apollo project",
-    "hiking", "the Alps", "Dr. Ortiz", "Bob", "next week", "job", "May", "搬家", "what happened in spring",
-    "what do I like", "preferences", "who is Maya", "appointments", "work", "projects", "mountains", "health",
-    "schedule changes", "meetings", "last month", "this year", "what did I do in March", "family", "teeth", "music",
-    "travel", "colleagues",
+    "where do I live",
+    "what editor theme",
+    "Maya",
+    "music lessons",
+    "who leads Apollo",
+    "last summer",
+    "dentist",
+    "budget",
+    "new job",
+    "里斯本",
+    "March",
+    "Saturday picnic",
+    "where did I move",
+    "which city",
+    "Lisbon",
+    "dark mode",
+    "code editor settings",
+    "birthday",
+    "picnic",
+    "cello",
+    "Thursday",
+    "Zhang Wei",
+    "Apollo project",
+    "hiking",
+    "the Alps",
+    "Dr. Ortiz",
+    "Bob",
+    "next week",
+    "job",
+    "May",
+    "搬家",
+    "what happened in spring",
+    "what do I like",
+    "preferences",
+    "who is Maya",
+    "appointments",
+    "work",
+    "projects",
+    "mountains",
+    "health",
+    "schedule changes",
+    "meetings",
+    "last month",
+    "this year",
+    "what did I do in March",
+    "family",
+    "teeth",
+    "music",
+    "travel",
+    "colleagues",
 ]
 
 
@@ -55,11 +98,19 @@ def _export(memory: Memory, bank: str, **options: Any) -> list[str]:
 
 
 def _fill(memory: Memory, bank: str) -> None:
-    memory.retain_many(bank, [
-        {"content": t, "timestamp": START + timedelta(days=i), "document_id": f"chat-{i // 4}:{i}",
-         "metadata": {"n": i, "lang": "zh" if i == 11 else "en"}, "tags": ["b" if i == 5 else "a"]}
-        for i, t in enumerate(TURNS)
-    ])
+    memory.retain_many(
+        bank,
+        [
+            {
+                "content": t,
+                "timestamp": START + timedelta(days=i),
+                "document_id": f"chat-{i // 4}:{i}",
+                "metadata": {"n": i, "lang": "zh" if i == 11 else "en"},
+                "tags": ["b" if i == 5 else "a"],
+            }
+            for i, t in enumerate(TURNS)
+        ],
+    )
     assert memory.consolidate(bank).created >= 1
     ids = [m.id for m in memory.list(bank, types=["raw"])]
     memory._run(
@@ -103,8 +154,19 @@ def test_export_delete_import_gives_the_same_list_and_recall(memory: Memory, inc
         observations and header["record"] == "header" and header["counts"]["memory"] == len(listing) + 1
     )  # + invalidated
     kinds = {json.loads(line)["record"] for line in lines}
-    assert {"memory", "entity", "unit_entity", "link", "observation", "evidence", "mental_model", "memory_version",
-            "invalidation", "retained_item", "unit_learning"} <= kinds
+    assert {
+        "memory",
+        "entity",
+        "unit_entity",
+        "link",
+        "observation",
+        "evidence",
+        "mental_model",
+        "memory_version",
+        "invalidation",
+        "retained_item",
+        "unit_learning",
+    } <= kinds
     assert ("embedding" in json.loads(next(li for li in lines if '"record":"memory"' in li))) == include_embeddings
 
     memory.delete_bank(bank)

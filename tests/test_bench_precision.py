@@ -101,7 +101,10 @@ def test_scores_follow_the_rankings() -> None:
     time_s = scenarios["t-en-1"]
     q1 = time_s.questions[0]  # last spring 2026: m15-m18
     assert score_question(time_s, q1, ["m15", "m01", "m16", "m17"], {"m15", "m01"}) == {
-        "top3_in_range": 2 / 3, "first_in_range": 1.0, "block_in_range": 0.5}
+        "top3_in_range": 2 / 3,
+        "first_in_range": 1.0,
+        "block_in_range": 0.5,
+    }
     assert score_question(time_s, q1, [], set())["top3_in_range"] == 0.0
     q8 = time_s.questions[7]  # one memory answers: out of min(3, 1)
     assert score_question(time_s, q8, ["m01", "m02", "m25"], set())["top3_in_range"] == 1.0
@@ -109,7 +112,10 @@ def test_scores_follow_the_rankings() -> None:
     replaced = scenarios["r-en-1"]
     editor = replaced.questions[0]  # newer a12, older a01
     assert score_question(replaced, editor, ["a01", "a12"], {"a12"}) == {
-        "newer_above_older": 0.0, "newer_first": 0.0, "block_has_newer": 1.0}
+        "newer_above_older": 0.0,
+        "newer_first": 0.0,
+        "block_has_newer": 1.0,
+    }
     assert score_question(replaced, editor, [None, "a12"], set())["newer_above_older"] == 1.0  # older not found
     assert score_question(replaced, editor, ["bg01"], set())["newer_above_older"] == 0.0  # neither found
 
@@ -139,8 +145,10 @@ def test_chance_is_what_a_random_order_scores() -> None:
 def test_summary_keeps_splits_apart() -> None:
     hit = {"first": 1.0, "r@3": 1.0, "r@5": 1.0, "block_has_expected": 1.0}
     miss = {"first": 0.0, "r@3": 1.0, "r@5": 1.0, "block_has_expected": 0.0}
-    rows = [{"category": "entities", "split": "dev", "scores": hit},
-            {"category": "entities", "split": "heldout", "scores": miss}]
+    rows = [
+        {"category": "entities", "split": "dev", "scores": hit},
+        {"category": "entities", "split": "heldout", "scores": miss},
+    ]
     summary = summarise(rows)["entities"]
     assert summary["dev"]["first"] == 1.0 and summary["heldout"]["first"] == 0.0 and summary["all"]["first"] == 0.5
     assert summary["all"]["n"] == 2 and "user_above_assistant" not in summary["all"]
@@ -154,9 +162,26 @@ def test_the_bench_runs_end_to_end_on_a_slice() -> None:
     env.pop("MEMWRAP_HOME", None)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "bench.precision", "--split", "heldout", "--scenarios", ",".join(SLICE),
-             "--home", str(home / "memwrap"), "--out", str(out), "--json"],
-            cwd=_REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+            [
+                sys.executable,
+                "-m",
+                "bench.precision",
+                "--split",
+                "heldout",
+                "--scenarios",
+                ",".join(SLICE),
+                "--home",
+                str(home / "memwrap"),
+                "--out",
+                str(out),
+                "--json",
+            ],
+            cwd=_REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert done.returncode == 0, done.stderr[-3000:]
         result = json.loads(done.stdout)

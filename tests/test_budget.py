@@ -16,8 +16,35 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 ENC = encoding_for_model(None)
 
 _words = st.sampled_from(
-    ["Alice", "Google", "张伟", "阿里巴巴", "杭州", "🎉", "😀👍", "café", "naïve", "memory", "budget", "the", "a",
-     "\n", "  ", "\t", ".", "!", "?", "-", "<|endoftext|>", "ок", "東京", "1234", "3.14", "e-mail", "'s"]
+    [
+        "Alice",
+        "Google",
+        "张伟",
+        "阿里巴巴",
+        "杭州",
+        "🎉",
+        "😀👍",
+        "café",
+        "naïve",
+        "memory",
+        "budget",
+        "the",
+        "a",
+        "\n",
+        "  ",
+        "\t",
+        ".",
+        "!",
+        "?",
+        "-",
+        "<|endoftext|>",
+        "ок",
+        "東京",
+        "1234",
+        "3.14",
+        "e-mail",
+        "'s",
+    ]
 )
 _texts = st.lists(_words, min_size=1, max_size=40).map(" ".join).filter(lambda t: t.strip() != "")
 _long_texts = st.integers(min_value=200, max_value=3000).map(lambda n: ("long memory 很长的记忆 🎈 " * n)[: n * 5])
@@ -27,8 +54,12 @@ _long_texts = st.integers(min_value=200, max_value=3000).map(lambda n: ("long me
 def _memories(draw: st.DrawFn) -> list[RecalledMemory]:
     texts = draw(st.lists(st.one_of(_texts, _texts, _texts, _long_texts), min_size=0, max_size=60))
     return [
-        RecalledMemory(id=f"00000000-0000-0000-0000-{i:012d}", text=t, type="raw",
-                       mentioned_at=datetime(2026, 1 + i % 12, 1 + i % 28, tzinfo=UTC))
+        RecalledMemory(
+            id=f"00000000-0000-0000-0000-{i:012d}",
+            text=t,
+            type="raw",
+            mentioned_at=datetime(2026, 1 + i % 12, 1 + i % 28, tzinfo=UTC),
+        )
         for i, t in enumerate(texts)
     ]
 
@@ -54,8 +85,10 @@ def test_pack_is_exact_and_leaves_no_fitting_memory_out(memories: list[RecalledM
 
 def test_one_long_memory_does_not_block_shorter_ones() -> None:
     long = RecalledMemory(id="00000000-0000-0000-0000-000000000001", text="word " * 2000, type="raw")
-    short = [RecalledMemory(id=f"00000000-0000-0000-0000-{i:012d}", text=f"short memory {i}", type="raw")
-             for i in range(2, 12)]
+    short = [
+        RecalledMemory(id=f"00000000-0000-0000-0000-{i:012d}", text=f"short memory {i}", type="raw")
+        for i in range(2, 12)
+    ]
     context, tokens, chosen = pack([long, *short], max_tokens=300, now=NOW, encoding=ENC)
     assert long.id not in {m.id for m in chosen}
     assert len(chosen) == 10
@@ -70,8 +103,11 @@ def test_recall_budget_end_to_end(memory: Memory, max_tokens: int) -> None:
     bank = "budget-property"
     if not memory.list(bank, limit=1):
         texts = [
-            "张伟于2021年加入阿里巴巴，负责杭州的云计算项目。", "Alice loves 🎉 parties and 😀 emoji.",
-            "A very long memory. " * 400, "Bob's café serves naïve crème brûlée.", "短记忆",
+            "张伟于2021年加入阿里巴巴，负责杭州的云计算项目。",
+            "Alice loves 🎉 parties and 😀 emoji.",
+            "A very long memory. " * 400,
+            "Bob's café serves naïve crème brûlée.",
+            "短记忆",
         ] + [f"Memory number {i} about topic {i % 7} and person P{i % 5}." for i in range(80)]
         memory.retain_many(bank, [RetainItem(content=t, document_id=f"d{i}") for i, t in enumerate(texts)])
     recall = memory.recall(bank, "What do we know about topic 3 and 张伟?", token_budget=max_tokens, now=NOW)

@@ -15,34 +15,39 @@ TUESDAY = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
 
 
 def day(y: int, m: int, d: int, last: int | None = None) -> tuple[datetime, datetime]:
-    return (datetime(y, m, d, tzinfo=UTC),
-            datetime(y, m, last or d, 23, 59, 59, 999999, tzinfo=UTC))
+    return (datetime(y, m, d, tzinfo=UTC), datetime(y, m, last or d, 23, 59, 59, 999999, tzinfo=UTC))
 
 
-@pytest.mark.parametrize(("sentence", "facts", "covered"), [
-    ("I'm allergic to peanuts.", "The user is allergic to peanuts.", True),  # "allergic" ~ "allergy" stems
-    ("I'm allergic to peanuts.", "The user has a peanut allergy.", True),
-    ("I'm allergic to peanuts.", "The user started a new job.", False),
-    ("My team lead is Zhang Wei; we call him 老张.", "The user's team lead is Zhang Wei.", False),  # key 老张 lost
-    ("My team lead is Zhang Wei; we call him 老张.", "The user's team lead is Zhang Wei (老张).", True),
-    ("My locker code is 4417.", "The user has a locker code.", False),  # the number is a key term
-    ("我下周三要去上海出差。", "用户下周三要去上海出差。", True),
-    ("我下周三要去上海出差。", "The user will travel to Shanghai for work.", False),
-    ("我下周三要去上海出差。", "用户计划下周三出差。", False),  # the real model's fact: 上海 is gone
-    ("我下周三要去上海出差。", "用户下周三将去上海出差。", True),
-    ("I'm flying to Berlin next Tuesday.", "The user is flying to Berlin on 2026-12-08.", True),  # time words
-])
+@pytest.mark.parametrize(
+    ("sentence", "facts", "covered"),
+    [
+        ("I'm allergic to peanuts.", "The user is allergic to peanuts.", True),  # "allergic" ~ "allergy" stems
+        ("I'm allergic to peanuts.", "The user has a peanut allergy.", True),
+        ("I'm allergic to peanuts.", "The user started a new job.", False),
+        ("My team lead is Zhang Wei; we call him 老张.", "The user's team lead is Zhang Wei.", False),  # key 老张 lost
+        ("My team lead is Zhang Wei; we call him 老张.", "The user's team lead is Zhang Wei (老张).", True),
+        ("My locker code is 4417.", "The user has a locker code.", False),  # the number is a key term
+        ("我下周三要去上海出差。", "用户下周三要去上海出差。", True),
+        ("我下周三要去上海出差。", "The user will travel to Shanghai for work.", False),
+        ("我下周三要去上海出差。", "用户计划下周三出差。", False),  # the real model's fact: 上海 is gone
+        ("我下周三要去上海出差。", "用户下周三将去上海出差。", True),
+        ("I'm flying to Berlin next Tuesday.", "The user is flying to Berlin on 2026-12-08.", True),  # time words
+    ],
+)
 def test_a_sentence_is_covered_only_with_its_content_and_key_terms(sentence: str, facts: str, covered: bool) -> None:
     assert lexically_covered(sentence, facts)[0] is covered
 
 
-@pytest.mark.parametrize(("sentence", "role", "expected"), [
-    ("Thanks, sounds good!", "user", False),
-    ("Hi there!", "user", False),
-    ("How are you feeling about the move?", "assistant", False),  # the assistant's questions tell nothing
-    ("Which city did you move to?", "user", True),
-    ("I moved to Lisbon.", "user", True),
-])
+@pytest.mark.parametrize(
+    ("sentence", "role", "expected"),
+    [
+        ("Thanks, sounds good!", "user", False),
+        ("Hi there!", "user", False),
+        ("How are you feeling about the move?", "assistant", False),  # the assistant's questions tell nothing
+        ("Which city did you move to?", "user", True),
+        ("I moved to Lisbon.", "user", True),
+    ],
+)
 def test_filler_is_not_informative(sentence: str, role: str, expected: bool) -> None:
     assert informative(sentence, role) is expected
 
@@ -61,12 +66,15 @@ def test_a_phrase_the_turns_do_not_contain_is_not_trusted() -> None:
     assert span == day(2026, 12, 8) and text == "The user is flying to Berlin."
 
 
-@pytest.mark.parametrize(("turn", "phrase", "expected"), [
-    ("I moved to Lisbon in March.", "in March", day(2026, 3, 1, 31)),  # said in December: the March behind
-    ("I started a new job in May.", "in May", day(2026, 5, 1, 31)),
-    ("I'll visit Tokyo in March.", "in March", day(2027, 3, 1, 31)),  # future tense: the March ahead
-    ("我三月搬到了里斯本。", "三月", day(2026, 3, 1, 31)),
-])
+@pytest.mark.parametrize(
+    ("turn", "phrase", "expected"),
+    [
+        ("I moved to Lisbon in March.", "in March", day(2026, 3, 1, 31)),  # said in December: the March behind
+        ("I started a new job in May.", "in May", day(2026, 5, 1, 31)),
+        ("I'll visit Tokyo in March.", "in March", day(2027, 3, 1, 31)),  # future tense: the March ahead
+        ("我三月搬到了里斯本。", "三月", day(2026, 3, 1, 31)),
+    ],
+)
 def test_a_quoted_bare_month_takes_the_tense_of_its_turn(turn: str, phrase: str, expected: object) -> None:
     # The model quotes only "in March": cut out of its sentence it has no tense, the turn's clause gives it one.
     assert fact_span(phrase, None, None, "The user moved.", [(turn, TUESDAY)])[0] == expected
@@ -104,12 +112,15 @@ async def test_a_chinese_sentence_is_not_taken_as_carried_by_embedding_similarit
     assert missing == {"a": [("user", "我下周三要去上海出差。")]}
 
 
-@pytest.mark.parametrize(("fact", "expected"), [
-    ("Started a new job at Lumen Labs last month", "The user started a new job at Lumen Labs last month"),
-    ("user is allergic to peanuts", "The user is allergic to peanuts"),
-    ("five years at Contoso", "five years at Contoso"),  # no "I five" in the turn: left alone
-    ("Lumen Labs hired the user", "Lumen Labs hired the user"),
-])
+@pytest.mark.parametrize(
+    ("fact", "expected"),
+    [
+        ("Started a new job at Lumen Labs last month", "The user started a new job at Lumen Labs last month"),
+        ("user is allergic to peanuts", "The user is allergic to peanuts"),
+        ("five years at Contoso", "five years at Contoso"),  # no "I five" in the turn: left alone
+        ("Lumen Labs hired the user", "Lumen Labs hired the user"),
+    ],
+)
 def test_a_fact_without_its_subject_gets_the_user_back(fact: str, expected: str) -> None:
     from memwrap.engine.language.speakers import with_subject
 

@@ -38,14 +38,38 @@ SPACES = [" ", "\t", "\n", "\r\n", "\u00a0", "\u2009", "\u202f", "\u2007", "\u30
 DASHES = ["-", "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2212", "\ufe63", "\uff0d", " - "]
 DOTS = [".", "\u00b7", "\u30fb", "\uff0e", ". "]
 SEPARATORS = SPACES + DASHES + DOTS
-INVISIBLES = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u3164", "\u115f", "\u2800", "\u180e",
-              "\U000e0020", "\u034f", "\ufe0f"]
+INVISIBLES = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\u3164",
+    "\u115f",
+    "\u2800",
+    "\u180e",
+    "\U000e0020",
+    "\u034f",
+    "\ufe0f",
+]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\n  "]
 # Kinds whose matches are tokens: a line break inside one is read through (defense/view.py: joined). Key blocks span
 # lines by themselves; a bare 40-character AWS secret, assignments and personal data read as prose, where a
 # line break ends the value.
-NOT_WRAPPED = {"private_key", "password", "generic_secret", "aws_secret_key", "credit_card", "us_ssn", "iban",
-               "email", "cn_resident_id", "cn_mobile", "phone_number"}
+NOT_WRAPPED = {
+    "private_key",
+    "password",
+    "generic_secret",
+    "aws_secret_key",
+    "credit_card",
+    "us_ssn",
+    "iban",
+    "email",
+    "cn_resident_id",
+    "cn_mobile",
+    "phone_number",
+}
 
 _INVISIBLE = {chr(c) for a, b in INVISIBLE_RANGES for c in range(a, b + 1)}
 
@@ -139,9 +163,15 @@ class Written:
     prose: str = ""  # the sentence without it: its words ("my GitHub token …") are no leak when stored
 
 
-CARD_BRANDS = [("4", 16, [4, 4, 4, 4]), ("51", 16, [4, 4, 4, 4]), ("2221", 16, [4, 4, 4, 4]),
-               ("37", 15, [4, 6, 5]), ("6011", 16, [4, 4, 4, 4]), ("3530", 16, [4, 4, 4, 4]),
-               ("62", 16, [4, 4, 4, 4])]
+CARD_BRANDS = [
+    ("4", 16, [4, 4, 4, 4]),
+    ("51", 16, [4, 4, 4, 4]),
+    ("2221", 16, [4, 4, 4, 4]),
+    ("37", 15, [4, 6, 5]),
+    ("6011", 16, [4, 4, 4, 4]),
+    ("3530", 16, [4, 4, 4, 4]),
+    ("62", 16, [4, 4, 4, 4]),
+]
 
 
 def _split(number: str, sizes: list[int]) -> list[str]:
@@ -310,8 +340,11 @@ def _item(index: int, written: Written) -> dict[str, Any]:
     return item
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(batch=st.lists(stored_secret, min_size=30, max_size=40))
 def test_nothing_readable_is_stored_listed_exported_or_logged(
     memory: Memory, tmp_path: Path, caplog: pytest.LogCaptureFixture, batch: list[Written]
@@ -325,8 +358,13 @@ def test_nothing_readable_is_stored_listed_exported_or_logged(
         memory.export_bank(bank, path, include_embeddings=False)
         exported = _words([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()])
         recalled = memory.recall(bank, "note card phone token key password", token_budget=8000)
-        answers = {"listed": listed, "exported": exported, "recall": recalled.context,
-                   "recalled": _words([m.model_dump(mode="json") for m in recalled.memories]), "log": caplog.text}
+        answers = {
+            "listed": listed,
+            "exported": exported,
+            "recall": recalled.context,
+            "recalled": _words([m.model_dump(mode="json") for m in recalled.memories]),
+            "log": caplog.text,
+        }
         assert "[REDACTED:" in listed
         public = " ".join(w.prose for w in batch)  # "service key …": the words around any secret of the batch
         for written in batch:

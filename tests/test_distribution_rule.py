@@ -145,21 +145,40 @@ def statements(memwrap_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         conn.add_query_logger(lambda record: seen.append(record.query))
 
     monkeypatch.setattr(db, "_init_connection", logged)
-    settings = load_settings(home=memwrap_home, worker="inline", worker_poll_seconds=0.05,
-                             consolidation_delay_seconds=0.0, mental_model_refresh_delay_seconds=0.05)
+    settings = load_settings(
+        home=memwrap_home,
+        worker="inline",
+        worker_poll_seconds=0.05,
+        consolidation_delay_seconds=0.0,
+        mental_model_refresh_delay_seconds=0.05,
+    )
     with Memory(settings=settings) as memory:
         yield memory, seen
 
 
 def _run_the_verbs(memory: Memory, bank: str) -> None:
     now = datetime(2024, 6, 1, tzinfo=UTC)
-    ids = memory.retain_many(bank, [
-        {"content": "Alice: I ran the river 10k with Bob last Sunday.", "document_id": "S1:1", "timestamp": now,
-         "tags": ["running"]},
-        {"content": "Bob: Alice was faster than me, she trains every morning.", "document_id": "S1:2",
-         "timestamp": now},
-        {"content": "Alice: Next month I will run a half marathon in Lisbon.", "document_id": "S2:1", "timestamp": now},
-    ])
+    ids = memory.retain_many(
+        bank,
+        [
+            {
+                "content": "Alice: I ran the river 10k with Bob last Sunday.",
+                "document_id": "S1:1",
+                "timestamp": now,
+                "tags": ["running"],
+            },
+            {
+                "content": "Bob: Alice was faster than me, she trains every morning.",
+                "document_id": "S1:2",
+                "timestamp": now,
+            },
+            {
+                "content": "Alice: Next month I will run a half marathon in Lisbon.",
+                "document_id": "S2:1",
+                "timestamp": now,
+            },
+        ],
+    )
     memory.retain(bank, "Alice runs every morning before work.", timestamp=now)
     memory.import_memories(bank, [{"text": "Carmen adopted a rescue dog named Pepper.", "document_id": "S3:1"}])
     memory.recall(bank, "What does Alice do in the mornings?", now=now, neighbours=True)

@@ -53,7 +53,11 @@ def test_the_scorer_counts_alternatives_once_and_ignores_optional_names() -> Non
 def test_the_scorer_runs_from_the_command_line() -> None:
     run = subprocess.run(
         [sys.executable, "-m", "bench.entities", "--split", "heldout", "-v"],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     lines = run.stdout.splitlines()
     assert lines[0].startswith("extract_entities on the heldout sample")

@@ -57,8 +57,11 @@ async def test_an_alias_learnt_once_is_reused(engine: Engine, fake: FakeLLMServe
     )
     # The model's aliases first; then the romanised spellings memwrap adds itself (name_links.py).
     assert await aliases_of(db, bank) == {
-        "Zhang Wei": ("张伟", "llm"), "老张": ("张伟", "llm"),
-        "Wei Zhang": ("张伟", "similar"), "Zhangwei": ("张伟", "similar"), "Shanghai": ("上海", "similar"),
+        "Zhang Wei": ("张伟", "llm"),
+        "老张": ("张伟", "llm"),
+        "Wei Zhang": ("张伟", "similar"),
+        "Zhangwei": ("张伟", "similar"),
+        "Shanghai": ("上海", "similar"),
     }
 
     # Later turns name him only by an alias, and the model says nothing about who that is.

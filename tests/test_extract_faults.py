@@ -178,8 +178,14 @@ async def test_a_chunk_of_several_items_converts_together(engine: Engine, fake: 
 
 
 async def test_the_worker_retries_the_extraction_on_its_own(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
-    eng = await make_engine(memwrap_home, fake, extraction_retry_interval=0.2, worker="inline",
-                            worker_poll_seconds=0.05, worker_start_delay_seconds=0.0)
+    eng = await make_engine(
+        memwrap_home,
+        fake,
+        extraction_retry_interval=0.2,
+        worker="inline",
+        worker_poll_seconds=0.05,
+        worker_start_delay_seconds=0.0,
+    )
     try:
         fake.script([Reply(status=503, error="down")] * 2)
         # The worker may also take other tests' due extraction jobs: every later request gets the good reply.

@@ -22,8 +22,9 @@ def remote(sidecar: ServerProcess) -> Iterator[Memory]:
 
 
 def test_sync_surface_over_http(remote: Memory, bank: str) -> None:
-    ids = remote.retain(bank, "Maya is Alice's sister; she visits in May.", tags=["family"], document_id="d:1",
-                        metadata={"k": "v"})
+    ids = remote.retain(
+        bank, "Maya is Alice's sister; she visits in May.", tags=["family"], document_id="d:1", metadata={"k": "v"}
+    )
     more = remote.retain_many(bank, [RetainItem(content="Alice plays the cello."), {"content": "Alice is vegetarian."}])
     assert len(ids) == 1 and len(more) == 2
 

@@ -17,16 +17,39 @@ from memwrap.engine.mem0_export import read_mem0_file
 from memwrap.errors import InvalidInputError
 
 PACIFIC = timezone(timedelta(hours=-7))
-EXPORT: dict[str, Any] = {"results": [
-    {"id": "3c90c3cc-0d44-4b50-8888-8dd25736052a", "memory": "Likes hiking in the Alps", "hash": "h1",
-     "metadata": {"category": "hobbies"}, "created_at": "2024-07-20T01:23:45.678901-07:00",
-     "updated_at": "2024-08-01T10:00:00-07:00", "user_id": "alice", "score": 0.9, "categories": ["hobbies"]},
-    {"id": "5d6e7f80-1a2b-4c3d-9e8f-0a1b2c3d4e5f", "memory": "Is allergic to peanuts", "hash": "h2",
-     "metadata": None, "created_at": "2024-07-21T09:00:00-07:00", "updated_at": None,
-     "user_id": "alice", "agent_id": "diet-coach", "run_id": "run-42"},
-    {"id": "mem-not-a-uuid", "memory": "Prefers window seats on flights", "created_at": "2024-07-22T12:00:00",
-     "user_id": "alice", "agent_id": "travel-agent"},
-]}
+EXPORT: dict[str, Any] = {
+    "results": [
+        {
+            "id": "3c90c3cc-0d44-4b50-8888-8dd25736052a",
+            "memory": "Likes hiking in the Alps",
+            "hash": "h1",
+            "metadata": {"category": "hobbies"},
+            "created_at": "2024-07-20T01:23:45.678901-07:00",
+            "updated_at": "2024-08-01T10:00:00-07:00",
+            "user_id": "alice",
+            "score": 0.9,
+            "categories": ["hobbies"],
+        },
+        {
+            "id": "5d6e7f80-1a2b-4c3d-9e8f-0a1b2c3d4e5f",
+            "memory": "Is allergic to peanuts",
+            "hash": "h2",
+            "metadata": None,
+            "created_at": "2024-07-21T09:00:00-07:00",
+            "updated_at": None,
+            "user_id": "alice",
+            "agent_id": "diet-coach",
+            "run_id": "run-42",
+        },
+        {
+            "id": "mem-not-a-uuid",
+            "memory": "Prefers window seats on flights",
+            "created_at": "2024-07-22T12:00:00",
+            "user_id": "alice",
+            "agent_id": "travel-agent",
+        },
+    ]
+}
 
 
 def _write(tmp_path: Path, data: Any) -> Path:
@@ -40,14 +63,17 @@ def test_a_mem0_export_lands_with_ids_times_and_scopes(memory: Memory, tmp_path:
     path = _write(tmp_path, EXPORT)
     assert memory.import_memories(bank, read_mem0_file(path)) == 3
     listed = {m.text: m for m in memory.list(bank)}
-    hiking, peanuts, seats = (listed[t] for t in (
-        "Likes hiking in the Alps", "Is allergic to peanuts", "Prefers window seats on flights"))
+    hiking, peanuts, seats = (
+        listed[t] for t in ("Likes hiking in the Alps", "Is allergic to peanuts", "Prefers window seats on flights")
+    )
     assert str(hiking.id) == EXPORT["results"][0]["id"] and str(peanuts.id) == EXPORT["results"][1]["id"]
     assert hiking.type == "world" and hiking.mentioned_at == datetime(2024, 7, 20, 1, 23, 45, 678901, tzinfo=PACIFIC)
     assert seats.mentioned_at == datetime(2024, 7, 22, 12, tzinfo=UTC)  # a naive time is read as UTC
-    assert hiking.metadata == {"category": "hobbies", "user_id": "alice",
-                               "mem0": {"id": EXPORT["results"][0]["id"], "hash": "h1",
-                                        "updated_at": "2024-08-01T10:00:00-07:00"}}
+    assert hiking.metadata == {
+        "category": "hobbies",
+        "user_id": "alice",
+        "mem0": {"id": EXPORT["results"][0]["id"], "hash": "h1", "updated_at": "2024-08-01T10:00:00-07:00"},
+    }
     assert peanuts.metadata["agent_id"] == "diet-coach" and peanuts.metadata["run_id"] == "run-42"
     assert peanuts.tags == ["agent:diet-coach"] and peanuts.document_id == "run-42:" + EXPORT["results"][1]["id"]
     assert seats.metadata["mem0"]["id"] == "mem-not-a-uuid" and seats.tags == ["agent:travel-agent"]
@@ -64,8 +90,9 @@ def test_a_mem0_export_lands_with_ids_times_and_scopes(memory: Memory, tmp_path:
     assert len(memory.list(bank)) == 3
 
 
-def test_the_cli_imports_a_bare_list_and_reports(memory: Memory, tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_imports_a_bare_list_and_reports(
+    memory: Memory, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bank = f"mem0-{uuid.uuid4().hex[:8]}"
     path = _write(tmp_path, EXPORT["results"][:2])  # older mem0 versions return the list itself
     assert main(["import-mem0", bank, str(path), "--home", str(memory.settings.home), "--json"]) == 0

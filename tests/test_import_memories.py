@@ -16,8 +16,13 @@ from memwrap.errors import InvalidInputError
 WHEN = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
 
 ROWS = [
-    {"text": "Alice: I ran the river 10k on Sunday with Bob.", "mentioned_at": WHEN.isoformat(),
-     "document_id": "S1:1", "tags": ["running"], "metadata": {"speaker": "Alice"}},
+    {
+        "text": "Alice: I ran the river 10k on Sunday with Bob.",
+        "mentioned_at": WHEN.isoformat(),
+        "document_id": "S1:1",
+        "tags": ["running"],
+        "metadata": {"speaker": "Alice"},
+    },
     {"text": "Bob: Your pace was great, Alice!", "timestamp": WHEN.isoformat(), "document_id": "S1:2"},
     {"text": "Carmen adopted a rescue dog named Pepper.", "mentioned_at": WHEN.isoformat()},
 ]
@@ -42,12 +47,14 @@ def test_import_writes_what_retain_would_and_uses_given_vectors(memory: Memory, 
     alice = stored[ROWS[0]["text"]]
     assert alice.tags == ["running"] and alice.metadata == {"speaker": "Alice"} and alice.mentioned_at == WHEN
     assert "Bob" in alice.entities
-    saved = memory._run(engine.store.pool.fetchval(
-        "SELECT embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank, alice.id))
+    saved = memory._run(
+        engine.store.pool.fetchval("SELECT embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank, alice.id)
+    )
     assert np.allclose(saved.to_numpy(), vector, atol=1e-6)  # written as given, not embedded again
     # The others were embedded here; keyword, graph and session links work as for retained memories.
-    links = memory._run(engine.store.pool.fetchval(
-        "SELECT count(*) FROM memory_links WHERE bank_id = $1 AND kind = 'next'", bank))
+    links = memory._run(
+        engine.store.pool.fetchval("SELECT count(*) FROM memory_links WHERE bank_id = $1 AND kind = 'next'", bank)
+    )
     assert links == 1  # S1:1 -> S1:2
     assert next(b for b in memory.banks() if b.bank_id == bank).memories == 3
     hits = memory.recall(bank, "Who has a rescue dog?", now=WHEN).memories
@@ -75,8 +82,13 @@ def test_jsonl_line_round_trip() -> None:
 def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -> None:
     from memwrap.store.vector_index import LOCK_KEY, ensure_vector_index, vector_index_exists
 
-    rows = [{"text": f"Note {i}: the user measured {i} litres of rain in garden plot {i % 7}.",
-             "mentioned_at": WHEN.isoformat()} for i in range(299)]
+    rows = [
+        {
+            "text": f"Note {i}: the user measured {i} litres of rain in garden plot {i % 7}.",
+            "mentioned_at": WHEN.isoformat(),
+        }
+        for i in range(299)
+    ]
     rows.insert(150, {"text": "João has taught the user the cello since March.", "mentioned_at": WHEN.isoformat()})
     with Memory(home=tmp_path) as memory:
         engine = _engine(memory)

@@ -14,11 +14,18 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 
 def test_banks_are_isolated(memory: Memory) -> None:
     a, b = f"iso-a-{uuid.uuid4().hex[:8]}", f"iso-b-{uuid.uuid4().hex[:8]}"
-    a_ids = memory.retain_many(a, [
-        {"content": "Alice's secret project is called Nightingale.", "document_id": "s:1", "tags": ["x"]},
-        {"content": "Alice met Zoe in Berlin last spring.", "document_id": "s:2", "tags": ["x"],
-         "timestamp": datetime(2026, 4, 1, tzinfo=UTC)},
-    ])
+    a_ids = memory.retain_many(
+        a,
+        [
+            {"content": "Alice's secret project is called Nightingale.", "document_id": "s:1", "tags": ["x"]},
+            {
+                "content": "Alice met Zoe in Berlin last spring.",
+                "document_id": "s:2",
+                "tags": ["x"],
+                "timestamp": datetime(2026, 4, 1, tzinfo=UTC),
+            },
+        ],
+    )
     b_ids = memory.retain_many(b, [{"content": "Bob likes tennis.", "document_id": "s:1"}])
     # The same document id and content in B stays B's own.
     shared = memory.retain_many(b, [{"content": "Alice's secret project is called Nightingale.", "document_id": "s:1"}])

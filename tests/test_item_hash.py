@@ -101,24 +101,40 @@ async def write_old_state(url: str, dim: int) -> dict[str, object]:
             "INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, item_hash, mentioned_at, embedding,"
             " search_tsv) VALUES ($1, $2, 'user: my card is [REDACTED:credit_card]', 'raw', 'chat:7', $3, $4,"
             f" array_fill(0.1, ARRAY[{dim}])::vector, to_tsvector('simple', 'card'))",
-            BANK, unit, hashed, WHEN,
+            BANK,
+            unit,
+            hashed,
+            WHEN,
         )
-        await conn.execute("INSERT INTO retained_items (bank_id, item_hash, unit_ids) VALUES ($1, $2, $3)",
-                           BANK, hashed, [unit])
+        await conn.execute(
+            "INSERT INTO retained_items (bank_id, item_hash, unit_ids) VALUES ($1, $2, $3)", BANK, hashed, [unit]
+        )
         await conn.execute(
             "INSERT INTO memory_units (bank_id, id, text, fact_type, item_hash, mentioned_at, search_tsv)"
             " VALUES ($1, $2, 'The user pays by card.', 'observation', 'observation:' || $2::uuid::text, $3,"
-            " to_tsvector('simple', 'card'))", BANK, observation, WHEN,
+            " to_tsvector('simple', 'card'))",
+            BANK,
+            observation,
+            WHEN,
         )
-        await conn.execute("INSERT INTO observations (bank_id, id, scope, origin) VALUES ($1, $2, '{}', 'heuristic')",
-                           BANK, observation)
+        await conn.execute(
+            "INSERT INTO observations (bank_id, id, scope, origin) VALUES ($1, $2, '{}', 'heuristic')",
+            BANK,
+            observation,
+        )
         await conn.execute(
             "INSERT INTO observation_evidence (bank_id, observation_id, memory_id, quote, evidenced_at, source_key)"
-            " VALUES ($1, $2, $3, 'card', $4, $5)", BANK, observation, unit, WHEN, f"item:{hashed}",
+            " VALUES ($1, $2, $3, 'card', $4, $5)",
+            BANK,
+            observation,
+            unit,
+            WHEN,
+            f"item:{hashed}",
         )
         await conn.execute(
             "INSERT INTO jobs (kind, bank_id, payload) VALUES ('extract', $1, $2::jsonb)",
-            BANK, json.dumps({"item_hashes": [hashed, "not-a-hash"]}),
+            BANK,
+            json.dumps({"item_hashes": [hashed, "not-a-hash"]}),
         )
         return {"hash": hashed, "unit": unit}
     finally:
@@ -148,7 +164,8 @@ async def test_an_old_store_is_rekeyed_and_its_items_are_found_again(old_store: 
             == f"item:{keyed}"
         )
         assert json.loads(await pool.fetchval("SELECT payload::text FROM jobs WHERE bank_id = $1", BANK)) == {
-            "item_hashes": [keyed, "not-a-hash"]}
+            "item_hashes": [keyed, "not-a-hash"]
+        }
 
         # Retained again, the old item is the same memory; so is a bulk import of it.
         assert await engine.retain(BANK, OLD_CONTENT, document_id="chat:7") == [old["unit"]]
@@ -156,9 +173,11 @@ async def test_an_old_store_is_rekeyed_and_its_items_are_found_again(old_store: 
         # A new item is hashed the new way, over its defended text.
         [new] = await engine.retain(BANK, f"user: my other card is {CARD}", document_id="chat:8")
         assert await pool.fetchval("SELECT item_hash FROM memory_units WHERE id = $1", new) == old_hash(
-            "chat:8", "user: my other card is [REDACTED:credit_card]")
-        assert await pool.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw'",
-                                   BANK) == 2
+            "chat:8", "user: my other card is [REDACTED:credit_card]"
+        )
+        assert (
+            await pool.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'raw'", BANK) == 2
+        )
     finally:
         await engine.close()
 

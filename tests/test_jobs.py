@@ -54,8 +54,13 @@ def home() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def mem(home: Path) -> Iterator[Memory]:
     settings = load_settings(
-        home=home, worker="off", worker_lease_seconds=1.0, job_backoff_seconds=0.05, job_backoff_cap_seconds=0.2,
-        worker_poll_seconds=0.05, consolidation_delay_seconds=0.0,
+        home=home,
+        worker="off",
+        worker_lease_seconds=1.0,
+        job_backoff_seconds=0.05,
+        job_backoff_cap_seconds=0.2,
+        worker_poll_seconds=0.05,
+        consolidation_delay_seconds=0.0,
     )
     with Memory(settings=settings) as memory:
         memory.banks()
@@ -85,8 +90,9 @@ def worker(mem: Memory, name: str, **kwargs: Any) -> Worker:
 
 
 def runs(mem: Memory, job_id: int) -> list[str]:
-    rows = run(mem, engine(mem).store.pool.fetch(
-        "SELECT outcome FROM job_runs WHERE job_id = $1 ORDER BY started_at", job_id))
+    rows = run(
+        mem, engine(mem).store.pool.fetch("SELECT outcome FROM job_runs WHERE job_id = $1 ORDER BY started_at", job_id)
+    )
     return [r["outcome"] for r in rows]
 
 
@@ -99,12 +105,14 @@ def test_every_kind_retries_by_the_one_policy(mem: Memory) -> None:
     """Each built-in kind declares its numbers, nothing else: extraction follows the extraction settings."""
     settings = engine(mem).settings
     policies = {name: kind.policy(settings) for name, kind in BUILTIN_KINDS.items()}
-    assert policies["extract"] == RetryPolicy(settings.extraction_max_attempts, settings.extraction_retry_interval,
-                                              6 * 3600.0)
+    assert policies["extract"] == RetryPolicy(
+        settings.extraction_max_attempts, settings.extraction_retry_interval, 6 * 3600.0
+    )
     assert policies["consolidate"] == RetryPolicy.for_jobs(settings)
     assert policies["consolidate_parked"].max_attempts == 3
     assert [policies["extract"].delay(a, jitter=False) for a in (1, 2, 3)] == [
-        settings.extraction_retry_interval * f for f in (1, 2, 4)]
+        settings.extraction_retry_interval * f for f in (1, 2, 4)
+    ]
 
 
 def test_a_worker_without_an_extraction_llm_leaves_extraction_jobs_alone(mem: Memory) -> None:
@@ -228,8 +236,9 @@ def test_a_job_given_back_merges_with_its_queued_twin(mem: Memory) -> None:
         await w.start()
         while (await jobs.list_jobs(pool))[0].status != "running":
             await asyncio.sleep(0.01)
-        twin = await jobs.enqueue(pool, "test-slow", dedupe_key="consolidate:mei", serial_key="consolidate:mei",
-                                  delay=3600)
+        twin = await jobs.enqueue(
+            pool, "test-slow", dedupe_key="consolidate:mei", serial_key="consolidate:mei", delay=3600
+        )
         await w.stop(timeout=0.2)  # gives the running job back: its twin is queued
         return twin
 

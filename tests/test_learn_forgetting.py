@@ -23,8 +23,10 @@ T0 = datetime(2026, 2, 1, tzinfo=UTC)
 
 
 def _three(mem: Memory, bank: str, count: int = 3) -> list:
-    ids = [mem.retain(bank, text, timestamp=T0 + timedelta(days=i), document_id=f"d{i}")[0]
-           for i, text in enumerate(FACTS[:count])]
+    ids = [
+        mem.retain(bank, text, timestamp=T0 + timedelta(days=i), document_id=f"d{i}")[0]
+        for i, text in enumerate(FACTS[:count])
+    ]
     mem.consolidate(bank)
     return ids
 
@@ -153,7 +155,16 @@ def test_deleting_a_bank_takes_everything_learnt_with_it(mem: Memory, db: Databa
     mem.create_mental_model(bank, "m", "What does the user prefer?")
     mem.invalidate(bank, mem.observations(bank)[0].id, "test")
     assert mem.delete_bank(bank) >= 4
-    for table in ("jobs", "observations", "observation_evidence", "observation_history", "mental_models",
-                  "mental_model_versions", "unit_learning", "learn_progress", "invalidations"):
+    for table in (
+        "jobs",
+        "observations",
+        "observation_evidence",
+        "observation_history",
+        "mental_models",
+        "mental_model_versions",
+        "unit_learning",
+        "learn_progress",
+        "invalidations",
+    ):
         left = db.blocking.fetchval(f"SELECT count(*) FROM {table} WHERE bank_id = $1", bank)
         assert left == 0, table

@@ -64,13 +64,31 @@ def diligent_model(request: Any) -> Reply:
         vue = [(day, n) for n, day, text in facts if "Vue" in text]
         if vue and "React" in current:
             since = datetime.fromisoformat(min(vue)[0])
-            return Reply(json={"updates": [{
-                "observation": "O1", "text": f"Since {since:%B %Y} the user prefers Vue (before that: React).",
-                "change": "contradict", "reason": "the user switched from React to Vue", "evidence": cited}]})
-        return Reply(json={"updates": [{"observation": "O1", "text": current, "change": "refine",
-                                        "reason": "restated", "evidence": cited}]})
-    text = ("The user prefers React for frontend work." if any("React" in f[2] for f in facts)
-            else "The user prefers dark mode in their code editor.")
+            return Reply(
+                json={
+                    "updates": [
+                        {
+                            "observation": "O1",
+                            "text": f"Since {since:%B %Y} the user prefers Vue (before that: React).",
+                            "change": "contradict",
+                            "reason": "the user switched from React to Vue",
+                            "evidence": cited,
+                        }
+                    ]
+                }
+            )
+        return Reply(
+            json={
+                "updates": [
+                    {"observation": "O1", "text": current, "change": "refine", "reason": "restated", "evidence": cited}
+                ]
+            }
+        )
+    text = (
+        "The user prefers React for frontend work."
+        if any("React" in f[2] for f in facts)
+        else "The user prefers dark mode in their code editor."
+    )
     return Reply(json={"creates": [{"text": text, "evidence": cited}]})
 
 
@@ -81,10 +99,19 @@ fake = fake_fixture(diligent_model)
 def mem(server: FakeLLMServer) -> Iterator[Memory]:
     home = Path(tempfile.mkdtemp(prefix="memwrap-learn-llm-"))
     settings = load_settings(
-        home=home, worker="off", llm_provider="none", consolidation_provider="openai",
-        consolidation_model="fake-consolidator", consolidation_base_url=server.openai_base_url,
-        consolidation_api_key="sk-test", llm_backoff=0.01, llm_max_retries=1, llm_timeout=30.0,
-        job_backoff_seconds=0.01, job_backoff_cap_seconds=0.05, worker_lease_seconds=5.0,
+        home=home,
+        worker="off",
+        llm_provider="none",
+        consolidation_provider="openai",
+        consolidation_model="fake-consolidator",
+        consolidation_base_url=server.openai_base_url,
+        consolidation_api_key="sk-test",
+        llm_backoff=0.01,
+        llm_max_retries=1,
+        llm_timeout=30.0,
+        job_backoff_seconds=0.01,
+        job_backoff_cap_seconds=0.05,
+        worker_lease_seconds=5.0,
     )
     with Memory(settings=settings) as memory:
         yield memory
@@ -125,12 +152,17 @@ def test_a_changed_preference_updates_the_observation_and_keeps_its_history(
     mem: Memory, fake: FakeLLMServer, bank: str
 ) -> None:
     for i in range(6):  # React, January to March
-        mem.retain(bank, f"I prefer React for frontend work{'!' * (i % 3)}", timestamp=JAN + timedelta(days=15 * i),
-                   document_id=f"react-{i}")
+        mem.retain(
+            bank,
+            f"I prefer React for frontend work{'!' * (i % 3)}",
+            timestamp=JAN + timedelta(days=15 * i),
+            document_id=f"react-{i}",
+        )
     mem.consolidate(bank)
     mem.retain(bank, "These days I prefer Vue for frontend work.", timestamp=APRIL, document_id="vue-1")
-    mem.retain(bank, "Vue is now my favourite frontend framework.", timestamp=APRIL + timedelta(days=3),
-               document_id="vue-2")
+    mem.retain(
+        bank, "Vue is now my favourite frontend framework.", timestamp=APRIL + timedelta(days=3), document_id="vue-2"
+    )
     mem.consolidate(bank)
 
     [observation] = mem.observations(bank, now=APRIL + timedelta(days=4))
@@ -161,12 +193,20 @@ def test_both_paths_record_a_changed_preference_alike(
     run's LLM-free memory): the same change is recorded — the React statements superseded, Vue supporting the one
     observation — and recall answers the question about now with Vue first."""
     target = mem if path == "llm" else memory
-    react = [target.retain(bank, f"I prefer React for frontend work{'!' * (i % 3)}",
-                           timestamp=JAN + timedelta(days=15 * i), document_id=f"react-{i}")[0] for i in range(6)]
+    react = [
+        target.retain(
+            bank,
+            f"I prefer React for frontend work{'!' * (i % 3)}",
+            timestamp=JAN + timedelta(days=15 * i),
+            document_id=f"react-{i}",
+        )[0]
+        for i in range(6)
+    ]
     target.consolidate(bank)
     target.retain(bank, "These days I prefer Vue for frontend work.", timestamp=APRIL, document_id="vue-1")
-    target.retain(bank, "Vue is now my favourite frontend framework.", timestamp=APRIL + timedelta(days=3),
-                  document_id="vue-2")
+    target.retain(
+        bank, "Vue is now my favourite frontend framework.", timestamp=APRIL + timedelta(days=3), document_id="vue-2"
+    )
     target.consolidate(bank)
 
     [observation] = target.observations(bank, now=APRIL + timedelta(days=4))
@@ -184,8 +224,18 @@ def test_a_create_that_twins_an_existing_observation_becomes_an_update(
     mem.retain_many(bank, [{"content": DARK[0], "document_id": "a"}, {"content": DARK[1], "document_id": "b"}])
     mem.consolidate(bank)
     # A careless model creates the same observation again, although it was shown it.
-    fake.script([{"creates": [{"text": "The user prefers dark mode in their code editor!", "evidence": [
-        {"fact": "F1", "quote": "dark mode"}]}]}])
+    fake.script(
+        [
+            {
+                "creates": [
+                    {
+                        "text": "The user prefers dark mode in their code editor!",
+                        "evidence": [{"fact": "F1", "quote": "dark mode"}],
+                    }
+                ]
+            }
+        ]
+    )
     mem.retain(bank, DARK[2], document_id="c")
     mem.consolidate(bank)
     [observation] = mem.observations(bank)
@@ -193,9 +243,15 @@ def test_a_create_that_twins_an_existing_observation_becomes_an_update(
 
 
 def test_unknown_references_are_dropped(mem: Memory, fake: FakeLLMServer, bank: str) -> None:
-    fake.script([{"creates": [{"text": "Made up.", "evidence": [{"fact": "F9", "quote": "?"}]}],
-                  "updates": [{"observation": "O4", "text": "Nope.", "change": "refine", "reason": "", "evidence": []}],
-                  "deletes": [{"observation": "O2", "reason": "?"}]}])
+    fake.script(
+        [
+            {
+                "creates": [{"text": "Made up.", "evidence": [{"fact": "F9", "quote": "?"}]}],
+                "updates": [{"observation": "O4", "text": "Nope.", "change": "refine", "reason": "", "evidence": []}],
+                "deletes": [{"observation": "O2", "reason": "?"}],
+            }
+        ]
+    )
     mem.retain(bank, "I collect vintage fountain pens.", document_id="p")
     report = mem.consolidate(bank)
     assert (report.units, report.created, report.updated, report.deleted) == (1, 0, 0, 0)
@@ -232,8 +288,9 @@ def test_a_failing_llm_is_retried_and_no_fact_is_stranded(mem: Memory, fake: Fak
 
 
 def test_deleting_evidence_has_the_llm_rewrite_the_observation(mem: Memory, fake: FakeLLMServer, bank: str) -> None:
-    first, second = (mem.retain(bank, DARK[i], timestamp=JAN + timedelta(days=i), document_id=f"e{i}")[0]
-                     for i in range(2))
+    first, second = (
+        mem.retain(bank, DARK[i], timestamp=JAN + timedelta(days=i), document_id=f"e{i}")[0] for i in range(2)
+    )
     mem.consolidate(bank)
     [observation] = mem.observations(bank)
     mem.delete(bank, first)
@@ -263,8 +320,10 @@ def test_the_llm_writes_the_mental_model(mem: Memory, fake: FakeLLMServer, bank:
 def test_interleaving_keeps_a_twin_that_one_arm_ranks_first() -> None:
     twin, decoys = uuid4(), [uuid4() for _ in range(8)]
     # Decoys are found by both arms; the twin only by keyword, where it is first.
-    results = {"semantic": [(d, 0.9 - i / 100) for i, d in enumerate(decoys)],
-               "keyword": [(twin, 9.0)] + [(d, 5.0 - i) for i, d in enumerate(decoys)]}
+    results = {
+        "semantic": [(d, 0.9 - i / 100) for i, d in enumerate(decoys)],
+        "keyword": [(twin, 9.0)] + [(d, 5.0 - i) for i, d in enumerate(decoys)],
+    }
     assert twin in pick_related([results], per_fact_limit=3)
     assert twin not in [f.id for f in reciprocal_rank(results, {"semantic": 1.0, "keyword": 1.0})[:3]]
 

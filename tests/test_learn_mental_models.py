@@ -168,8 +168,9 @@ def test_bad_names_and_duplicates_are_refused(mem: Memory, bank: str) -> None:
         mem.delete_mental_model(bank, "one")
 
 
-def test_export_writes_markdown(mem: Memory, bank: str, memwrap_home: Path, tmp_path: Path,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_writes_markdown(
+    mem: Memory, bank: str, memwrap_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for i in range(2):
         mem.retain(bank, "I prefer window seats on flights.", timestamp=T0, document_id=f"f{i}")
     mem.consolidate(bank)
@@ -180,7 +181,7 @@ def test_export_writes_markdown(mem: Memory, bank: str, memwrap_home: Path, tmp_
     paths = mem.export(tmp_path / "api", bank_id=bank)
     assert sorted(p.name for p in paths) == ["observations.md", "travel-prefs.md"]
     page = (tmp_path / "api" / bank / "mental-models" / "travel-prefs.md").read_text()
-    assert page.startswith("---\nname: \"travel: prefs\"\n") and 'question: "How does the user like to travel?"' in page
+    assert page.startswith('---\nname: "travel: prefs"\n') and 'question: "How does the user like to travel?"' in page
     assert "version: 1" in page and "(observation) I prefer window seats on flights." in page
     digest = (tmp_path / "api" / bank / "observations.md").read_text()
     assert "I prefer window seats on flights. — 2 source(s)" in digest

@@ -29,8 +29,9 @@ DARK_MODE = [
 def _retain_thirty(memory: Memory, bank: str) -> list:
     ids = []
     for i in range(30):
-        ids += memory.retain(bank, DARK_MODE[i % len(DARK_MODE)], timestamp=START + timedelta(days=2 * i),
-                             document_id=f"chat-{i}:turn-1")
+        ids += memory.retain(
+            bank, DARK_MODE[i % len(DARK_MODE)], timestamp=START + timedelta(days=2 * i), document_id=f"chat-{i}:turn-1"
+        )
     return ids
 
 
@@ -94,13 +95,16 @@ def test_groups_stay_within_their_tag_scope(memory: Memory, bank: str) -> None:
 
 
 def test_negation_and_numbers_are_not_restatements(memory: Memory, bank: str) -> None:
-    memory.retain_many(bank, [
-        {"content": "I am vegetarian.", "document_id": "1"},
-        {"content": "I am vegetarian!", "document_id": "2"},
-        {"content": "I am not vegetarian.", "document_id": "3"},
-        {"content": "I have 2 cats.", "document_id": "4"},
-        {"content": "I have 3 cats.", "document_id": "5"},
-    ])
+    memory.retain_many(
+        bank,
+        [
+            {"content": "I am vegetarian.", "document_id": "1"},
+            {"content": "I am vegetarian!", "document_id": "2"},
+            {"content": "I am not vegetarian.", "document_id": "3"},
+            {"content": "I have 2 cats.", "document_id": "4"},
+            {"content": "I have 3 cats.", "document_id": "5"},
+        ],
+    )
     memory.consolidate(bank)
     [observation] = memory.observations(bank)
     assert observation.text == "I am vegetarian." and observation.proof_count == 2

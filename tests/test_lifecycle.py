@@ -60,8 +60,9 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "MEMWRAP_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
 
 
-def run_script(mode: str, server: Any, bank: str, text: str, home: Path, *, kill: bool = False,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_script(
+    mode: str, server: Any, bank: str, text: str, home: Path, *, kill: bool = False, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     args = [sys.executable, str(CHILD), mode, server.url, bank, text] + (["--kill"] if kill else [])
     done = subprocess.run(args, env=env or _env(home), capture_output=True, text=True, timeout=300)
     assert done.returncode == (-9 if kill else 0), done.stderr[-4000:]
@@ -99,8 +100,7 @@ def test_tell_then_ask_twice_in_separate_processes(mode: str, script_home: Path,
 
 def test_a_process_killed_right_after_its_call_loses_nothing(script_home: Path, llm_server: Any) -> None:
     bank = f"life-kill-{uuid.uuid4().hex[:8]}"
-    killed = run_script("openai", llm_server, bank, "My bike is a red Brompton, remember that.", script_home,
-                        kill=True)
+    killed = run_script("openai", llm_server, bank, "My bike is a red Brompton, remember that.", script_home, kill=True)
     assert_quiet(killed)
     assert spool_counts(script_home).waiting_by_bank.get(bank) == 1  # on disk, although nothing ran at exit
     asked = run_script("openai", llm_server, bank, "Which bike do I ride?", script_home)
@@ -123,8 +123,9 @@ def test_other_ways_of_telling_are_stored_at_exit(
 ) -> None:
     bank = f"life-{tell_mode}-{uuid.uuid4().hex[:8]}"
     told = run_script(tell_mode, llm_server, bank, fact, script_home)
-    asked = run_script("async-memory" if tell_mode == "async-memory" else "openai", llm_server, bank, question,
-                       script_home)
+    asked = run_script(
+        "async-memory" if tell_mode == "async-memory" else "openai", llm_server, bank, question, script_home
+    )
     assert expected in memory_block(llm_server.requests[-1])
     assert_quiet(told)
     assert_quiet(asked)
@@ -139,8 +140,9 @@ def test_forked_workers_and_threads_each_get_memory(script_home: Path, llm_serve
         assert "red door" in memory_block(worker), worker.body
     threaded = run_script("threads", llm_server, bank, "Thread note: the kettle is blue.", script_home)
     assert len(llm_server.requests) == 7
-    asked = run_script("openai", llm_server, bank, "Which doors are locked, and what colour is the kettle?",
-                       script_home)
+    asked = run_script(
+        "openai", llm_server, bank, "Which doors are locked, and what colour is the kettle?", script_home
+    )
     block = memory_block(llm_server.requests[-1])
     assert "blue door" in block and "green door" in block and "kettle" in block, block
     for done in (forked, threaded, asked):
@@ -172,16 +174,38 @@ def test_spool_command_counts_lists_replays_and_purges(script_home: Path, llm_se
     gone = f"{socket.gethostname()}|{_dead_pid()}|gone0000"  # a process that no longer exists
     spool = Spool(path, gone)
     try:
-        ids = spool.add([(bank, {"content": f"Spooled note {i}: the plant on the {place} needs water.",
-                                 "document_id": f"cli:turn-{i}"}) for i, place in enumerate(("desk", "shelf", "sill"))])
-        spool.bury(Row(ids[1], bank, {"content": "Spooled note 1: the plant on the shelf needs water.",
-                                      "document_id": "cli:turn-1"}, 9), "ValueError: this row broke the engine")
+        ids = spool.add(
+            [
+                (
+                    bank,
+                    {
+                        "content": f"Spooled note {i}: the plant on the {place} needs water.",
+                        "document_id": f"cli:turn-{i}",
+                    },
+                )
+                for i, place in enumerate(("desk", "shelf", "sill"))
+            ]
+        )
+        spool.bury(
+            Row(
+                ids[1],
+                bank,
+                {"content": "Spooled note 1: the plant on the shelf needs water.", "document_id": "cli:turn-1"},
+                9,
+            ),
+            "ValueError: this row broke the engine",
+        )
     finally:
         spool.close()
 
     def cli(*args: str) -> Any:
-        done = subprocess.run([sys.executable, "-m", "memwrap.cli", "spool", *args, "--home", str(script_home),
-                               "--json"], env=_env(script_home), capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "memwrap.cli", "spool", *args, "--home", str(script_home), "--json"],
+            env=_env(script_home),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

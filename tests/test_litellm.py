@@ -38,8 +38,13 @@ def no_global_callbacks() -> Iterator[None]:
 
 
 def _args(server: FakeLLMServer, question: str = "What is my dog's name?", **extra: Any) -> dict[str, Any]:
-    return {"model": "openai/gpt-4o-mini", "api_base": server.openai_base_url, "api_key": "test",
-            "messages": [{"role": "user", "content": question}], **extra}
+    return {
+        "model": "openai/gpt-4o-mini",
+        "api_base": server.openai_base_url,
+        "api_key": "test",
+        "messages": [{"role": "user", "content": question}],
+        **extra,
+    }
 
 
 def _answers(memory: Memory, bank: str, text: str) -> list[Any]:
@@ -122,15 +127,21 @@ async def test_proxy_hooks_inject_and_retain(memory: Memory, llm_server: FakeLLM
     litellm.callbacks = [logger]
     key = SimpleNamespace(metadata={}, user_id="u1")
     data: dict[str, Any] = {
-        "model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "What is my dog called?"}],
+        "model": "openai/gpt-4o-mini",
+        "messages": [{"role": "user", "content": "What is my dog called?"}],
         "proxy_server_request": {"headers": {"X-Memwrap-Bank": seeded, "Authorization": "Bearer sk-x"}},
         "metadata": {},
     }
     data = await logger.async_pre_call_hook(key, DualCache(), data, "acompletion")
     assert "Biscuit" in data["messages"][0]["content"]
     llm_server.script(["Proxy says Biscuit."])
-    await litellm.acompletion(model=data["model"], messages=data["messages"], metadata=data["metadata"],
-                              api_base=llm_server.openai_base_url, api_key="test")
+    await litellm.acompletion(
+        model=data["model"],
+        messages=data["messages"],
+        metadata=data["metadata"],
+        api_base=llm_server.openai_base_url,
+        api_key="test",
+    )
     assert "Biscuit" in memory_block(llm_server.last("openai.chat"))
     assert await _eventually(lambda: logger.memwrap.flush(1) and _answers(memory, seeded, "Proxy says Biscuit."))
 

@@ -39,8 +39,15 @@ class LiteLLMProxy:
     def __init__(self, directory: Path, env: dict[str, str]) -> None:
         self.port = free_port()
         self.log = directory / "litellm.log"
-        command = [str(Path(sys.executable).with_name("litellm")), "--config", "config.yaml",
-                   "--host", "127.0.0.1", "--port", str(self.port)]
+        command = [
+            str(Path(sys.executable).with_name("litellm")),
+            "--config",
+            "config.yaml",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+        ]
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(command, cwd=directory, env=env, stdout=log, stderr=subprocess.STDOUT)
 
@@ -107,8 +114,9 @@ def test_chat_through_the_litellm_proxy_injects_and_retains_once(
     assert admin.post(f"/v1/banks/{bank}/memories", json={"content": FACT}).status_code == 201
     assert admin.get("/health").json()["status"] == "ok", "memwrap serve runs next to litellm[proxy]"
     upstream.script(["Your dog is Biscuit."])
-    client = OpenAI(base_url=f"{litellm_proxy.url}/v1", api_key=MASTER_KEY, max_retries=0,
-                    default_headers={"X-Memwrap-Bank": bank})
+    client = OpenAI(
+        base_url=f"{litellm_proxy.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers={"X-Memwrap-Bank": bank}
+    )
     answer = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": QUESTION}])
     assert answer.choices[0].message.content == "Your dog is Biscuit.", litellm_proxy.tail()
 
@@ -127,8 +135,9 @@ def test_streamed_chat_through_the_litellm_proxy(
 
     assert admin.post(f"/v1/banks/{bank}/memories", json={"content": FACT}).status_code == 201
     upstream.script([Reply(text="Biscuit, the beagle.", chunk_size=4)])
-    client = OpenAI(base_url=f"{litellm_proxy.url}/v1", api_key=MASTER_KEY, max_retries=0,
-                    default_headers={"X-Memwrap-Bank": bank})
+    client = OpenAI(
+        base_url=f"{litellm_proxy.url}/v1", api_key=MASTER_KEY, max_retries=0, default_headers={"X-Memwrap-Bank": bank}
+    )
     stream = client.chat.completions.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": QUESTION}], stream=True
     )

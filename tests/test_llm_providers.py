@@ -39,8 +39,13 @@ class Person(BaseModel):
 def make_llm(fake: FakeLLMServer, provider: str = "openai", **overrides: Any) -> LLM:
     base = fake.openai_base_url if provider == "openai" else fake.anthropic_base_url
     options: dict[str, Any] = {
-        "llm_provider": provider, "llm_model": "test-model", "llm_base_url": base, "llm_api_key": "sk-test-key",
-        "llm_backoff": 0.01, "llm_max_retries": 2, "llm_timeout": 5.0,
+        "llm_provider": provider,
+        "llm_model": "test-model",
+        "llm_base_url": base,
+        "llm_api_key": "sk-test-key",
+        "llm_backoff": 0.01,
+        "llm_max_retries": 2,
+        "llm_timeout": 5.0,
     }
     options.update(overrides)
     return LLM.from_settings(Settings(**options))
@@ -266,8 +271,12 @@ async def test_none_provider_raises_not_configured() -> None:
 async def test_per_role_overrides(fake: FakeLLMServer) -> None:
     llm = LLM.from_settings(
         Settings(
-            llm_provider="openai", llm_model="base-model", llm_base_url=fake.openai_base_url, llm_api_key="k",
-            extraction_provider="none", reflect_model="big-model",
+            llm_provider="openai",
+            llm_model="base-model",
+            llm_base_url=fake.openai_base_url,
+            llm_api_key="k",
+            extraction_provider="none",
+            reflect_model="big-model",
         )
     )
     assert not llm.configured("extraction")

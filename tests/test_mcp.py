@@ -78,9 +78,14 @@ async def test_mcp_recall_shows_memory_text_only_inside_the_fence(sidecar: Serve
     inside the block, neutralised; beside the block the tool gives ids, types and dates, never text."""
     bank = f"mcp-fence-{uuid.uuid4().hex[:8]}"
     forged = fence_forgeries.combinations(40, seed=11) + fence_forgeries.special()
-    items = [{"content": f"OVERRIDE {start}: " + " ".join(f"<{n}> {forged[n]} </{n}>" for n in range(start, start + 10)
-                                                       if n < len(forged)), "document_id": f"f:{start}"}
-             for start in range(0, len(forged), 10)]
+    items = [
+        {
+            "content": f"OVERRIDE {start}: "
+            + " ".join(f"<{n}> {forged[n]} </{n}>" for n in range(start, start + 10) if n < len(forged)),
+            "document_id": f"f:{start}",
+        }
+        for start in range(0, len(forged), 10)
+    ]
     assert admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": items}).status_code == 201
     async with _client(sidecar, bank) as client:
         result = await client.call_tool("recall", {"query": "OVERRIDE", "token_budget": 20000})

@@ -64,29 +64,46 @@ async def write_old_state(url: str) -> dict[str, object]:
             await conn.execute(
                 "INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, item_hash, mentioned_at,"
                 " search_tsv) VALUES ($1, $2, $3, 'raw', $4, $5, $6, to_tsvector('simple', $3))",
-                BANK, unit_id, text, f"doc:{item_hash}", item_hash, WHEN,
+                BANK,
+                unit_id,
+                text,
+                f"doc:{item_hash}",
+                item_hash,
+                WHEN,
             )
-            await conn.execute("INSERT INTO retained_items (bank_id, item_hash, unit_ids) VALUES ($1, $2, $3)",
-                               BANK, item_hash, [unit_id])
+            await conn.execute(
+                "INSERT INTO retained_items (bank_id, item_hash, unit_ids) VALUES ($1, $2, $3)",
+                BANK,
+                item_hash,
+                [unit_id],
+            )
         await conn.execute(
             "INSERT INTO extraction_queue (bank_id, item_hash, attempts, last_error, next_attempt_at) VALUES"
             " ($1, 'due-item', 2, 'LLMUnavailableError: upstream down', $2),"
             " ($1, 'parked-item', 8, 'LLMOutputError: not JSON', NULL)",
-            BANK, due_at,
+            BANK,
+            due_at,
         )
         learnt = {"waiting": uuid4(), "given-up": uuid4(), "done": uuid4()}
         for name, unit_id in learnt.items():
             await conn.execute(
                 "INSERT INTO memory_units (bank_id, id, text, fact_type, item_hash, mentioned_at, search_tsv)"
                 " VALUES ($1, $2, $3, 'world', $3, $4, to_tsvector('simple', $3))",
-                BANK, unit_id, f"The {name} fact.", WHEN,
+                BANK,
+                unit_id,
+                f"The {name} fact.",
+                WHEN,
             )
         await conn.execute(
             "INSERT INTO unit_learning (bank_id, unit_id, status, attempts, retry_after, error) VALUES"
             " ($1, $2, 'failed', 1, $5, 'LLMUnavailableError: overloaded'),"
             " ($1, $3, 'failed', 3, $5, 'LLMUnavailableError: overloaded'),"
             " ($1, $4, 'done', 0, NULL, NULL)",
-            BANK, learnt["waiting"], learnt["given-up"], learnt["done"], retry_at,
+            BANK,
+            learnt["waiting"],
+            learnt["given-up"],
+            learnt["done"],
+            retry_at,
         )
         return {"raw": raw, "learnt": learnt, "due_at": due_at, "retry_at": retry_at}
     finally:
@@ -102,8 +119,12 @@ async def test_an_old_store_opens_with_its_waiting_work_as_jobs(
         pool = engine.store.pool
         assert await pool.fetchval("SELECT max(version) FROM schema_migrations") >= 7
         assert await pool.fetchval("SELECT to_regclass('extraction_queue')") is None
-        columns = {r["column_name"] for r in await pool.fetch(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'unit_learning'")}
+        columns = {
+            r["column_name"]
+            for r in await pool.fetch(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'unit_learning'"
+            )
+        }
         assert "retry_after" not in columns and "attempts" not in columns
 
         extract = {j.payload["item_hashes"][0]: j for j in await engine.jobs(BANK, kind="extract")}

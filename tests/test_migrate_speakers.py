@@ -64,18 +64,32 @@ async def test_an_old_store_gets_its_speakers_and_loses_the_speaker_entities(old
             await conn.execute(
                 "INSERT INTO memory_units (bank_id, id, text, fact_type, item_hash, mentioned_at, search_tsv)"
                 " VALUES ($1, $2, $3, 'raw', $4, $5, to_tsvector('simple', $3))",
-                BANK, unit_id, text, uuid4().hex, WHEN,
+                BANK,
+                unit_id,
+                text,
+                uuid4().hex,
+                WHEN,
             )
             for name in names:
                 if name not in entity_ids:
                     entity_ids[name] = uuid4()
-                    await conn.execute("INSERT INTO entities (bank_id, id, name, name_key) VALUES ($1, $2, $3, $4)",
-                                       BANK, entity_ids[name], name, name.lower())
-                await conn.execute("INSERT INTO unit_entities (bank_id, unit_id, entity_id) VALUES ($1, $2, $3)",
-                                   BANK, unit_id, entity_ids[name])
+                    await conn.execute(
+                        "INSERT INTO entities (bank_id, id, name, name_key) VALUES ($1, $2, $3, $4)",
+                        BANK,
+                        entity_ids[name],
+                        name,
+                        name.lower(),
+                    )
+                await conn.execute(
+                    "INSERT INTO unit_entities (bank_id, unit_id, entity_id) VALUES ($1, $2, $3)",
+                    BANK,
+                    unit_id,
+                    entity_ids[name],
+                )
         await conn.execute(
             "UPDATE entities e SET mention_count = (SELECT count(*) FROM unit_entities u"
-            " WHERE u.bank_id = e.bank_id AND u.entity_id = e.id)")
+            " WHERE u.bank_id = e.bank_id AND u.entity_id = e.id)"
+        )
     finally:
         await conn.close()
 
@@ -83,16 +97,22 @@ async def test_an_old_store_gets_its_speakers_and_loses_the_speaker_entities(old
 
     conn = await asyncpg.connect(old_store)
     try:
-        speakers = {r["text"]: r["speaker"] for r in await conn.fetch(
-            "SELECT text, speaker FROM memory_units WHERE bank_id = $1", BANK)}
+        speakers = {
+            r["text"]: r["speaker"]
+            for r in await conn.fetch("SELECT text, speaker FROM memory_units WHERE bank_id = $1", BANK)
+        }
         assert speakers == {text: speaker for text, _names, speaker in ROWS}
-        mentions = {r["name"]: r["mention_count"] for r in await conn.fetch(
-            "SELECT name, mention_count FROM entities WHERE bank_id = $1", BANK)}
+        mentions = {
+            r["name"]: r["mention_count"]
+            for r in await conn.fetch("SELECT name, mention_count FROM entities WHERE bank_id = $1", BANK)
+        }
         # Alice stays where Bob's words name her; Bob and 张伟 were only labels; Note is no speaker, so it stays.
         assert mentions == {"Alice": 1, "Bob": 0, "Maya": 1, "Lisbon": 1, "张伟": 0, "上海": 1, "Note": 1}
         linked = await conn.fetchval(
             "SELECT count(*) FROM unit_entities ue JOIN memory_units m ON m.bank_id = ue.bank_id AND m.id = ue.unit_id"
-            " WHERE ue.bank_id = $1 AND m.text LIKE 'Alice:%'", BANK)
+            " WHERE ue.bank_id = $1 AND m.text LIKE 'Alice:%'",
+            BANK,
+        )
         assert linked == 0
     finally:
         await conn.close()

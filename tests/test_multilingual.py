@@ -57,9 +57,17 @@ def e5_q4() -> Iterator[Embedder]:
 # normaliser maps, characters outside the vocabulary, the special tokens' spellings as text, and a text longer than
 # one 512-token window.
 EDGE_TEXTS = [
-    "我下个月要去北京出差。", "My brother lives in Toronto.", "Mi gata se llama Luna y tiene cinco años.",
-    "我在用Notion记笔记，老张说OK。", "", "  leading,   repeated\tspaces\nand lines  ", "ＦＵＬＬ－ｗｉｄｔｈ ﬁ ① ½",
-    "emoji 🎻🐍 and a rare script ꦲꦏ꧀ꦱꦫ", "<s> not a special token </s> <mask>", "word " * 800, "Привет, как дела?",
+    "我下个月要去北京出差。",
+    "My brother lives in Toronto.",
+    "Mi gata se llama Luna y tiene cinco años.",
+    "我在用Notion记笔记，老张说OK。",
+    "",
+    "  leading,   repeated\tspaces\nand lines  ",
+    "ＦＵＬＬ－ｗｉｄｔｈ ﬁ ① ½",
+    "emoji 🎻🐍 and a rare script ꦲꦏ꧀ꦱꦫ",
+    "<s> not a special token </s> <mask>",
+    "word " * 800,
+    "Привет, как дела?",
 ]
 
 
@@ -132,8 +140,10 @@ def test_a_store_of_the_earlier_e5_recipe_asks_for_reembed_and_reembed_puts_it_r
             )
             # What a store of recipe 1 says (its vectors made with "passage: "): the old name, no recipe.
             db.execute("UPDATE store_meta SET value = 'multilingual-e5-small' WHERE key = 'embedding_model'")
-            db.execute("UPDATE memory_units SET embedding = (SELECT embedding FROM memory_units WHERE bank_id = 'b' "
-                       "AND document_id = 's1:0') WHERE bank_id = 'b'")  # vectors that must not survive reembed
+            db.execute(
+                "UPDATE memory_units SET embedding = (SELECT embedding FROM memory_units WHERE bank_id = 'b' "
+                "AND document_id = 's1:0') WHERE bank_id = 'b'"
+            )  # vectors that must not survive reembed
         with (
             Memory(settings=settings) as mem,
             pytest.raises(EmbeddingModelMismatchError, match="earlier recipe") as err,
@@ -215,8 +225,12 @@ def test_a_store_built_on_one_e5_engine_is_recalled_on_another_without_reembed()
 
 def _items() -> list[dict[str, object]]:
     turns = [
-        "我下个月要去北京出差，大概待一个星期。", "好的，记得带伞。", "My brother lives in Toronto with his two kids.",
-        "Sounds lovely!", "我最近在学吉他，每天晚上练半小时。", "Mi gata se llama Luna y tiene cinco años.",
+        "我下个月要去北京出差，大概待一个星期。",
+        "好的，记得带伞。",
+        "My brother lives in Toronto with his two kids.",
+        "Sounds lovely!",
+        "我最近在学吉他，每天晚上练半小时。",
+        "Mi gata se llama Luna y tiene cinco años.",
     ]
     # Sessions of three turns: a raw unit's vector includes the end of the unit before it.
     return [

@@ -13,8 +13,13 @@ GB = 1024**3
 def test_settings_follow_the_machine() -> None:
     small = machine_settings(total_ram=2 * GB, cores=1)
     big = machine_settings(total_ram=64 * GB, cores=16)
-    assert small == {"shared_buffers": "256MB", "effective_cache_size": "1024MB", "work_mem": "8MB",
-                     "maintenance_work_mem": "128MB", "max_parallel_maintenance_workers": "0"}
+    assert small == {
+        "shared_buffers": "256MB",
+        "effective_cache_size": "1024MB",
+        "work_mem": "8MB",
+        "maintenance_work_mem": "128MB",
+        "max_parallel_maintenance_workers": "0",
+    }
     assert big["shared_buffers"] == "4096MB" and big["maintenance_work_mem"] == "2048MB"  # capped
     assert big["effective_cache_size"] == "32768MB" and big["max_parallel_maintenance_workers"] == "4"
 

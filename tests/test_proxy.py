@@ -38,8 +38,9 @@ def _retained(admin: httpx.Client, bank: str, source: str, timeout: float = 15.0
 def _openai(sidecar: ServerProcess, bank: str, **kwargs: Any) -> Any:
     from openai import OpenAI
 
-    return OpenAI(base_url=sidecar.url + "/v1", api_key=UPSTREAM_KEY, max_retries=0,
-                  default_headers=_headers(bank), **kwargs)
+    return OpenAI(
+        base_url=sidecar.url + "/v1", api_key=UPSTREAM_KEY, max_retries=0, default_headers=_headers(bank), **kwargs
+    )
 
 
 def test_openai_sdk_chat_gets_memory_and_turn_is_retained(
@@ -49,8 +50,10 @@ def test_openai_sdk_chat_gets_memory_and_turn_is_retained(
     client = _openai(sidecar, seeded)
     answer = client.chat.completions.create(
         model="gpt-4o-mini",
-        messages=[{"role": "system", "content": "You are helpful."},
-                  {"role": "user", "content": "What should I avoid eating at the Thai place?"}],
+        messages=[
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "What should I avoid eating at the Thai place?"},
+        ],
     )
     assert answer.choices[0].message.content == "Then skip the satay, Alice."
 
@@ -74,7 +77,8 @@ def test_openai_sdk_stream_arrives_complete_and_is_retained_after(
     upstream.script([Reply(text=reply, chunk_size=5, chunk_delay=0.01)])
     client = _openai(sidecar, seeded)
     stream = client.chat.completions.create(
-        model="gpt-4o-mini", stream=True,
+        model="gpt-4o-mini",
+        stream=True,
         messages=[{"role": "user", "content": "Any restaurant tips for me?"}],
     )
     chunks = [c.choices[0].delta.content or "" for c in stream if c.choices]
@@ -104,10 +108,15 @@ def test_anthropic_sdk_stream_with_x_api_key(
     from anthropic import Anthropic
 
     upstream.script(["Claude says: avoid peanuts."])
-    client = Anthropic(base_url=sidecar.url, api_key=UPSTREAM_KEY, max_retries=0,
-                       default_headers={**_headers(seeded), "x-api-key": UPSTREAM_KEY})
-    with client.messages.stream(model="claude-x", max_tokens=100, system="Be brief.",
-                                messages=[{"role": "user", "content": "What do I avoid?"}]) as stream:
+    client = Anthropic(
+        base_url=sidecar.url,
+        api_key=UPSTREAM_KEY,
+        max_retries=0,
+        default_headers={**_headers(seeded), "x-api-key": UPSTREAM_KEY},
+    )
+    with client.messages.stream(
+        model="claude-x", max_tokens=100, system="Be brief.", messages=[{"role": "user", "content": "What do I avoid?"}]
+    ) as stream:
         text = stream.get_final_text()
     assert text == "Claude says: avoid peanuts."
     sent = upstream.last("anthropic.messages")
@@ -129,8 +138,11 @@ def test_upstream_error_passes_through_with_its_status(
 
 
 def test_without_bank_the_proxy_is_a_plain_pass_through(sidecar: ServerProcess, upstream: FakeLLMServer) -> None:
-    response = httpx.post(sidecar.url + "/v1/chat/completions", headers={"X-Memwrap-Key": ADMIN_KEY},
-                          json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    response = httpx.post(
+        sidecar.url + "/v1/chat/completions",
+        headers={"X-Memwrap-Key": ADMIN_KEY},
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert response.status_code == 200
     assert upstream.last("openai.chat").body == {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -139,18 +151,37 @@ def test_without_bank_the_proxy_is_a_plain_pass_through(sidecar: ServerProcess, 
 def test_curl_chat_and_stream(
     sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, seeded: str
 ) -> None:
-    base = ["curl", "-sS", "--fail-with-body", sidecar.url + "/v1/chat/completions",
-            "-H", "Content-Type: application/json", "-H", f"Authorization: Bearer {UPSTREAM_KEY}",
-            "-H", f"X-Memwrap-Key: {ADMIN_KEY}", "-H", f"X-Memwrap-Bank: {seeded}",
-            "-H", "X-Memwrap-Session: curl-session"]
+    base = [
+        "curl",
+        "-sS",
+        "--fail-with-body",
+        sidecar.url + "/v1/chat/completions",
+        "-H",
+        "Content-Type: application/json",
+        "-H",
+        f"Authorization: Bearer {UPSTREAM_KEY}",
+        "-H",
+        f"X-Memwrap-Key: {ADMIN_KEY}",
+        "-H",
+        f"X-Memwrap-Bank: {seeded}",
+        "-H",
+        "X-Memwrap-Session: curl-session",
+    ]
     upstream.script(["Plain answer.", Reply(text="Streamed answer from curl.", chunk_size=4)])
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "What am I allergic to?"}]}
     plain = subprocess.run([*base, "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(plain.stdout)["choices"][0]["message"]["content"] == "Plain answer."
     assert "peanuts" in memory_block(upstream.last("openai.chat"))
 
-    body = {**body, "stream": True, "messages": [*body["messages"], {"role": "assistant", "content": "Plain answer."},
-                                                 {"role": "user", "content": "Say it as a stream."}]}
+    body = {
+        **body,
+        "stream": True,
+        "messages": [
+            *body["messages"],
+            {"role": "assistant", "content": "Plain answer."},
+            {"role": "user", "content": "Say it as a stream."},
+        ],
+    }
     streamed = subprocess.run(
         [*base, "-N", "-d", json.dumps(body)], capture_output=True, text=True, timeout=60, check=True
     )
@@ -159,25 +190,53 @@ def test_curl_chat_and_stream(
     text = "".join((json.loads(e)["choices"] or [{}])[0].get("delta", {}).get("content") or "" for e in events[:-1])
     assert text == "Streamed answer from curl."
 
-    retained = wait_until(lambda: r if len(r := [m for m in _retained(admin, seeded, "memwrap.openai.chat")
-                                                 if m["document_id"] == "curl-session:turn-1"]) == 2 else None)
+    retained = wait_until(
+        lambda: (
+            r
+            if len(
+                r := [
+                    m
+                    for m in _retained(admin, seeded, "memwrap.openai.chat")
+                    if m["document_id"] == "curl-session:turn-1"
+                ]
+            )
+            == 2
+            else None
+        )
+    )
     assert "Streamed answer from curl." in retained[1]["text"]  # the question, then the answer
 
 
 def test_x_memwrap_filter_narrows_what_is_injected(
     sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
 ) -> None:
-    admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
-        {"content": "Project apollo deploys on Tuesdays.", "metadata": {"project": "apollo"}},
-        {"content": "Project gemini deploys on Fridays.", "metadata": {"project": "gemini"}}]}).raise_for_status()
+    admin.post(
+        f"/v1/banks/{bank}/memories/batch",
+        json={
+            "items": [
+                {"content": "Project apollo deploys on Tuesdays.", "metadata": {"project": "apollo"}},
+                {"content": "Project gemini deploys on Fridays.", "metadata": {"project": "gemini"}},
+            ]
+        },
+    ).raise_for_status()
     upstream.script(["Tuesdays."])
     body = {"model": "m", "messages": [{"role": "user", "content": "When does the project deploy?"}]}
-    answer = httpx.post(sidecar.url + "/v1/chat/completions", json=body, timeout=30, headers=_headers(
-        bank, **{"X-Memwrap-Filter": json.dumps({"metadata": {"project": "apollo"}}), "X-Memwrap-Retain": "false"}))
+    answer = httpx.post(
+        sidecar.url + "/v1/chat/completions",
+        json=body,
+        timeout=30,
+        headers=_headers(
+            bank, **{"X-Memwrap-Filter": json.dumps({"metadata": {"project": "apollo"}}), "X-Memwrap-Retain": "false"}
+        ),
+    )
     assert answer.status_code == 200, answer.text
     block = memory_block(upstream.last("openai.chat"))
     assert "Tuesdays" in block and "Fridays" not in block
     for bad in ("{not json", '{"metdata": {"project": "apollo"}}', '{"mentioned_after": "soon"}', '["apollo"]'):
-        refused = httpx.post(sidecar.url + "/v1/chat/completions", json=body, timeout=30,
-                             headers=_headers(bank, **{"X-Memwrap-Filter": bad}))
+        refused = httpx.post(
+            sidecar.url + "/v1/chat/completions",
+            json=body,
+            timeout=30,
+            headers=_headers(bank, **{"X-Memwrap-Filter": bad}),
+        )
         assert refused.status_code == 400 and "X-Memwrap-Filter" in refused.json()["error"]["message"], refused.text

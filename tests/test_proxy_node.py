@@ -20,14 +20,21 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "node"
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not on PATH")
-@pytest.mark.skipif(not (EXAMPLE / "node_modules" / "openai").exists(),
-                    reason="the example's npm package is not installed: run `npm install` in examples/node")
+@pytest.mark.skipif(
+    not (EXAMPLE / "node_modules" / "openai").exists(),
+    reason="the example's npm package is not installed: run `npm install` in examples/node",
+)
 def test_node_openai_package_through_proxy(
     sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
 ) -> None:
     upstream.script(["Welcome to Lisbon!", Reply(text="Try the vegetarian stalls at Time Out Market.", chunk_size=6)])
-    env = {**os.environ, "MEMWRAP_URL": sidecar.url, "MEMWRAP_BANK": bank, "MEMWRAP_API_KEY": ADMIN_KEY,
-           "OPENAI_API_KEY": "sk-node-upstream"}
+    env = {
+        **os.environ,
+        "MEMWRAP_URL": sidecar.url,
+        "MEMWRAP_BANK": bank,
+        "MEMWRAP_API_KEY": ADMIN_KEY,
+        "OPENAI_API_KEY": "sk-node-upstream",
+    }
     run = subprocess.run(["node", "chat.mjs"], cwd=EXAMPLE, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "turn 2: Try the vegetarian stalls at Time Out Market." in run.stdout

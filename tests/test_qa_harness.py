@@ -64,9 +64,25 @@ def knowing_answerer(items: dict[str, QAItem]):
 
 
 def run_args(fake: FakeLLMServer, out: Path, home: Path, *extra: str) -> list[str]:
-    return ["--out", str(out), "--home", str(home), "--answer-base-url", fake.openai_base_url,
-            "--answer-model", "fake-answerer", "--answer-api-key", "k", "--dataset", "locomo",
-            "--max-sessions", str(SESSIONS), "--budget", str(BUDGET), *extra]
+    return [
+        "--out",
+        str(out),
+        "--home",
+        str(home),
+        "--answer-base-url",
+        fake.openai_base_url,
+        "--answer-model",
+        "fake-answerer",
+        "--answer-api-key",
+        "k",
+        "--dataset",
+        "locomo",
+        "--max-sessions",
+        str(SESSIONS),
+        "--budget",
+        str(BUDGET),
+        *extra,
+    ]
 
 
 def _answer_prompts(fake: FakeLLMServer) -> list[RecordedRequest]:
@@ -99,7 +115,8 @@ def test_four_systems_same_questions_blocks_and_resume(
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows[:8] == first and len(rows) == 16 and len(fake.requests) == 32
     assert Counter((r["system"], r["id"]) for r in rows) == Counter(
-        {(s, q): 1 for s in ("none", "recent", "rrf", "memwrap") for q in questions})
+        {(s, q): 1 for s in ("none", "recent", "rrf", "memwrap") for q in questions}
+    )
     assert {r["system"] for r in rows[8:]} == {"recent", "rrf"}
     # A third run finds nothing to do.
     assert main(run_args(fake, out, memwrap_home, "--per-category", "1")) == 0
@@ -116,7 +133,8 @@ def test_four_systems_same_questions_blocks_and_resume(
         # The prompt this row was answered from: its question, and a block of exactly the documents it reports.
         expected = [_collapse(contents[d]) for d in row["documents"]]
         [prompt] = {
-            p.body["messages"][-1]["content"] for p in prompts
+            p.body["messages"][-1]["content"]
+            for p in prompts
             if f"Question: {item.question}\n" in p.body["messages"][-1]["content"]
             and [text for _, text in _block_lines(p.body["messages"][-1]["content"])] == expected
         }
@@ -129,7 +147,7 @@ def test_four_systems_same_questions_blocks_and_resume(
             assert "Memories:\n(none)" in prompt and lines == [] and row["documents"] == []
             assert row["recall_tokens"] == 0 and row["f1"] == 0.0 and not row["correct"]
             continue
-        block = prompt[prompt.index("<memwrap_memories>"): prompt.index("</memwrap_memories>\n") + 20]
+        block = prompt[prompt.index("<memwrap_memories>") : prompt.index("</memwrap_memories>\n") + 20]
         assert count_tokens(block) == row["recall_tokens"]
         if row["system"] == "recent":
             n = len(row["documents"])
@@ -157,7 +175,10 @@ def test_four_systems_same_questions_blocks_and_resume(
         assert set(figures["categories"]) == {"multi-hop", "temporal", "open-domain", "single-hop", "overall"}
     assert summary["systems"]["none"]["categories"]["overall"]["accuracy"] == 0.0
     assert {k: v for k, v in summary.items() if k != "settings"} == {
-        **summarise(out), "run_seconds": summary["run_seconds"], "scored_this_run": 0}
+        **summarise(out),
+        "run_seconds": summary["run_seconds"],
+        "scored_this_run": 0,
+    }
     printed = capsys.readouterr().out
     assert "overall" in printed and "memwrap" in printed and "rrf" in printed
 
@@ -176,12 +197,33 @@ def test_four_systems_same_questions_blocks_and_resume(
 @needs_data
 def test_longmemeval_four_systems(fake: FakeLLMServer, memwrap_home: Path, tmp_path: Path) -> None:
     fake.responder = lambda request: (
-        Reply(json={"correct": False}) if "response_format" in request.body else Reply(text="I do not know."))
+        Reply(json={"correct": False}) if "response_format" in request.body else Reply(text="I do not know.")
+    )
     out = tmp_path / "lme.jsonl"
     data = DATA / "longmemeval" / "oracle_2q.json"
-    assert main(["--out", str(out), "--home", str(memwrap_home), "--answer-base-url", fake.openai_base_url,
-                 "--answer-model", "m", "--answer-api-key", "k", "--dataset", "longmemeval", "--data", str(data),
-                 "--limit", "1"]) == 0
+    assert (
+        main(
+            [
+                "--out",
+                str(out),
+                "--home",
+                str(memwrap_home),
+                "--answer-base-url",
+                fake.openai_base_url,
+                "--answer-model",
+                "m",
+                "--answer-api-key",
+                "k",
+                "--dataset",
+                "longmemeval",
+                "--data",
+                str(data),
+                "--limit",
+                "1",
+            ]
+        )
+        == 0
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["system"] for r in rows] == ["none", "recent", "rrf", "memwrap"]
     assert all(r["id"].startswith("longmemeval:") and r["answer"] == "I do not know." for r in rows)
@@ -192,6 +234,7 @@ def test_longmemeval_four_systems(fake: FakeLLMServer, memwrap_home: Path, tmp_p
 
 
 # --------------------------------------------------------------------------------------- LoCoMo's token F1
+
 
 @pytest.mark.parametrize(
     ("answer", "gold", "category", "expected"),
@@ -228,6 +271,7 @@ def test_f1_normalisation_follows_locomo() -> None:
 
 # --------------------------------------------------------------------------------------- the sample
 
+
 @needs_data
 def test_per_category_sample_spreads_over_conversations_and_grows_by_extension() -> None:
     everything = select(parse_args(["--dataset", "locomo"]))
@@ -254,8 +298,7 @@ def test_per_category_sample_spreads_over_conversations_and_grows_by_extension()
 
 def test_per_category_sample_takes_what_a_small_category_has() -> None:
     def item(n: int, bank: str, category: str) -> QAItem:
-        return QAItem(id=f"q{n}", dataset="x", category=category, question="?", gold="", bank=bank,
-                      asked_at=None)  # type: ignore[arg-type]  # None, on purpose
+        return QAItem(id=f"q{n}", dataset="x", category=category, question="?", gold="", bank=bank, asked_at=None)  # type: ignore[arg-type]  # None, on purpose
 
     items = [item(0, "a", "rare"), item(1, "a", "common"), item(2, "b", "common"), item(3, "b", "common")]
     picked = per_category_sample(items, 2)

@@ -36,11 +36,18 @@ pytestmark = [
 
 def real_settings(home: Path, **overrides: object) -> Settings:
     options: dict[str, object] = {
-        "home": home, "worker": "off", "llm_provider": "openai", "llm_base_url": BASE_URL,
+        "home": home,
+        "worker": "off",
+        "llm_provider": "openai",
+        "llm_base_url": BASE_URL,
         "llm_model": os.environ.get("MEMWRAP_TEST_LLM_MODEL", "qwen2.5-coder-1.5b"),
         "llm_api_key": os.environ.get("MEMWRAP_TEST_LLM_API_KEY", "local"),
-        "extraction_retry_interval": 3600.0, "reflect_timeout": 1800.0, "reflect_synthesis_timeout": 600.0,
-        "llm_timeout": 600.0, "reflect_max_iterations": 4, "reflect_answer_tokens": 256,
+        "extraction_retry_interval": 3600.0,
+        "reflect_timeout": 1800.0,
+        "reflect_synthesis_timeout": 600.0,
+        "llm_timeout": 600.0,
+        "reflect_max_iterations": 4,
+        "reflect_answer_tokens": 256,
     }
     options.update(overrides)
     return Settings(**options)  # type: ignore[arg-type]  # pydantic-settings validates each
@@ -74,5 +81,6 @@ async def test_reextraction_keeps_who_said_what(memwrap_home: Path, bank: str) -
             recall = await memory.recall(bank, query, token_budget=400, now=SAID)
             assert any(all(w in m.text.casefold() for w in words) for m in recall.memories[:5]), (query, memories)
         by_assistant = [m for m in memories if "museum" in m.text.casefold()]
-        assert by_assistant and all(m.type in ("experience", "raw") or "assistant" in m.text.casefold()
-                                    for m in by_assistant), memories
+        assert by_assistant and all(
+            m.type in ("experience", "raw") or "assistant" in m.text.casefold() for m in by_assistant
+        ), memories

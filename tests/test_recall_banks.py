@@ -17,11 +17,15 @@ def engine(memory: Memory) -> Any:
 
 def test_a_user_bank_and_a_team_bank_in_one_recall(memory: Memory) -> None:
     alice, team = f"alice-{uuid.uuid4().hex[:6]}", f"team-kb-{uuid.uuid4().hex[:6]}"
-    memory.retain_many(alice, ["I prefer dark mode in my code editor.", "My cat is called Miso.",
-                               "I am allergic to peanuts."])
+    memory.retain_many(
+        alice, ["I prefer dark mode in my code editor.", "My cat is called Miso.", "I am allergic to peanuts."]
+    )
     # A busy shared bank: many memories, one of them the answer.
-    memory.retain_many(team, ["The deploy runbook lives in the ops wiki under /runbooks/deploy."]
-                       + [f"Sprint {i} retro notes: we discussed ticket triage and standups." for i in range(40)])
+    memory.retain_many(
+        team,
+        ["The deploy runbook lives in the ops wiki under /runbooks/deploy."]
+        + [f"Sprint {i} retro notes: we discussed ticket triage and standups." for i in range(40)],
+    )
     eng = engine(memory)
     both = memory._run(eng.recall([alice, team], "where is the deploy runbook?", token_budget=400))
     assert both.bank_ids == [alice, team] and both.bank_id == alice
@@ -37,8 +41,9 @@ def test_a_user_bank_and_a_team_bank_in_one_recall(memory: Memory) -> None:
     ]
     assert all(m.bank_id == alice for m in solo.memories)
     # A bank that holds nothing (or does not exist) adds nothing.
-    assert [m.id for m in memory._run(eng.recall([alice, "nobody-here"], "my cat", top_k=3)).memories] == \
-        [m.id for m in memory._run(eng.recall(alice, "my cat", top_k=3)).memories]
+    assert [m.id for m in memory._run(eng.recall([alice, "nobody-here"], "my cat", top_k=3)).memories] == [
+        m.id for m in memory._run(eng.recall(alice, "my cat", top_k=3)).memories
+    ]
 
 
 def test_bank_lists_are_checked(memory: Memory) -> None:

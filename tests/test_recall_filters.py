@@ -16,8 +16,16 @@ from memwrap.engine.recall.filters import recall_filter
 from memwrap.errors import InvalidInputError
 from memwrap.filters import RecallFilter
 
-TOPICS = ["hiking in the Alps", "a cello lesson", "the budget review", "Maya's birthday picnic", "a dentist visit",
-          "the Lisbon apartment", "a chess tournament", "the garden tomatoes"]
+TOPICS = [
+    "hiking in the Alps",
+    "a cello lesson",
+    "the budget review",
+    "Maya's birthday picnic",
+    "a dentist visit",
+    "the Lisbon apartment",
+    "a chess tournament",
+    "the garden tomatoes",
+]
 BASE = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
@@ -39,13 +47,17 @@ def items() -> list[dict[str, Any]]:
         if i % 7 == 0:
             metadata["due"] = f"2026-0{1 + i % 9}-15"
         if i == 5:
-            metadata["odd key '); DROP TABLE memory_units; --"] = "o'clock \"quoted\""
+            metadata["odd key '); DROP TABLE memory_units; --"] = 'o\'clock "quoted"'
         month = ["January", "March", "May", "August"][i % 4]
-        out.append({
-            "content": f"Note {i}: we talked about {TOPICS[i % len(TOPICS)]} that happened in {month} 2025.",
-            "timestamp": BASE + timedelta(days=i), "metadata": metadata, "tags": [f"t{i % 2}"],
-            "document_id": f"doc{i % 4}:{i}",
-        })
+        out.append(
+            {
+                "content": f"Note {i}: we talked about {TOPICS[i % len(TOPICS)]} that happened in {month} 2025.",
+                "timestamp": BASE + timedelta(days=i),
+                "metadata": metadata,
+                "tags": [f"t{i % 2}"],
+                "document_id": f"doc{i % 4}:{i}",
+            }
+        )
     return out
 
 
@@ -87,10 +99,18 @@ def _cond(metadata: dict[str, Any], cond: dict[str, Any]) -> bool:
         elif op == "exists":
             ok &= present == want
         else:
-            same = isinstance(value, str) if isinstance(want, str) else (
-                isinstance(value, (int, float)) and not isinstance(value, bool))
-            ok &= present and same and {"gt": value > want, "gte": value >= want, "lt": value < want,
-                                        "lte": value <= want}[op] if present and same else False
+            same = (
+                isinstance(value, str)
+                if isinstance(want, str)
+                else (isinstance(value, (int, float)) and not isinstance(value, bool))
+            )
+            ok &= (
+                present
+                and same
+                and {"gt": value > want, "gte": value >= want, "lt": value < want, "lte": value <= want}[op]
+                if present and same
+                else False
+            )
     return ok
 
 
@@ -121,7 +141,7 @@ METADATA_FILTERS: list[dict[str, Any]] = [
     {"key": "draft", "exists": True},
     {"key": "draft", "exists": False},
     {"key": "draft", "eq": None},
-    {"key": "odd key '); DROP TABLE memory_units; --", "eq": "o'clock \"quoted\""},
+    {"key": "odd key '); DROP TABLE memory_units; --", "eq": 'o\'clock "quoted"'},
     {"and": [{"key": "project", "eq": "apollo"}, {"key": "priority", "gte": 2}]},
     {"or": [{"key": "project", "eq": "hera"}, {"not": {"key": "priority", "lt": 4}}]},
     {"not": {"or": [{"key": "draft", "exists": True}, {"key": ["owner", "name"], "in": ["ann"]}]}},
@@ -143,33 +163,45 @@ def test_metadata_filter_matches_the_same_memories_as_python(filled: Any, metada
 
 def test_values_and_keys_never_reach_the_statement(filled: Any) -> None:
     _memory, bank, _records = filled
-    where = recall_filter({"metadata": {"odd key '); DROP TABLE memory_units; --": "o'clock \"quoted\""}})
+    where = recall_filter({"metadata": {"odd key '); DROP TABLE memory_units; --": 'o\'clock "quoted"'}})
     assert where is not None
     sql, params = Filters(bank, where=where).sql("m", 2)
     assert "DROP" not in sql and "clock" not in sql and "odd key" not in sql
-    assert {"odd key '); DROP TABLE memory_units; --": "o'clock \"quoted\""} in params
+    assert {"odd key '); DROP TABLE memory_units; --": 'o\'clock "quoted"'} in params
 
 
 def test_shorthand_is_the_explicit_form() -> None:
     short = RecallFilter.model_validate(
         {"metadata": {"project": "apollo", "priority": {"gte": 2}, "draft": {"exists": False}}}
     )
-    explicit = RecallFilter.model_validate({"metadata": {"and": [
-        {"key": "project", "eq": "apollo"}, {"key": "priority", "gte": 2}, {"key": "draft", "exists": False}]}})
+    explicit = RecallFilter.model_validate(
+        {
+            "metadata": {
+                "and": [
+                    {"key": "project", "eq": "apollo"},
+                    {"key": "priority", "gte": 2},
+                    {"key": "draft", "exists": False},
+                ]
+            }
+        }
+    )
     assert short == explicit
 
 
-@pytest.mark.parametrize("bad", [
-    {"metadata": {"key": "project"}},  # no operator
-    {"metadata": {"key": "", "eq": 1}},
-    {"metadata": {"key": "p", "gt": True}},
-    {"metadata": {"key": "p", "in": []}},
-    {"metadata": {"and": [], "or": []}},
-    {"metadata": {}},
-    {"occurred_after": "2026-01-01T00:00:00"},  # naive
-    {"mentioned_after": "2026-02-01T00:00:00Z", "mentioned_before": "2026-01-01T00:00:00Z"},
-    {"unknown": 1},
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"metadata": {"key": "project"}},  # no operator
+        {"metadata": {"key": "", "eq": 1}},
+        {"metadata": {"key": "p", "gt": True}},
+        {"metadata": {"key": "p", "in": []}},
+        {"metadata": {"and": [], "or": []}},
+        {"metadata": {}},
+        {"occurred_after": "2026-01-01T00:00:00"},  # naive
+        {"mentioned_after": "2026-02-01T00:00:00Z", "mentioned_before": "2026-01-01T00:00:00Z"},
+        {"unknown": 1},
+    ],
+)
 def test_bad_filters_say_what_is_wrong(bad: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError, match="Invalid recall filter"):
         recall_filter(bad)
@@ -179,11 +211,18 @@ def test_time_document_and_session_filters(filled: Any) -> None:
     memory, bank, records = filled
     eng = engine(memory)
     cases: list[tuple[dict[str, Any], Any]] = [
-        ({"mentioned_after": BASE + timedelta(days=10), "mentioned_before": BASE + timedelta(days=20)},
-         lambda r: BASE + timedelta(days=10) <= r.mentioned_at <= BASE + timedelta(days=20)),
-        ({"occurred_after": datetime(2025, 3, 1, tzinfo=UTC), "occurred_before": datetime(2025, 3, 31, tzinfo=UTC)},
-         lambda r: r.occurred_start is not None and r.occurred_start <= datetime(2025, 3, 31, tzinfo=UTC)
-         and max(r.occurred_start, r.occurred_end or r.occurred_start) >= datetime(2025, 3, 1, tzinfo=UTC)),
+        (
+            {"mentioned_after": BASE + timedelta(days=10), "mentioned_before": BASE + timedelta(days=20)},
+            lambda r: BASE + timedelta(days=10) <= r.mentioned_at <= BASE + timedelta(days=20),
+        ),
+        (
+            {"occurred_after": datetime(2025, 3, 1, tzinfo=UTC), "occurred_before": datetime(2025, 3, 31, tzinfo=UTC)},
+            lambda r: (
+                r.occurred_start is not None
+                and r.occurred_start <= datetime(2025, 3, 31, tzinfo=UTC)
+                and max(r.occurred_start, r.occurred_end or r.occurred_start) >= datetime(2025, 3, 1, tzinfo=UTC)
+            ),
+        ),
         ({"document_ids": ["doc1:1", "doc1:5", "nope"]}, lambda r: r.document_id in ("doc1:1", "doc1:5")),
         ({"session_ids": ["doc2"]}, lambda r: r.document_id.startswith("doc2:")),
     ]
@@ -201,8 +240,14 @@ def test_recall_returns_only_filtered_memories_and_top_k(filled: Any) -> None:
     memory, bank, records = filled
     eng = engine(memory)
     wanted = {r.id for r in records if r.metadata["project"] == "zeus" and r.metadata["priority"] >= 2}
-    result = memory._run(eng.recall(bank, "what did we talk about in March?", top_k=100,
-                                    filters={"metadata": {"project": "zeus", "priority": {"gte": 2}}}))
+    result = memory._run(
+        eng.recall(
+            bank,
+            "what did we talk about in March?",
+            top_k=100,
+            filters={"metadata": {"project": "zeus", "priority": {"gte": 2}}},
+        )
+    )
     got = {m.id for m in result.memories}
     assert got and got <= wanted
     assert all(m.bank_id == bank for m in result.memories)
@@ -258,14 +303,19 @@ def test_the_graph_arms_first_pass_gives_what_checking_everything_gives(
     memory, bank, records = filled
     eng = engine(memory)
     size, limit = len(records), 6
-    filters = [{"metadata": {"project": "hera"}}, {"metadata": {"priority": {"gte": 4}}},
-               {"metadata": {"owner": {"name": "bob"}}}, {"metadata": {"due": {"exists": True}}}]
+    filters = [
+        {"metadata": {"project": "hera"}},
+        {"metadata": {"priority": {"gte": 4}}},
+        {"metadata": {"owner": {"name": "bob"}}},
+        {"metadata": {"due": {"exists": True}}},
+    ]
 
     async def ranked(where: dict[str, Any], query: str) -> list[Any]:
         vector = await eng.embedder.embed_query(query)
         async with eng.store.pool.acquire() as conn:
-            hits = await arms.graph(conn, Filters(bank, where=recall_filter(where)), vector, ["maya", "lisbon"],
-                                    limit, size)
+            hits = await arms.graph(
+                conn, Filters(bank, where=recall_filter(where)), vector, ["maya", "lisbon"], limit, size
+            )
         return [i for i, _ in hits]
 
     queries = ["Maya birthday picnic", "the Lisbon apartment", "hiking in the Alps"]
@@ -335,8 +385,10 @@ def test_the_semantic_arms_nearest_memory_is_not_buried_by_arms_that_agree_on_a_
 
     right, distractor, other = (uuid_module.uuid4() for _ in range(3))
     weights = {"semantic": 1.0, "keyword": 1.0, "graph": 0.6}
-    arms_lists = {"semantic": [(right, 0.91), (other, 0.90), (distractor, 0.89)],
-                  "graph": [*((uuid_module.uuid4(), 1.0) for _ in range(29)), (distractor, 0.5)]}
+    arms_lists = {
+        "semantic": [(right, 0.91), (other, 0.90), (distractor, 0.89)],
+        "graph": [*((uuid_module.uuid4(), 1.0) for _ in range(29)), (distractor, 0.5)],
+    }
     fused = reciprocal_rank(arms_lists, weights)
     assert fused[0].id == right
     assert fused[0].score == pytest.approx((1 + NEAREST_BONUS) / 61)
@@ -345,7 +397,7 @@ def test_the_semantic_arms_nearest_memory_is_not_buried_by_arms_that_agree_on_a_
 
 
 def test_the_nearest_memory_gets_no_bonus_over_one_matching_more_of_the_words() -> None:
-    """"cello teacher": the nearest memory ("practises the cello") matches one word, the teacher's memory both;
+    """ "cello teacher": the nearest memory ("practises the cello") matches one word, the teacher's memory both;
     the keyword arm already speaks for the nearest one, so no bonus outvotes the better match."""
     import uuid as uuid_module
 

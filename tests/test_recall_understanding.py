@@ -38,16 +38,20 @@ YEAR = [
 
 @pytest.fixture
 def dated_year(memory: Memory, bank: str) -> str:
-    memory.retain_many(bank, [RetainItem(content=text, timestamp=when, document_id=f"s{i}:1")
-                              for i, (when, text) in enumerate(YEAR)])
+    memory.retain_many(
+        bank, [RetainItem(content=text, timestamp=when, document_id=f"s{i}:1") for i, (when, text) in enumerate(YEAR)]
+    )
     return bank
 
 
-@pytest.mark.parametrize(("question", "months"), [
-    ("What did I do last spring?", {3, 4, 5}),
-    ("What did I do in August?", {8}),
-    ("What happened in April?", {4}),
-])
+@pytest.mark.parametrize(
+    ("question", "months"),
+    [
+        ("What did I do last spring?", {3, 4, 5}),
+        ("What did I do in August?", {8}),
+        ("What happened in April?", {4}),
+    ],
+)
 def test_a_time_range_in_the_question_puts_the_memories_inside_it_first(
     memory: Memory, dated_year: str, question: str, months: set[int]
 ) -> None:
@@ -66,7 +70,7 @@ def _month(when: datetime) -> int:
 
 
 def test_time_words_are_no_keyword_terms(memory: Memory, dated_year: str) -> None:
-    """"last" of "last spring" matched "last month" in memories of any date; now only the temporal arm reads it."""
+    """ "last" of "last spring" matched "last month" in memories of any date; now only the temporal arm reads it."""
     recall = memory.recall(dated_year, "What did I do last spring?", now=NOW, token_budget=2048, explain=True)
     assert recall.considered is not None
     cello = next(c for c in recall.considered if "cello" in c.text)
@@ -75,7 +79,7 @@ def test_time_words_are_no_keyword_terms(memory: Memory, dated_year: str) -> Non
 
 
 def test_relative_words_are_read_on_the_day_a_question_names(memory: Memory, bank: str) -> None:
-    """"two weeks before 11 August 2023" is late July 2023, whatever today is."""
+    """ "two weeks before 11 August 2023" is late July 2023, whatever today is."""
     memory.retain_many(
         bank,
         [
@@ -89,11 +93,16 @@ def test_relative_words_are_read_on_the_day_a_question_names(memory: Memory, ban
             RetainItem(content="Maria: My old puppy photos made me cry.", timestamp=datetime(2023, 3, 2, tzinfo=UTC)),
         ],
     )
-    recall = memory.recall(bank, "What is the name of the puppy Maria got two weeks before August 11, 2023?",
-                           now=datetime(2023, 10, 20, tzinfo=UTC))
+    recall = memory.recall(
+        bank,
+        "What is the name of the puppy Maria got two weeks before August 11, 2023?",
+        now=datetime(2023, 10, 20, tzinfo=UTC),
+    )
     assert recall.time_window is not None
     assert (recall.time_window.start.date().isoformat(), recall.time_window.end.date().isoformat()) == (
-        "2023-07-28", "2023-08-11")
+        "2023-07-28",
+        "2023-08-11",
+    )
     assert "Shadow" in recall.memories[0].text
 
 
@@ -108,8 +117,9 @@ EDITOR = [
 
 @pytest.fixture
 def editors(memory: Memory, bank: str) -> str:
-    memory.retain_many(bank, [RetainItem(content=text, timestamp=when, document_id=f"s{i}:1")
-                              for i, (when, text) in enumerate(EDITOR)])
+    memory.retain_many(
+        bank, [RetainItem(content=text, timestamp=when, document_id=f"s{i}:1") for i, (when, text) in enumerate(EDITOR)]
+    )
     return bank
 
 
@@ -137,6 +147,7 @@ def test_a_tight_budget_leaves_the_replaced_statement_out(memory: Memory, editor
 def test_a_question_about_the_past_keeps_the_earlier_statement_in_its_place(memory: Memory, editors: str) -> None:
     """Asked about the present, the replaced statement comes after every other memory; asked about the past, it is
     what the question wants: it keeps its place, ahead of the assistant's "Noted, VS Code it is." """
+
     def rank(question: str, words: str) -> int:
         recall = memory.recall(editors, question, now=NOW, token_budget=2048)
         return next(i for i, m in enumerate(recall.memories) if words in m.text)
@@ -148,32 +159,35 @@ def test_a_question_about_the_past_keeps_the_earlier_statement_in_its_place(memo
 
 
 def test_without_a_word_of_change_a_question_about_now_puts_the_newer_first(memory: Memory, bank: str) -> None:
-    memory.retain_many(bank, [
-        RetainItem(content="user: I work at a bakery in Leeds", timestamp=day(2, 1)),
-        RetainItem(content="user: I work at a bike shop in York", timestamp=day(9, 1)),
-        RetainItem(content="user: My brother works at a bank", timestamp=day(10, 1)),
-    ])
+    memory.retain_many(
+        bank,
+        [
+            RetainItem(content="user: I work at a bakery in Leeds", timestamp=day(2, 1)),
+            RetainItem(content="user: I work at a bike shop in York", timestamp=day(9, 1)),
+            RetainItem(content="user: My brother works at a bank", timestamp=day(10, 1)),
+        ],
+    )
     recall = memory.recall(bank, "Where do I work now?", now=NOW)
     assert "bike shop" in recall.memories[0].text
     assert all(m.replaced_by is None for m in recall.memories)  # nothing said it changed: no mark
 
 
-def test_speaker_labels_are_a_field_of_the_memory_not_an_entity(
-    memory: Memory, bank: str, db: Database
-) -> None:
+def test_speaker_labels_are_a_field_of_the_memory_not_an_entity(memory: Memory, bank: str, db: Database) -> None:
     turns = []
     for i in range(15):
         turns += [f"Alice: I went for a walk by the canal, day {i}.", f"Bob: Nice, Alice. I stayed in, day {i}."]
-    turns += ["Alice: I'm lactose intolerant, so no cheese board for me.",
-              "Bob: My sister Maya is visiting next week with her dog.",
-              "Alice: Maya's dog is adorable."]
-    memory.retain_many(bank, [RetainItem(content=t, timestamp=day(10, 1), document_id=f"chat:{i}")
-                              for i, t in enumerate(turns)])
+    turns += [
+        "Alice: I'm lactose intolerant, so no cheese board for me.",
+        "Bob: My sister Maya is visiting next week with her dog.",
+        "Alice: Maya's dog is adorable.",
+    ]
+    memory.retain_many(
+        bank, [RetainItem(content=t, timestamp=day(10, 1), document_id=f"chat:{i}") for i, t in enumerate(turns)]
+    )
     names = {e.name for e in memory.entities(bank)}
     assert "Bob" not in names and "Maya" in names
     # "Alice" is an entity only where a turn's own words name her (Bob's "Nice, Alice."), not on her own turns.
-    alice = db.blocking.fetchval(
-        "SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'alice'", bank)
+    alice = db.blocking.fetchval("SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'alice'", bank)
     assert alice == 15
     listed = memory.list(bank, limit=3)
     assert [m.speaker for m in listed] == ["Alice", "Bob", "Alice"]
@@ -191,28 +205,40 @@ def test_speaker_labels_are_a_field_of_the_memory_not_an_entity(
 
 
 def test_the_assistants_turns_rank_below_the_users_own_statement(memory: Memory, bank: str) -> None:
-    memory.retain(bank, "user: I'm vegetarian and allergic to peanuts.\n"
-                        "assistant: Noted: vegetarian, peanut allergy. I'll keep restaurant tips to that.",
-                  timestamp=day(4, 12), document_id="s1:1")
+    memory.retain(
+        bank,
+        "user: I'm vegetarian and allergic to peanuts.\n"
+        "assistant: Noted: vegetarian, peanut allergy. I'll keep restaurant tips to that.",
+        timestamp=day(4, 12),
+        document_id="s1:1",
+    )
     recall = memory.recall(bank, "Noted: vegetarian, peanut allergy", now=NOW)
     assert [m.speaker for m in recall.memories] == ["user", "assistant"]  # even when the wording is the assistant's
     assert recall.context.count("\n- ") == 2 and "\n- [2026-04-12] assistant: Noted" in recall.context
 
 
 def test_heuristic_consolidation_records_a_change_not_support(memory: Memory, bank: str) -> None:
-    memory.retain_many(bank, [
-        RetainItem(content="user: I use Neovim and prefer Python over Go", timestamp=day(1, 12), document_id="a:1"),
-        RetainItem(content="user: I use Neovim and I prefer Python to Go", timestamp=day(3, 12), document_id="b:1"),
-        RetainItem(content="user: Actually I switched to VS Code last week", timestamp=day(11, 20), document_id="a:2"),
-        RetainItem(content="user: I live in Lisbon", timestamp=day(2, 20), document_id="c:1"),
-        RetainItem(content="user: I moved to Berlin in October", timestamp=day(11, 21), document_id="d:1"),
-    ])
+    memory.retain_many(
+        bank,
+        [
+            RetainItem(content="user: I use Neovim and prefer Python over Go", timestamp=day(1, 12), document_id="a:1"),
+            RetainItem(content="user: I use Neovim and I prefer Python to Go", timestamp=day(3, 12), document_id="b:1"),
+            RetainItem(
+                content="user: Actually I switched to VS Code last week", timestamp=day(11, 20), document_id="a:2"
+            ),
+            RetainItem(content="user: I live in Lisbon", timestamp=day(2, 20), document_id="c:1"),
+            RetainItem(content="user: I moved to Berlin in October", timestamp=day(11, 21), document_id="d:1"),
+        ],
+    )
     memory.consolidate(bank)
     observations = {o.text: memory.get_observation(bank, o.id) for o in memory.observations(bank)}
     assert set(observations) == {"user: Actually I switched to VS Code last week", "user: I moved to Berlin in October"}
     editor = observations["user: Actually I switched to VS Code last week"]
     stances = sorted((e.stance, e.quote[:16]) for e in editor.evidence)
-    assert stances == [("superseded", "user: I use Neov"), ("superseded", "user: I use Neov"),
-                       ("supports", "user: Actually I")]
+    assert stances == [
+        ("superseded", "user: I use Neov"),
+        ("superseded", "user: I use Neov"),
+        ("supports", "user: Actually I"),
+    ]
     home = observations["user: I moved to Berlin in October"]
     assert sorted(e.stance for e in home.evidence) == ["superseded", "supports"]

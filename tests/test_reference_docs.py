@@ -62,16 +62,25 @@ def test_every_variable_the_code_names_is_in_the_reference() -> None:
 
 
 def test_every_variable_read_outside_the_settings_is_read_somewhere() -> None:
-    named = set().union(*(_names(p.read_text(encoding="utf-8", errors="replace")) for p in _code_files()
-                          if p != Path(reference.__file__)))
+    named = set().union(
+        *(
+            _names(p.read_text(encoding="utf-8", errors="replace"))
+            for p in _code_files()
+            if p != Path(reference.__file__)
+        )
+    )
     listed = {v.name for rows in reference.ENVIRONMENT.values() for v in rows}
     assert listed - named == set()
 
 
 def test_the_pages_name_only_variables_that_exist() -> None:
     known = reference.variable_names()
-    unknown = {f"{name} ({page.relative_to(ROOT)})" for page in reference.pages()
-               for name in _names(page.read_text(encoding="utf-8")) if not _known(name, known)}
+    unknown = {
+        f"{name} ({page.relative_to(ROOT)})"
+        for page in reference.pages()
+        for name in _names(page.read_text(encoding="utf-8"))
+        if not _known(name, known)
+    }
     assert unknown == set()
 
 
@@ -105,8 +114,11 @@ def test_the_server_describes_every_mcp_tool() -> None:
 
 def test_cited_test_files_exist() -> None:
     sources = [*_code_files(), *reference.pages()]
-    cited = {(m, str(p.relative_to(ROOT))) for p in sources
-             for m in TEST_FILE.findall(p.read_text(encoding="utf-8", errors="replace"))}
+    cited = {
+        (m, str(p.relative_to(ROOT)))
+        for p in sources
+        for m in TEST_FILE.findall(p.read_text(encoding="utf-8", errors="replace"))
+    }
     assert {(m, where) for m, where in cited if not (ROOT / m).exists()} == set()
 
 

@@ -48,13 +48,20 @@ async def test_the_loop_walks_mental_models_observations_expand_done(
 ) -> None:
     eng = engine if provider == "openai" else claude
     layers = await three_layers(eng, bank)
-    fake.script([
-        turn(call("search_mental_models", query="editor theme")),
-        turn(call("search_observations", query="editor theme")),
-        turn(call("expand", id="O1")),
-        done("The user prefers dark mode in their code editor [O1], said again and again since January [F1].",
-             "M1", "O1", "F1", "F99"),
-    ])
+    fake.script(
+        [
+            turn(call("search_mental_models", query="editor theme")),
+            turn(call("search_observations", query="editor theme")),
+            turn(call("expand", id="O1")),
+            done(
+                "The user prefers dark mode in their code editor [O1], said again and again since January [F1].",
+                "M1",
+                "O1",
+                "F1",
+                "F99",
+            ),
+        ]
+    )
     result = await eng.reflect(bank, QUESTION, now=NOW)
 
     assert not result.forced and result.iterations == 4
@@ -71,7 +78,8 @@ async def test_the_loop_walks_mental_models_observations_expand_done(
     # What the model was offered and shown, request by request.
     requests = fake.requests
     assert len(requests) == 4 and {r.provider for r in requests} == {
-        "openai.chat" if provider == "openai" else "anthropic.messages"}
+        "openai.chat" if provider == "openai" else "anthropic.messages"
+    }
     assert set(tool_names(requests[0])) == TOOLS
     system = system_of(requests[0])
     assert system.index("search_mental_models") < system.index("search_observations") < system.index("3. recall")
@@ -89,8 +97,10 @@ async def test_the_loop_walks_mental_models_observations_expand_done(
     # The trace: every tool call with its arguments, result size and latency; every LLM turn with its size.
     tools = [e for e in result.trace if e.kind == "tool"]
     assert [(e.name, e.arguments) for e in tools] == [
-        ("search_mental_models", {"query": "editor theme"}), ("search_observations", {"query": "editor theme"}),
-        ("expand", {"id": "O1"}), ("done", {"answer": result.answer, "memory_ids": ["M1", "O1", "F1", "F99"]}),
+        ("search_mental_models", {"query": "editor theme"}),
+        ("search_observations", {"query": "editor theme"}),
+        ("expand", {"id": "O1"}),
+        ("done", {"answer": result.answer, "memory_ids": ["M1", "O1", "F1", "F99"]}),
     ]
     for entry, shown in zip(tools[:3], [models_shown, observations_shown, sources], strict=True):
         assert entry.result_chars == len(shown) and entry.result_tokens == tokens(shown)
@@ -116,11 +126,13 @@ async def test_the_iteration_limit_ends_in_a_forced_synthesis(
 ) -> None:
     eng = engine if provider == "openai" else claude
     await three_layers(eng, bank)
-    fake.script([
-        turn(call("recall", query="editor")),
-        turn(call("recall", query="sister")),
-        done("Dark mode [F1]; memory does not say which editor.", "F1"),
-    ])
+    fake.script(
+        [
+            turn(call("recall", query="editor")),
+            turn(call("recall", query="sister")),
+            done("Dark mode [F1]; memory does not say which editor.", "F1"),
+        ]
+    )
     result = await eng.reflect(bank, QUESTION, max_iterations=2, now=NOW)
     assert result.forced and result.forced_reason == "iterations" and result.iterations == 2
     assert result.answer == "Dark mode [F1]; memory does not say which editor."
@@ -134,8 +146,13 @@ async def test_the_iteration_limit_ends_in_a_forced_synthesis(
     assert "step limit" in system_of(synthesis)
     # Two turns, each with its tool call; the limit; the synthesis turn, and its `done` call accepted.
     assert [(e.kind, e.name) for e in result.trace] == [
-        ("llm", ""), ("tool", "recall"), ("llm", ""), ("tool", "recall"),
-        ("limit", "iterations"), ("synthesis", ""), ("tool", "done"),
+        ("llm", ""),
+        ("tool", "recall"),
+        ("llm", ""),
+        ("tool", "recall"),
+        ("limit", "iterations"),
+        ("synthesis", ""),
+        ("tool", "done"),
     ]
     assert result.trace[-2].error is None and result.trace[-1].error is None
 
@@ -147,11 +164,13 @@ async def test_a_context_overflow_from_the_provider_ends_in_a_forced_synthesis(
     eng = engine if provider == "openai" else claude
     await three_layers(eng, bank)
     overflow = "This model's maximum context length is 8192 tokens. However, your messages resulted in 9001 tokens."
-    fake.script([
-        turn(call("search_observations", query="editor theme")),
-        Reply(status=400, error=overflow),
-        done("The user prefers dark mode [O1].", "O1"),
-    ])
+    fake.script(
+        [
+            turn(call("search_observations", query="editor theme")),
+            Reply(status=400, error=overflow),
+            done("The user prefers dark mode [O1].", "O1"),
+        ]
+    )
     result = await eng.reflect(bank, QUESTION, now=NOW)
     assert result.forced and result.forced_reason == "context_overflow"
     assert result.answer == "The user prefers dark mode [O1]." and len(result.memory_ids) == 1
@@ -182,10 +201,14 @@ async def test_several_calls_in_one_turn_share_the_budget_before_they_run(
     engine = engine if provider == "openai" else claude
     topics = ["hiking in the Alps", "baking sourdough bread", "learning the cello"]
     items = [
-        {"content": f"Note {i} on {topic}: the user spent the whole weekend on {topic}, wrote down every detail of "
-                    f"what went well and what did not, and plans to try again with friends next month ({i}).",
-         "timestamp": START, "document_id": f"notes-{t}:{i}"}
-        for t, topic in enumerate(topics) for i in range(25)
+        {
+            "content": f"Note {i} on {topic}: the user spent the whole weekend on {topic}, wrote down every detail of "
+            f"what went well and what did not, and plans to try again with friends next month ({i}).",
+            "timestamp": START,
+            "document_id": f"notes-{t}:{i}",
+        }
+        for t, topic in enumerate(topics)
+        for i in range(25)
     ]
     await engine.retain_many(bank, items)
     budget = 1800
@@ -216,9 +239,14 @@ async def test_several_calls_in_one_turn_share_the_budget_before_they_run(
 
 
 async def test_the_context_budget_ends_in_a_forced_synthesis(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
-    items = [{"content": f"Fact {i}: the user's project Orion needs part number {1000 + i} from the Zurich supplier "
-                         f"before the spring release, and the user wants it tracked closely ({i}).",
-              "document_id": f"orion:{i}"} for i in range(60)]
+    items = [
+        {
+            "content": f"Fact {i}: the user's project Orion needs part number {1000 + i} from the Zurich supplier "
+            f"before the spring release, and the user wants it tracked closely ({i}).",
+            "document_id": f"orion:{i}",
+        }
+        for i in range(60)
+    ]
     await engine.retain_many(bank, items)
     queries = iter(["Orion parts", "Zurich supplier", "spring release", "part numbers", "tracking"] * 3)
 
@@ -239,11 +267,13 @@ async def test_the_context_budget_ends_in_a_forced_synthesis(engine: Engine, fak
 
 async def test_the_clock_ends_in_a_forced_synthesis(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
     await three_layers(engine, bank)
-    fake.script([
-        turn(call("search_observations", query="editor theme")),
-        Reply(text="too late", delay=3.0),
-        done("Dark mode [O1].", "O1"),
-    ])
+    fake.script(
+        [
+            turn(call("search_observations", query="editor theme")),
+            Reply(text="too late", delay=3.0),
+            done("Dark mode [O1].", "O1"),
+        ]
+    )
     result = await engine.reflect(bank, QUESTION, timeout=1.5, now=NOW)
     assert result.forced and result.forced_reason == "timeout"
     assert result.answer == "Dark mode [O1]." and len(result.memory_ids) == 1

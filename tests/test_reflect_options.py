@@ -45,9 +45,7 @@ def test_none_mode_says_how_to_configure_an_llm(memory: Memory, bank: str) -> No
 async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     engine: Engine, fake: FakeLLMServer, bank: str
 ) -> None:
-    stored = await engine.configure_bank(
-        bank, disposition={"skepticism": 5, "directives": ["Answer in one sentence."]}
-    )
+    stored = await engine.configure_bank(bank, disposition={"skepticism": 5, "directives": ["Answer in one sentence."]})
     assert stored["disposition"] == {"skepticism": 5, "directives": ["Answer in one sentence."]}
     await engine.retain_many(bank, ["I prefer dark mode in my code editor."])
 
@@ -58,8 +56,12 @@ async def test_disposition_is_stored_per_bank_and_overridden_per_call(
     assert "Skepticism 5/5: Treat every memory as a claim" in system
     assert "Literalism 5/5: Answer exactly what was asked" in system
     assert "Empathy 1/5: Be matter-of-fact" in system and "- Answer in one sentence." in system
-    assert result.disposition.model_dump() == {"skepticism": 5, "literalism": 5, "empathy": 1,
-                                               "directives": ["Answer in one sentence."]}
+    assert result.disposition.model_dump() == {
+        "skepticism": 5,
+        "literalism": 5,
+        "empathy": 1,
+        "directives": ["Answer in one sentence."],
+    }
     assert result.answer == "Dark mode [F1]." and len(result.memory_ids) == 1 and not result.forced
 
     # Neutral traits say nothing: the default prompt has no disposition section at all.
@@ -99,11 +101,15 @@ async def test_a_pydantic_response_schema_is_validated_and_a_bad_one_sent_back(
     engine: Engine, fake: FakeLLMServer, bank: str
 ) -> None:
     await three_layers(engine, bank)
-    fake.script([
-        turn(call("search_observations", query="editor theme")),
-        done("Dark mode [O1].", "O1", structured={"theme": {"name": "dark"}}),  # confidence missing
-        done("Dark mode [O1].", "O1", structured={"theme": {"name": "dark", "since": "January"}, "confidence": 0.9}),
-    ])
+    fake.script(
+        [
+            turn(call("search_observations", query="editor theme")),
+            done("Dark mode [O1].", "O1", structured={"theme": {"name": "dark"}}),  # confidence missing
+            done(
+                "Dark mode [O1].", "O1", structured={"theme": {"name": "dark", "since": "January"}, "confidence": 0.9}
+            ),
+        ]
+    )
     result = await engine.reflect(bank, QUESTION, response_schema=EditorAnswer, now=NOW)
     assert result.structured == EditorAnswer(theme=Theme(name="dark", since="January"), confidence=0.9)
     assert result.iterations == 3 and len(result.memory_ids) == 1
@@ -120,10 +126,17 @@ async def test_a_pydantic_response_schema_is_validated_and_a_bad_one_sent_back(
 
 async def test_a_json_response_schema_with_anthropic(claude: Engine, fake: FakeLLMServer, bank: str) -> None:
     await three_layers(claude, bank)
-    schema = {"type": "object", "properties": {"theme": {"type": "string", "enum": ["dark", "light"]}},
-              "required": ["theme"]}
-    fake.script([turn(call("recall", query="editor theme")),
-                 done("Dark mode [F1]? Memory does not say since when.", "O9", structured={"theme": "dark"})])
+    schema = {
+        "type": "object",
+        "properties": {"theme": {"type": "string", "enum": ["dark", "light"]}},
+        "required": ["theme"],
+    }
+    fake.script(
+        [
+            turn(call("recall", query="editor theme")),
+            done("Dark mode [F1]? Memory does not say since when.", "O9", structured={"theme": "dark"}),
+        ]
+    )
     result = await claude.reflect(bank, QUESTION, response_schema=schema, now=NOW)
     assert result.structured == {"theme": "dark"}
     assert result.unknown_ids == ["O9"] and result.citations.keys() == {"F1"}  # O9 was never shown
@@ -134,10 +147,14 @@ async def test_a_json_response_schema_with_anthropic(claude: Engine, fake: FakeL
 
 async def test_a_plain_text_answer_and_a_malformed_call(engine: Engine, fake: FakeLLMServer, bank: str) -> None:
     await three_layers(engine, bank)
-    fake.script([
-        turn(call("search_observations", query="editor theme"), call("remember", text="x"), call("expand", id="F42")),
-        Reply(text="The user prefers dark mode (O1)."),
-    ])
+    fake.script(
+        [
+            turn(
+                call("search_observations", query="editor theme"), call("remember", text="x"), call("expand", id="F42")
+            ),
+            Reply(text="The user prefers dark mode (O1)."),
+        ]
+    )
     result = await engine.reflect(bank, QUESTION, now=NOW)
     unknown_tool, bad_ref = last_turn_results(fake.requests[1])[1:]
     assert unknown_tool.startswith("There is no tool 'remember'")
@@ -151,14 +168,26 @@ async def test_a_plain_text_answer_and_a_malformed_call(engine: Engine, fake: Fa
 async def test_expand_shows_a_fact_in_its_conversation_within_the_tag_scope(
     engine: Engine, fake: FakeLLMServer, bank: str
 ) -> None:
-    turns = ["user: We adopted a puppy called Biscuit!", "assistant: Congratulations! What breed is Biscuit?",
-             "user: A beagle, and he already chewed my slippers.", "user: Also, work is busy this week."]
-    await engine.retain_many(bank, [
-        {"content": text, "document_id": f"chat-7:{i}", "timestamp": START, "tags": ["home" if i < 3 else "work"]}
-        for i, text in enumerate(turns)
-    ])
-    fake.script([turn(call("recall", query="breed of the puppy")), turn(call("expand", id="F1")),
-                 done("Biscuit is a beagle [F1].", "F1")])
+    turns = [
+        "user: We adopted a puppy called Biscuit!",
+        "assistant: Congratulations! What breed is Biscuit?",
+        "user: A beagle, and he already chewed my slippers.",
+        "user: Also, work is busy this week.",
+    ]
+    await engine.retain_many(
+        bank,
+        [
+            {"content": text, "document_id": f"chat-7:{i}", "timestamp": START, "tags": ["home" if i < 3 else "work"]}
+            for i, text in enumerate(turns)
+        ],
+    )
+    fake.script(
+        [
+            turn(call("recall", query="breed of the puppy")),
+            turn(call("expand", id="F1")),
+            done("Biscuit is a beagle [F1].", "F1"),
+        ]
+    )
     result = await engine.reflect(bank, "What breed is the user's dog?", tags=["home"], now=NOW)
     [facts] = last_turn_results(fake.requests[1])
     assert "work is busy" not in facts

@@ -50,21 +50,29 @@ async def test_the_json_protocol_on_a_server_without_native_tools(memwrap_home, 
     try:
         await facts(engine, bank)
         fake.tools_as_text = fake.refuse_named_tool_choice = True
-        fake.script([
-            *PROBE,
-            {"action": "recall", "query": "editor theme"},
-            {"nonsense": True},  # violates the schema: re-asked once
-            {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
-        ])
+        fake.script(
+            [
+                *PROBE,
+                {"action": "recall", "query": "editor theme"},
+                {"nonsense": True},  # violates the schema: re-asked once
+                {"action": "done", "answer": "The user prefers dark mode [F1].", "memory_ids": ["F1"]},
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert not result.forced and result.answer == "The user prefers dark mode [F1]."
         assert await existing(engine, bank, result.memory_ids)
         loop = fake.requests[3:]  # after the probe (3 requests: named refused, auto, schema)
-        assert all("tools" not in r.body and r.body["response_format"]["json_schema"]["name"] == "next_action"
-                   for r in loop)
+        assert all(
+            "tools" not in r.body and r.body["response_format"]["json_schema"]["name"] == "next_action" for r in loop
+        )
         schema = loop[0].body["response_format"]["json_schema"]["schema"]
         assert {b["properties"]["action"]["enum"][0] for b in schema["anyOf"]} == {
-            "search_mental_models", "search_observations", "recall", "expand", "done"}
+            "search_mental_models",
+            "search_observations",
+            "recall",
+            "expand",
+            "done",
+        }
         second = loop[1].body["messages"]
         assert second[-2] == {"role": "assistant", "content": '{"action": "recall", "query": "editor theme"}'}
         assert second[-1]["role"] == "user" and "[F1]" in second[-1]["content"]
@@ -81,11 +89,14 @@ async def test_a_refused_named_tool_choice_still_ends_in_a_forced_synthesis(
     try:
         await facts(engine, bank)
         fake.refuse_named_tool_choice = True  # native tool calls work, the named form does not
-        fake.script([
-            Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]), Reply(json={"ok": True}),
-            turn(call("recall", query="editor theme")),
-            done("Dark mode [F1].", "F1"),  # the synthesis
-        ])
+        fake.script(
+            [
+                Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]),
+                Reply(json={"ok": True}),
+                turn(call("recall", query="editor theme")),
+                done("Dark mode [F1].", "F1"),  # the synthesis
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=1)
         assert result.forced and result.forced_reason == "iterations"
         assert result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
@@ -99,11 +110,13 @@ async def test_an_answer_before_any_lookup_is_refused(memwrap_home, fake: FakeLL
     engine = await make_engine(memwrap_home, fake)
     try:
         await facts(engine, bank)
-        fake.script([
-            done("The user likes light mode."),  # invented, nothing looked up: refused, told to look first
-            Reply(text="Light mode."),  # again: the agent recalls the question itself
-            done("Dark mode [F1].", "F1"),
-        ])
+        fake.script(
+            [
+                done("The user likes light mode."),  # invented, nothing looked up: refused, told to look first
+                Reply(text="Light mode."),  # again: the agent recalls the question itself
+                done("Dark mode [F1].", "F1"),
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert (
             not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
@@ -130,19 +143,27 @@ async def test_an_uncited_answer_after_a_lookup_is_refused(memwrap_home, fake: F
         assert tools == [("recall", False), ("done", True), ("done", False)]
         assert "cites nothing" in str(fake.requests[2].body["messages"][-1]["content"])
         # "Cited" with what names nothing shown (run K: the model filled memory_ids with its own words): uncited.
-        fake.script([turn(call("recall", query="editor theme")), done("Light mode.", "React.js"),
-                     done("Dark mode [F1].", "F1")])
+        fake.script(
+            [turn(call("recall", query="editor theme")), done("Light mode.", "React.js"), done("Dark mode [F1].", "F1")]
+        )
         named = await engine.reflect(bank, QUESTION, now=NOW)
         assert not named.forced and named.answer == "Dark mode [F1]." and await existing(engine, bank, named.memory_ids)
         # A reference written in the answer that names nothing shown is no citation either.
-        fake.script([turn(call("recall", query="editor theme")), done("Light mode [F9]."),
-                     done("Dark mode [F1].", "F1")])
+        fake.script(
+            [turn(call("recall", query="editor theme")), done("Light mode [F9]."), done("Dark mode [F1].", "F1")]
+        )
         inline = await engine.reflect(bank, QUESTION, now=NOW)
         assert not inline.forced and inline.answer == "Dark mode [F1]."
         # Uncited twice (run H: "Their team leader is John Smith" after a recall showed Zhang Wei): a forced
         # synthesis answers from what was shown, and says why.
-        fake.script([turn(call("recall", query="editor theme")), Reply(text="Light mode."), Reply(text="Light mode."),
-                     done("Dark mode [F1].", "F1")])
+        fake.script(
+            [
+                turn(call("recall", query="editor theme")),
+                Reply(text="Light mode."),
+                Reply(text="Light mode."),
+                done("Dark mode [F1].", "F1"),
+            ]
+        )
         again = await engine.reflect(bank, QUESTION, now=NOW)
         assert again.forced and again.forced_reason == "uncited" and again.answer == "Dark mode [F1]."
         assert await existing(engine, bank, again.memory_ids)
@@ -204,12 +225,17 @@ async def test_a_fallback_with_nothing_gathered_looks_the_question_up(
 ) -> None:
     # The model spends the loop's time on one slow turn and the synthesis times out too: the answer lists what a
     # recall of the question finds, and cites it, instead of "nothing was found".
-    engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json", reflect_timeout=1.0,
-                               reflect_synthesis_timeout=1.0)
+    engine = await make_engine(
+        memwrap_home, fake, llm_tool_protocol="json", reflect_timeout=1.0, reflect_synthesis_timeout=1.0
+    )
     try:
         await facts(engine, bank)
-        fake.script([Reply(json={"action": "expand", "id": "F9"}, delay=3.0),
-                     Reply(json={"action": "done", "answer": "late"}, delay=3.0)])
+        fake.script(
+            [
+                Reply(json={"action": "expand", "id": "F9"}, delay=3.0),
+                Reply(json={"action": "done", "answer": "late"}, delay=3.0),
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert result.forced and result.forced_reason == "timeout"
         assert "dark mode" in result.answer and await existing(engine, bank, result.memory_ids)
@@ -223,12 +249,14 @@ async def test_a_failed_lookup_does_not_count_as_looking(memwrap_home, fake: Fak
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
     try:
         await facts(engine, bank)
-        fake.script([
-            {"action": "expand", "id": "F9"},
-            {"action": "done", "answer": "The user has no preference.", "memory_ids": []},
-            {"action": "recall", "query": "editor theme"},
-            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
-        ])
+        fake.script(
+            [
+                {"action": "expand", "id": "F9"},
+                {"action": "done", "answer": "The user has no preference.", "memory_ids": []},
+                {"action": "recall", "query": "editor theme"},
+                {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert (
             not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
@@ -245,20 +273,28 @@ async def test_searching_empty_layers_is_not_looking(memwrap_home, fake: FakeLLM
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
     try:
         await facts(engine, bank)
-        fake.script([
-            {"action": "search_mental_models", "query": "editor theme"},
-            {"action": "search_observations", "query": "editor theme"},
-            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
-            {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
-            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
-        ])
+        fake.script(
+            [
+                {"action": "search_mental_models", "query": "editor theme"},
+                {"action": "search_observations", "query": "editor theme"},
+                {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+                {"action": "done", "answer": "Popular themes are light and dark.", "memory_ids": []},
+                {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW)
         assert (
             not result.forced and result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)
         )
         tools = [(e.name, e.arguments.get("automatic"), bool(e.error)) for e in result.trace if e.kind == "tool"]
-        assert tools == [("search_mental_models", None, False), ("search_observations", None, False),
-                         ("done", None, True), ("done", None, True), ("recall", True, False), ("done", None, False)]
+        assert tools == [
+            ("search_mental_models", None, False),
+            ("search_observations", None, False),
+            ("done", None, True),
+            ("done", None, True),
+            ("recall", True, False),
+            ("done", None, False),
+        ]
     finally:
         await engine.close()
 
@@ -271,11 +307,13 @@ async def test_a_synthesis_after_nothing_was_shown_answers_from_a_recall(
     engine = await make_engine(memwrap_home, fake, llm_tool_protocol="json")
     try:
         await facts(engine, bank)
-        fake.script([
-            {"action": "expand", "id": "F9"},
-            {"action": "search_mental_models", "query": "editor theme"},
-            {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},  # the synthesis
-        ])
+        fake.script(
+            [
+                {"action": "expand", "id": "F9"},
+                {"action": "search_mental_models", "query": "editor theme"},
+                {"action": "done", "answer": "Dark mode [F1].", "memory_ids": ["F1"]},  # the synthesis
+            ]
+        )
         result = await engine.reflect(bank, QUESTION, now=NOW, max_iterations=2)
         assert result.forced and result.forced_reason == "iterations"
         assert result.answer == "Dark mode [F1]." and await existing(engine, bank, result.memory_ids)

@@ -53,8 +53,13 @@ class Live:
 
     def __init__(self) -> None:
         self.port = free_port()
-        config = uvicorn.Config(create_app(ServerSettings(host="127.0.0.1", port=self.port)), host="127.0.0.1",
-                                port=self.port, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            create_app(ServerSettings(host="127.0.0.1", port=self.port)),
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True, name="reflect-sidecar")
 
@@ -127,13 +132,15 @@ async def test_rest_http_client_and_mcp(sidecar: Live, fake: FakeLLMServer, bank
         assert bad.status_code == 422
 
     # The HTTP client: the same call and result shape as the embedded engine, a pydantic schema included.
-    fake.script([turn(call("recall", query="editor theme")),
-                 done("Dark mode [F1].", "F1", structured={"theme": "dark"})])
+    fake.script(
+        [turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1", structured={"theme": "dark"})]
+    )
     with Memory(url=sidecar.url) as remote:
         result = remote.reflect(bank, QUESTION, response_schema=Verdict)
     assert result.structured == Verdict(theme="dark") and [str(i) for i in result.memory_ids] == [fact_id]
     assert fake.requests[-1].body["tools"][-1]["function"]["parameters"]["properties"]["structured"]["required"] == [
-        "theme"]
+        "theme"
+    ]
 
     # MCP: a `reflect` tool on the bank's endpoint.
     fake.script([turn(call("recall", query="editor theme")), done("Dark mode [F1].", "F1")])

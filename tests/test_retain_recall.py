@@ -35,8 +35,13 @@ def test_retain_then_recall_finds_it_first(memory: Memory, bank: str) -> None:
 def test_retain_records_fields(memory: Memory, bank: str) -> None:
     said = datetime(2026, 4, 2, 10, 0, tzinfo=UTC)
     ids = memory.retain(
-        bank, "Alice joined Google in March 2026.", timestamp=said, context="chat with Alice",
-        document_id="conv-1:turn-3", metadata={"k": "v"}, tags=["work"],
+        bank,
+        "Alice joined Google in March 2026.",
+        timestamp=said,
+        context="chat with Alice",
+        document_id="conv-1:turn-3",
+        metadata={"k": "v"},
+        tags=["work"],
     )
     assert len(ids) == 1
     record = memory.get(bank, ids[0])
@@ -252,7 +257,10 @@ def test_temporal_arm_finds_intervals_that_overlap_the_window(memory: Memory, db
     for key, (start, end) in texts.items():
         db.blocking.execute(
             "UPDATE memory_units SET occurred_start = $3, occurred_end = $4 WHERE bank_id = $1 AND id = $2",
-            bank, ids[key], start, end,
+            bank,
+            ids[key],
+            start,
+            end,
         )
     recall = memory.recall(bank, "what happened in April", now=NOW)
     assert recall.time_window is not None and recall.time_window.start == datetime(2026, 4, 1, tzinfo=utc)

@@ -81,8 +81,14 @@ fake = fake_fixture(local_model)
 
 async def test_the_scenario_with_the_local_models_replies(memwrap_home: Path, fake: FakeLLMServer, bank: str) -> None:
     settings = Settings(
-        home=memwrap_home, worker="off", llm_provider="openai", llm_base_url=fake.openai_base_url,
-        llm_model="qwen2.5-coder-1.5b", llm_api_key="local", llm_tool_protocol="json", llm_max_retries=0,
+        home=memwrap_home,
+        worker="off",
+        llm_provider="openai",
+        llm_base_url=fake.openai_base_url,
+        llm_model="qwen2.5-coder-1.5b",
+        llm_api_key="local",
+        llm_tool_protocol="json",
+        llm_max_retries=0,
         reflect_max_iterations=4,
     )
     async with AsyncMemory(settings=settings) as memory:

@@ -10,8 +10,13 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
 from memwrap_server.auth import PROXY_PATHS, PUBLIC_PATHS
 
-EXTRA_ROUTES = [("POST", "/v1/chat/completions"), ("POST", "/v1/responses"), ("POST", "/v1/messages"),
-                ("POST", "/mcp/alice/"), ("GET", "/metrics")]
+EXTRA_ROUTES = [
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
+    ("POST", "/v1/messages"),
+    ("POST", "/mcp/alice/"),
+    ("GET", "/metrics"),
+]
 
 
 def _routes(admin: httpx.Client, bank: str) -> list[tuple[str, str]]:
@@ -61,8 +66,11 @@ def test_bank_allow_list(sidecar: ServerProcess, admin: httpx.Client) -> None:
     several = alice.post("/v1/recall", json={"bank_id": ["alice", "bob"], "query": "plan"})
     assert several.status_code == 403 and several.json()["error"]["code"] == "bank_forbidden"
     assert "Bob" not in several.text
-    proxied = alice.post("/v1/chat/completions", headers={"X-Memwrap-Key": ALICE_KEY, "X-Memwrap-Bank": "bob"},
-                         json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    proxied = alice.post(
+        "/v1/chat/completions",
+        headers={"X-Memwrap-Key": ALICE_KEY, "X-Memwrap-Bank": "bob"},
+        json={"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert proxied.status_code == 403 and proxied.json()["error"]["code"] == "bank_forbidden"
 
     # Allowed banks work, and listing shows only them.

@@ -46,10 +46,13 @@ def test_stats_context_entities_and_explain(admin: httpx.Client) -> None:
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "entity_not_found"
     one = admin.get(f"/v1/banks/{bank}/entities/{maya[0]['id']}/graph", params={"neighbours": 1}).json()
     assert one["neighbours"] == graph["neighbours"][:1]  # the closest only
-    for path, params in ((f"/v1/banks/{bank}/entities", {"limit": 0}), (f"/v1/banks/{bank}/entities", {"limit": 501}),
-                         (f"/v1/banks/{bank}/entities", {"search": "x" * 201}),
-                         (f"/v1/banks/{bank}/entities/{maya[0]['id']}/graph", {"neighbours": 51}),
-                         (f"/v1/banks/{bank}/entities/not-a-uuid/graph", {})):
+    for path, params in (
+        (f"/v1/banks/{bank}/entities", {"limit": 0}),
+        (f"/v1/banks/{bank}/entities", {"limit": 501}),
+        (f"/v1/banks/{bank}/entities", {"search": "x" * 201}),
+        (f"/v1/banks/{bank}/entities/{maya[0]['id']}/graph", {"neighbours": 51}),
+        (f"/v1/banks/{bank}/entities/not-a-uuid/graph", {}),
+    ):
         refused = admin.get(path, params=params)
         assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request", (path, params)
 

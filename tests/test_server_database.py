@@ -77,8 +77,10 @@ class Frozen:
         self.watchdog: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Frozen:
-        resume = f"import os, time\ntime.sleep({self.WATCHDOG_SECONDS})\nfor p in {self.pids!r}:\n" \
-                 "    try: os.kill(p, 18)\n    except OSError: pass\n"
+        resume = (
+            f"import os, time\ntime.sleep({self.WATCHDOG_SECONDS})\nfor p in {self.pids!r}:\n"
+            "    try: os.kill(p, 18)\n    except OSError: pass\n"
+        )
         self.watchdog = subprocess.Popen([sys.executable, "-c", resume], start_new_session=True)
         try:
             for pid in self.pids:
@@ -126,8 +128,18 @@ def server_env(database: Any, memwrap_home: Path, upstream_server: FakeLLMServer
     home = Path(tempfile.mkdtemp(prefix="memwrap-dbtest-home-"))
     # A turn a crashed process left in its spool: the server must deliver it at start, not on the next call.
     spool = Spool(home / "spool" / "retains.sqlite3", _dead_owner())
-    spool.add([(SPOOLED_BANK, {"content": "Left in the spool by a process that died.", "document_id": "crash:turn-0",
-                               "metadata": {"source": "memwrap.openai.chat"}})])
+    spool.add(
+        [
+            (
+                SPOOLED_BANK,
+                {
+                    "content": "Left in the spool by a process that died.",
+                    "document_id": "crash:turn-0",
+                    "metadata": {"source": "memwrap.openai.chat"},
+                },
+            )
+        ]
+    )
     spool.close()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -173,8 +185,12 @@ def _data_routes(client: httpx.Client, bank: str) -> list[tuple[str, str]]:
     for path, operations in client.get("/openapi.json").json()["paths"].items():
         if not path.startswith("/v1/banks"):
             continue
-        concrete = (path.replace("{bank_id}", bank).replace("{memory_id}", str(uuid.uuid4()))
-                    .replace("{observation_id}", str(uuid.uuid4())).replace("{name}", "diet"))
+        concrete = (
+            path.replace("{bank_id}", bank)
+            .replace("{memory_id}", str(uuid.uuid4()))
+            .replace("{observation_id}", str(uuid.uuid4()))
+            .replace("{name}", "diet")
+        )
         routes += [(method.upper(), concrete) for method in operations]
     return routes
 
@@ -186,8 +202,14 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
     assert client.post(f"/v1/banks/{bank}/memories", json={"content": "Alice likes green tea."}).status_code == 201
     routes = _data_routes(client, bank)
     assert len(routes) >= 25
-    body = {"content": "x", "query": "tea", "items": [{"content": "x"}], "bank_id": bank, "name": "diet",
-            "question": "What does Alice drink?"}
+    body = {
+        "content": "x",
+        "query": "tea",
+        "items": [{"content": "x"}],
+        "bank_id": bank,
+        "name": "diet",
+        "question": "What does Alice drink?",
+    }
 
     _stop(database)
     stopped = time.monotonic()
@@ -209,9 +231,12 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
     # The proxy fails open: the call goes upstream without memory, and the turn waits in the spool.
     upstream_server.reset()
     upstream_server.script(["Answered without memory."])
-    proxied = httpx.post(f"{server.url}/v1/chat/completions", timeout=30,
-                         headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": f"{bank}-proxy"},
-                         json={"model": "m", "messages": [{"role": "user", "content": "What do I like to drink?"}]})
+    proxied = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        timeout=30,
+        headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": f"{bank}-proxy"},
+        json={"model": "m", "messages": [{"role": "user", "content": "What do I like to drink?"}]},
+    )
     assert (
         proxied.status_code == 200 and proxied.json()["choices"][0]["message"]["content"] == "Answered without memory."
     )
@@ -227,21 +252,32 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
     assert recall.status_code == 200 and "green tea" in recall.json()["context"]
     print(f"ready again {recovered:.1f}s after the database came back, no restart")
     # The turn the proxy spooled while the database was down is delivered once it is back.
-    turns = wait_until(lambda: [m for m in client.get(f"/v1/banks/{bank}-proxy/memories").json()["items"]
-                                if "Answered without memory." in m["text"]], 60)
+    turns = wait_until(
+        lambda: [
+            m
+            for m in client.get(f"/v1/banks/{bank}-proxy/memories").json()["items"]
+            if "Answered without memory." in m["text"]
+        ],
+        60,
+    )
     assert turns
     for method, path in routes:
         assert client.request(method, path, json=body).status_code != 503, (method, path)
 
 
-def test_response_sessions_survive_a_restart(server: ServerProcess, upstream_server: FakeLLMServer,
-                                             client: httpx.Client) -> None:
+def test_response_sessions_survive_a_restart(
+    server: ServerProcess, upstream_server: FakeLLMServer, client: httpx.Client
+) -> None:
     bank = "resp-restart"
     headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank}
     upstream_server.reset()
     upstream_server.script(["First.", "Second."])
-    first = httpx.post(f"{server.url}/v1/responses", json={"model": "m", "input": "Plan the trip."},
-                       headers={**headers, "X-Memwrap-Session": "trip"}, timeout=30).json()
+    first = httpx.post(
+        f"{server.url}/v1/responses",
+        json={"model": "m", "input": "Plan the trip."},
+        headers={**headers, "X-Memwrap-Session": "trip"},
+        timeout=30,
+    ).json()
     time.sleep(1.0)  # the map is written just after the answer
     server.stop()
     server.start()
@@ -260,8 +296,11 @@ def test_response_sessions_survive_a_restart(server: ServerProcess, upstream_ser
 
 
 def test_unreachable_upstream_is_a_502_that_names_no_address(server: ServerProcess, server_env: dict[str, str]) -> None:
-    response = httpx.post(f"{server.url}/v1/messages", headers={"X-Memwrap-Key": ADMIN_KEY, "x-api-key": "k"},
-                          json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
+    response = httpx.post(
+        f"{server.url}/v1/messages",
+        headers={"X-Memwrap-Key": ADMIN_KEY, "x-api-key": "k"},
+        json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert response.status_code == 502 and response.json()["type"] == "error"
     address = server_env["MEMWRAP_UPSTREAM_ANTHROPIC_URL"]
     assert address.split("//")[1] not in response.text
@@ -279,8 +318,14 @@ def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
     bank = "db-frozen"
     assert client.post(f"/v1/banks/{bank}/memories", json={"content": "Alice likes green tea."}).status_code == 201
     routes = _data_routes(client, bank)
-    body = {"content": "x", "query": "tea", "items": [{"content": "x"}], "bank_id": bank, "name": "diet",
-            "question": "What does Alice drink?"}
+    body = {
+        "content": "x",
+        "query": "tea",
+        "items": [{"content": "x"}],
+        "bank_id": bank,
+        "name": "diet",
+        "question": "What does Alice drink?",
+    }
     waiting: dict[str, Any] = {}
 
     def request_in_flight() -> None:  # sent right after the freeze: it waits on the database until noticed
@@ -307,9 +352,11 @@ def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
             assert response.json()["error"]["code"] == "store_unavailable"
         mcp = client.post(f"/mcp/{bank}/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, timeout=30)
         frozen_for = time.monotonic() - frozen_at
-    print(f"frozen: /ready 503 after {noticed:.1f}s; the request in flight answered {waiting['status']} after "
-          f"{waiting['seconds']:.1f}s; {len(routes)} data routes 503, slowest {slowest * 1000:.0f} ms; "
-          f"frozen {frozen_for:.1f}s")
+    print(
+        f"frozen: /ready 503 after {noticed:.1f}s; the request in flight answered {waiting['status']} after "
+        f"{waiting['seconds']:.1f}s; {len(routes)} data routes 503, slowest {slowest * 1000:.0f} ms; "
+        f"frozen {frozen_for:.1f}s"
+    )
     assert noticed < 5.0, noticed
     assert health["database"] == "down" and health["status"] == "degraded"
     assert waiting["status"] == 503 and waiting["body"]["error"]["code"] == "store_unavailable", waiting

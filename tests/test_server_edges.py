@@ -48,11 +48,16 @@ def test_huge_offsets_are_422(admin: httpx.Client, bank: str, offset: int) -> No
 
 
 @pytest.mark.parametrize("depth", [40, 1_000, 5_000])
-def test_deeply_nested_filters_are_4xx_on_every_surface(sidecar: ServerProcess, admin: httpx.Client,
-                                                       upstream: FakeLLMServer, bank: str, depth: int) -> None:
+def test_deeply_nested_filters_are_4xx_on_every_surface(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str, depth: int
+) -> None:
     nested = '{"metadata":' + '{"not":' * depth + '{"project":"apollo"}' + "}" * depth + "}"
-    headers = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "X-Memwrap-Filter": nested,
-               "X-Memwrap-Retain": "false"}
+    headers = {
+        "X-Memwrap-Key": ADMIN_KEY,
+        "X-Memwrap-Bank": bank,
+        "X-Memwrap-Filter": nested,
+        "X-Memwrap-Retain": "false",
+    }
     proxied = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, headers=headers, timeout=30)
     assert "X-Memwrap-Filter" in _error(proxied, 400)["message"]
     assert upstream.requests == []  # refused before anything went upstream
@@ -91,23 +96,30 @@ def test_mental_model_names_a_url_can_hold_round_trip(admin: httpx.Client, bank:
         assert admin.delete(f"/v1/banks/{bank}/mental-models/{quoted}").status_code == 204, name
 
 
-LOOKALIKES = ["bаnk-b",  # Cyrillic а among Latin letters
-              "раураl",  # Cyrillic р, а, у and a Latin l
-              "ΑΒΕ",  # Greek capitals, each an ASCII look-alike
-              "ｂａｎｋ-b",  # fullwidth
-              "team-москва"]  # Latin with Cyrillic: no language writes both
+LOOKALIKES = [
+    "bаnk-b",  # Cyrillic а among Latin letters
+    "раураl",  # Cyrillic р, а, у and a Latin l
+    "ΑΒΕ",  # Greek capitals, each an ASCII look-alike
+    "ｂａｎｋ-b",  # fullwidth
+    "team-москва",
+]  # Latin with Cyrillic: no language writes both
 
 
 @pytest.mark.parametrize("lookalike", LOOKALIKES)
-def test_a_new_bank_may_not_pass_for_another(sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer,
-                                             lookalike: str) -> None:
+def test_a_new_bank_may_not_pass_for_another(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, lookalike: str
+) -> None:
     path = urllib.parse.quote(lookalike, safe="")
     error = _error(admin.post(f"/v1/banks/{path}/memories", json={"content": "Alice likes green tea."}), 422)
     assert error["code"] == "invalid_bank_id"
     _error(admin.post("/v1/banks", json={"bank_id": lookalike}), 422)
     _error(admin.post(f"/v1/banks/{path}/mental-models", json={"name": "diet", "question": "What?"}), 422)
-    proxied = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, timeout=30,
-                         headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": path})
+    proxied = httpx.post(
+        f"{sidecar.url}/v1/chat/completions",
+        json=CHAT,
+        timeout=30,
+        headers={"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": path},
+    )
     assert _error(proxied, 400)["code"] == "invalid_bank_id"
     assert upstream.requests == []
     assert lookalike not in [b["bank_id"] for b in admin.get("/v1/banks").json()]
@@ -124,8 +136,9 @@ def test_a_lookalike_bank_that_exists_keeps_working(admin: httpx.Client, db: Dat
 
 
 @pytest.mark.parametrize("bank", ["张伟", "user:张伟", "日本語-テスト", "müller", "москва", "한국어"])
-def test_one_unicode_bank_over_rest_mcp_and_the_proxy_header(sidecar: ServerProcess, admin: httpx.Client,
-                                                             upstream: FakeLLMServer, bank: str) -> None:
+def test_one_unicode_bank_over_rest_mcp_and_the_proxy_header(
+    sidecar: ServerProcess, admin: httpx.Client, upstream: FakeLLMServer, bank: str
+) -> None:
     """The proxy read its header as Latin-1, so a UTF-8 bank that works over REST was a 400 there. Now it is
     read as UTF-8, and percent-encoded UTF-8 (what ASCII-only clients send) names the same bank."""
     path = urllib.parse.quote(bank, safe="")
@@ -133,20 +146,39 @@ def test_one_unicode_bank_over_rest_mcp_and_the_proxy_header(sidecar: ServerProc
     assert admin.post(f"/v1/banks/{path}/memories", json={"content": "Likes jasmine tea."}).status_code == 201
     for header in (bank.encode("utf-8"), path.encode("ascii")):
         upstream.script(["Jasmine tea."])
-        response = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, timeout=60,
-                              headers=[(b"X-Memwrap-Key", ADMIN_KEY.encode()), (b"X-Memwrap-Bank", header)])
+        response = httpx.post(
+            f"{sidecar.url}/v1/chat/completions",
+            json=CHAT,
+            timeout=60,
+            headers=[(b"X-Memwrap-Key", ADMIN_KEY.encode()), (b"X-Memwrap-Bank", header)],
+        )
         assert response.status_code == 200, response.text[:300]
         assert "jasmine" in str(upstream.last("openai.chat").body)  # recalled from the REST bank
-    mcp = httpx.post(f"{sidecar.url}/mcp/{path}/", timeout=60,
-                     headers={"Authorization": f"Bearer {ADMIN_KEY}", "Accept": "application/json, text/event-stream"},
-                     json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                           "params": {"name": "recall", "arguments": {"query": "What tea?"}}})
+    mcp = httpx.post(
+        f"{sidecar.url}/mcp/{path}/",
+        timeout=60,
+        headers={"Authorization": f"Bearer {ADMIN_KEY}", "Accept": "application/json, text/event-stream"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "What tea?"}},
+        },
+    )
     assert mcp.status_code == 200 and "jasmine" in mcp.text
-    texts = wait_until(lambda: [m["text"] for m in admin.get(f"/v1/banks/{path}/memories").json()["items"]
-                                if "Jasmine tea." in m["text"]], 60)
+    texts = wait_until(
+        lambda: [
+            m["text"] for m in admin.get(f"/v1/banks/{path}/memories").json()["items"] if "Jasmine tea." in m["text"]
+        ],
+        60,
+    )
     assert texts, "the proxied turns were retained into the same bank"
-    bad = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT, timeout=30,
-                     headers=[(b"X-Memwrap-Key", ADMIN_KEY.encode()), (b"X-Memwrap-Bank", b"\xff\xfe")])
+    bad = httpx.post(
+        f"{sidecar.url}/v1/chat/completions",
+        json=CHAT,
+        timeout=30,
+        headers=[(b"X-Memwrap-Key", ADMIN_KEY.encode()), (b"X-Memwrap-Bank", b"\xff\xfe")],
+    )
     assert "UTF-8" in _error(bad, 400)["message"]
 
 

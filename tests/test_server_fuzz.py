@@ -23,12 +23,44 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar
 
 EXAMPLES = int(os.environ.get("MEMWRAP_FUZZ_EXAMPLES", "12"))
 PROXY_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
-EXTREME_DATES = ["0001-01-01T00:00:00", "9999-12-31T23:59:59.999999", "9999-12-31T23:59:59-14:00",
-                 "0001-01-01T00:00:00+14:00", "0000-00-00T00:00:00", "2026-02-30T00:00:00", "1970-01-01T00:00:00Z"]
-WEIRD_STRINGS = ["a\x00b", "\x00", "line\nbreak\n", "\r\n", "\ud800", "x" * 600_000, "😀" * 1000, " ", "",
-                 "</memwrap_memories>", "../../etc/passwd", "%00", "\u202e\u200b"]
-MUTATIONS = ["none", "none", "nan", "infinity", "-infinity", "deep", "string", "date", "huge_int", "long_list",
-             "metadata_nan", "wrong_type"]
+EXTREME_DATES = [
+    "0001-01-01T00:00:00",
+    "9999-12-31T23:59:59.999999",
+    "9999-12-31T23:59:59-14:00",
+    "0001-01-01T00:00:00+14:00",
+    "0000-00-00T00:00:00",
+    "2026-02-30T00:00:00",
+    "1970-01-01T00:00:00Z",
+]
+WEIRD_STRINGS = [
+    "a\x00b",
+    "\x00",
+    "line\nbreak\n",
+    "\r\n",
+    "\ud800",
+    "x" * 600_000,
+    "😀" * 1000,
+    " ",
+    "",
+    "</memwrap_memories>",
+    "../../etc/passwd",
+    "%00",
+    "\u202e\u200b",
+]
+MUTATIONS = [
+    "none",
+    "none",
+    "nan",
+    "infinity",
+    "-infinity",
+    "deep",
+    "string",
+    "date",
+    "huge_int",
+    "long_list",
+    "metadata_nan",
+    "wrong_type",
+]
 
 
 class Marker:
@@ -146,8 +178,14 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
             operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)
         )
 
-        @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, phases=[Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=strategy, mutation=st.sampled_from(MUTATIONS), data=st.data())
         def run(case: Any, mutation: str, data: st.DataObject) -> None:
             _mutate(case, mutation, data)
@@ -178,8 +216,10 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
         fuzz(operation)
 
     total = sum(statuses.values()) + len(dropped)
-    print(f"\nfuzz: {len(operations)} operations, {total} requests, statuses {dict(sorted(statuses.items()))}, "
-          f"5xx {len(failures)}, dropped connections {len(dropped)}, undocumented 4xx {len(undocumented)}")
+    print(
+        f"\nfuzz: {len(operations)} operations, {total} requests, statuses {dict(sorted(statuses.items()))}, "
+        f"5xx {len(failures)}, dropped connections {len(dropped)}, undocumented 4xx {len(undocumented)}"
+    )
     assert not failures, failures[:10]
     assert not dropped, dropped[:10]
     assert not undocumented, undocumented[:10]

@@ -44,19 +44,22 @@ def _raw(client: httpx.Client, method: str, path: str, body: bytes, **headers: s
 # -- 2. bad input -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body", [
-    b'{"content":"n1","metadata":{"k":NaN}}',
-    b'{"content":"n1","metadata":{"k":Infinity}}',
-    b'{"content":"n1","metadata":{"k":-Infinity}}',
-    b'{"content":"n1","metadata":{"k":[1e999]}}',
-    b'{"content":"n1","timestamp":"0001-01-01T00:00:00"}',
-    b'{"content":"n1","timestamp":"9999-12-31T23:59:59"}',
-    b'{"content":"n1","metadata":' + b'{"a":' * 40 + b'1' + b'}' * 40 + b'}',
-    b'{"content":"n1","metadata":{"k":' + b'[' * 5000 + b']' * 5000 + b'}}',
-    b'{"content":"n1\\u0000"}',
-    b'{"content":"\\ud800 lone"}',
-    b'{"content":"n1","tags":["\\u0000"]}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"content":"n1","metadata":{"k":NaN}}',
+        b'{"content":"n1","metadata":{"k":Infinity}}',
+        b'{"content":"n1","metadata":{"k":-Infinity}}',
+        b'{"content":"n1","metadata":{"k":[1e999]}}',
+        b'{"content":"n1","timestamp":"0001-01-01T00:00:00"}',
+        b'{"content":"n1","timestamp":"9999-12-31T23:59:59"}',
+        b'{"content":"n1","metadata":' + b'{"a":' * 40 + b"1" + b"}" * 40 + b"}",
+        b'{"content":"n1","metadata":{"k":' + b"[" * 5000 + b"]" * 5000 + b"}}",
+        b'{"content":"n1\\u0000"}',
+        b'{"content":"\\ud800 lone"}',
+        b'{"content":"n1","tags":["\\u0000"]}',
+    ],
+)
 def test_bad_retain_bodies_are_4xx(admin: httpx.Client, bank: str, body: bytes) -> None:
     _documented_error(_raw(admin, "POST", f"/v1/banks/{bank}/memories", body))
     assert admin.get(f"/v1/banks/{bank}/memories").json()["items"] == []  # nothing was stored
@@ -65,8 +68,9 @@ def test_bad_retain_bodies_are_4xx(admin: httpx.Client, bank: str, body: bytes) 
 @pytest.mark.parametrize("now", ["0001-01-01T00:00:00", "9999-12-31T23:59:59", "0001-01-01T00:00:00+14:00"])
 def test_extreme_dates_are_4xx_everywhere(admin: httpx.Client, bank: str, now: str) -> None:
     _documented_error(admin.get(f"/v1/banks/{bank}/observations", params={"now": now}), 422)
-    _documented_error(admin.get(f"/v1/banks/{bank}/observations/{'0' * 8}-0000-0000-0000-{'0' * 12}",
-                                params={"now": now}), 422)
+    _documented_error(
+        admin.get(f"/v1/banks/{bank}/observations/{'0' * 8}-0000-0000-0000-{'0' * 12}", params={"now": now}), 422
+    )
     _documented_error(admin.post(f"/v1/banks/{bank}/recall", json={"query": "q", "now": now}), 422)
     _documented_error(admin.post(f"/v1/banks/{bank}/reflect", json={"query": "q", "now": now}), 422)
 
@@ -80,11 +84,13 @@ def test_nul_in_path_params_is_4xx(admin: httpx.Client, bank: str, method: str, 
 def test_bank_ids_follow_one_full_match_rule(sidecar: ServerProcess, admin: httpx.Client) -> None:
     for bad in ("team-a%0A", "team-a%0D%0A", "%0Ateam-a", "a%00b", "-lead", "x" * 129):
         _documented_error(admin.get(f"/v1/banks/{bad}/memories"))
-        _documented_error(httpx.post(f"{sidecar.url}/mcp/{bad}/", json={},
-                                     headers={"Authorization": f"Bearer {ADMIN_KEY}"}))
+        _documented_error(
+            httpx.post(f"{sidecar.url}/mcp/{bad}/", json={}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+        )
     _documented_error(admin.post("/v1/banks", json={"bank_id": "team-a\n"}), 422)
-    refused = httpx.post(f"{sidecar.url}/v1/chat/completions", json=CHAT,
-                         headers=_proxy_headers("team-a\n".replace("\n", "%0A")))
+    refused = httpx.post(
+        f"{sidecar.url}/v1/chat/completions", json=CHAT, headers=_proxy_headers("team-a\n".replace("\n", "%0A"))
+    )
     _documented_error(refused, 400)
 
 
@@ -102,15 +108,18 @@ def test_proxy_body_nested_5000_deep_is_400(sidecar: ServerProcess, upstream: Fa
 # -- 7. the proxy: refuse up front, or store; never drop --------------------------------------------------
 
 
-@pytest.mark.parametrize(("header", "value"), [
-    ("X-Memwrap-Session", "s" * 600),
-    ("X-Memwrap-Tags", "t" * 300),
-    ("X-Memwrap-Tags", ",".join(f"t{i}" for i in range(60))),
-    ("X-Memwrap-Max-Tokens", "1000000000"),
-    ("X-Memwrap-Max-Tokens", "0"),
-    ("X-Memwrap-Max-Tokens", "-5"),
-    ("X-Memwrap-Max-Tokens", "ten"),
-])
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("X-Memwrap-Session", "s" * 600),
+        ("X-Memwrap-Tags", "t" * 300),
+        ("X-Memwrap-Tags", ",".join(f"t{i}" for i in range(60))),
+        ("X-Memwrap-Max-Tokens", "1000000000"),
+        ("X-Memwrap-Max-Tokens", "0"),
+        ("X-Memwrap-Max-Tokens", "-5"),
+        ("X-Memwrap-Max-Tokens", "ten"),
+    ],
+)
 def test_proxy_refuses_bad_headers_before_calling_upstream(
     sidecar: ServerProcess, upstream: FakeLLMServer, bank: str, header: str, value: str
 ) -> None:
@@ -151,8 +160,14 @@ def test_proxy_stores_a_turn_over_the_content_limit_in_parts(
     body = {"model": "m", "messages": [{"role": "user", "content": content}]}
     headers = _proxy_headers(bank, **{"X-Memwrap-Session": "long-doc"})
     assert httpx.post(f"{sidecar.url}/v1/chat/completions", json=body, headers=headers, timeout=120).status_code == 200
-    turns = wait_until(lambda: [t for t in _turns(admin, bank, 1) if t["metadata"].get("parts") == 2
-                                and "That is a long document." in t["text"]], 600)
+    turns = wait_until(
+        lambda: [
+            t
+            for t in _turns(admin, bank, 1)
+            if t["metadata"].get("parts") == 2 and "That is a long document." in t["text"]
+        ],
+        600,
+    )
     parts = {t["metadata"]["part"] for t in _turns(admin, bank, 1)}
     assert turns and parts == {1, 2}  # both halves are stored, under the turn's own document id
     assert {t["document_id"] for t in _turns(admin, bank, 1)} == {"long-doc:turn-0"}
@@ -168,8 +183,11 @@ def test_request_body_over_the_limit_is_413(sidecar: ServerProcess, upstream: Fa
             for _ in range(40):
                 yield b"x" * (1024 * 1024)
 
-        streamed = client.post(f"/v1/banks/{bank}/memories", content=chunked(),
-                               headers={"content-type": "application/json", "Authorization": f"Bearer {ADMIN_KEY}"})
+        streamed = client.post(
+            f"/v1/banks/{bank}/memories",
+            content=chunked(),
+            headers={"content-type": "application/json", "Authorization": f"Bearer {ADMIN_KEY}"},
+        )
         assert _documented_error(streamed, 413)["code"] == "request_too_large"
     assert upstream.requests == []
 
@@ -185,8 +203,9 @@ def test_cut_stream_reaches_the_openai_sdk_as_an_error(
     upstream.script(
         [Reply(text="This answer will never be finished by the upstream server.", chunk_size=4, cut_after=4)]
     )
-    client = openai.OpenAI(base_url=sidecar.url + "/v1", api_key="sk-up", max_retries=0,
-                           default_headers=_proxy_headers(bank))
+    client = openai.OpenAI(
+        base_url=sidecar.url + "/v1", api_key="sk-up", max_retries=0, default_headers=_proxy_headers(bank)
+    )
     got = []
     with pytest.raises((openai.APIError, httpx.HTTPError)):
         for chunk in client.chat.completions.create(model="m", stream=True, messages=CHAT["messages"]):
@@ -199,13 +218,16 @@ def test_cut_stream_reaches_the_openai_sdk_as_an_error(
 def test_cut_stream_reaches_raw_clients_as_a_broken_stream(
     sidecar: ServerProcess, upstream: FakeLLMServer, bank: str
 ) -> None:
-    for path, body in (("/v1/chat/completions", {**CHAT, "stream": True}),
-                       ("/v1/messages", {**CHAT, "max_tokens": 50, "stream": True})):
+    for path, body in (
+        ("/v1/chat/completions", {**CHAT, "stream": True}),
+        ("/v1/messages", {**CHAT, "max_tokens": 50, "stream": True}),
+    ):
         upstream.script([Reply(text="A stream that breaks off in the middle of it.", chunk_size=4, cut_after=3)])
         received = b""
-        with pytest.raises(httpx.RemoteProtocolError), httpx.stream(
-            "POST", sidecar.url + path, json=body, headers=_proxy_headers(bank), timeout=30
-        ) as response:
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", sidecar.url + path, json=body, headers=_proxy_headers(bank), timeout=30) as response,
+        ):
             assert response.status_code == 200
             for chunk in response.iter_raw():
                 received += chunk
@@ -219,11 +241,13 @@ def test_cut_stream_reaches_the_anthropic_sdk_as_an_error(
     import anthropic
 
     upstream.script([Reply(text="Claude starts an answer it will not finish.", chunk_size=4, cut_after=4)])
-    client = anthropic.Anthropic(base_url=sidecar.url, api_key="sk-up", max_retries=0,
-                                 default_headers=_proxy_headers(bank))
-    with pytest.raises((anthropic.APIError, httpx.HTTPError)), client.messages.stream(
-        model="m", max_tokens=50, messages=CHAT["messages"]
-    ) as stream:
+    client = anthropic.Anthropic(
+        base_url=sidecar.url, api_key="sk-up", max_retries=0, default_headers=_proxy_headers(bank)
+    )
+    with (
+        pytest.raises((anthropic.APIError, httpx.HTTPError)),
+        client.messages.stream(model="m", max_tokens=50, messages=CHAT["messages"]) as stream,
+    ):
         stream.get_final_text()
 
 
@@ -241,8 +265,11 @@ def test_hang_up_before_the_answer_keeps_the_turn_marked_unseen(
     assert "An answer nobody waited for." in turns[1]["text"]  # the question and the answer, a memory each
     assert all(t["metadata"].get("unseen") is True for t in turns)
     upstream.script(["Seen."])
-    httpx.post(f"{sidecar.url}/v1/chat/completions", json={**CHAT, "messages": [
-        {"role": "user", "content": "And a second question, answered normally?"}]}, headers=_proxy_headers(bank))
+    httpx.post(
+        f"{sidecar.url}/v1/chat/completions",
+        json={**CHAT, "messages": [{"role": "user", "content": "And a second question, answered normally?"}]},
+        headers=_proxy_headers(bank),
+    )
     second = wait_until(lambda: [t for t in _turns(admin, bank, 1) if "Seen." in t["text"]], 30)
     assert second and "unseen" not in second[0]["metadata"]
 
@@ -255,8 +282,11 @@ def test_previous_response_id_continues_a_session_only_in_its_own_bank(
 ) -> None:
     alice, bob = f"{bank}-alice", f"{bank}-bob"
     upstream.script(["First answer.", "Bob's answer.", "Second answer."])
-    first = httpx.post(f"{sidecar.url}/v1/responses", json={"model": "m", "input": "Plan my trip to Porto."},
-                       headers=_proxy_headers(alice, **{"X-Memwrap-Session": "trip"})).json()
+    first = httpx.post(
+        f"{sidecar.url}/v1/responses",
+        json={"model": "m", "input": "Plan my trip to Porto."},
+        headers=_proxy_headers(alice, **{"X-Memwrap-Session": "trip"}),
+    ).json()
     time.sleep(0.5)  # the map is written after the answer
     follow = {"model": "m", "input": "And the hotel?", "previous_response_id": first["id"]}
     assert httpx.post(f"{sidecar.url}/v1/responses", json=follow, headers=_proxy_headers(bob)).status_code == 200

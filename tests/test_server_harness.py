@@ -61,9 +61,15 @@ class ServerProcess:
 
     def __init__(self, env: dict[str, str], port: int | None = None) -> None:
         self.port = port or free_port()
-        self.env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                    "MEMWRAP_HOST": "127.0.0.1", "MEMWRAP_PORT": str(self.port), "MEMWRAP_LOG_LEVEL": "warning",
-                    **env}
+        self.env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "MEMWRAP_HOST": "127.0.0.1",
+            "MEMWRAP_PORT": str(self.port),
+            "MEMWRAP_LOG_LEVEL": "warning",
+            **env,
+        }
         fd, log = tempfile.mkstemp(prefix="memwrap-server-", suffix=".log")
         os.close(fd)
         self.log = Path(log)
@@ -76,8 +82,9 @@ class ServerProcess:
 
     def start(self, wait: bool = True) -> ServerProcess:
         with self.log.open("ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "memwrap_server"], env=self.env, cwd=ROOT,
-                                         stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "memwrap_server"], env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
+            )
         if wait:
             self.wait_ready()
         return self

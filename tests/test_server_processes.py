@@ -59,8 +59,13 @@ def test_retain_answered_2xx_survives_kill_9_and_sigterm_is_graceful(fresh_home:
             upstream.script([Reply(text=reply, chunk_size=4, chunk_delay=0.05)])
             body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Talk slowly."}]}
             text = []
-            with httpx.stream("POST", second.url + "/v1/chat/completions", json=body, timeout=60,
-                              headers={"X-Memwrap-Bank": "durable"}) as response:
+            with httpx.stream(
+                "POST",
+                second.url + "/v1/chat/completions",
+                json=body,
+                timeout=60,
+                headers={"X-Memwrap-Bank": "durable"},
+            ) as response:
                 for number, line in enumerate(response.iter_lines()):
                     if number == 2:
                         assert second.proc is not None

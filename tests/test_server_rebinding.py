@@ -24,11 +24,14 @@ MCP_LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 @pytest.fixture(scope="module")
 def open_server(memwrap_home: Path, upstream_server: FakeLLMServer) -> Iterator[ServerProcess]:
     """No API keys (the default), two names of the operator's own, on the tests' database."""
-    env = {"MEMWRAP_DATABASE_URL": embedded_pg.embedded_database_url(memwrap_home / "pg"),
-           "MEMWRAP_HOME": str(memwrap_home / "server-rebinding"), "MEMWRAP_API_KEYS": "",
-           "MEMWRAP_ALLOWED_HOSTS": "memory.internal, .corp.example",
-           "MEMWRAP_UPSTREAM_OPENAI_URL": upstream_server.openai_base_url,
-           "MEMWRAP_UPSTREAM_ANTHROPIC_URL": upstream_server.anthropic_base_url}
+    env = {
+        "MEMWRAP_DATABASE_URL": embedded_pg.embedded_database_url(memwrap_home / "pg"),
+        "MEMWRAP_HOME": str(memwrap_home / "server-rebinding"),
+        "MEMWRAP_API_KEYS": "",
+        "MEMWRAP_ALLOWED_HOSTS": "memory.internal, .corp.example",
+        "MEMWRAP_UPSTREAM_OPENAI_URL": upstream_server.openai_base_url,
+        "MEMWRAP_UPSTREAM_ANTHROPIC_URL": upstream_server.anthropic_base_url,
+    }
     with ServerProcess(env) as server:
         yield server
 
@@ -51,10 +54,20 @@ def _calls(bank: str) -> list[tuple[str, str, dict[str, object] | None, dict[str
     ]
 
 
-@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1.nip.example:{port}",
-                                  "memory.internal.evil.example", "localhost.evil.example:{port}", "corp.example.evil"])
-def test_a_foreign_host_gets_421_everywhere_without_keys(open_server: ServerProcess, upstream: FakeLLMServer,
-                                                         bank: str, host: str) -> None:
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.example",
+        "evil.example:{port}",
+        "127.0.0.1.nip.example:{port}",
+        "memory.internal.evil.example",
+        "localhost.evil.example:{port}",
+        "corp.example.evil",
+    ],
+)
+def test_a_foreign_host_gets_421_everywhere_without_keys(
+    open_server: ServerProcess, upstream: FakeLLMServer, bank: str, host: str
+) -> None:
     host = host.format(port=open_server.port)
     with httpx.Client(base_url=open_server.url, timeout=30) as client:
         assert client.post(f"/v1/banks/{bank}/memories", json={"content": "Alice likes green tea."}).status_code == 201
@@ -73,9 +86,21 @@ def test_a_foreign_host_gets_421_everywhere_without_keys(open_server: ServerProc
     assert upstream.requests == []
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST", "[::1]:{port}", "localhost.",
-                                  "ui.localhost:{port}", "192.168.1.20:{port}", "memory.internal:{port}",
-                                  "corp.example", "api.corp.example:{port}"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1:{port}",
+        "localhost:{port}",
+        "LOCALHOST",
+        "[::1]:{port}",
+        "localhost.",
+        "ui.localhost:{port}",
+        "192.168.1.20:{port}",
+        "memory.internal:{port}",
+        "corp.example",
+        "api.corp.example:{port}",
+    ],
+)
 def test_loopback_ip_and_configured_hosts_are_answered(open_server: ServerProcess, bank: str, host: str) -> None:
     host = host.format(port=open_server.port)
     with httpx.Client(base_url=open_server.url, timeout=30, headers={"Host": host}) as client:
@@ -86,23 +111,28 @@ def test_loopback_ip_and_configured_hosts_are_answered(open_server: ServerProces
         assert mcp.status_code == 200 and "recall" in mcp.text
 
 
-@pytest.mark.parametrize(("origin", "allowed"), [
-    ("http://evil.example", False),
-    ("https://evil.example:{port}", False),
-    ("http://203.0.113.9", False),  # a page served from the attacker's own IP address
-    ("null", False),  # a sandboxed frame or a file:// page
-    ("http://127.0.0.1:{port}", True),  # the server's own pages (/ui)
-    ("http://localhost:3000", True),  # an app on this machine
-    ("http://[::1]:5173", True),
-    ("https://memory.internal", True),
-])
-def test_a_cross_site_origin_cannot_write_without_keys(open_server: ServerProcess, bank: str, origin: str,
-                                                       allowed: bool) -> None:
+@pytest.mark.parametrize(
+    ("origin", "allowed"),
+    [
+        ("http://evil.example", False),
+        ("https://evil.example:{port}", False),
+        ("http://203.0.113.9", False),  # a page served from the attacker's own IP address
+        ("null", False),  # a sandboxed frame or a file:// page
+        ("http://127.0.0.1:{port}", True),  # the server's own pages (/ui)
+        ("http://localhost:3000", True),  # an app on this machine
+        ("http://[::1]:5173", True),
+        ("https://memory.internal", True),
+    ],
+)
+def test_a_cross_site_origin_cannot_write_without_keys(
+    open_server: ServerProcess, bank: str, origin: str, allowed: bool
+) -> None:
     """A form or a `text/plain` fetch from another site needs no preflight: the Origin says where it came from."""
     origin = origin.format(port=open_server.port)
     with httpx.Client(base_url=open_server.url, timeout=30) as client:
-        response = client.post(f"/v1/banks/{bank}/memories", json={"content": "Sent from a web page."},
-                               headers={"Origin": origin})
+        response = client.post(
+            f"/v1/banks/{bank}/memories", json={"content": "Sent from a web page."}, headers={"Origin": origin}
+        )
         stored = client.get(f"/v1/banks/{bank}/memories").json()["items"]
     if allowed:
         assert response.status_code == 201 and len(stored) == 1

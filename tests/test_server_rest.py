@@ -15,11 +15,16 @@ def test_health_needs_no_key(sidecar: ServerProcess) -> None:
 
 
 def test_retain_then_recall_round_trip(admin: httpx.Client, bank: str) -> None:
-    created = admin.post(f"/v1/banks/{bank}/memories", json={
-        "content": "Alice moved to Lisbon in March 2026 to work on the Cloud team at Google.",
-        "timestamp": "2026-04-02T10:00:00Z", "document_id": "conv-1:turn-1", "tags": ["work"],
-        "metadata": {"source": "test"},
-    })
+    created = admin.post(
+        f"/v1/banks/{bank}/memories",
+        json={
+            "content": "Alice moved to Lisbon in March 2026 to work on the Cloud team at Google.",
+            "timestamp": "2026-04-02T10:00:00Z",
+            "document_id": "conv-1:turn-1",
+            "tags": ["work"],
+            "metadata": {"source": "test"},
+        },
+    )
     assert created.status_code == 201, created.text
     ids = created.json()["ids"]
     assert ids

@@ -32,12 +32,36 @@ def test_schemathesis_finds_no_server_errors(sidecar: ServerProcess, tmp_path: P
         pytest.skip("schemathesis is not installed (pip install -e '.[dev]')")
     examples = os.environ.get("MEMWRAP_SCHEMATHESIS_EXAMPLES", "25")
     run = subprocess.run(
-        [cli, "run", f"{sidecar.url}/openapi.json", "-H", f"Authorization: Bearer {ADMIN_KEY}",
-         "-H", f"X-Memwrap-Key: {ADMIN_KEY}", "-H", "X-Memwrap-Retain: false",  # the proxy routes' key; no retains
-         "--checks", ",".join(CHECKS), "--max-examples", examples, "--phases", "examples,coverage,fuzzing",
-         "--mode", "all", "--generation-allow-x00", "true",
-         "--seed", "7", "--request-timeout", "30", "--no-color"],  # no --max-time: it makes fuzzing repeat
-        cwd=tmp_path, capture_output=True, text=True, timeout=900,  # a guard, not a speed check
+        [
+            cli,
+            "run",
+            f"{sidecar.url}/openapi.json",
+            "-H",
+            f"Authorization: Bearer {ADMIN_KEY}",
+            "-H",
+            f"X-Memwrap-Key: {ADMIN_KEY}",
+            "-H",
+            "X-Memwrap-Retain: false",  # the proxy routes' key; no retains
+            "--checks",
+            ",".join(CHECKS),
+            "--max-examples",
+            examples,
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--mode",
+            "all",
+            "--generation-allow-x00",
+            "true",
+            "--seed",
+            "7",
+            "--request-timeout",
+            "30",
+            "--no-color",
+        ],  # no --max-time: it makes fuzzing repeat
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,  # a guard, not a speed check
     )
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:] + "\nserver log:\n" + sidecar.tail()
     summary = run.stdout.split("SUMMARY")[-1]

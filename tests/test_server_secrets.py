@@ -71,7 +71,7 @@ def _disguised(secrets: dict[str, str]) -> dict[str, str]:
     github = secrets["github4"]
     key = secrets["openai6"]
     return {
-        "card2": "\u00a0".join(card2[i:i + 4] for i in range(0, 16, 4)),  # NBSP between the groups
+        "card2": "\u00a0".join(card2[i : i + 4] for i in range(0, 16, 4)),  # NBSP between the groups
         "card3": f"{fullwidth[:4]}\u3000{fullwidth[4:8]}.{fullwidth[8:12]}\t{fullwidth[12:]}",  # fullwidth, mixed
         "cn_id": f"{cn_id[:6]} {cn_id[6:14]} {cn_id[14:]}",
         "mobile": f"{mobile[:3]}\u2009{mobile[3:7]}\u2009{mobile[7:]}",
@@ -92,9 +92,15 @@ async def _mcp(sidecar: ServerProcess, bank: str, secrets: dict[str, str]) -> li
     http = create_mcp_http_client(headers={"Authorization": f"Bearer {ADMIN_KEY}"})
     answers = []
     async with Client(streamable_http_client(f"{sidecar.url}/mcp/{bank}/", http_client=http)) as client:
-        stored = await client.call_tool("retain", {
-            "content": f"MCP note with {secrets['openai5']}", "document_id": f"mcp-{secrets['github3']}:1",
-            "tags": [secrets["aws2"]], "context": f"card {secrets['card1']}"})
+        stored = await client.call_tool(
+            "retain",
+            {
+                "content": f"MCP note with {secrets['openai5']}",
+                "document_id": f"mcp-{secrets['github3']}:1",
+                "tags": [secrets["aws2"]],
+                "context": f"card {secrets['card1']}",
+            },
+        )
         answers.append(json.dumps(stored.structured_content or stored.content[0].text))
         for name, arguments in (("list_memories", {"limit": 100}), ("recall", {"query": "note key token card"})):
             result = await client.call_tool(name, arguments)
@@ -124,24 +130,54 @@ def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict
                 },
             ).text
         )
-        answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
-            {"content": f"AWS secret alone: {secrets['aws1']}", "document_id": "batch:1"}]}).text)
+        answers.append(
+            admin.post(
+                f"/v1/banks/{bank}/memories/batch",
+                json={"items": [{"content": f"AWS secret alone: {secrets['aws1']}", "document_id": "batch:1"}]},
+            ).text
+        )
         disguised = _disguised(secrets)
-        answers.append(admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
-            {"content": f"Bob's card is {disguised['card2']}, his mobile {disguised['mobile']}.", "document_id": "d:1"},
-            {"content": f"身份证 {disguised['cn_id']}，卡号 {disguised['card3']}", "document_id": "d:2"},
-            {"content": f"token {disguised['github4']} and key\n{disguised['openai6']}", "document_id": "d:3"},
-        ]}).text)
+        answers.append(
+            admin.post(
+                f"/v1/banks/{bank}/memories/batch",
+                json={
+                    "items": [
+                        {
+                            "content": f"Bob's card is {disguised['card2']}, his mobile {disguised['mobile']}.",
+                            "document_id": "d:1",
+                        },
+                        {"content": f"身份证 {disguised['cn_id']}，卡号 {disguised['card3']}", "document_id": "d:2"},
+                        {
+                            "content": f"token {disguised['github4']} and key\n{disguised['openai6']}",
+                            "document_id": "d:3",
+                        },
+                    ]
+                },
+            ).text
+        )
         # Every other writer: an update's text, an invalidation's reason, a mental model, bank directives.
         target = admin.get(f"/v1/banks/{bank}/memories", params={"document_id": "batch:1"}).json()["items"][0]["id"]
-        answers.append(admin.patch(f"/v1/banks/{bank}/memories/{target}",
-                                   json={"text": f"AWS key rotated, new one {secrets['openai7']}"}).text)
-        answers.append(admin.post(f"/v1/banks/{bank}/memories/{target}/invalidate",
-                                  json={"reason": f"leaked key {secrets['openai8']}"}).text)
-        answers.append(admin.post(f"/v1/banks/{bank}/mental-models", json={
-            "name": f"keys {secrets['github5']}", "question": f"Who used {secrets['openai9']}?"}).text)
-        answers.append(admin.patch(f"/v1/banks/{bank}", json={
-            "disposition": {"directives": [f"Never repeat {secrets['card3']}"]}}).text)
+        answers.append(
+            admin.patch(
+                f"/v1/banks/{bank}/memories/{target}", json={"text": f"AWS key rotated, new one {secrets['openai7']}"}
+            ).text
+        )
+        answers.append(
+            admin.post(
+                f"/v1/banks/{bank}/memories/{target}/invalidate", json={"reason": f"leaked key {secrets['openai8']}"}
+            ).text
+        )
+        answers.append(
+            admin.post(
+                f"/v1/banks/{bank}/mental-models",
+                json={"name": f"keys {secrets['github5']}", "question": f"Who used {secrets['openai9']}?"},
+            ).text
+        )
+        answers.append(
+            admin.patch(
+                f"/v1/banks/{bank}", json={"disposition": {"directives": [f"Never repeat {secrets['card3']}"]}}
+            ).text
+        )
         upstream_server.reset()
         upstream_server.script(["Noted, I will not repeat it.", "Stored it."])
         proxy = {"X-Memwrap-Key": ADMIN_KEY, "X-Memwrap-Bank": bank, "Authorization": f"Bearer {secrets['openai3']}"}
@@ -152,9 +188,12 @@ def seeded(sidecar: ServerProcess, upstream_server: FakeLLMServer, secrets: dict
             json={"model": "m", "messages": [{"role": "user", "content": f"My card is {secrets['card1']}"}]},
         )
         assert chat.status_code == 200
-        responses = httpx.post(f"{sidecar.url}/v1/responses", timeout=60,
-                               headers={**proxy, "X-Memwrap-Session": f"resp-{secrets['github3']}"},
-                               json={"model": "m", "input": f"Keep {secrets['aws2']} for me"})
+        responses = httpx.post(
+            f"{sidecar.url}/v1/responses",
+            timeout=60,
+            headers={**proxy, "X-Memwrap-Session": f"resp-{secrets['github3']}"},
+            json={"model": "m", "input": f"Keep {secrets['aws2']} for me"},
+        )
         assert responses.status_code == 200
         answers += asyncio.run(_mcp(sidecar, bank, secrets))
         wait_until(lambda: len(admin.get(f"/v1/banks/{bank}/memories").json()["items"]) >= 5, 60)
@@ -192,8 +231,12 @@ def test_the_database_holds_no_secret(seeded: dict[str, Any], secrets: dict[str,
     async def dump() -> str:
         conn = await asyncpg.connect(embedded_database_url(memwrap_home / "pg"))
         try:
-            tables = [r[0] for r in await conn.fetch(
-                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'")]
+            tables = [
+                r[0]
+                for r in await conn.fetch(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+                )
+            ]
             parts = []
             for table in tables:
                 rows = await conn.fetch(f'SELECT t::text FROM "{table}" t')  # catalog names
@@ -232,8 +275,9 @@ def test_nothing_under_the_home_is_readable_by_others(seeded: dict[str, Any], me
     if os.geteuid() == 0:  # the embedded PostgreSQL passes through by the home's group (its processes' own)
         assert stat.S_IMODE(home.st_mode) == 0o710
         postmaster = (memwrap_home / "pg" / "postmaster.pid").read_text().split()[0]
-        gids = next(line for line in Path(f"/proc/{postmaster}/status").read_text().splitlines()
-                    if line.startswith("Gid:")).split()[1:]
+        gids = next(
+            line for line in Path(f"/proc/{postmaster}/status").read_text().splitlines() if line.startswith("Gid:")
+        ).split()[1:]
         assert str(home.st_gid) in gids, (home.st_gid, gids)
     else:
         assert stat.S_IMODE(home.st_mode) == 0o700

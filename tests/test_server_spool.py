@@ -24,8 +24,10 @@ from memwrap.wrappers.spool_store import SPOOL_FILE
 def _bury(home: Path, bank: str, text: str) -> int:
     with sqlite3.connect(home / "spool" / SPOOL_FILE) as db:
         row_id = 10_000_000 + uuid.uuid4().int % 1_000_000  # far past the ids the running proxy hands out
-        db.execute("INSERT INTO dead (id, bank_id, item, created, error) VALUES (?, ?, ?, ?, ?)",
-                   (row_id, bank, json.dumps({"content": text}), time.time(), "StoreError: the test buried it"))
+        db.execute(
+            "INSERT INTO dead (id, bank_id, item, created, error) VALUES (?, ?, ?, ?, ?)",
+            (row_id, bank, json.dumps({"content": text}), time.time(), "StoreError: the test buried it"),
+        )
     return row_id
 
 
@@ -34,8 +36,9 @@ def _texts(client: httpx.Client, bank: str) -> list[str]:
     return [m["text"] for m in found.json()["items"]] if found.status_code == 200 else []
 
 
-def test_dead_rows_are_listed_replayed_and_purged(sidecar: ServerProcess, admin: httpx.Client,
-                                                  memwrap_home: Path) -> None:
+def test_dead_rows_are_listed_replayed_and_purged(
+    sidecar: ServerProcess, admin: httpx.Client, memwrap_home: Path
+) -> None:
     bank = f"spool-{uuid.uuid4().hex[:8]}"
     kept = _bury(memwrap_home, bank, "The ferry to the island leaves at seven.")
     dropped = _bury(memwrap_home, bank, "A turn nobody wants back.")
@@ -54,8 +57,9 @@ def test_dead_rows_are_listed_replayed_and_purged(sidecar: ServerProcess, admin:
     admin.delete(f"/v1/banks/{bank}")
 
 
-def test_a_restricted_key_sees_and_touches_only_its_banks(sidecar: ServerProcess, admin: httpx.Client,
-                                                          memwrap_home: Path) -> None:
+def test_a_restricted_key_sees_and_touches_only_its_banks(
+    sidecar: ServerProcess, admin: httpx.Client, memwrap_home: Path
+) -> None:
     other = f"spool-bob-{uuid.uuid4().hex[:8]}"
     mine = f"alice-spool-{uuid.uuid4().hex[:8]}"
     theirs, own = _bury(memwrap_home, other, "Bob's turn."), _bury(memwrap_home, mine, "Alice's turn.")

@@ -30,7 +30,12 @@ class FakeClock:
 
 def test_which_statuses_spend_the_budget() -> None:
     assert [s for s in (200, 201, 204, 400, 401, 403, 404, 409, 413, 422, 429, 500, 503) if charged(s)] == [
-        400, 401, 403, 413, 422]
+        400,
+        401,
+        403,
+        413,
+        422,
+    ]
 
 
 def test_bucket_goes_into_debt_and_refills_up_to_its_burst() -> None:
@@ -83,9 +88,14 @@ def test_a_budget_of_rate_zero_is_off() -> None:
 @pytest.fixture(scope="module")
 def throttled_server(sidecar: ServerProcess, memwrap_home: Path) -> ServerProcess:
     url = embedded_pg.embedded_database_url(memwrap_home / "pg")
-    env = {"MEMWRAP_DATABASE_URL": url, "MEMWRAP_HOME": str(memwrap_home / "server-throttle"),
-           "MEMWRAP_API_KEYS": "loop-key:alice,good-key,lost-key",
-           "MEMWRAP_FAILURE_RATE": "4", "MEMWRAP_FAILURE_BURST": "10", "MEMWRAP_FAILURE_MAX_WAIT": "0.5"}
+    env = {
+        "MEMWRAP_DATABASE_URL": url,
+        "MEMWRAP_HOME": str(memwrap_home / "server-throttle"),
+        "MEMWRAP_API_KEYS": "loop-key:alice,good-key,lost-key",
+        "MEMWRAP_FAILURE_RATE": "4",
+        "MEMWRAP_FAILURE_BURST": "10",
+        "MEMWRAP_FAILURE_MAX_WAIT": "0.5",
+    }
     with ServerProcess(env) as server:
         yield server
 

@@ -22,8 +22,13 @@ class Answer(BaseModel):
 
 def make_llm(fake: FakeLLMServer, **overrides: Any) -> LLM:
     options: dict[str, Any] = {
-        "llm_provider": "openai", "llm_model": "small-model", "llm_base_url": fake.openai_base_url,
-        "llm_api_key": "local", "llm_backoff": 0.01, "llm_max_retries": 1, "llm_timeout": 5.0,
+        "llm_provider": "openai",
+        "llm_model": "small-model",
+        "llm_base_url": fake.openai_base_url,
+        "llm_api_key": "local",
+        "llm_backoff": 0.01,
+        "llm_max_retries": 1,
+        "llm_timeout": 5.0,
     }
     options.update(overrides)
     return LLM.from_settings(Settings(**options))
@@ -50,7 +55,10 @@ async def test_a_server_that_wants_the_other_limit_name_gets_it(fake: FakeLLMSer
     assert (await llm.complete("s", "u", role="reflect", max_tokens=50))[0] == "fine"
     assert await llm.complete("s", "again", role="reflect", max_tokens=50)
     assert [("max_tokens" in r.body, r.body.get("max_completion_tokens")) for r in fake.requests] == [
-        (True, None), (False, 50), (False, 50)]  # switched once, and stays switched
+        (True, None),
+        (False, 50),
+        (False, 50),
+    ]  # switched once, and stays switched
     await llm.aclose()
 
 
@@ -131,7 +139,8 @@ async def test_capabilities_of_a_small_server_are_probed_once(fake: FakeLLMServe
     fake.tools_as_text = True
     fake.refuse_named_tool_choice = True
     fake.responder = lambda request: (
-        Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]) if request.body.get("tools")
+        Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})])
+        if request.body.get("tools")
         else Reply(json={"ok": True})
     )
     llm = make_llm(fake)
@@ -148,7 +157,8 @@ async def test_capabilities_of_a_small_server_are_probed_once(fake: FakeLLMServe
 
 async def test_a_capable_server_keeps_native_tools(fake: FakeLLMServer) -> None:
     fake.responder = lambda request: (
-        Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})]) if request.body.get("tools")
+        Reply(tool_calls=[ToolCall("lookup", {"query": "weather"})])
+        if request.body.get("tools")
         else Reply(json={"ok": True})
     )
     llm = make_llm(fake)

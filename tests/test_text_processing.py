@@ -310,22 +310,25 @@ def test_random_text_invariants() -> None:
         clean_text(text).encode("utf-8")
 
 
-@pytest.mark.parametrize(("said", "fact"), [
-    ("I prefer Vue now.", "The user prefers Vue now."),
-    ("I also like jazz.", "The user also likes jazz."),
-    ("I usually study at night.", "The user usually studies at night."),
-    ("I watch films on Fridays.", "The user watches films on Fridays."),
-    ("I have a cat.", "The user has a cat."),
-    ("I don't eat meat.", "The user doesn't eat meat."),
-    ("I go to the gym.", "The user goes to the gym."),
-    ("I went to Lisbon.", "The user went to Lisbon."),  # a past tense stays as it is
-    ("I recently moved to Lisbon.", "The user recently moved to Lisbon."),
-    ("I'll visit Tokyo in March.", "The user will visit Tokyo in March."),
-    ("I swim and I run.", "The user swims and the user runs."),
-    ("My sister and I cook together.", "The user's sister and the user cook together."),  # a plural subject
-    ("My best friend and I go hiking.", "The user's best friend and the user go hiking."),
-    ("The user prefer Vue.", "The user prefer Vue."),  # no pronoun replaced: the model's own words are left
-])
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        ("I prefer Vue now.", "The user prefers Vue now."),
+        ("I also like jazz.", "The user also likes jazz."),
+        ("I usually study at night.", "The user usually studies at night."),
+        ("I watch films on Fridays.", "The user watches films on Fridays."),
+        ("I have a cat.", "The user has a cat."),
+        ("I don't eat meat.", "The user doesn't eat meat."),
+        ("I go to the gym.", "The user goes to the gym."),
+        ("I went to Lisbon.", "The user went to Lisbon."),  # a past tense stays as it is
+        ("I recently moved to Lisbon.", "The user recently moved to Lisbon."),
+        ("I'll visit Tokyo in March.", "The user will visit Tokyo in March."),
+        ("I swim and I run.", "The user swims and the user runs."),
+        ("My sister and I cook together.", "The user's sister and the user cook together."),  # a plural subject
+        ("My best friend and I go hiking.", "The user's best friend and the user go hiking."),
+        ("The user prefer Vue.", "The user prefer Vue."),  # no pronoun replaced: the model's own words are left
+    ],
+)
 def test_the_users_verb_agrees_once_i_becomes_the_user(said: str, fact: str) -> None:
     from memwrap.engine.language.speakers import third_person
 
@@ -336,5 +339,6 @@ def test_you_becomes_the_user_with_its_verb_in_a_chat() -> None:
     from memwrap.engine.language.speakers import third_person
 
     assert third_person("You prefer React, and you often cook.", {"user", "assistant"}) == (
-        "The user prefers React, and the user often cooks.")
+        "The user prefers React, and the user often cooks."
+    )
     assert third_person("You'll love it.", {"user", "assistant"}) == "The user will love it."

@@ -669,15 +669,18 @@ def test_find_time_expressions_reads_each_clause_by_its_own_tense() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("query", "first", "last"), [
-    ("What did Joanna just finish last Friday on 23 January, 2022?", "2022-01-21", "2022-01-23"),
-    ("What was the writing issue last week, as mentioned on November 6, 2023?", "2023-10-30", "2023-11-06"),
-    ("What did John do the week before August 3, 2023?", "2023-07-27", "2023-08-03"),
-    ("Which puppy did Maria get two weeks before August 11, 2023?", "2023-07-28", "2023-08-11"),
-    ("What did Maria do last weekend before April 10, 2023?", "2023-04-03", "2023-04-10"),
-    ("What did she start recently, as mentioned on 3 June, 2023?", "2023-05-04", "2023-06-03"),
-    ("What happened three days after 3 May 2024?", "2024-05-03", "2024-05-06"),
-])
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("What did Joanna just finish last Friday on 23 January, 2022?", "2022-01-21", "2022-01-23"),
+        ("What was the writing issue last week, as mentioned on November 6, 2023?", "2023-10-30", "2023-11-06"),
+        ("What did John do the week before August 3, 2023?", "2023-07-27", "2023-08-03"),
+        ("Which puppy did Maria get two weeks before August 11, 2023?", "2023-07-28", "2023-08-11"),
+        ("What did Maria do last weekend before April 10, 2023?", "2023-04-03", "2023-04-10"),
+        ("What did she start recently, as mentioned on 3 June, 2023?", "2023-05-04", "2023-06-03"),
+        ("What happened three days after 3 May 2024?", "2024-05-03", "2024-05-06"),
+    ],
+)
 def test_relative_words_are_read_on_the_day_the_question_names(query: str, first: str, last: str) -> None:
     window = parse_time_window(query, MONDAY)
     assert window is not None and not window.vague

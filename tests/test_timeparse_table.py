@@ -386,7 +386,9 @@ if __name__ == "__main__":
     chinese = sum(r.language == "zh" for r in TABLE)
     said = len({r.said for r in TABLE})
     failed = [r for r in TABLE if _days(r) != _expected(r)]
-    print(f"date table: {len(TABLE)} rows ({english} English, {chinese} Chinese) on {said} reference days; "
-          f"{len(TABLE) - len(failed)} pass")
+    print(
+        f"date table: {len(TABLE)} rows ({english} English, {chinese} Chinese) on {said} reference days; "
+        f"{len(TABLE) - len(failed)} pass"
+    )
     for row in failed:
         print(f"  FAIL {row.said:%Y-%m-%d} {row.reader} {row.text!r}: {_days(row)} != {row.first}..{row.last}")

@@ -149,11 +149,15 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
 
 
 def test_trace_content_puts_the_query_on_the_wrapper_span_only_when_asked(
-    llm_server: FakeLLMServer, warm_memory: Any, exporter: InMemorySpanExporter, bank: str,
+    llm_server: FakeLLMServer,
+    warm_memory: Any,
+    exporter: InMemorySpanExporter,
+    bank: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    client = memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=30,
-                                 retain=False)
+    client = memwrap.wrap_openai(
+        openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=30, retain=False
+    )
     monkeypatch.setenv("MEMWRAP_TRACE_CONTENT", "1")
     exporter.clear()
     client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Which city, again?"}])

@@ -23,8 +23,9 @@ from ui_support import XSS, seed
 sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed (pip install playwright)")
 CHROMIUM = os.environ.get("MEMWRAP_TEST_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
-    pytest.skip("no chromium binary: `apt-get install chromium` (Debian) to run the browser tests",
-                allow_module_level=True)
+    pytest.skip(
+        "no chromium binary: `apt-get install chromium` (Debian) to run the browser tests", allow_module_level=True
+    )
 
 SHOTS = Path(__file__).resolve().parents[1] / "build" / "ui-screenshots"
 ARMS = ("semantic", "keyword", "graph", "temporal")
@@ -147,8 +148,9 @@ def test_every_view_opens_on_a_seeded_bank(
     assert page.errors == []
 
 
-def test_recall_debugger_shows_the_apis_ranks_and_block(page: object, sidecar: ServerProcess, admin: httpx.Client,
-                                                       bank: str) -> None:
+def test_recall_debugger_shows_the_apis_ranks_and_block(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     _login(page, sidecar)
     _open(page, sidecar, f"b/{bank}/recall", "#recall-q")
     page.fill("#recall-q", "What did Alice do last spring?")
@@ -157,8 +159,10 @@ def test_recall_debugger_shows_the_apis_ranks_and_block(page: object, sidecar: S
     page.click("#run-recall")
     page.wait_for_selector("#candidates tbody tr")
     now = page.evaluate("new Date('2026-11-30T12:00').toISOString()")
-    api = admin.post(f"/v1/banks/{bank}/recall", json={"query": "What did Alice do last spring?", "token_budget": 160,
-                                                        "explain": True, "now": now}).json()
+    api = admin.post(
+        f"/v1/banks/{bank}/recall",
+        json={"query": "What did Alice do last spring?", "token_budget": 160, "explain": True, "now": now},
+    ).json()
     rows = page.locator("#candidates tbody tr")
     assert rows.count() == len(api["considered"]) > 3
     for i, expected in enumerate(api["considered"]):
@@ -169,17 +173,22 @@ def test_recall_debugger_shows_the_apis_ranks_and_block(page: object, sidecar: S
         assert row.get_attribute("data-fit") == str(expected["fit"]).lower()
         assert row.locator("td[data-col=score]").inner_text() == f"{expected['score']:.4f}"
     assert any(not m["fit"] for m in api["considered"])  # the budget left some out, and the page says which
-    assert page.inner_text("#injected-block") == api["context"].rstrip("\n") or \
-        page.eval_on_selector("#injected-block", "e => e.textContent") == api["context"]
+    assert (
+        page.inner_text("#injected-block") == api["context"].rstrip("\n")
+        or page.eval_on_selector("#injected-block", "e => e.textContent") == api["context"]
+    )
     assert page.eval_on_selector("#injected-block", "e => e.textContent") == api["context"]
     assert "last spring" in page.inner_text("#recall-summary")
     _shot(page, "09-recall-debugger")
 
 
-def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar: ServerProcess, admin: httpx.Client,
-                                                         bank: str) -> None:
-    ids = admin.post(f"/v1/banks/{bank}/memories/batch", json={"items": [
-        {"content": "Alice once owned a red bicycle."}, {"content": "Alice's flat has a blue door."}]}).json()["ids"]
+def test_delete_invalidate_and_restore_from_a_memory_page(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
+    ids = admin.post(
+        f"/v1/banks/{bank}/memories/batch",
+        json={"items": [{"content": "Alice once owned a red bicycle."}, {"content": "Alice's flat has a blue door."}]},
+    ).json()["ids"]
     _login(page, sidecar)
     page.on(
         "dialog", lambda dialog: dialog.accept("it was a green one") if dialog.type == "prompt" else dialog.accept()
@@ -205,8 +214,9 @@ def test_delete_invalidate_and_restore_from_a_memory_page(page: object, sidecar:
 def test_edit_a_memory_and_see_its_versions(
     page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
 ) -> None:
-    memory_id = admin.post(f"/v1/banks/{bank}/memories", json={"content": "Alice's locker code is on a blue note.",
-                                                               "tags": ["gym"]}).json()["ids"][0]
+    memory_id = admin.post(
+        f"/v1/banks/{bank}/memories", json={"content": "Alice's locker code is on a blue note.", "tags": ["gym"]}
+    ).json()["ids"][0]
     _login(page, sidecar)
     _open(page, sidecar, f"b/{bank}/m/{memory_id}", "#edit")
     assert "Never edited" in page.inner_text("body")
@@ -222,7 +232,10 @@ def test_edit_a_memory_and_see_its_versions(
     page.wait_for_selector("tr[data-version='2']")
     stored = admin.get(f"/v1/banks/{bank}/memories/{memory_id}").json()
     assert (stored["text"], stored["tags"], stored["metadata"]) == (
-        "Alice's locker code is on a yellow note.", ["gym", "locker"], {"room": 2})
+        "Alice's locker code is on a yellow note.",
+        ["gym", "locker"],
+        {"room": 2},
+    )
     history = admin.get(f"/v1/banks/{bank}/memories/{memory_id}/history").json()
     shown = page.inner_text("tr[data-version='1']")
     assert [v["version"] for v in history] == [1, 2] and "blue note" in shown
@@ -233,10 +246,16 @@ def test_edit_a_memory_and_see_its_versions(
 
 def test_memories_filtered_by_the_day_they_were_said(page: object, sidecar: ServerProcess, admin: httpx.Client) -> None:
     dated = f"alice-days-{uuid.uuid4().hex[:8]}"
-    admin.post(f"/v1/banks/{dated}/memories/batch", json={"items": [
-        {"content": "Said in January: the boiler was serviced.", "timestamp": "2026-01-15T10:00:00Z"},
-        {"content": "Said in March: the roof was fixed.", "timestamp": "2026-03-10T10:00:00Z"},
-        {"content": "Said in May: the garden was planted.", "timestamp": "2026-05-20T10:00:00Z"}]}).raise_for_status()
+    admin.post(
+        f"/v1/banks/{dated}/memories/batch",
+        json={
+            "items": [
+                {"content": "Said in January: the boiler was serviced.", "timestamp": "2026-01-15T10:00:00Z"},
+                {"content": "Said in March: the roof was fixed.", "timestamp": "2026-03-10T10:00:00Z"},
+                {"content": "Said in May: the garden was planted.", "timestamp": "2026-05-20T10:00:00Z"},
+            ]
+        },
+    ).raise_for_status()
     _login(page, sidecar)
     _open(page, sidecar, f"b/{dated}/memories", "table.memories")
     page.fill("input[name=since]", "2026-03-01")
@@ -252,25 +271,38 @@ def test_memories_filtered_by_the_day_they_were_said(page: object, sidecar: Serv
     admin.delete(f"/v1/banks/{dated}")
 
 
-def test_dead_letters_replayed_from_the_jobs_view(page: object, sidecar: ServerProcess, admin: httpx.Client,
-                                                  memwrap_home: Path, bank: str) -> None:
+def test_dead_letters_replayed_from_the_jobs_view(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, memwrap_home: Path, bank: str
+) -> None:
     import json
     import sqlite3
     import time
 
     row_id = 20_000_000 + uuid.uuid4().int % 1_000_000
     with sqlite3.connect(memwrap_home / "spool" / "retains.sqlite3") as db:  # a turn the spool gave up on
-        db.execute("INSERT INTO dead (id, bank_id, item, created, error) VALUES (?, ?, ?, ?, ?)",
-                   (row_id, bank, json.dumps({"content": "Alice's spare key is under the third flowerpot."}),
-                    time.time(), "StoreError: database unavailable"))
+        db.execute(
+            "INSERT INTO dead (id, bank_id, item, created, error) VALUES (?, ?, ?, ?, ?)",
+            (
+                row_id,
+                bank,
+                json.dumps({"content": "Alice's spare key is under the third flowerpot."}),
+                time.time(),
+                "StoreError: database unavailable",
+            ),
+        )
     _login(page, sidecar)
     _open(page, sidecar, f"b/{bank}/jobs", f"tr[data-spool-id='{row_id}']")
     assert "database unavailable" in page.inner_text(f"tr[data-spool-id='{row_id}']")
     _shot(page, "12-spool-dead-letters")
     page.click(f"tr[data-spool-id='{row_id}'] button.replay")
     page.wait_for_selector(f"tr[data-spool-id='{row_id}']", state="detached", timeout=30_000)
-    wait_until(lambda: any("third flowerpot" in m["text"] for m in
-                           admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]), timeout=60)
+    wait_until(
+        lambda: any(
+            "third flowerpot" in m["text"]
+            for m in admin.get(f"/v1/banks/{bank}/memories", params={"limit": 1000}).json()["items"]
+        ),
+        timeout=60,
+    )
     assert page.errors == []
 
 
@@ -294,8 +326,9 @@ def test_a_restricted_key_sees_only_its_banks(
     assert "API key is needed" in page.inner_text("main")
 
 
-def test_stored_markup_is_shown_as_text_and_never_runs(page: object, sidecar: ServerProcess, admin: httpx.Client,
-                                                       bank: str) -> None:
+def test_stored_markup_is_shown_as_text_and_never_runs(
+    page: object, sidecar: ServerProcess, admin: httpx.Client, bank: str
+) -> None:
     _login(page, sidecar)
     _open(page, sidecar, f"b/{bank}/memories?tag=xss", "table.memories")
     assert XSS in page.inner_text("table.memories")

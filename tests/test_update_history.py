@@ -19,8 +19,17 @@ def engine(memory: Memory) -> Any:
 
 def test_update_text_redates_reembeds_relinks_and_keeps_history(memory: Memory, bank: str) -> None:
     eng = engine(memory)
-    [memory_id] = memory.retain_many(bank, [{"content": "I moved to Lisbon in March.", "timestamp": SAID,
-                                             "metadata": {"source": "chat"}, "tags": ["home"]}])
+    [memory_id] = memory.retain_many(
+        bank,
+        [
+            {
+                "content": "I moved to Lisbon in March.",
+                "timestamp": SAID,
+                "metadata": {"source": "chat"},
+                "tags": ["home"],
+            }
+        ],
+    )
     memory.retain_many(bank, ["The weather report for the Baltic coast."])
     before = memory.get(bank, memory_id)
     assert before.occurred_start is not None and before.occurred_start.month == 3 and "Lisbon" in before.entities
@@ -37,8 +46,9 @@ def test_update_text_redates_reembeds_relinks_and_keeps_history(memory: Memory, 
     # Re-embedded: recall by the new words finds it first; the old words no longer find it by meaning or keyword.
     found = memory._run(eng.recall(bank, "Porto", top_k=1)).memories
     assert found[0].id == memory_id
-    assert memory_id not in {m.id for m in memory._run(eng.recall(bank, "Lisbon", top_k=5)).memories
-                             if "keyword" in m.arms}
+    assert memory_id not in {
+        m.id for m in memory._run(eng.recall(bank, "Lisbon", top_k=5)).memories if "keyword" in m.arms
+    }
 
     memory._run(eng.update(bank, memory_id, metadata={"source": "chat", "checked": True}, tags=["home", "moves"]))
     same = memory._run(eng.update(bank, memory_id, tags=["home", "moves"]))  # nothing different: no version
@@ -78,11 +88,14 @@ def test_update_refuses_what_it_cannot_do(memory: Memory, bank: str) -> None:
 
 def test_observations_citing_an_updated_memory_are_revised_by_the_worker(mem: Memory, bank: str) -> None:
     eng = engine(mem)
-    ids = mem.retain_many(bank, [
-        {"content": "I prefer dark mode in my code editor.", "document_id": "a"},
-        {"content": "I really prefer dark mode in my code editor.", "document_id": "b"},
-        {"content": "I still prefer dark mode in my code editor.", "document_id": "c"},
-    ])
+    ids = mem.retain_many(
+        bank,
+        [
+            {"content": "I prefer dark mode in my code editor.", "document_id": "a"},
+            {"content": "I really prefer dark mode in my code editor.", "document_id": "b"},
+            {"content": "I still prefer dark mode in my code editor.", "document_id": "c"},
+        ],
+    )
     assert mem.wait_for_jobs(bank, timeout=60)
     [listed] = mem.observations(bank)
     observation = mem.get_observation(bank, listed.id)

@@ -34,8 +34,19 @@ from memwrap_server.app import create_app
 from memwrap_server.mcp import build_server
 
 # Public members of AsyncMemory/Memory that are not verbs: the object's own life cycle.
-NOT_VERBS = {"warmup", "start", "started", "use_llm", "close", "closed", "settings", "url", "aio", "submit",
-             "set_raw_ttl"}  # set_raw_ttl: deprecated spelling of configure_bank(raw_ttl_days=)
+NOT_VERBS = {
+    "warmup",
+    "start",
+    "started",
+    "use_llm",
+    "close",
+    "closed",
+    "settings",
+    "url",
+    "aio",
+    "submit",
+    "set_raw_ttl",
+}  # set_raw_ttl: deprecated spelling of configure_bank(raw_ttl_days=)
 
 
 def _shape(signature: inspect.Signature) -> list[tuple[str, Any, Any]]:
@@ -80,8 +91,11 @@ def engine_problems(cls: type) -> list[str]:
         extra = ENGINE_ONLY.get((cls.__name__, declared.name), set())
         if [p for p in shape if p[0] not in extra] != _shape(declared.signature()):
             problems.append(f"{cls.__name__}.{declared.name}{inspect.signature(method)} != {declared.signature()}")
-        elif any(kind is not inspect.Parameter.KEYWORD_ONLY or default is inspect.Parameter.empty
-                 for name, kind, default in shape if name in extra):
+        elif any(
+            kind is not inspect.Parameter.KEYWORD_ONLY or default is inspect.Parameter.empty
+            for name, kind, default in shape
+            if name in extra
+        ):
             problems.append(f"{cls.__name__}.{declared.name}: its own parameters are keyword-only with a default")
     if not callable(getattr(cls, "close", None)):
         problems.append(f"{cls.__name__} lacks close")
@@ -125,8 +139,10 @@ def bounds_problems(openapi: dict[str, Any], tools: dict[str, dict[str, Any]]) -
                 if name not in declared.params.model_fields:
                     continue
                 if _bounds(schema) != declared_bounds(declared, name):
-                    problems.append(f"{declared.name}.{name}: {where} bounds {_bounds(schema)}, declared "
-                                    f"{declared_bounds(declared, name)}")
+                    problems.append(
+                        f"{declared.name}.{name}: {where} bounds {_bounds(schema)}, declared "
+                        f"{declared_bounds(declared, name)}"
+                    )
     return problems
 
 
@@ -152,8 +168,10 @@ def openapi_problems(spec: dict[str, Any]) -> list[str]:
                 problems.append(f"{declared.route.method} {declared.route.path} lacks `{name}` ({declared.name})")
             elif not info.is_required() and info.default is not None and "default" in offered[name]:
                 if offered[name]["default"] != info.default:
-                    problems.append(f"{declared.name}.{name}: default {offered[name]['default']!r} over HTTP, "
-                                    f"{info.default!r} declared")
+                    problems.append(
+                        f"{declared.name}.{name}: default {offered[name]['default']!r} over HTTP, "
+                        f"{info.default!r} declared"
+                    )
     return problems
 
 
@@ -275,12 +293,16 @@ def test_the_engine_checks_the_declared_bounds(memory: Memory) -> None:
     """In Python nothing checks a value before the engine: the engine's own bounds must be the declared ones."""
     calls = _bounded_calls()
     assert {("list", "limit"), ("jobs", "limit"), ("observations", "limit"), ("entities", "offset")} <= {
-        (verb, name) for verb, name, _, _ in calls}
+        (verb, name) for verb, name, _, _ in calls
+    }
     memory.retain("drift-bounds", "Alice keeps bees on the roof.")
     for verb, name, at_bound, past in calls:
         declared = VERBS[verb]
-        required = {n: (uuid4() if n.endswith("_id") and n != "bank_id" else "drift-bounds")
-                    for n, info in declared.params.model_fields.items() if info.is_required()}
+        required = {
+            n: (uuid4() if n.endswith("_id") and n != "bank_id" else "drift-bounds")
+            for n, info in declared.params.model_fields.items()
+            if info.is_required()
+        }
         with pytest.raises(InvalidInputError, match=name):
             getattr(memory, verb)(**required, **{name: past})
         try:
@@ -296,9 +318,19 @@ def test_both_engines_satisfy_the_engine_protocol() -> None:
     """mypy on tests/typing_engine_face.py: `Engine` and `HttpEngine` are `EngineVerbs` (memwrap/engine_verbs.py)."""
     module = Path(__file__).with_name("typing_engine_face.py")
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
-         "--cache-dir", str(Path(__file__).parent.parent / ".mypy_cache"), str(module)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--follow-imports=silent",
+            "--ignore-missing-imports",
+            "--cache-dir",
+            str(Path(__file__).parent.parent / ".mypy_cache"),
+            str(module),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
@@ -339,16 +371,33 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
     assert any("forget_everything" in p for p in problems)
 
     body = openapi["components"]["schemas"]["RecallBody"]
-    lost = {**openapi, "components": {**openapi["components"], "schemas": {
-        **openapi["components"]["schemas"], "RecallBody": {**body, "properties": {
-            k: v for k, v in body["properties"].items() if k != "prefer_observations"}}}}}
+    lost = {
+        **openapi,
+        "components": {
+            **openapi["components"],
+            "schemas": {
+                **openapi["components"]["schemas"],
+                "RecallBody": {
+                    **body,
+                    "properties": {k: v for k, v in body["properties"].items() if k != "prefer_observations"},
+                },
+            },
+        },
+    }
     assert openapi_problems(lost) == ["POST /v1/recall lacks `prefer_observations` (recall)"]
     moved = {**openapi, "paths": {k: v for k, v in openapi["paths"].items() if not k.endswith("/consolidate")}}
     assert openapi_problems(moved) == ["no POST /v1/banks/{bank_id}/consolidate for consolidate"]
 
     recall_tool = mcp_tools["recall"]
-    renamed = {**mcp_tools, "recall": {**recall_tool, "properties": {
-        ("max_tokens" if k == "token_budget" else k): v for k, v in recall_tool["properties"].items()}}}
+    renamed = {
+        **mcp_tools,
+        "recall": {
+            **recall_tool,
+            "properties": {
+                ("max_tokens" if k == "token_budget" else k): v for k, v in recall_tool["properties"].items()
+            },
+        },
+    }
     assert len(mcp_problems(renamed)) == 1 and "MCP recall takes" in mcp_problems(renamed)[0]
 
     class NoConsolidate(HttpEngine):
@@ -361,17 +410,29 @@ def test_checkers_fail_on_a_surface_that_lacks_a_parameter(
             return None
 
     assert engine_problems(EngineWithoutExplain) == [
-        f"EngineWithoutExplain.recall{inspect.signature(EngineWithoutExplain.recall)} != "
-        f"{VERBS['recall'].signature()}"]
+        f"EngineWithoutExplain.recall{inspect.signature(EngineWithoutExplain.recall)} != {VERBS['recall'].signature()}"
+    ]
 
     limit = {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}
-    narrower = {**openapi, "paths": {**openapi["paths"], "/v1/banks/{bank_id}/memories": {
-        **openapi["paths"]["/v1/banks/{bank_id}/memories"], "get": {
-            **openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"], "parameters": [
-                limit if p["name"] == "limit" else p
-                for p in openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"]["parameters"]]}}}}
+    narrower = {
+        **openapi,
+        "paths": {
+            **openapi["paths"],
+            "/v1/banks/{bank_id}/memories": {
+                **openapi["paths"]["/v1/banks/{bank_id}/memories"],
+                "get": {
+                    **openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"],
+                    "parameters": [
+                        limit if p["name"] == "limit" else p
+                        for p in openapi["paths"]["/v1/banks/{bank_id}/memories"]["get"]["parameters"]
+                    ],
+                },
+            },
+        },
+    }
     assert bounds_problems(narrower, mcp_tools) == [
-        "list.limit: REST bounds {'minimum': 1, 'maximum': 1000}, declared {'minimum': 1, 'maximum': 10000}"]
+        "list.limit: REST bounds {'minimum': 1, 'maximum': 1000}, declared {'minimum': 1, 'maximum': 10000}"
+    ]
 
     parser = build_parser()
     recall_cmd = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["recall"]

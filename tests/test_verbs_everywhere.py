@@ -74,11 +74,14 @@ def test_the_views_of_a_bank(surface: Memory) -> None:
     """The memory browser's views are verbs like the others: the same results and the same errors in Python,
     over `Memory(url=...)` and (tests/test_server_browse.py) over REST."""
     bank = f"views-{uuid.uuid4().hex[:8]}"
-    ids = surface.retain_many(bank, [
-        {"content": "Alice moved to Lisbon with her sister Maya.", "document_id": "s1:turn-0"},
-        {"content": "Maya and Alice went hiking in Sintra.", "document_id": "s1:turn-1"},
-        {"content": "Alice plays the cello.", "document_id": "s2:turn-0"},
-    ])
+    ids = surface.retain_many(
+        bank,
+        [
+            {"content": "Alice moved to Lisbon with her sister Maya.", "document_id": "s1:turn-0"},
+            {"content": "Maya and Alice went hiking in Sintra.", "document_id": "s1:turn-1"},
+            {"content": "Alice plays the cello.", "document_id": "s2:turn-0"},
+        ],
+    )
     surface.invalidate(bank, ids[-1], "she plays the viola")
 
     stats = surface.bank_stats(bank)

@@ -33,7 +33,10 @@ class WorkerProcess:
         self.name = name
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "memwrap.cli", "worker", "--id", name, "--json"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -81,9 +84,13 @@ def home() -> Iterator[Path]:
 
 def _llm_settings(server: FakeLLMServer) -> dict[str, Any]:
     return {
-        "llm_provider": "none", "consolidation_provider": "openai", "consolidation_model": "fake-consolidator",
-        "consolidation_base_url": server.openai_base_url, "consolidation_api_key": "sk-test",
-        "llm_max_retries": 0, "llm_timeout": 60.0,
+        "llm_provider": "none",
+        "consolidation_provider": "openai",
+        "consolidation_model": "fake-consolidator",
+        "consolidation_base_url": server.openai_base_url,
+        "consolidation_api_key": "sk-test",
+        "llm_max_retries": 0,
+        "llm_timeout": 60.0,
     }
 
 
@@ -96,9 +103,14 @@ def mem(home: Path, server: FakeLLMServer) -> Iterator[Memory]:
 
 @pytest.fixture(scope="module")
 def workers(mem: Memory, home: Path, server: FakeLLMServer) -> Iterator[dict[str, WorkerProcess]]:
-    env = {**os.environ, "MEMWRAP_HOME": str(home), "HF_HUB_OFFLINE": "1",
-           "MEMWRAP_WORKER_LEASE_SECONDS": str(LEASE_SECONDS), "MEMWRAP_WORKER_POLL_SECONDS": "0.2",
-           "MEMWRAP_CONSOLIDATION_DELAY_SECONDS": "0"}
+    env = {
+        **os.environ,
+        "MEMWRAP_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "MEMWRAP_WORKER_LEASE_SECONDS": str(LEASE_SECONDS),
+        "MEMWRAP_WORKER_POLL_SECONDS": "0.2",
+        "MEMWRAP_CONSOLIDATION_DELAY_SECONDS": "0",
+    }
     env.update({f"MEMWRAP_{k.upper()}": str(v) for k, v in _llm_settings(server).items()})
     env.pop("MEMWRAP_DATABASE_URL", None)
     started = {name: WorkerProcess(name, env) for name in ("worker-a", "worker-b")}
@@ -119,21 +131,25 @@ def _pool(mem: Memory) -> Any:
 
 def test_two_workers_share_a_500_job_backlog_and_do_no_job_twice(mem: Memory, workers: dict[str, Any]) -> None:
     pool = _pool(mem)
-    mem._run(pool.execute(
-        "INSERT INTO jobs (kind, payload, max_attempts) "
-        "SELECT 'noop', jsonb_build_object('sleep', 0.004, 'n', n), 3 FROM generate_series(1, 500) AS n;"
-        "SELECT pg_notify('memwrap_jobs', 'noop')"
-    ))
+    mem._run(
+        pool.execute(
+            "INSERT INTO jobs (kind, payload, max_attempts) "
+            "SELECT 'noop', jsonb_build_object('sleep', 0.004, 'n', n), 3 FROM generate_series(1, 500) AS n;"
+            "SELECT pg_notify('memwrap_jobs', 'noop')"
+        )
+    )
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         if mem._run(pool.fetchval("SELECT count(*) FROM jobs WHERE kind = 'noop' AND status = 'done'")) == 500:
             break
         time.sleep(0.1)
-    runs = mem._run(pool.fetch(
-        "SELECT j.id, j.status, count(r.*) AS runs, count(*) FILTER (WHERE r.outcome = 'done') AS done, "
-        "min(r.worker_id) AS worker FROM jobs j LEFT JOIN job_runs r ON r.job_id = j.id "
-        "WHERE j.kind = 'noop' GROUP BY j.id"
-    ))
+    runs = mem._run(
+        pool.fetch(
+            "SELECT j.id, j.status, count(r.*) AS runs, count(*) FILTER (WHERE r.outcome = 'done') AS done, "
+            "min(r.worker_id) AS worker FROM jobs j LEFT JOIN job_runs r ON r.job_id = j.id "
+            "WHERE j.kind = 'noop' GROUP BY j.id"
+        )
+    )
     assert len(runs) == 500
     assert all(r["status"] == "done" and r["runs"] == 1 and r["done"] == 1 for r in runs)
     per_worker = {w: sum(1 for r in runs if r["worker"] == w) for w in ("worker-a", "worker-b")}
@@ -156,18 +172,35 @@ def test_a_worker_killed_mid_consolidation_leaves_the_job_to_another(
         if len(calls) == 2 and not hold.is_set():
             return Reply(json={}, delay=4.0)  # the second batch: the worker waits on this when it is killed
         if "[O1]" in user:
-            return Reply(json={"updates": [{"observation": "O1", "text": "The user loves hiking.", "change": "refine",
-                                            "reason": "restated", "evidence": cited}]})
+            return Reply(
+                json={
+                    "updates": [
+                        {
+                            "observation": "O1",
+                            "text": "The user loves hiking.",
+                            "change": "refine",
+                            "reason": "restated",
+                            "evidence": cited,
+                        }
+                    ]
+                }
+            )
         return Reply(json={"creates": [{"text": "The user loves hiking.", "evidence": cited}]})
 
     server.reset()
     server.responder = model
     start = datetime(2026, 5, 1, tzinfo=UTC)
-    mem.retain_many(bank, [
-        {"content": f"I love hiking{'!' * (i % 4)} (trip {i})", "document_id": f"trip-{i}",
-         "timestamp": start + timedelta(days=i)}
-        for i in range(15)
-    ])  # 15 facts: two LLM batches (10 + 5)
+    mem.retain_many(
+        bank,
+        [
+            {
+                "content": f"I love hiking{'!' * (i % 4)} (trip {i})",
+                "document_id": f"trip-{i}",
+                "timestamp": start + timedelta(days=i),
+            }
+            for i in range(15)
+        ],
+    )  # 15 facts: two LLM batches (10 + 5)
     deadline = time.monotonic() + 60
     while len(calls) < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -185,8 +218,9 @@ def test_a_worker_killed_mid_consolidation_leaves_the_job_to_another(
             time.sleep(0.1)
         [job] = mem.jobs(bank, kind="consolidate")
         assert job.status == "done" and job.locked_by == "worker-c" and job.attempts == 2
-        outcomes = mem._run(pool.fetch(
-            "SELECT worker_id, outcome FROM job_runs WHERE job_id = $1 ORDER BY started_at", job.id))
+        outcomes = mem._run(
+            pool.fetch("SELECT worker_id, outcome FROM job_runs WHERE job_id = $1 ORDER BY started_at", job.id)
+        )
         assert [(r["worker_id"], r["outcome"]) for r in outcomes] == [("worker-a", "lost"), ("worker-c", "done")]
         [observation] = mem.observations(bank)  # one, not two: the re-run went on from what was committed
         assert observation.proof_count == 15 and observation.evidence_count == 15

@@ -118,8 +118,10 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     assert not any("Secret" in t for t in texts(warm_memory, bank))
     # The exchange is two memories: what the user said and the assistant's answer, each with its speaker.
     records = warm_memory.list(other)
-    assert [(r.document_id, r.tags, r.speaker) for r in records] == [("s1:turn-0", ["t1"], "user"),
-                                                                      ("s1:turn-0", ["t1"], "assistant")]
+    assert [(r.document_id, r.tags, r.speaker) for r in records] == [
+        ("s1:turn-0", ["t1"], "user"),
+        ("s1:turn-0", ["t1"], "assistant"),
+    ]
     assert "Kept elsewhere." in records[0].text
 
 
@@ -132,8 +134,11 @@ def test_retain_assistant_false_keeps_only_what_the_user_said(llm_server: Any, w
         client.chat.completions.create(**ask("I also hate coriander."))
     assert client.memwrap.flush(30)
     said = [(r.speaker, r.text) for r in warm_memory.list(bank)]
-    assert said == [("user", "user: I'm vegetarian and allergic to peanuts."),
-                    ("user", "user: I also hate coriander."), ("assistant", "assistant: Sure, noted.")]
+    assert said == [
+        ("user", "user: I'm vegetarian and allergic to peanuts."),
+        ("user", "user: I also hate coriander."),
+        ("assistant", "assistant: Sure, noted."),
+    ]
 
 
 def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank: str) -> None:
@@ -144,8 +149,9 @@ def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank
     block = memory_block(llm_server.last())
     assert "Tuesdays" in block and "Fridays" not in block
     # Per call and per block, the inner filter wins.
-    client.chat.completions.create(**ask("When does the project deploy?"),
-                                   memwrap={"filters": {"metadata": {"project": "gemini"}}})
+    client.chat.completions.create(
+        **ask("When does the project deploy?"), memwrap={"filters": {"metadata": {"project": "gemini"}}}
+    )
     block = memory_block(llm_server.last())
     assert "Fridays" in block and "Tuesdays" not in block
     with memwrap.scope(filters={"metadata": {"project": {"in": ["apollo", "gemini"]}}}):

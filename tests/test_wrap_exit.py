@@ -71,12 +71,16 @@ def test_a_script_that_exits_mid_tool_loop_delivers_its_held_step(
     llm_server: Any, memory: Memory, bank: str, tmp_path: Path
 ) -> None:
     url = embedded_database_url(memory.settings.pgdata)
-    llm_server.script([
-        Reply(tool_calls=[ToolCall("get_weather", {"city": "Leeds"}, id="call_1")]),
-        Reply(tool_calls=[ToolCall("get_forecast", {"city": "Leeds", "day": "tomorrow"}, id="call_2")]),
-    ])
-    done = _run(_MID_LOOP.format(home=str(tmp_path), url=url, base=llm_server.openai_base_url, bank=bank,
-                                 question=QUESTION), tmp_path)
+    llm_server.script(
+        [
+            Reply(tool_calls=[ToolCall("get_weather", {"city": "Leeds"}, id="call_1")]),
+            Reply(tool_calls=[ToolCall("get_forecast", {"city": "Leeds", "day": "tomorrow"}, id="call_2")]),
+        ]
+    )
+    done = _run(
+        _MID_LOOP.format(home=str(tmp_path), url=url, base=llm_server.openai_base_url, bank=bank, question=QUESTION),
+        tmp_path,
+    )
     assert len(llm_server.requests) == 2
     at_exit = json.loads(done.stdout.splitlines()[-1])
     assert at_exit == {"held": 1, "retains": 0}, "the loop's step was still held when the script ended"

@@ -34,8 +34,10 @@ WRAPPERS: dict[str, Callable[..., Any]] = {
 
 
 def declared(cls: type[Options]) -> dict[str, Any]:
-    return {f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-            for f in dataclasses.fields(cls)}
+    return {
+        f.name: f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        for f in dataclasses.fields(cls)
+    }
 
 
 def option_problems(name: str, function: Callable[..., Any], cls: type[Options]) -> list[str]:
@@ -44,8 +46,11 @@ def option_problems(name: str, function: Callable[..., Any], cls: type[Options])
     offered = {p.name: p.default for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY}
     problems = [f"{name} lacks `{option}`" for option in declared(cls) if option not in offered]
     problems += [f"{name} takes `{option}`, which is not declared" for option in offered if option not in declared(cls)]
-    problems += [f"{name}: `{option}` defaults to {offered[option]!r}, declared {default!r}"
-                 for option, default in declared(cls).items() if option in offered and offered[option] != default]
+    problems += [
+        f"{name}: `{option}` defaults to {offered[option]!r}, declared {default!r}"
+        for option, default in declared(cls).items()
+        if option in offered and offered[option] != default
+    ]
     return problems
 
 
@@ -93,8 +98,19 @@ def test_options_given_by_name_are_checked_and_normalised() -> None:
 def test_the_options_are_typed_parameters_of_every_wrapper() -> None:
     module = Path(__file__).with_name("typing_wrap_options.py")
     checked = subprocess.run(
-        [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports", "--warn-unused-ignores",
-         "--cache-dir", str(Path(__file__).parent.parent / ".mypy_cache"), str(module)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--follow-imports=silent",
+            "--ignore-missing-imports",
+            "--warn-unused-ignores",
+            "--cache-dir",
+            str(Path(__file__).parent.parent / ".mypy_cache"),
+            str(module),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -143,8 +143,12 @@ def test_a_step_nobody_continues_is_retained_at_flush(llm_server: Any, warm_memo
     """An agent whose tool call is its answer (pydantic-ai's output tool): nothing follows, nothing is lost."""
     client = memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=10)
     llm_server.script([Reply(tool_calls=[ToolCall("final_result", {"city": "Oslo"})])])
-    client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Where do I live? Oslo."}],
-                                   tools=TOOLS, tool_choice="required")
+    client.chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "Where do I live? Oslo."}],
+        tools=TOOLS,
+        tool_choice="required",
+    )
     assert client.memwrap.loops.held == 1 and client.memwrap.stats.retains == 0
     assert client.memwrap.flush(30)
     (text,) = retained_items(warm_memory, bank).values()
@@ -156,7 +160,9 @@ def test_a_forced_tool_is_the_answer(llm_server: Any, warm_memory: Any, bank: st
     client = memwrap.wrap_openai(openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=10)
     llm_server.script([Reply(tool_calls=[ToolCall("Profile", {"name": "Sam"})])])
     client.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "I'm Sam."}], tools=TOOLS,
+        model=MODEL,
+        messages=[{"role": "user", "content": "I'm Sam."}],
+        tools=TOOLS,
         tool_choice={"type": "function", "function": {"name": "Profile"}},
     )
     assert client.memwrap.loops.held == 0 and client.memwrap.stats.retains == 1

@@ -40,7 +40,10 @@ def cost_texts() -> dict[str, list[str]]:
     english = [turn.text for conv in load_locomo() for turn in conv.turns][:COST_UNITS]
     users = json.loads((default_dir() / "memory_bank_cn.json").read_text(encoding="utf-8"))
     chinese = [
-        turn[side] for user in users.values() for day in user["history"].values() for turn in day
+        turn[side]
+        for user in users.values()
+        for day in user["history"].values()
+        for turn in day
         for side in ("query", "response")
     ][:COST_UNITS]
     return {"en (LoCoMo turns)": english, "zh (MemoryBank turns)": chinese}

@@ -61,9 +61,7 @@ class SetResult:
             out[name] = {
                 "n": len(scores),
                 "recall_at": {str(k): round(statistics.fmean(s.at_k[k] for s in scores), 4) for k in RECALL_AT},
-                "budget_recall": {
-                    str(b): round(statistics.fmean(s.in_budget[b] for s in scores), 4) for b in budgets
-                },
+                "budget_recall": {str(b): round(statistics.fmean(s.in_budget[b] for s in scores), 4) for b in budgets},
             }
         return out
 
@@ -75,9 +73,7 @@ class SetResult:
             "retain_items_per_s": round(self.memories / self.retain_s, 1) if self.retain_s else None,
             "recall_p50_ms": round(statistics.median(ms), 2) if ms else None,
             "groups": self.summary(budgets),
-            "questions": [
-                {"id": s.question_id, "category": s.category, "rank": s.rank} for s in self.scores
-            ],
+            "questions": [{"id": s.question_id, "category": s.category, "rank": s.rank} for s in self.scores],
         }
 
 
@@ -101,8 +97,15 @@ def set_items(data: MultilingualSet, max_distractors: int | None = None) -> list
 
 
 def evaluate_set(
-    memory: Any, bank: str, data: MultilingualSet, budgets: Sequence[int], count_tokens: Callable[[str], int],
-    *, model: str, batch: int = 500, max_distractors: int | None = None,
+    memory: Any,
+    bank: str,
+    data: MultilingualSet,
+    budgets: Sequence[int],
+    count_tokens: Callable[[str], int],
+    *,
+    model: str,
+    batch: int = 500,
+    max_distractors: int | None = None,
 ) -> SetResult:
     items = set_items(data, max_distractors)
     start = time.perf_counter()
@@ -120,7 +123,11 @@ def evaluate_set(
 
 
 def score(
-    question_id: str, category: str, evidence: Sequence[str], ranked: Sequence[Ranked], budgets: Sequence[int],
+    question_id: str,
+    category: str,
+    evidence: Sequence[str],
+    ranked: Sequence[Ranked],
+    budgets: Sequence[int],
     latency_ms: float,
 ) -> QuestionScore:
     wanted = set(evidence)

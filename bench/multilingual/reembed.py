@@ -80,15 +80,21 @@ def main(argv: list[str] | None = None) -> int:
     from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
     from memwrap.store.embedded_pg import stop_embedded_server
 
-    parser = argparse.ArgumentParser(prog="python -m bench.multilingual.reembed", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.multilingual.reembed",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--source", default=DEFAULT_EMBEDDING_MODEL)
     parser.add_argument("--target", default=MULTILINGUAL_EMBEDDING_MODEL)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=50, help="synthetic questions besides the set's own")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "reembed.json")
-    parser.add_argument("--exact-scan", action="store_true",
-                        help="search the bank exactly (no HNSW index), so that equal vectors must give equal lists")
+    parser.add_argument(
+        "--exact-scan",
+        action="store_true",
+        help="search the bank exactly (no HNSW index), so that equal vectors must give equal lists",
+    )
     args = parser.parse_args(argv)
     if args.exact_scan:
         from memwrap.engine.recall import arms

@@ -171,11 +171,19 @@ def _notes(scenario: dict[str, Any], entries: list[dict[str, Any]]) -> list[Item
     items = []
     for raw in entries:
         said = parse_time(raw["said"])
-        items.append(Item(
-            id=raw["id"], content=raw["text"], timestamp=said, document_id=raw["id"],
-            context=scenario.get("context"), metadata={}, occurred=_occurred(raw, said), speaker="user",
-            background=raw.get("background", False),
-        ))
+        items.append(
+            Item(
+                id=raw["id"],
+                content=raw["text"],
+                timestamp=said,
+                document_id=raw["id"],
+                context=scenario.get("context"),
+                metadata={},
+                occurred=_occurred(raw, said),
+                speaker="user",
+                background=raw.get("background", False),
+            )
+        )
     return items
 
 
@@ -189,12 +197,19 @@ def _exchanges(entries: list[dict[str, Any]]) -> list[Item]:
         session = session_id(conversation[0]["user"])
         for turn, raw in enumerate(conversation, start=1):
             said = parse_time(raw["said"])
-            items.append(Item(
-                id=raw["id"], content=render_exchange(raw["user"], raw["assistant"]), timestamp=said,
-                document_id=f"{session}:turn-{turn}", context=EXCHANGE_CONTEXT,
-                metadata={"source": EXCHANGE_SOURCE, "session_id": session, "turn": turn},
-                occurred=_occurred(raw, said), speaker="user", background=raw.get("background", False),
-            ))
+            items.append(
+                Item(
+                    id=raw["id"],
+                    content=render_exchange(raw["user"], raw["assistant"]),
+                    timestamp=said,
+                    document_id=f"{session}:turn-{turn}",
+                    context=EXCHANGE_CONTEXT,
+                    metadata={"source": EXCHANGE_SOURCE, "session_id": session, "turn": turn},
+                    occurred=_occurred(raw, said),
+                    speaker="user",
+                    background=raw.get("background", False),
+                )
+            )
     return items
 
 
@@ -207,10 +222,18 @@ def _turns(sessions: list[dict[str, Any]]) -> list[Item]:
                 raise PrecisionSetError(f"session {session['id']} turn {n}: [speaker, text] or [speaker, text, id]")
             speaker, text = turn[0], turn[1]
             item_id = turn[2] if len(turn) == 3 else f"{session['id']}:{n}"
-            items.append(Item(
-                id=item_id, content=f"{speaker}: {text}", timestamp=when, document_id=f"{session['id']}:{n}",
-                context=session.get("context"), metadata={}, occurred=_day(when), speaker=speaker,
-            ))
+            items.append(
+                Item(
+                    id=item_id,
+                    content=f"{speaker}: {text}",
+                    timestamp=when,
+                    document_id=f"{session['id']}:{n}",
+                    context=session.get("context"),
+                    metadata={},
+                    occurred=_day(when),
+                    speaker=speaker,
+                )
+            )
             when += timedelta(minutes=1 + len(text) // 80)  # typing time: longer turns come later
     return items
 
@@ -223,8 +246,16 @@ def _background(scenario: dict[str, Any], pool: Sequence[Sequence[str]]) -> list
     entries = []
     for i, (user, assistant) in enumerate(pool, start=1):
         when = (first + step * i).replace(hour=13, minute=i, second=0, microsecond=0)
-        entries.append({"id": f"bg{i:02d}", "said": when.isoformat(), "user": user, "assistant": assistant,
-                        "text": user, "background": True})
+        entries.append(
+            {
+                "id": f"bg{i:02d}",
+                "said": when.isoformat(),
+                "user": user,
+                "assistant": assistant,
+                "text": user,
+                "background": True,
+            }
+        )
     return entries
 
 
@@ -240,16 +271,23 @@ def _ids(values: Any, where: str) -> tuple[str, ...]:
 
 
 def _question(raw: dict[str, Any], category: str, where: str) -> Question:
-    required = {"time": ("range",), "replaced": ("newer", "older"), "speakers": ("expected",),
-                "entities": ("expected",)}[category]
+    required = {
+        "time": ("range",),
+        "replaced": ("newer", "older"),
+        "speakers": ("expected",),
+        "entities": ("expected",),
+    }[category]
     missing = [k for k in ("id", "text", *required) if not raw.get(k)]
     if missing:
         raise PrecisionSetError(f"{where}: missing {', '.join(missing)}")
     return Question(
-        id=raw["id"], text=raw["text"],
+        id=raw["id"],
+        text=raw["text"],
         range=parse_span(raw["range"]) if category == "time" else None,
-        expected=_ids(raw.get("expected"), where), newer=_ids(raw.get("newer"), where),
-        older=_ids(raw.get("older"), where), restated=_ids(raw.get("restated"), where),
+        expected=_ids(raw.get("expected"), where),
+        newer=_ids(raw.get("newer"), where),
+        older=_ids(raw.get("older"), where),
+        restated=_ids(raw.get("restated"), where),
     )
 
 
@@ -277,8 +315,15 @@ def _scenario(raw: dict[str, Any], category: str, background: dict[str, list[lis
         raise PrecisionSetError(f"{sid}: duplicate memory ids {duplicates}")
     questions = tuple(_question(q, category, f"{sid} {q.get('id', '?')}") for q in raw.get("questions", []))
     scenario = Scenario(
-        id=sid, category=category, split=raw["split"], language=raw.get("language", "?"), shape=shape,
-        now=parse_time(raw["now"]), about=raw.get("about", ""), items=tuple(items), questions=questions,
+        id=sid,
+        category=category,
+        split=raw["split"],
+        language=raw.get("language", "?"),
+        shape=shape,
+        now=parse_time(raw["now"]),
+        about=raw.get("about", ""),
+        items=tuple(items),
+        questions=questions,
         by_document={i.document_id: i.id for i in items},
     )
     _check(scenario)

@@ -49,8 +49,13 @@ def retain_items(scenario: Scenario) -> list[RetainItem]:
     from memwrap import RetainItem
 
     return [
-        RetainItem(content=i.content, timestamp=i.timestamp, document_id=i.document_id, context=i.context,
-                   metadata=dict(i.metadata))
+        RetainItem(
+            content=i.content,
+            timestamp=i.timestamp,
+            document_id=i.document_id,
+            context=i.context,
+            metadata=dict(i.metadata),
+        )
         for i in scenario.items
     ]
 
@@ -66,14 +71,23 @@ def run_scenario(memory: Memory, scenario: Scenario, tight_budget: int) -> list[
         tight = memory.recall(bank, question.text, token_budget=tight_budget, now=scenario.now)
         ranked = [scenario.by_document.get(m.document_id or "") for m in full.memories]
         block = {scenario.by_document[m.document_id] for m in tight.memories if m.document_id in scenario.by_document}
-        rows.append({
-            "scenario": scenario.id, "question": question.id, "text": question.text, "category": scenario.category,
-            "split": scenario.split, "language": scenario.language, "shape": scenario.shape,
-            "scores": score_question(scenario, question, ranked, block),
-            "chance": chance_scores(scenario, question),
-            "ranked": ranked[:10], "block": sorted(block), "block_tokens": tight.tokens,
-            "time_window": full.time_window.expression if full.time_window else None,
-        })
+        rows.append(
+            {
+                "scenario": scenario.id,
+                "question": question.id,
+                "text": question.text,
+                "category": scenario.category,
+                "split": scenario.split,
+                "language": scenario.language,
+                "shape": scenario.shape,
+                "scores": score_question(scenario, question, ranked, block),
+                "chance": chance_scores(scenario, question),
+                "ranked": ranked[:10],
+                "block": sorted(block),
+                "block_tokens": tight.tokens,
+                "time_window": full.time_window.expression if full.time_window else None,
+            }
+        )
     return rows
 
 
@@ -94,17 +108,23 @@ def engine_commit() -> str:
 
     root = Path(memwrap.__file__).resolve().parents[1]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "memwrap"], cwd=root, capture_output=True,
-                               text=True, check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "memwrap"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
 
 
 def evaluate(
-    scenarios: Sequence[Scenario], *, model: str | None, home: Path | None, tight_budget: int = TIGHT_BUDGET,
+    scenarios: Sequence[Scenario],
+    *,
+    model: str | None,
+    home: Path | None,
+    tight_budget: int = TIGHT_BUDGET,
     progress: bool = True,
 ) -> dict[str, Any]:
     from memwrap import Memory
@@ -121,8 +141,11 @@ def evaluate(
     try:
         for n, scenario in enumerate(scenarios, start=1):
             if progress:
-                print(f"[{n}/{len(scenarios)}] {scenario.id}: {len(scenario.items)} memories, "
-                      f"{len(scenario.questions)} questions", file=sys.stderr)
+                print(
+                    f"[{n}/{len(scenarios)}] {scenario.id}: {len(scenario.items)} memories, "
+                    f"{len(scenario.questions)} questions",
+                    file=sys.stderr,
+                )
             rows += run_scenario(memory, scenario, tight_budget)
             memory.delete_bank(BANK_PREFIX + scenario.id)
         used_model, provider = memory.settings.embedding_model, memory.settings.llm_provider
@@ -182,8 +205,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")
     parser.add_argument("--scenarios", help="only these scenario ids, comma-separated (a slice)")
     parser.add_argument("--categories", default=",".join(CATEGORIES), help=f"some of {','.join(CATEGORIES)}")
-    parser.add_argument("--tight-budget", type=int, default=TIGHT_BUDGET,
-                        help=f"tokens of the tight block (default {TIGHT_BUDGET})")
+    parser.add_argument(
+        "--tight-budget", type=int, default=TIGHT_BUDGET, help=f"tokens of the tight block (default {TIGHT_BUDGET})"
+    )
     return parser.parse_args(argv)
 
 
@@ -196,8 +220,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PrecisionSetError as exc:
         print(f"the precision set does not hold together: {exc}", file=sys.stderr)
         return 2
-    result = evaluate(scenarios, model=args.model, home=args.home, tight_budget=args.tight_budget,
-                      progress=not args.json)
+    result = evaluate(
+        scenarios, model=args.model, home=args.home, tight_budget=args.tight_budget, progress=not args.json
+    )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
@@ -205,10 +230,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(result, ensure_ascii=False, indent=1))
         return 0
     meta = result["meta"]
-    print(f"memwrap {meta['engine_commit']}, {meta['embedding_model']}, no LLM: {meta['questions']} questions over "
-          f"{meta['memories']} memories in {meta['scenarios']} banks, {meta['seconds']} s "
-          f"(load {meta['loadavg_start'][0]} -> {meta['loadavg_end'][0]} on {meta['cpus']} CPUs); ranked list at "
-          f"{meta['ranked_budget']} tokens, tight block at {meta['tight_budget']}")
+    print(
+        f"memwrap {meta['engine_commit']}, {meta['embedding_model']}, no LLM: {meta['questions']} questions over "
+        f"{meta['memories']} memories in {meta['scenarios']} banks, {meta['seconds']} s "
+        f"(load {meta['loadavg_start'][0]} -> {meta['loadavg_end'][0]} on {meta['cpus']} CPUs); ranked list at "
+        f"{meta['ranked_budget']} tokens, tight block at {meta['tight_budget']}"
+    )
     print(table(result))
     return 0
 

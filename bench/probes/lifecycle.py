@@ -66,7 +66,10 @@ def run_once(script: Path, base_url: str, text: str, wrapped: bool, env: dict[st
     spawned = time.time()
     done = subprocess.run(
         [sys.executable, str(script), base_url, text, "wrapped" if wrapped else "plain"],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     ended = time.time()
     if done.returncode != 0:
@@ -98,7 +101,7 @@ def measure(runs: int, home: Path) -> dict[str, Any]:
         load_before = _load()
         seen_before = _Upstream.with_block
         for i in range(runs):
-            for wrapped in ((False, True) if i % 2 == 0 else (True, False)):
+            for wrapped in (False, True) if i % 2 == 0 else (True, False):
                 report = run_once(script, base_url, QUESTION, wrapped, env)
                 results["wrapped" if wrapped else "plain"].append(report)
         carried = _Upstream.with_block - seen_before
@@ -116,13 +119,16 @@ def measure(runs: int, home: Path) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "plain": {k: medians("plain", k) for k in ("whole_ms", "exit_ms", "call_ms", "before_call_ms")},
         "wrapped": {k: medians("wrapped", k) for k in ("whole_ms", "exit_ms", "call_ms", "before_call_ms")},
-        "engine_startup_ms": {p: _median([r["startup_ms"][p] for r in results["wrapped"] if p in r["startup_ms"]])
-                              for p in parts},
+        "engine_startup_ms": {
+            p: _median([r["startup_ms"][p] for r in results["wrapped"] if p in r["startup_ms"]]) for p in parts
+        },
         "wrapped_calls_with_memory": carried,
         "wrapped_failed_open": sum(r.get("failed_open", 0) for r in results["wrapped"]),
         "stderr_lines": sum(len(r["stderr"].splitlines()) for kind in results.values() for r in kind),
-        "samples": {kind: [{k: round(v, 1) for k, v in r.items() if isinstance(v, float)} for r in rs]
-                    for kind, rs in results.items()},
+        "samples": {
+            kind: [{k: round(v, 1) for k, v in r.items() if isinstance(v, float)} for r in rs]
+            for kind, rs in results.items()
+        },
     }
     summary["added_whole_ms"] = round(summary["wrapped"]["whole_ms"] - summary["plain"]["whole_ms"], 1)
     return summary

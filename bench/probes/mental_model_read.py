@@ -35,8 +35,7 @@ def _prepare(memory: Any, bank_id: str) -> None:
 def probe(ctx: ProbeContext) -> ProbeResult:
     _prepare(ctx.memory, ctx.bank_id)
     model = ctx.memory.get_mental_model(ctx.bank_id, NAME)
-    result = time_calls(ctx, lambda _query: ctx.memory.get_mental_model(ctx.bank_id, NAME),
-                        supply=lambda n: [NAME] * n)
+    result = time_calls(ctx, lambda _query: ctx.memory.get_mental_model(ctx.bank_id, NAME), supply=lambda n: [NAME] * n)
     result.note = (
         f"Memory.get_mental_model: one SELECT by (bank_id, name); content {len(model.content)} chars "
         f"({model.generator}), status {model.status}"
@@ -56,8 +55,9 @@ def main() -> None:
     with Memory(settings=load_settings(home=home, worker="off")) as memory:
         bank = "bench-mm"
         topics = ["hiking in the Alps", "learning the cello", "a trip to Kyoto", "the new job at the bakery"]
-        memory.retain_many(bank, [f"Note {i}: the user talked about {topics[i % len(topics)]} (#{i})."
-                                  for i in range(args.memories)])
+        memory.retain_many(
+            bank, [f"Note {i}: the user talked about {topics[i % len(topics)]} (#{i})." for i in range(args.memories)]
+        )
         _prepare(memory, bank)
         for _ in range(50):
             memory.get_mental_model(bank, NAME)
@@ -67,8 +67,10 @@ def main() -> None:
             memory.get_mental_model(bank, NAME)
             samples.append((time.perf_counter() - start) * 1000)
     samples.sort()
-    print(f"mental-model read over {args.reads} reads, bank of {args.memories}: "
-          f"p50 {statistics.median(samples):.3f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.3f} ms")
+    print(
+        f"mental-model read over {args.reads} reads, bank of {args.memories}: "
+        f"p50 {statistics.median(samples):.3f} ms, p95 {samples[int(len(samples) * 0.95) - 1]:.3f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -48,15 +48,16 @@ class _Upstream(BaseHTTPRequestHandler):
         system = [m.get("content") for m in body.get("messages", []) if m.get("role") in ("system", "developer")]
         if system and "<memwrap_memories>" in str(system[0]):
             type(self).with_block += 1
-        payload = json.dumps({
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", MODEL),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": REPLY}}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
-        }).encode()
+        payload = json.dumps(
+            {
+                "id": "chatcmpl-bench",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", MODEL),
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": REPLY}}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -114,15 +115,24 @@ def _timed(client: Any, stamps: _Stamps, question: str) -> tuple[float, float, f
     return (end - start) * 1000, (stamps.sent - start) * 1000, (end - stamps.received) * 1000
 
 
-def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *, warmup: int, repetitions: int,
-            per_rep: int, max_tokens: int) -> ProbeResult:
+def measure(
+    memory: Any,
+    bank_id: str,
+    questions: Callable[[int], list[str]],
+    *,
+    warmup: int,
+    repetitions: int,
+    per_rep: int,
+    max_tokens: int,
+) -> ProbeResult:
     import memwrap
 
     with local_upstream() as base_url:
         plain_stamps, wrapped_stamps = _Stamps(), _Stamps()
         plain = _client(base_url, plain_stamps)
-        wrapped = memwrap.wrap_openai(_client(base_url, wrapped_stamps), bank_id=bank_id, memory=memory,
-                                      token_budget=max_tokens)
+        wrapped = memwrap.wrap_openai(
+            _client(base_url, wrapped_stamps), bank_id=bank_id, memory=memory, token_budget=max_tokens
+        )
         try:
             for question in questions(warmup):
                 _timed(plain, plain_stamps, question)
@@ -180,8 +190,15 @@ def measure(memory: Any, bank_id: str, questions: Callable[[int], list[str]], *,
 
 @register_probe("wrapper_overhead", "wrapper overhead per chat call", order=50)
 def probe(ctx: ProbeContext) -> ProbeResult:
-    return measure(ctx.memory, ctx.bank_id, ctx.queries.take, warmup=ctx.warmup, repetitions=ctx.repetitions,
-                   per_rep=ctx.queries_per_rep, max_tokens=ctx.max_tokens)
+    return measure(
+        ctx.memory,
+        ctx.bank_id,
+        ctx.queries.take,
+        warmup=ctx.warmup,
+        repetitions=ctx.repetitions,
+        per_rep=ctx.queries_per_rep,
+        max_tokens=ctx.max_tokens,
+    )
 
 
 def main() -> None:
@@ -200,11 +217,14 @@ def main() -> None:
         turns = generate_turns(args.memories)
         for i in range(0, len(turns), 1000):
             memory.retain_many(bank, _items(turns[i : i + 1000]))
-        result = measure(memory, bank, QueryPool().take, warmup=20, repetitions=4,
-                         per_rep=max(args.calls // 4, 1), max_tokens=1024)
+        result = measure(
+            memory, bank, QueryPool().take, warmup=20, repetitions=4, per_rep=max(args.calls // 4, 1), max_tokens=1024
+        )
     stats = result.stats() or {}
-    print(f"wrapper overhead, bank of {args.memories:,}: p50 {stats.get('p50', float('nan')):.2f} ms, "
-          f"p95 {stats.get('p95', float('nan')):.2f} ms; {result.breakdown_ms}")
+    print(
+        f"wrapper overhead, bank of {args.memories:,}: p50 {stats.get('p50', float('nan')):.2f} ms, "
+        f"p95 {stats.get('p95', float('nan')):.2f} ms; {result.breakdown_ms}"
+    )
     print(result.note)
 
 

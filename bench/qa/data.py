@@ -47,17 +47,26 @@ def locomo_items(path: Path | None = None, *, max_sessions: int | None = None) -
     """Categories 1-4 of every conversation, in file order; one bank per conversation."""
     for conversation in load_locomo(path or DATA / "locomo" / "locomo_dev5.json", max_sessions=max_sessions):
         items = [
-            {"content": t.content, "document_id": t.dia_id, "timestamp": t.timestamp,
-             "metadata": {"session_id": f"{conversation.sample_id}:s{t.session}"}}
+            {
+                "content": t.content,
+                "document_id": t.dia_id,
+                "timestamp": t.timestamp,
+                "metadata": {"session_id": f"{conversation.sample_id}:s{t.session}"},
+            }
             for t in conversation.turns
         ]
         answers = _locomo_answers(path, conversation.sample_id)
         for question in conversation.questions:
             yield QAItem(
-                id=f"locomo:{conversation.sample_id}:{question.index}", dataset="locomo",
-                category=CATEGORY_NAMES[question.category], question=question.question,
-                gold=answers.get(question.index, ""), bank=f"qa-locomo-{conversation.sample_id}",
-                asked_at=conversation.last_time, items=items, evidence=question.evidence,
+                id=f"locomo:{conversation.sample_id}:{question.index}",
+                dataset="locomo",
+                category=CATEGORY_NAMES[question.category],
+                question=question.question,
+                gold=answers.get(question.index, ""),
+                bank=f"qa-locomo-{conversation.sample_id}",
+                asked_at=conversation.last_time,
+                items=items,
+                evidence=question.evidence,
             )
 
 
@@ -81,16 +90,26 @@ def longmemeval_items(path: Path | None = None) -> Iterator[QAItem]:
         ):
             when = _lme_time(day)
             for index, turn in enumerate(turns):
-                items.append({
-                    "content": f"{turn['role']}: {turn['content']}", "document_id": f"{session_id}:{index}",
-                    "timestamp": when, "metadata": {"session_id": session_id},
-                })
+                items.append(
+                    {
+                        "content": f"{turn['role']}: {turn['content']}",
+                        "document_id": f"{session_id}:{index}",
+                        "timestamp": when,
+                        "metadata": {"session_id": session_id},
+                    }
+                )
                 if turn.get("has_answer"):
                     evidence.append(f"{session_id}:{index}")
         yield QAItem(
-            id=f"longmemeval:{record['question_id']}", dataset="longmemeval", category=record["question_type"],
-            question=record["question"], gold=str(record["answer"]), bank=f"qa-lme-{record['question_id']}",
-            asked_at=_lme_time(record["question_date"]), items=items, evidence=tuple(evidence),
+            id=f"longmemeval:{record['question_id']}",
+            dataset="longmemeval",
+            category=record["question_type"],
+            question=record["question"],
+            gold=str(record["answer"]),
+            bank=f"qa-lme-{record['question_id']}",
+            asked_at=_lme_time(record["question_date"]),
+            items=items,
+            evidence=tuple(evidence),
         )
 
 
@@ -113,7 +132,7 @@ def per_category_sample(items: Sequence[QAItem], per_category: int, *, seed: int
             queues[(bank, category)] = group
     chosen: set[str] = set()
     for offset, category in enumerate(categories):
-        order = conversations[offset % len(conversations):] + conversations[: offset % len(conversations)]
+        order = conversations[offset % len(conversations) :] + conversations[: offset % len(conversations)]
         taken, depth = 0, 0
         while taken < per_category and any(len(queues[(bank, category)]) > depth for bank in order):
             for bank in order:

@@ -72,8 +72,9 @@ def _systems(text: str) -> list[str]:
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in SYSTEMS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown system(s) {', '.join(unknown) or '(none given)'}; "
-                                         f"choose from {','.join(SYSTEMS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown system(s) {', '.join(unknown) or '(none given)'}; choose from {','.join(SYSTEMS)}"
+        )
     return list(dict.fromkeys(names))
 
 
@@ -82,17 +83,25 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--dataset", choices=["locomo", "longmemeval"], default="locomo")
     p.add_argument("--data", type=Path, help="the data file (default: ../shared/data/...)")
     p.add_argument("--out", type=Path, default=Path("qa-results.jsonl"), help="results, one JSON line per answer")
-    p.add_argument("--systems", type=_systems, default=list(SYSTEMS),
-                   help=f"comma-separated, from {','.join(SYSTEMS)} (default: all)")
+    p.add_argument(
+        "--systems",
+        type=_systems,
+        default=list(SYSTEMS),
+        help=f"comma-separated, from {','.join(SYSTEMS)} (default: all)",
+    )
     p.add_argument("--limit", type=int, help="the first N questions (after --categories)")
-    p.add_argument("--per-category", type=int,
-                   help="N questions of each category, spread over the conversations (after --categories)")
+    p.add_argument(
+        "--per-category",
+        type=int,
+        help="N questions of each category, spread over the conversations (after --categories)",
+    )
     p.add_argument("--seed", type=int, default=0, help="the --per-category sample's seed")
     p.add_argument(
         "--categories", help="comma-separated categories (LoCoMo: multi-hop,temporal,open-domain,single-hop)"
     )
-    p.add_argument("--budget", type=int, default=1024,
-                   help="the memory block's tokens, for every system (memwrap's token_budget)")
+    p.add_argument(
+        "--budget", type=int, default=1024, help="the memory block's tokens, for every system (memwrap's token_budget)"
+    )
     p.add_argument("--answer-base-url", help="OpenAI-compatible endpoint of the answerer (default: OpenAI)")
     p.add_argument("--answer-model", help="default: MEMWRAP_LLM_MODEL or gpt-4o-mini")
     p.add_argument("--answer-api-key")
@@ -100,14 +109,22 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     p.add_argument("--judge-model", help="default: the answerer's")
     p.add_argument("--judge-api-key", help="default: the answerer's")
     p.add_argument("--answer-tokens", type=int, default=96, help="max_tokens of an answer")
-    p.add_argument("--timeout", type=float, default=900.0,
-                   help="seconds per LLM request (a 1,300-token prompt on a busy 2-core machine can take minutes)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=900.0,
+        help="seconds per LLM request (a 1,300-token prompt on a busy 2-core machine can take minutes)",
+    )
     p.add_argument("--home", type=Path, help="memwrap home (default: <out>.home, kept for resuming)")
     p.add_argument("--database-url", help="an external PostgreSQL instead of the embedded one")
     p.add_argument("--ingest", choices=["raw", "extract"], default="raw")
     p.add_argument("--max-sessions", type=int, help="LoCoMo: retain only the first N sessions (and their questions)")
-    p.add_argument("--concurrency", type=int, default=1,
-                   help="answers in flight at once (a llama.cpp server with 2 slots decodes 2 at once)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="answers in flight at once (a llama.cpp server with 2 slots decodes 2 at once)",
+    )
     p.add_argument("--summarise", action="store_true", help="only print the summary of --out (no model needed)")
     p.add_argument("--markdown", action="store_true", help="print the summary as Markdown tables")
     a = p.parse_args(argv)
@@ -116,13 +133,30 @@ def parse_args(argv: Sequence[str] | None = None) -> QAConfig:
     if a.concurrency < 1:
         p.error("--concurrency must be at least 1")
     return QAConfig(
-        dataset=a.dataset, out=a.out, data=a.data, limit=a.limit, per_category=a.per_category, seed=a.seed,
-        categories=[c.strip() for c in a.categories.split(",")] if a.categories else None, systems=a.systems,
-        budget=a.budget, answer_base_url=a.answer_base_url, answer_model=a.answer_model,
-        answer_api_key=a.answer_api_key, judge_base_url=a.judge_base_url or a.answer_base_url,
-        judge_model=a.judge_model or a.answer_model, judge_api_key=a.judge_api_key or a.answer_api_key,
-        answer_tokens=a.answer_tokens, timeout=a.timeout, home=a.home, database_url=a.database_url, ingest=a.ingest,
-        max_sessions=a.max_sessions, concurrency=a.concurrency, summarise_only=a.summarise, markdown=a.markdown,
+        dataset=a.dataset,
+        out=a.out,
+        data=a.data,
+        limit=a.limit,
+        per_category=a.per_category,
+        seed=a.seed,
+        categories=[c.strip() for c in a.categories.split(",")] if a.categories else None,
+        systems=a.systems,
+        budget=a.budget,
+        answer_base_url=a.answer_base_url,
+        answer_model=a.answer_model,
+        answer_api_key=a.answer_api_key,
+        judge_base_url=a.judge_base_url or a.answer_base_url,
+        judge_model=a.judge_model or a.answer_model,
+        judge_api_key=a.judge_api_key or a.answer_api_key,
+        answer_tokens=a.answer_tokens,
+        timeout=a.timeout,
+        home=a.home,
+        database_url=a.database_url,
+        ingest=a.ingest,
+        max_sessions=a.max_sessions,
+        concurrency=a.concurrency,
+        summarise_only=a.summarise,
+        markdown=a.markdown,
     )
 
 
@@ -148,8 +182,13 @@ def _llm(base_url: str | None, model: str | None, api_key: str | None, timeout: 
     from memwrap.engine.llm.client import LLM
 
     settings = Settings(
-        llm_provider="openai", llm_base_url=base_url, llm_model=model, llm_api_key=api_key, llm_timeout=timeout,
-        llm_max_retries=2, llm_tool_protocol="native",
+        llm_provider="openai",
+        llm_base_url=base_url,
+        llm_model=model,
+        llm_api_key=api_key,
+        llm_timeout=timeout,
+        llm_max_retries=2,
+        llm_tool_protocol="native",
     )
     return LLM.from_settings(settings)
 
@@ -163,8 +202,10 @@ async def run(config: QAConfig, *, log: Any = print) -> dict[str, Any]:
     finished = done_pairs(config.out)
     todo = [(q, s) for q in questions for s in config.systems if (s, q.id) not in finished]
     total = len(questions) * len(config.systems)
-    log(f"{len(questions)} question(s) x {len(config.systems)} system(s) ({','.join(config.systems)}): "
-        f"{total - len(todo)} answer(s) already scored, {len(todo)} to go")
+    log(
+        f"{len(questions)} question(s) x {len(config.systems)} system(s) ({','.join(config.systems)}): "
+        f"{total - len(todo)} answer(s) already scored, {len(todo)} to go"
+    )
     home = config.home or config.out.with_suffix(".home")
     overrides: dict[str, Any] = {"home": home, "database_url": config.database_url, "worker": "off"}
     if config.ingest == "raw":
@@ -190,8 +231,10 @@ async def run(config: QAConfig, *, log: Any = print) -> dict[str, Any]:
                     row = await _score(systems, answerer, judge, item, system, config)
                     with config.out.open("a", encoding="utf-8") as fh:
                         fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    log(f"{item.id} [{item.category}] {system}: {'correct' if row['correct'] else 'wrong'}, "
-                        f"F1 {row['f1']:.2f}, in {row['seconds']:.1f}s")
+                    log(
+                        f"{item.id} [{item.category}] {system}: {'correct' if row['correct'] else 'wrong'}, "
+                        f"F1 {row['f1']:.2f}, in {row['seconds']:.1f}s"
+                    )
 
             async with asyncio.TaskGroup() as group:  # a failure cancels the rest; what was written stays
                 for item, system in todo:
@@ -210,9 +253,16 @@ def _summary(config: QAConfig) -> dict[str, Any]:
     return {
         **summarise(config.out),
         "settings": {
-            "dataset": config.dataset, "budget": config.budget, "per_category": config.per_category,
-            "seed": config.seed, "limit": config.limit, "categories": config.categories, "ingest": config.ingest,
-            "answer_model": config.answer_model, "judge_model": config.judge_model, "concurrency": config.concurrency,
+            "dataset": config.dataset,
+            "budget": config.budget,
+            "per_category": config.per_category,
+            "seed": config.seed,
+            "limit": config.limit,
+            "categories": config.categories,
+            "ingest": config.ingest,
+            "answer_model": config.answer_model,
+            "judge_model": config.judge_model,
+            "concurrency": config.concurrency,
         },
     }
 
@@ -232,8 +282,11 @@ async def _score(
     block = await systems.block(system, item.bank, item.question, item.asked_at, order)
     t1 = time.perf_counter()
     answer, answer_usage = await answerer.complete(
-        ANSWER_SYSTEM, answer_prompt(item.question, block.context, item.asked_at), role="reflect",
-        max_tokens=config.answer_tokens, continuations=1,
+        ANSWER_SYSTEM,
+        answer_prompt(item.question, block.context, item.asked_at),
+        role="reflect",
+        max_tokens=config.answer_tokens,
+        continuations=1,
     )
     answer = answer.strip()
     t2 = time.perf_counter()
@@ -241,14 +294,26 @@ async def _score(
     t3 = time.perf_counter()
     in_block = set(block.documents)
     return {
-        "system": system, "id": item.id, "dataset": item.dataset, "category": item.category,
-        "question": item.question, "gold": item.gold, "answer": answer, "correct": verdict.correct,
+        "system": system,
+        "id": item.id,
+        "dataset": item.dataset,
+        "category": item.category,
+        "question": item.question,
+        "gold": item.gold,
+        "answer": answer,
+        "correct": verdict.correct,
         "f1": round(locomo_f1(answer, item.gold, item.category if item.dataset == "locomo" else None), 4),
-        "recall_tokens": block.tokens, "documents": block.documents, "evidence": list(item.evidence),
-        "evidence_found": (round(sum(e in in_block for e in item.evidence) / len(item.evidence), 4)
-                           if item.evidence else None),
-        "answer_usage": answer_usage.model_dump(), "judge_usage": judge_usage.model_dump(),
-        "seconds": round(t3 - t0, 3), "recall_seconds": round(t1 - t0, 3), "answer_seconds": round(t2 - t1, 3),
+        "recall_tokens": block.tokens,
+        "documents": block.documents,
+        "evidence": list(item.evidence),
+        "evidence_found": (
+            round(sum(e in in_block for e in item.evidence) / len(item.evidence), 4) if item.evidence else None
+        ),
+        "answer_usage": answer_usage.model_dump(),
+        "judge_usage": judge_usage.model_dump(),
+        "seconds": round(t3 - t0, 3),
+        "recall_seconds": round(t1 - t0, 3),
+        "answer_seconds": round(t2 - t1, 3),
         "judge_seconds": round(t3 - t2, 3),
     }
 
@@ -259,7 +324,10 @@ async def _verdict(judge: Any, item: QAItem, answer: str) -> tuple[Verdict, Any]
     for max_tokens in (16, 64, 256):
         try:
             return await judge.structured(
-                JUDGE_SYSTEM, judge_prompt(item.question, item.gold, answer), Verdict, role="reflect",
+                JUDGE_SYSTEM,
+                judge_prompt(item.question, item.gold, answer),
+                Verdict,
+                role="reflect",
                 max_tokens=max_tokens,
             )
         except OutputTruncatedError:

@@ -50,8 +50,11 @@ def _stats(group: list[dict[str, Any]]) -> dict[str, Any]:
     if not group:
         return {"questions": 0}
     llm_tokens = [
-        r["answer_usage"]["prompt_tokens"] + r["answer_usage"]["completion_tokens"]
-        + r["judge_usage"]["prompt_tokens"] + r["judge_usage"]["completion_tokens"] for r in group
+        r["answer_usage"]["prompt_tokens"]
+        + r["answer_usage"]["completion_tokens"]
+        + r["judge_usage"]["prompt_tokens"]
+        + r["judge_usage"]["completion_tokens"]
+        for r in group
     ]
     with_evidence = [r["evidence_found"] for r in group if r.get("evidence_found") is not None]
     return {
@@ -142,8 +145,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
     systems = list(summary["systems"])
     if not systems:
         return "no scored questions yet"
-    out = ["| category | n | " + " | ".join(f"{s}: accuracy / F1" for s in systems) + " |",
-           "|---|---|" + "---|" * len(systems)]
+    out = [
+        "| category | n | " + " | ".join(f"{s}: accuracy / F1" for s in systems) + " |",
+        "|---|---|" + "---|" * len(systems),
+    ]
     for category in _categories(summary):
         cells = [_cell(summary, s, category) for s in systems]
         counts = sorted({c["questions"] for c in cells})
@@ -151,14 +156,20 @@ def render_markdown(summary: dict[str, Any]) -> str:
         values = [f"{c['accuracy']:.1%} / {c['f1']:.3f}" if c["questions"] else "-" for c in cells]
         label = f"**{category}**" if category == OVERALL else category
         out.append(f"| {label} | {n} | " + " | ".join(values) + " |")
-    out += ["", "| system | questions | accuracy | token F1 | evidence in block | block tokens/q | LLM tokens/q "
-                "| s/q (median / mean) |", "|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "| system | questions | accuracy | token F1 | evidence in block | block tokens/q | LLM tokens/q "
+        "| s/q (median / mean) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for system in systems:
         c = _cell(summary, system, OVERALL)
-        out.append(f"| {system} | {c['questions']} | {c['accuracy']:.1%} | {c['f1']:.3f} | "
-                   f"{_evidence(c['evidence_in_block'])} | {c['recall_tokens_per_question']:.0f} | "
-                   f"{c['tokens_per_question']:.0f} | {c['seconds_per_question_median']:.1f} / "
-                   f"{c['seconds_per_question_mean']:.1f} |")
+        out.append(
+            f"| {system} | {c['questions']} | {c['accuracy']:.1%} | {c['f1']:.3f} | "
+            f"{_evidence(c['evidence_in_block'])} | {c['recall_tokens_per_question']:.0f} | "
+            f"{c['tokens_per_question']:.0f} | {c['seconds_per_question_median']:.1f} / "
+            f"{c['seconds_per_question_mean']:.1f} |"
+        )
     return "\n".join(out)
 
 

@@ -124,12 +124,15 @@ class Systems:
         records = [r for r in records if r.type != "observation"]  # what was said, not what was inferred
         indexed = sorted(
             enumerate(records),
-            key=lambda pair: (pair[1].mentioned_at or _EARLIEST, position.get(pair[1].document_id, len(position)),
-                              pair[0]),
+            key=lambda pair: (
+                pair[1].mentioned_at or _EARLIEST,
+                position.get(pair[1].document_id, len(position)),
+                pair[0],
+            ),
         )
-        return Conversation([
-            RecalledMemory(**record.model_dump(include=set(RecalledMemory.model_fields))) for _, record in indexed
-        ])
+        return Conversation(
+            [RecalledMemory(**record.model_dump(include=set(RecalledMemory.model_fields))) for _, record in indexed]
+        )
 
 
 __all__ = ["SYSTEMS", "Block", "Systems"]

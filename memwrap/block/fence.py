@@ -50,8 +50,13 @@ def _letter(letter: str) -> str:
 # selectors where they do their job between non-Latin characters (👩‍💻, ❤️, Persian and Indic text).
 _JOINERS = "\u200c\u200d\ufe0e\ufe0f"
 _HIDDEN = re.compile(
-    "[" + "".join(re.escape(chr(c)) for a, b in INVISIBLE_RANGES for c in range(a, b + 1) if chr(c) not in _JOINERS
-                  and not 0xE0000 <= c <= 0xE0FFF)
+    "["
+    + "".join(
+        re.escape(chr(c))
+        for a, b in INVISIBLE_RANGES
+        for c in range(a, b + 1)
+        if chr(c) not in _JOINERS and not 0xE0000 <= c <= 0xE0FFF
+    )
     + "\U000e0000-\U000e0fff]"
     "|(?<![^\\x00-\\x7f])[\ufe0e\ufe0f]|(?<![^\\x00-\\x7f])[\u200c\u200d]|[\u200c\u200d](?![^\\x00-\\x7f])"
 )

@@ -138,9 +138,12 @@ class HttpEngine(HttpVerbs):
             request["json"] = {k: v for k, v in rest.items() if v is not None or verb.partial}
         else:
             # A list repeats its name (?tags=a&tags=b); a mapping (filters) travels as JSON.
-            request["params"] = [(k, json.dumps(item) if isinstance(item, dict) else item)
-                                 for k, v in rest.items() if v is not None
-                                 for item in (v if isinstance(v, list) else [v])]
+            request["params"] = [
+                (k, json.dumps(item) if isinstance(item, dict) else item)
+                for k, v in rest.items()
+                if v is not None
+                for item in (v if isinstance(v, list) else [v])
+            ]
         response = await self._request(route.method, path, **request)
         if route.status == 204 or verb.result is None:
             return None
@@ -177,9 +180,16 @@ class HttpEngine(HttpVerbs):
             response_schema if isinstance(response_schema, type) and issubclass(response_schema, BaseModel) else None
         )
         arguments = {
-            "bank_id": bank_id, "query": query, "context_budget": context_budget, "context": context,
-            "response_schema": model.model_json_schema() if model is not None else response_schema, "tags": tags,
-            "disposition": disposition, "max_iterations": max_iterations, "timeout": timeout, "now": now,
+            "bank_id": bank_id,
+            "query": query,
+            "context_budget": context_budget,
+            "context": context,
+            "response_schema": model.model_json_schema() if model is not None else response_schema,
+            "tags": tags,
+            "disposition": disposition,
+            "max_iterations": max_iterations,
+            "timeout": timeout,
+            "now": now,
         }
         # A reflect is several LLM calls: wait for its own time limit (the server's default 120 s) plus the synthesis.
         wait = max(self._client.timeout.read or DEFAULT_TIMEOUT, float(timeout or 120.0) + 60.0)
@@ -216,7 +226,9 @@ class HttpEngine(HttpVerbs):
         if not source.is_file():
             raise errors.InvalidInputError(f"No export file at {source}.")
         response = await self._request(
-            "POST", f"/v1/banks/{_path_value('bank_id', bank_id)}/import", content=source.read_bytes(),
+            "POST",
+            f"/v1/banks/{_path_value('bank_id', bank_id)}/import",
+            content=source.read_bytes(),
             headers={"Content-Type": "application/x-ndjson"},
         )
         return ImportReport.model_validate(response.json())
@@ -224,8 +236,11 @@ class HttpEngine(HttpVerbs):
     async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
         deadline = time.monotonic() + timeout
         while True:
-            busy = [j for status in ("queued", "running")
-                    for j in await self.jobs(bank_id=bank_id, status=status, kind=None, limit=1)]
+            busy = [
+                j
+                for status in ("queued", "running")
+                for j in await self.jobs(bank_id=bank_id, status=status, kind=None, limit=1)
+            ]
             if not busy:
                 return True
             if time.monotonic() >= deadline:

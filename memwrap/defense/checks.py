@@ -326,4 +326,3 @@ def _twilio_context(text: str, start: int, end: int) -> tuple[int, int] | None:
     if "twilio" in window or "auth_token" in window or "auth token" in window or "authtoken" in window:
         return (start, end)
     return None
-

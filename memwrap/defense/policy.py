@@ -55,8 +55,19 @@ from memwrap.defense.rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
 from memwrap.defense.view import View, joined, normalised
 from memwrap.errors import SecretBlockedError
 
-__all__ = ["ITEM_TEXT_FIELDS", "KINDS", "DefenseResult", "Finding", "Policy", "apply_policy", "defend", "map_strings",
-           "redact", "redact_item", "scan"]
+__all__ = [
+    "ITEM_TEXT_FIELDS",
+    "KINDS",
+    "DefenseResult",
+    "Finding",
+    "Policy",
+    "apply_policy",
+    "defend",
+    "map_strings",
+    "redact",
+    "redact_item",
+    "scan",
+]
 
 Policy = Literal["redact", "block", "off"]
 _POLICIES: frozenset[str] = frozenset({"redact", "block", "off"})

@@ -85,4 +85,3 @@ def _accept_if(predicate: Callable[[str], bool]) -> Refiner:
         return (start, end) if predicate(text[start:end]) else None
 
     return refine
-

@@ -54,8 +54,10 @@ def lookalike(bank_id: str) -> str | None:
         return None
     normal = unicodedata.normalize("NFKC", bank_id)
     if normal != bank_id:
-        return (f"Bank id {bank_id!r} uses compatibility forms of characters (fullwidth, ligatures, styled "
-                f"letters) that read as {normal!r}; write it as {normal!r}.")
+        return (
+            f"Bank id {bank_id!r} uses compatibility forms of characters (fullwidth, ligatures, styled "
+            f"letters) that read as {normal!r}; write it as {normal!r}."
+        )
     categories, ascii_like = _data()
     scripts = {categories.alias(char) for char in bank_id} - _SHARED
     if len(scripts) > 1 and not any(scripts <= mix for mix in _LANGUAGE_MIXES):
@@ -66,8 +68,10 @@ def lookalike(bank_id: str) -> str | None:
         )
     skeleton = "".join(char if char.isascii() else ascii_like.get(char, "") for char in bank_id)
     if len(skeleton) == len(bank_id):
-        return (f"Bank id {bank_id!r} looks like the ASCII id {skeleton!r} (each of its letters has an ASCII "
-                "look-alike); use the ASCII id, or letters that cannot be mistaken for it.")
+        return (
+            f"Bank id {bank_id!r} looks like the ASCII id {skeleton!r} (each of its letters has an ASCII "
+            "look-alike); use the ASCII id, or letters that cannot be mistaken for it."
+        )
     return None
 
 

@@ -59,11 +59,19 @@ async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> BankStats:
     models = {k: int(v) for k, v in _json(row["models_by_status"]).items()}
     jobs = {k: int(v) for k, v in _json(row["jobs_by_status"]).items()}
     return BankStats(
-        bank_id=bank_id, memories=sum(by_type.values()), memories_by_type=by_type, invalidated=row["invalidated"],
-        observations=by_type.get("observation", 0), mental_models=sum(models.values()),
-        mental_models_by_status=models, entities=row["entities"],
-        jobs_pending=jobs.get("queued", 0) + jobs.get("running", 0), jobs_by_status=jobs,
-        created_at=row["created_at"], last_retain_at=row["last_retain_at"], last_activity_at=row["last_activity_at"],
+        bank_id=bank_id,
+        memories=sum(by_type.values()),
+        memories_by_type=by_type,
+        invalidated=row["invalidated"],
+        observations=by_type.get("observation", 0),
+        mental_models=sum(models.values()),
+        mental_models_by_status=models,
+        entities=row["entities"],
+        jobs_pending=jobs.get("queued", 0) + jobs.get("running", 0),
+        jobs_by_status=jobs,
+        created_at=row["created_at"],
+        last_retain_at=row["last_retain_at"],
+        last_activity_at=row["last_activity_at"],
     )
 
 
@@ -107,7 +115,8 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
         unit = await conn.fetchrow(
             "SELECT m.invalidated_at, i.reason FROM memory_units m LEFT JOIN invalidations i"
             " ON i.bank_id = m.bank_id AND i.unit_id = m.id WHERE m.bank_id = $1 AND m.id = $2",
-            bank_id, memory_id,
+            bank_id,
+            memory_id,
         )
         if unit is None:
             raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
@@ -115,14 +124,32 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
         links = await conn.fetch(LINKS, bank_id, memory_id, PREVIEW_CHARS)
         citing = await conn.fetch(CITING, bank_id, memory_id, PREVIEW_CHARS)
     return MemoryContext(
-        id=memory_id, invalidated_at=unit["invalidated_at"],
+        id=memory_id,
+        invalidated_at=unit["invalidated_at"],
         invalidation_reason=unit["reason"] if unit["invalidated_at"] else None,
         entities=[EntityRef(id=r["id"], name=r["name"]) for r in entities],
-        links=[LinkedMemory(id=r["id"], kind=r["kind"], direction=r["direction"], type=r["fact_type"],
-                            text=r["text"], invalidated=r["invalidated_at"] is not None) for r in links],
-        observations=[CitingObservation(id=r["id"], text=r["text"], quote=r["quote"], stance=r["stance"],
-                                        proof_count=r["proof_count"], invalidated=r["invalidated_at"] is not None)
-                      for r in citing],
+        links=[
+            LinkedMemory(
+                id=r["id"],
+                kind=r["kind"],
+                direction=r["direction"],
+                type=r["fact_type"],
+                text=r["text"],
+                invalidated=r["invalidated_at"] is not None,
+            )
+            for r in links
+        ],
+        observations=[
+            CitingObservation(
+                id=r["id"],
+                text=r["text"],
+                quote=r["quote"],
+                stance=r["stance"],
+                proof_count=r["proof_count"],
+                invalidated=r["invalidated_at"] is not None,
+            )
+            for r in citing
+        ],
     )
 
 
@@ -174,8 +201,14 @@ ORDER BY m.mentioned_at DESC LIMIT $3
 
 
 def _entity(row: asyncpg.Record) -> EntitySummary:
-    return EntitySummary(id=row["id"], name=row["name"], mentions=row["mention_count"], aliases=list(row["aliases"]),
-                         first_seen=row["first_seen"], last_seen=row["last_seen"])
+    return EntitySummary(
+        id=row["id"],
+        name=row["name"],
+        mentions=row["mention_count"],
+        aliases=list(row["aliases"]),
+        first_seen=row["first_seen"],
+        last_seen=row["last_seen"],
+    )
 
 
 async def entities(
@@ -188,12 +221,14 @@ async def entities(
     return [_entity(r) for r in await pool.fetch(ENTITIES, bank_id, needle, limit, offset)]
 
 
-async def entity_graph(pool: asyncpg.Pool, bank_id: str, entity_id: UUID, *, neighbours: int = 15,
-                       memories: int = 20) -> EntityGraph:
+async def entity_graph(
+    pool: asyncpg.Pool, bank_id: str, entity_id: UUID, *, neighbours: int = 15, memories: int = 20
+) -> EntityGraph:
     """An entity, its closest neighbours (by co-mentions, then links) and its latest memories."""
     async with pool.acquire() as conn:
-        row = await conn.fetchrow(f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.bank_id = $1 AND e.id = $2",
-                                  bank_id, entity_id)
+        row = await conn.fetchrow(
+            f"SELECT {ENTITY_COLUMNS} FROM entities e WHERE e.bank_id = $1 AND e.id = $2", bank_id, entity_id
+        )
         if row is None:
             raise EntityNotFoundError(
                 f"No entity {entity_id} in bank {bank_id!r}; entities({bank_id!r}) lists the bank's entities."
@@ -203,6 +238,8 @@ async def entity_graph(pool: asyncpg.Pool, bank_id: str, entity_id: UUID, *, nei
     return EntityGraph(
         entity=_entity(row),
         neighbours=[Neighbour(entity=_entity(r), co_mentions=r["co_mentions"], links=r["links"]) for r in near],
-        memories=[EntityMemory(id=r["id"], type=r["fact_type"], text=r["text"], mentioned_at=r["mentioned_at"])
-                  for r in latest],
+        memories=[
+            EntityMemory(id=r["id"], type=r["fact_type"], text=r["text"], mentioned_at=r["mentioned_at"])
+            for r in latest
+        ],
     )

@@ -21,10 +21,19 @@ _RECORD_COLUMNS = """
 
 def _record(row: asyncpg.Record) -> MemoryRecord:
     return MemoryRecord(
-        id=row["id"], bank_id=row["bank_id"], text=row["text"], type=row["fact_type"],
-        document_id=row["document_id"], context=row["context"], metadata=row["metadata"] or {},
-        tags=list(row["tags"] or []), entities=list(row["entities"] or []), occurred_start=row["occurred_start"],
-        occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"], created_at=row["created_at"],
+        id=row["id"],
+        bank_id=row["bank_id"],
+        text=row["text"],
+        type=row["fact_type"],
+        document_id=row["document_id"],
+        context=row["context"],
+        metadata=row["metadata"] or {},
+        tags=list(row["tags"] or []),
+        entities=list(row["entities"] or []),
+        occurred_start=row["occurred_start"],
+        occurred_end=row["occurred_end"],
+        mentioned_at=row["mentioned_at"],
+        created_at=row["created_at"],
         speaker=row["speaker"],
     )
 
@@ -97,9 +106,15 @@ async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
 
 async def banks(pool: asyncpg.Pool) -> list[BankInfo]:
     rows = await pool.fetch(
-        "SELECT bank_id, memory_count, created_at, last_retain_at, config FROM banks ORDER BY bank_id")
+        "SELECT bank_id, memory_count, created_at, last_retain_at, config FROM banks ORDER BY bank_id"
+    )
     return [
-        BankInfo(bank_id=r["bank_id"], memories=r["memory_count"], created_at=r["created_at"],
-                 last_retain_at=r["last_retain_at"], config=dict(r["config"] or {}))
+        BankInfo(
+            bank_id=r["bank_id"],
+            memories=r["memory_count"],
+            created_at=r["created_at"],
+            last_retain_at=r["last_retain_at"],
+            config=dict(r["config"] or {}),
+        )
         for r in rows
     ]

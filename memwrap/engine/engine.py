@@ -90,7 +90,11 @@ class Engine(LearningVerbs, ViewVerbs):
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
             self.reextractor = Reextractor(
-                self.store.pool, self.extractor, self.embedder.embed, self.settings, self.defense_policy,
+                self.store.pool,
+                self.extractor,
+                self.embedder.embed,
+                self.settings,
+                self.defense_policy,
                 converted=self.learning.after_retain,
             )
         self.retainer.use(self.extractor, self.reextractor)
@@ -99,10 +103,20 @@ class Engine(LearningVerbs, ViewVerbs):
         """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
         their catalog and plan caches and the model's first run are then ready for the first real call."""
         with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
-            await self.searcher.recall(RecallRequest(
-                bank_id=WARMUP_BANK, query="what did we say last week?", token_budget=64, now=datetime.now(UTC),
-                types=None, tags=None, model=None, neighbours=True, fusion=None, warm_up=True,
-            ))
+            await self.searcher.recall(
+                RecallRequest(
+                    bank_id=WARMUP_BANK,
+                    query="what did we say last week?",
+                    token_budget=64,
+                    now=datetime.now(UTC),
+                    types=None,
+                    tags=None,
+                    model=None,
+                    neighbours=True,
+                    fusion=None,
+                    warm_up=True,
+                )
+            )
             encoding_for_model().encode("the first count on this thread builds its tokenizer state")
 
     async def retry_extractions(self, bank_id: str | None = None, *, limit: int = 64) -> int:
@@ -180,8 +194,13 @@ class Engine(LearningVerbs, ViewVerbs):
         tags: Sequence[str] | str | None = None,
     ) -> list[UUID]:
         """One item, validated as `retain_many` does."""
-        fields = {"timestamp": timestamp, "context": context, "document_id": document_id, "metadata": metadata,
-                  "tags": tags}
+        fields = {
+            "timestamp": timestamp,
+            "context": context,
+            "document_id": document_id,
+            "metadata": metadata,
+            "tags": tags,
+        }
         item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
         return await self.retain_many(bank_id, [item])
 
@@ -228,14 +247,24 @@ class Engine(LearningVerbs, ViewVerbs):
         return report.imported
 
     async def _import_batches(
-        self, bank_id: str, memories: Iterable[Any] | AsyncIterable[Any], batch_size: int, policy: str,
+        self,
+        bank_id: str,
+        memories: Iterable[Any] | AsyncIterable[Any],
+        batch_size: int,
+        policy: str,
         report: BulkLoadReport,
     ) -> None:
         async for batch in batches(memories, batch_size):
             async with self.store.pool.acquire() as conn:
                 written = await import_batch(
-                    conn, bank_id, batch, dim=self.embedder.dim, embed=self.embedder.embed, defense_policy=policy,
-                    report=report, legacy_key=await self.retainer.legacy_item_key(),
+                    conn,
+                    bank_id,
+                    batch,
+                    dim=self.embedder.dim,
+                    embed=self.embedder.embed,
+                    defense_policy=policy,
+                    report=report,
+                    legacy_key=await self.retainer.legacy_item_key(),
                     max_metadata_bytes=self.settings.max_metadata_bytes,
                 )
             self.store.planner_stats.note_writes(bank_id, len(written))
@@ -263,11 +292,26 @@ class Engine(LearningVerbs, ViewVerbs):
     ) -> Recall:
         """The declared recall (memwrap/verbs.py): one bank or a list read as one; also `fusion` and
         `query_vector` (a precomputed embedding of `query`), which benchmarks use and no public surface offers."""
-        return await self.searcher.recall(RecallRequest.checked(
-            self.settings, bank_id=bank_id, query=query, token_budget=token_budget, now=now, types=types, tags=tags,
-            filters=filters, top_k=top_k, min_score=min_score, model=model, neighbours=neighbours,
-            prefer_observations=prefer_observations, explain=explain, fusion=fusion, query_vector=query_vector,
-        ))
+        return await self.searcher.recall(
+            RecallRequest.checked(
+                self.settings,
+                bank_id=bank_id,
+                query=query,
+                token_budget=token_budget,
+                now=now,
+                types=types,
+                tags=tags,
+                filters=filters,
+                top_k=top_k,
+                min_score=min_score,
+                model=model,
+                neighbours=neighbours,
+                prefer_observations=prefer_observations,
+                explain=explain,
+                fusion=fusion,
+                query_vector=query_vector,
+            )
+        )
 
     # --- reflect ----------------------------------------------------------------------------------------
 
@@ -287,8 +331,17 @@ class Engine(LearningVerbs, ViewVerbs):
     ) -> ReflectResult:
         """Answer `query` with a budgeted tool loop over mental models, observations and facts (engine/reflect)."""
         return await reflect(
-            self, bank_id, query, context_budget=context_budget, context=context, response_schema=response_schema,
-            tags=tags, disposition=disposition, max_iterations=max_iterations, timeout=timeout, now=now,
+            self,
+            bank_id,
+            query,
+            context_budget=context_budget,
+            context=context,
+            response_schema=response_schema,
+            tags=tags,
+            disposition=disposition,
+            max_iterations=max_iterations,
+            timeout=timeout,
+            now=now,
         )
 
     # --- catalog ----------------------------------------------------------------------------------------
@@ -381,9 +434,7 @@ class Engine(LearningVerbs, ViewVerbs):
 
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured model, in place (memwrap/engine/embed/reembed.py)."""
-        return await reembed_store(
-            self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size
-        )
+        return await reembed_store(self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size)
 
     # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------
 

@@ -91,8 +91,12 @@ Embed = Callable[[Sequence[str]], Awaitable[np.ndarray]]
 def row_item(row: ImportedMemory) -> RetainItem:
     """The retain item a row stands for (what its identity is computed from)."""
     return RetainItem(
-        content=row.text, timestamp=row.mentioned_at, context=row.context, document_id=row.document_id,
-        metadata=row.metadata, tags=row.tags,
+        content=row.text,
+        timestamp=row.mentioned_at,
+        context=row.context,
+        document_id=row.document_id,
+        metadata=row.metadata,
+        tags=row.tags,
     )
 
 
@@ -111,16 +115,35 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
     for name in extract_entities(said):
         entities.setdefault(entity_key(name), name)
     return PreparedUnit(
-        id=row.id or uuid4(), text=item.content, fact_type=row.type, item_hash=hashed, document_id=item.document_id,
-        session_key=session_key(item), part_index=0, context=item.context, metadata=dict(item.metadata),
-        tags=list(item.tags), mentioned_at=mentioned, occurred=occurred, entities=entities,
-        search_text=search_text(item.content), embed_text=item.content, speaker=speaker,
+        id=row.id or uuid4(),
+        text=item.content,
+        fact_type=row.type,
+        item_hash=hashed,
+        document_id=item.document_id,
+        session_key=session_key(item),
+        part_index=0,
+        context=item.context,
+        metadata=dict(item.metadata),
+        tags=list(item.tags),
+        mentioned_at=mentioned,
+        occurred=occurred,
+        entities=entities,
+        search_text=search_text(item.content),
+        embed_text=item.content,
+        speaker=speaker,
     )
 
 
 async def import_batch(
-    conn: Connection, bank_id: str, rows: Sequence[ImportedMemory], *, dim: int, embed: Embed,
-    defense_policy: str, report: BulkLoadReport, legacy_key: bytes | None = None,
+    conn: Connection,
+    bank_id: str,
+    rows: Sequence[ImportedMemory],
+    *,
+    dim: int,
+    embed: Embed,
+    defense_policy: str,
+    report: BulkLoadReport,
+    legacy_key: bytes | None = None,
     max_metadata_bytes: int | None = None,
 ) -> list[PreparedUnit]:
     """Write one batch in one transaction; returns the units written (rows already in the bank are skipped).
@@ -131,8 +154,11 @@ async def import_batch(
             row.metadata, what=f"memory {report.read + index + 1}: metadata", max_bytes=max_metadata_bytes
         )
     units = [prepare_row(row, now=now, defense_policy=defense_policy) for row in rows]
-    legacy = {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)} if (
-        legacy_key) else {}
+    legacy = (
+        {u.item_hash: legacy_item_hash(row_item(r), legacy_key) for u, r in zip(units, rows, strict=True)}
+        if (legacy_key)
+        else {}
+    )
     vectors: list[np.ndarray | None] = []
     for index, row in enumerate(rows):
         if row.embedding is not None and len(row.embedding) != dim:
@@ -194,7 +220,9 @@ async def _last_of_sessions(conn: Connection, bank_id: str, written: Sequence[Pr
         """SELECT DISTINCT ON (session_key) session_key, id FROM memory_units
            WHERE bank_id = $1 AND session_key = ANY($2::text[]) AND NOT id = ANY($3::uuid[])
            ORDER BY session_key, seq DESC""",
-        bank_id, sessions, [u.id for u in written],
+        bank_id,
+        sessions,
+        [u.id for u in written],
     )
     return {r["session_key"]: r["id"] for r in rows}
 
@@ -202,9 +230,21 @@ async def _last_of_sessions(conn: Connection, bank_id: str, written: Sequence[Pr
 def _record(unit: PreparedUnit, vector: np.ndarray | None) -> tuple[object, ...]:
     start, end = unit.occurred if unit.occurred else (None, None)
     return (
-        unit.id, unit.text, unit.fact_type, unit.document_id, unit.session_key, unit.context,
+        unit.id,
+        unit.text,
+        unit.fact_type,
+        unit.document_id,
+        unit.session_key,
+        unit.context,
         json.dumps(unit.metadata, ensure_ascii=False, default=str),
-        unit.tags, unit.item_hash, start, end, unit.mentioned_at, vector, unit.search_text, unit.speaker,
+        unit.tags,
+        unit.item_hash,
+        start,
+        end,
+        unit.mentioned_at,
+        vector,
+        unit.search_text,
+        unit.speaker,
     )
 
 

@@ -82,7 +82,7 @@ def read_mem0(data: Any, *, source: str = "mem0 export") -> list[ImportedMemory]
     rows = data.get("results") if isinstance(data, dict) else data
     if not isinstance(rows, list):
         raise InvalidInputError(
-            f"{source}: not a mem0 export: expected {{\"results\": [...]}} (mem0's get_all) or a list of memories."
+            f'{source}: not a mem0 export: expected {{"results": [...]}} (mem0\'s get_all) or a list of memories.'
         )
     out: list[ImportedMemory] = []
     for number, row in enumerate(rows, start=1):

@@ -55,9 +55,7 @@ class StartParts:
         return round((time.perf_counter() - self.began) * 1000, 1)
 
 
-async def open_engine(
-    settings: Settings, *, allow_model_change: bool = False, model_on_first_use: bool = False
-) -> Any:
+async def open_engine(settings: Settings, *, allow_model_change: bool = False, model_on_first_use: bool = False) -> Any:
     """Begin the parts, import the engine meanwhile, then open it on them (memwrap.engine.engine.Engine).
 
     `model_on_first_use`: for processes that may never embed anything (`memwrap worker`, `memwrap jobs`,
@@ -91,12 +89,18 @@ async def _open_with_model_on_first_use(settings: Settings) -> Any | None:
     if dim is None:
         return None
     store = await Store.open(
-        url, embedding_model=settings.embedding_space, embedding_dim=dim,
-        min_size=settings.pool_min_size, max_size=settings.pool_max_size,
+        url,
+        embedding_model=settings.embedding_space,
+        embedding_dim=dim,
+        min_size=settings.pool_min_size,
+        max_size=settings.pool_max_size,
     )
     embedder = LazyEmbedder(
-        settings.embedding_model, settings.embedding_batch_size, dim,
-        backend=settings.embedding_backend, home=settings.model_cache,
+        settings.embedding_model,
+        settings.embedding_batch_size,
+        dim,
+        backend=settings.embedding_backend,
+        home=settings.model_cache,
     )
     engine = engine_class(store, embedder, settings)
     await engine.learning.start()
@@ -140,7 +144,9 @@ def _embedder(settings: Settings) -> Any:
     from memwrap.engine.embed.embedder import shared_embedder
 
     return shared_embedder(
-        settings.embedding_model, settings.embedding_batch_size, backend=settings.embedding_backend,
+        settings.embedding_model,
+        settings.embedding_batch_size,
+        backend=settings.embedding_backend,
         home=settings.model_cache,
     )
 

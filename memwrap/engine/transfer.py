@@ -53,13 +53,20 @@ async def export_lines(engine: Engine, bank_id: str, *, include_embeddings: bool
                 t.kind: await conn.fetchval(f"SELECT count(*) FROM {t.table} WHERE bank_id = $1", bank_id)
                 for t in sql.TABLES
             }
-            yield _line({
-                RECORD: HEADER, "format": FORMAT, "version": FORMAT_VERSION, "bank_id": bank_id,
-                "exported_at": datetime.now(UTC).isoformat(), "config": dict(bank["config"] or {}),
-                "created_at": bank["created_at"].isoformat(),
-                "embedding_model": engine.settings.embedding_space,
-                "embedding_dim": engine.embedder.dim if include_embeddings else None, "counts": counts,
-            })
+            yield _line(
+                {
+                    RECORD: HEADER,
+                    "format": FORMAT,
+                    "version": FORMAT_VERSION,
+                    "bank_id": bank_id,
+                    "exported_at": datetime.now(UTC).isoformat(),
+                    "config": dict(bank["config"] or {}),
+                    "created_at": bank["created_at"].isoformat(),
+                    "embedding_model": engine.settings.embedding_space,
+                    "embedding_dim": engine.embedder.dim if include_embeddings else None,
+                    "counts": counts,
+                }
+            )
             for table in sql.TABLES:
                 async for record in sql.records(conn, table, bank_id, with_embeddings=include_embeddings):
                     yield _line({RECORD: table.kind, **record})
@@ -84,14 +91,17 @@ async def import_lines(
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING",
-                bank_id, header.get("config") or {},
+                bank_id,
+                header.get("config") or {},
             )
             entity_map: dict[str, str] = {}
             for table in sql.TABLES:
                 rows = grouped.get(table.kind, [])
                 if table.entity_columns:
-                    rows = [{**r, **{c: entity_map.get(str(r.get(c)), r.get(c)) for c in table.entity_columns}}
-                            for r in rows]
+                    rows = [
+                        {**r, **{c: entity_map.get(str(r.get(c)), r.get(c)) for c in table.entity_columns}}
+                        for r in rows
+                    ]
                 written = 0
                 for start in range(0, len(rows), INSERT_BATCH):
                     status = await conn.execute(sql.insert_sql(table), bank_id, rows[start : start + INSERT_BATCH])
@@ -126,7 +136,7 @@ async def _read(
         except json.JSONDecodeError as exc:
             raise InvalidInputError(f"Import line {number} is not JSON: {exc.msg} (column {exc.colno}).") from None
         if not isinstance(record, dict) or not isinstance(record.get(RECORD), str):
-            raise InvalidInputError(f"Import line {number} is not a record: an object with a \"{RECORD}\" is expected.")
+            raise InvalidInputError(f'Import line {number} is not a record: an object with a "{RECORD}" is expected.')
         kind = record.pop(RECORD)
         if header is None:
             if kind != HEADER or record.get("format") != FORMAT:
@@ -159,8 +169,9 @@ def _check_memory(record: dict[str, Any], number: int, max_metadata_bytes: int |
         validate.text_field(
             record["text"], what=f"the memory text on line {number}", max_chars=validate.MAX_CONTENT_CHARS
         )
-        validate.metadata(record.get("metadata") or {}, what=f"the metadata on line {number}",
-                          max_bytes=max_metadata_bytes)
+        validate.metadata(
+            record.get("metadata") or {}, what=f"the metadata on line {number}", max_bytes=max_metadata_bytes
+        )
     except (InvalidInputError, MemoryNotFoundError) as exc:  # a malformed id is "not found" to get()
         raise InvalidInputError(f"Import line {number}: {exc}") from None
 

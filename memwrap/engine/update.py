@@ -32,8 +32,13 @@ if TYPE_CHECKING:
 
 
 async def update(
-    engine: Engine, bank_id: str, memory_id: UUID | str, *, text: str | None = None,
-    metadata: Mapping[str, Any] | None = None, tags: Sequence[str] | None = None,
+    engine: Engine,
+    bank_id: str,
+    memory_id: UUID | str,
+    *,
+    text: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    tags: Sequence[str] | None = None,
 ) -> MemoryRecord:
     """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
     nothing different: the memory is returned unchanged and no version is added."""
@@ -43,8 +48,9 @@ async def update(
     new_text = (
         validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
     )
-    new_metadata = (validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes)
-                    if metadata is not None else None)
+    new_metadata = (
+        validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes) if metadata is not None else None
+    )
     new_tags = validate.tags(tags)
     # The same defense as retain, before anything is read or written (raises SecretBlockedError under 'block').
     policy = await engine.defense_policy(bank_id)
@@ -65,10 +71,13 @@ async def update(
         final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
         final_tags = defended.tags if new_tags is not None else list(old["tags"] or [])
         changed = [
-            name for name, new, before in (
-                ("text", final_text, old["text"]), ("metadata", final_metadata, dict(old["metadata"] or {})),
+            name
+            for name, new, before in (
+                ("text", final_text, old["text"]),
+                ("metadata", final_metadata, dict(old["metadata"] or {})),
                 ("tags", final_tags, list(old["tags"] or [])),
-            ) if new != before
+            )
+            if new != before
         ]
         if not changed:
             return await engine.get(bank_id, memory_id)
@@ -78,8 +87,15 @@ async def update(
         if "text" in changed:
             vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
         await history_sql.update_unit(
-            conn, bank_id, memory_id, text=final_text, metadata=final_metadata, tags=final_tags, occurred=occurred,
-            embedding=vector, search_text=search_text(final_text),
+            conn,
+            bank_id,
+            memory_id,
+            text=final_text,
+            metadata=final_metadata,
+            tags=final_tags,
+            occurred=occurred,
+            embedding=vector,
+            search_text=search_text(final_text),
         )
         cited: list[UUID] = []
         if "text" in changed:
@@ -101,18 +117,33 @@ async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[M
     versions: list[MemoryVersion] = []
     previous_changes: list[MemoryField] = []
     for row in rows:
-        versions.append(MemoryVersion(
-            version=row["version"], text=row["text"], metadata=row["metadata"] or {}, tags=list(row["tags"] or []),
-            occurred_start=row["occurred_start"], occurred_end=row["occurred_end"], valid_from=row["valid_from"],
-            valid_until=row["replaced_at"], changed=previous_changes,
-        ))
+        versions.append(
+            MemoryVersion(
+                version=row["version"],
+                text=row["text"],
+                metadata=row["metadata"] or {},
+                tags=list(row["tags"] or []),
+                occurred_start=row["occurred_start"],
+                occurred_end=row["occurred_end"],
+                valid_from=row["valid_from"],
+                valid_until=row["replaced_at"],
+                changed=previous_changes,
+            )
+        )
         previous_changes = list(row["changed"])
-    versions.append(MemoryVersion(
-        version=len(rows) + 1, text=current["text"], metadata=current["metadata"] or {},
-        tags=list(current["tags"] or []), occurred_start=current["occurred_start"],
-        occurred_end=current["occurred_end"], valid_from=rows[-1]["replaced_at"] if rows else current["created_at"],
-        changed=previous_changes, current=True,
-    ))
+    versions.append(
+        MemoryVersion(
+            version=len(rows) + 1,
+            text=current["text"],
+            metadata=current["metadata"] or {},
+            tags=list(current["tags"] or []),
+            occurred_start=current["occurred_start"],
+            occurred_end=current["occurred_end"],
+            valid_from=rows[-1]["replaced_at"] if rows else current["created_at"],
+            changed=previous_changes,
+            current=True,
+        )
+    )
     return versions
 
 
@@ -166,8 +197,13 @@ async def _revisit(engine: Engine, conn: Any, bank_id: str, memory_id: UUID, cit
     forgetting uses after a delete); mental models that drew on it or on them go stale."""
     if cited:
         await jobs.enqueue(
-            conn, REVISE, bank_id=bank_id, payload={"ids": [str(i) for i in cited], "reason": "evidence updated"},
-            serial_key=f"consolidate:{bank_id}", max_attempts=engine.settings.job_max_attempts, priority=60,
+            conn,
+            REVISE,
+            bank_id=bank_id,
+            payload={"ids": [str(i) for i in cited], "reason": "evidence updated"},
+            serial_key=f"consolidate:{bank_id}",
+            max_attempts=engine.settings.job_max_attempts,
+            priority=60,
         )
     await mental_models.mark_stale_for_sources(
         conn, engine.settings, bank_id, [memory_id, *cited], reason="a memory it drew on was updated"

@@ -58,7 +58,9 @@ class ViewVerbs:
     ) -> list[EntitySummary]:
         """The bank's entities, most mentioned first; `search` matches a part of a name or of an alias."""
         return await bank_views.entities(
-            self.store.pool, validate.bank_id(bank_id), search=_search(search),
+            self.store.pool,
+            validate.bank_id(bank_id),
+            search=_search(search),
             limit=validate.bounded(limit, what="limit", low=1, high=MAX_ENTITIES_PAGE),
             offset=validate.bounded(offset, what="offset", low=0, high=MAX_ENTITIES_OFFSET),
         )
@@ -66,6 +68,8 @@ class ViewVerbs:
     async def entity_graph(self, bank_id: str, entity_id: UUID | str, *, neighbours: int = 15) -> EntityGraph:
         """An entity, its `neighbours` closest entities and its latest memories; EntityNotFoundError."""
         return await bank_views.entity_graph(
-            self.store.pool, validate.bank_id(bank_id), validate.entity_id(entity_id),
+            self.store.pool,
+            validate.bank_id(bank_id),
+            validate.entity_id(entity_id),
             neighbours=validate.bounded(neighbours, what="neighbours", low=1, high=MAX_NEIGHBOURS),
         )

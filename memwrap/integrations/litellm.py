@@ -86,8 +86,9 @@ def wrap_completion(fn: Callable[..., Any], options: WrapOptions) -> Callable[..
     reflect) goes through LiteLLM with that model, instead of MEMWRAP_LLM_*.
     """
     if options.llm is True:
-        raise TypeError('wrap_completion(llm=...) names the LiteLLM model for memory\'s own LLM work, e.g. '
-                        '"openai/gpt-4o-mini".')
+        raise TypeError(
+            'wrap_completion(llm=...) names the LiteLLM model for memory\'s own LLM work, e.g. "openai/gpt-4o-mini".'
+        )
     handle = _handle(options.memory, options.per_call(), api_key=options.memory_api_key)
     if options.llm:
         use_litellm(handle.memory, options.llm)
@@ -177,8 +178,14 @@ class MemwrapLogger(CustomLogger):
     ) -> None:
         if CustomLogger is not object:
             super().__init__(**kwargs)
-        options = Options(bank_id=bank_id, inject=inject, retain=retain, token_budget=token_budget, tags=tags,
-                          recall_timeout=recall_timeout)
+        options = Options(
+            bank_id=bank_id,
+            inject=inject,
+            retain=retain,
+            token_budget=token_budget,
+            tags=tags,
+            recall_timeout=recall_timeout,
+        )
         self.handle = _handle(memory, options)
         self._calls: OrderedDict[str, Call] = OrderedDict()  # pre-call hook -> success hook, bounded
         self._seen: OrderedDict[str, None] = OrderedDict()  # litellm_call_ids already retained
@@ -291,8 +298,9 @@ class MemwrapLogger(CustomLogger):
             bank = self.bank_for(data)
             if not bank or not self.handle.options.retain:
                 return
-            call = self._begin({"model": kwargs.get("model"), "messages": kwargs.get("messages") or [],
-                                "metadata": metadata}, bank)
+            call = self._begin(
+                {"model": kwargs.get("model"), "messages": kwargs.get("messages") or [], "metadata": metadata}, bank
+            )
             if call is None:
                 return
         call.finish_result(kwargs.get("complete_streaming_response") or response_obj)

@@ -26,8 +26,22 @@ class Table:
 
 
 MEMORY_COLUMNS = (
-    "id", "text", "fact_type", "document_id", "session_key", "part_index", "context", "metadata", "tags", "item_hash",
-    "occurred_start", "occurred_end", "mentioned_at", "created_at", "invalidated_at", "speaker",
+    "id",
+    "text",
+    "fact_type",
+    "document_id",
+    "session_key",
+    "part_index",
+    "context",
+    "metadata",
+    "tags",
+    "item_hash",
+    "occurred_start",
+    "occurred_end",
+    "mentioned_at",
+    "created_at",
+    "invalidated_at",
+    "speaker",
 )
 
 ENTITIES = Table(
@@ -39,37 +53,137 @@ MEMORIES = Table("memory", "memory_units", MEMORY_COLUMNS, "seq")
 TABLES: tuple[Table, ...] = (
     ENTITIES,
     MEMORIES,
-    Table("unit_entity", "unit_entities", ("unit_id", "entity_id"), "unit_id, entity_id",
-          (("unit_id", "memory_units", "id"), ("entity_id", "entities", "id")), ("entity_id",)),
-    Table("alias", "entity_aliases", ("alias_key", "alias", "entity_id", "source", "created_at"), "alias_key",
-          (("entity_id", "entities", "id"),), ("entity_id",)),
-    Table("link", "memory_links", ("from_id", "to_id", "kind", "weight"), "from_id, to_id, kind",
-          (("from_id", "memory_units", "id"), ("to_id", "memory_units", "id"))),
+    Table(
+        "unit_entity",
+        "unit_entities",
+        ("unit_id", "entity_id"),
+        "unit_id, entity_id",
+        (("unit_id", "memory_units", "id"), ("entity_id", "entities", "id")),
+        ("entity_id",),
+    ),
+    Table(
+        "alias",
+        "entity_aliases",
+        ("alias_key", "alias", "entity_id", "source", "created_at"),
+        "alias_key",
+        (("entity_id", "entities", "id"),),
+        ("entity_id",),
+    ),
+    Table(
+        "link",
+        "memory_links",
+        ("from_id", "to_id", "kind", "weight"),
+        "from_id, to_id, kind",
+        (("from_id", "memory_units", "id"), ("to_id", "memory_units", "id")),
+    ),
     Table("retained_item", "retained_items", ("item_hash", "unit_ids", "created_at"), "item_hash"),
-    Table("invalidation", "invalidations", ("unit_id", "reason", "caused_by", "invalidated_at"), "unit_id",
-          (("unit_id", "memory_units", "id"),)),
-    Table("observation", "observations",
-          ("id", "scope", "origin", "representative_id", "version", "proof_count", "evidence_count",
-           "first_evidence_at", "last_evidence_at", "created_at", "updated_at"), "id",
-          (("id", "memory_units", "id"),)),
-    Table("evidence", "observation_evidence",
-          ("observation_id", "memory_id", "quote", "evidenced_at", "source_key", "stance", "added_at"),
-          "observation_id, memory_id", (("observation_id", "observations", "id"), ("memory_id", "memory_units", "id"))),
-    Table("observation_version", "observation_history",
-          ("observation_id", "version", "text", "action", "reason", "proof_count", "evidence_ids", "valid_from",
-           "recorded_at"), "observation_id, version", (("observation_id", "observations", "id"),)),
-    Table("unit_learning", "unit_learning", ("unit_id", "status", "error", "updated_at"),
-          "unit_id", (("unit_id", "memory_units", "id"),)),
-    Table("mental_model", "mental_models",
-          ("id", "name", "question", "tags", "max_tokens", "refresh_every", "content", "version", "status",
-           "generator", "source_ids", "dirty_seq", "stale_since", "stale_reason", "last_error", "refreshed_at",
-           "created_at", "updated_at"), "name"),
-    Table("mental_model_version", "mental_model_versions",
-          ("model_id", "version", "content", "generator", "source_ids", "reason", "generated_at"), "model_id, version",
-          (("model_id", "mental_models", "id"),)),
-    Table("memory_version", "memory_history",
-          ("memory_id", "version", "text", "metadata", "tags", "occurred_start", "occurred_end", "valid_from",
-           "replaced_at", "changed"), "memory_id, version", (("memory_id", "memory_units", "id"),)),
+    Table(
+        "invalidation",
+        "invalidations",
+        ("unit_id", "reason", "caused_by", "invalidated_at"),
+        "unit_id",
+        (("unit_id", "memory_units", "id"),),
+    ),
+    Table(
+        "observation",
+        "observations",
+        (
+            "id",
+            "scope",
+            "origin",
+            "representative_id",
+            "version",
+            "proof_count",
+            "evidence_count",
+            "first_evidence_at",
+            "last_evidence_at",
+            "created_at",
+            "updated_at",
+        ),
+        "id",
+        (("id", "memory_units", "id"),),
+    ),
+    Table(
+        "evidence",
+        "observation_evidence",
+        ("observation_id", "memory_id", "quote", "evidenced_at", "source_key", "stance", "added_at"),
+        "observation_id, memory_id",
+        (("observation_id", "observations", "id"), ("memory_id", "memory_units", "id")),
+    ),
+    Table(
+        "observation_version",
+        "observation_history",
+        (
+            "observation_id",
+            "version",
+            "text",
+            "action",
+            "reason",
+            "proof_count",
+            "evidence_ids",
+            "valid_from",
+            "recorded_at",
+        ),
+        "observation_id, version",
+        (("observation_id", "observations", "id"),),
+    ),
+    Table(
+        "unit_learning",
+        "unit_learning",
+        ("unit_id", "status", "error", "updated_at"),
+        "unit_id",
+        (("unit_id", "memory_units", "id"),),
+    ),
+    Table(
+        "mental_model",
+        "mental_models",
+        (
+            "id",
+            "name",
+            "question",
+            "tags",
+            "max_tokens",
+            "refresh_every",
+            "content",
+            "version",
+            "status",
+            "generator",
+            "source_ids",
+            "dirty_seq",
+            "stale_since",
+            "stale_reason",
+            "last_error",
+            "refreshed_at",
+            "created_at",
+            "updated_at",
+        ),
+        "name",
+    ),
+    Table(
+        "mental_model_version",
+        "mental_model_versions",
+        ("model_id", "version", "content", "generator", "source_ids", "reason", "generated_at"),
+        "model_id, version",
+        (("model_id", "mental_models", "id"),),
+    ),
+    Table(
+        "memory_version",
+        "memory_history",
+        (
+            "memory_id",
+            "version",
+            "text",
+            "metadata",
+            "tags",
+            "occurred_start",
+            "occurred_end",
+            "valid_from",
+            "replaced_at",
+            "changed",
+        ),
+        "memory_id, version",
+        (("memory_id", "memory_units", "id"),),
+    ),
 )
 BY_KIND = {t.kind: t for t in TABLES}
 
@@ -115,8 +229,9 @@ async def records(
 
 
 async def entity_ids_by_key(conn: Connection, bank_id: str, keys: list[str]) -> dict[str, Any]:
-    rows = await conn.fetch("SELECT name_key, id FROM entities WHERE bank_id = $1 AND name_key = ANY($2::text[])",
-                            bank_id, keys)
+    rows = await conn.fetch(
+        "SELECT name_key, id FROM entities WHERE bank_id = $1 AND name_key = ANY($2::text[])", bank_id, keys
+    )
     return {r["name_key"]: r["id"] for r in rows}
 
 
@@ -140,9 +255,11 @@ async def finish_import(conn: Connection, bank_id: str) -> int:
         """,
         bank_id,
     )
-    return int(await conn.fetchval(
-        "SELECT count(*) FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type <> 'observation' "
-        "AND m.invalidated_at IS NULL AND NOT EXISTS "
-        "(SELECT 1 FROM unit_learning l WHERE l.bank_id = $1 AND l.unit_id = m.id)",
-        bank_id,
-    ))
+    return int(
+        await conn.fetchval(
+            "SELECT count(*) FROM memory_units m WHERE m.bank_id = $1 AND m.fact_type <> 'observation' "
+            "AND m.invalidated_at IS NULL AND NOT EXISTS "
+            "(SELECT 1 FROM unit_learning l WHERE l.bank_id = $1 AND l.unit_id = m.id)",
+            bank_id,
+        )
+    )

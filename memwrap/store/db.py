@@ -86,7 +86,11 @@ class Store:
         try:
             await migrate(url, embedding_model=embedding_model, embedding_dim=embedding_dim)
             pool = await asyncpg.create_pool(
-                url, min_size=min_size, max_size=max_size, init=_init_connection, server_settings=SERVER_SETTINGS,
+                url,
+                min_size=min_size,
+                max_size=max_size,
+                init=_init_connection,
+                server_settings=SERVER_SETTINGS,
                 timeout=CONNECT_TIMEOUT,
             )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:

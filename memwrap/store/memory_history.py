@@ -83,28 +83,51 @@ async def next_raw(conn: Connection, bank_id: str, session_key: str, seq: int) -
     return await conn.fetchrow(NEXT_RAW_IN_SESSION, bank_id, session_key, seq)
 
 
-async def record_version(
-    conn: Connection, bank_id: str, old: asyncpg.Record, changed: Sequence[str]
-) -> None:
+async def record_version(conn: Connection, bank_id: str, old: asyncpg.Record, changed: Sequence[str]) -> None:
     await conn.execute(
-        RECORD_VERSION, bank_id, old["id"], old["text"], old["metadata"] or {}, list(old["tags"] or []),
-        old["occurred_start"], old["occurred_end"], old["created_at"], list(changed),
+        RECORD_VERSION,
+        bank_id,
+        old["id"],
+        old["text"],
+        old["metadata"] or {},
+        list(old["tags"] or []),
+        old["occurred_start"],
+        old["occurred_end"],
+        old["created_at"],
+        list(changed),
     )
 
 
 async def update_unit(
-    conn: Connection, bank_id: str, memory_id: UUID, *, text: str, metadata: dict[str, Any],
-    tags: list[str], occurred: tuple[datetime, datetime] | None, embedding: np.ndarray | None, search_text: str,
+    conn: Connection,
+    bank_id: str,
+    memory_id: UUID,
+    *,
+    text: str,
+    metadata: dict[str, Any],
+    tags: list[str],
+    occurred: tuple[datetime, datetime] | None,
+    embedding: np.ndarray | None,
+    search_text: str,
 ) -> None:
     await conn.execute(
-        UPDATE_UNIT, bank_id, memory_id, text, metadata, tags, occurred[0] if occurred else None,
-        occurred[1] if occurred else None, embedding, search_text,
+        UPDATE_UNIT,
+        bank_id,
+        memory_id,
+        text,
+        metadata,
+        tags,
+        occurred[0] if occurred else None,
+        occurred[1] if occurred else None,
+        embedding,
+        search_text,
     )
 
 
 async def set_embedding(conn: Connection, bank_id: str, memory_id: UUID, embedding: np.ndarray) -> None:
-    await conn.execute("UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2", bank_id, memory_id,
-                       embedding)
+    await conn.execute(
+        "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2", bank_id, memory_id, embedding
+    )
 
 
 async def unlink_entities(conn: Connection, bank_id: str, memory_id: UUID) -> None:

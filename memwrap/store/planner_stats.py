@@ -71,8 +71,9 @@ class PlannerStats:
                     await conn.execute("SELECT pg_advisory_unlock($1)", _ANALYZE_LOCK_KEY)
                 self.runs += 1
                 self._table_at_analyze = int(
-                    await conn.fetchval("SELECT greatest(reltuples, 0)::bigint FROM pg_class "
-                                        "WHERE oid = 'memory_units'::regclass")
+                    await conn.fetchval(
+                        "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memory_units'::regclass"
+                    )
                 )
                 for row in await conn.fetch(
                     "SELECT bank_id, memory_count FROM banks WHERE bank_id = ANY($1::text[])", banks

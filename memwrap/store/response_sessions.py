@@ -10,7 +10,8 @@ KEEP_DAYS = 30  # OpenAI keeps a stored response for 30 days: an older id cannot
 async def lookup(pool: asyncpg.Pool, bank_id: str, response_id: str) -> tuple[str, int] | None:
     row = await pool.fetchrow(
         "SELECT session, next_turn FROM response_sessions WHERE bank_id = $1 AND response_id = $2",
-        bank_id, response_id,
+        bank_id,
+        response_id,
     )
     return (row["session"], int(row["next_turn"])) if row else None
 
@@ -19,7 +20,10 @@ async def save(pool: asyncpg.Pool, bank_id: str, response_id: str, session: str,
     await pool.execute(
         "INSERT INTO response_sessions (bank_id, response_id, session, next_turn) VALUES ($1, $2, $3, $4)"
         " ON CONFLICT (bank_id, response_id) DO UPDATE SET session = $3, next_turn = $4",
-        bank_id, response_id, session, next_turn,
+        bank_id,
+        response_id,
+        session,
+        next_turn,
     )
 
 

@@ -56,15 +56,19 @@ def dimensions(vector: object) -> int:
 
 
 def create_vector_index_sql(dim: int) -> str:
-    return (f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON memory_units "
-            f"USING hnsw ((embedding::halfvec({int(dim)})) halfvec_cosine_ops)")
+    return (
+        f"CREATE INDEX IF NOT EXISTS {VECTOR_INDEX} ON memory_units "
+        f"USING hnsw ((embedding::halfvec({int(dim)})) halfvec_cosine_ops)"
+    )
 
 
 async def vector_dim(conn: Executor) -> int:
     """The embedding column's dimension (its type modifier)."""
-    return int(await conn.fetchval(
-        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
-    ))
+    return int(
+        await conn.fetchval(
+            "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
+        )
+    )
 
 
 async def vector_index_exists(conn: Executor) -> bool:
@@ -106,8 +110,11 @@ async def ensure_vector_index(pool: asyncpg.Pool, *, memory_cap: int | None = No
             if await vector_index_exists(conn):  # built while this one waited
                 return 0.0
             if unfinished and await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memory_units)"):
-                log.warning("building the vector index %s: it is missing (new in a migration, or a bulk load or "
-                            "reembed did not finish)", VECTOR_INDEX)
+                log.warning(
+                    "building the vector index %s: it is missing (new in a migration, or a bulk load or "
+                    "reembed did not finish)",
+                    VECTOR_INDEX,
+                )
             started = time.perf_counter()
             async with conn.transaction():
                 dim = await vector_dim(conn)

@@ -39,6 +39,7 @@ def wrap_anthropic(client: C, options: WrapOptions) -> C:
             "wrap_anthropic takes an anthropic.Anthropic or anthropic.AsyncAnthropic client, "
             f"not {type(client).__name__}."
         )
-    wrapped: C = wrap(client, options, family="anthropic", is_async=isinstance(client, anthropic.AsyncAnthropic),
-                      tree=ANTHROPIC_TREE)
+    wrapped: C = wrap(
+        client, options, family="anthropic", is_async=isinstance(client, anthropic.AsyncAnthropic), tree=ANTHROPIC_TREE
+    )
     return wrapped

@@ -154,8 +154,9 @@ class Backend:
     def _waited(self, began: float, what: str) -> None:
         waited = time.monotonic() - began
         if waited >= 0.001:
-            log.info("memwrap: the call waited %.2f s for %s (start-up limit %.0f s)", waited, what,
-                     self.startup_timeout)
+            log.info(
+                "memwrap: the call waited %.2f s for %s (start-up limit %.0f s)", waited, what, self.startup_timeout
+            )
 
     def _still_starting(self, began: float) -> RecallSkipped:
         self._waited(began, "the memory engine to start, in vain")
@@ -237,8 +238,9 @@ class Backend:
 
     # -- recall ----------------------------------------------------------------------------------------------
 
-    def _recall_kwargs(self, token_budget: int, tags: Sequence[str], model: str | None,
-                       filters: RecallFilter | None) -> dict[str, Any]:
+    def _recall_kwargs(
+        self, token_budget: int, tags: Sequence[str], model: str | None, filters: RecallFilter | None
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"token_budget": token_budget, "model": model}
         if tags:
             kwargs["tags"] = list(tags)
@@ -247,7 +249,14 @@ class Backend:
         return kwargs
 
     def recall_sync(
-        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float,
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        token_budget: int,
+        tags: Sequence[str],
+        model: str | None,
+        timeout: float,
         filters: RecallFilter | None = None,
     ) -> Any:
         kwargs = self._recall_kwargs(token_budget, tags, model, filters)
@@ -279,7 +288,14 @@ class Backend:
             raise RecallTimeout(f"recall took longer than {timeout:.3f}s") from None
 
     async def recall_async(
-        self, bank_id: str, query: str, *, token_budget: int, tags: Sequence[str], model: str | None, timeout: float,
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        token_budget: int,
+        tags: Sequence[str],
+        model: str | None,
+        timeout: float,
         filters: RecallFilter | None = None,
     ) -> Any:
         kwargs = self._recall_kwargs(token_budget, tags, model, filters)

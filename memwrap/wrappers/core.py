@@ -63,6 +63,7 @@ class Stats:
 
 # -- memories and their retainers, one of each per memory object per process ----------------------------------
 
+
 class MemoryParts(NamedTuple):
     """What the wrappers keep per memory object: the calls to it and the delivery of retains to it."""
 
@@ -82,8 +83,11 @@ def backend_for(memory: MemoryLike) -> MemoryParts:
             backend.bind_loop()  # before the retainer's first delivery: an async memory's rows go to this loop
             settings = getattr(memory, "settings", None)
             retainer = Retainer(
-                backend.spool_path, backend.deliver, reachable=lambda: not backend.closed,
-                engine_down=backend.known_down, exit_timeout=float(getattr(settings, "exit_timeout", 5.0)),
+                backend.spool_path,
+                backend.deliver,
+                reachable=lambda: not backend.closed,
+                engine_down=backend.known_down,
+                exit_timeout=float(getattr(settings, "exit_timeout", 5.0)),
             )
             backend.caught_up = retainer.caught_up
             found = _registry[id(memory)] = MemoryParts(backend, retainer)
@@ -353,7 +357,10 @@ class Call:
     @contextlib.contextmanager
     def _recall_span(self, query: str) -> Iterator[Any]:
         with tracing.span(
-            spans.RECALL, bank_id=self.bank, provider=self.provider.name, token_budget=self.options.token_budget,
+            spans.RECALL,
+            bank_id=self.bank,
+            provider=self.provider.name,
+            token_budget=self.options.token_budget,
             **tracing.content_attributes(query=query),
         ) as current:
             spans.query_attributes(current, query, self._model())

@@ -49,6 +49,7 @@ def wrap_openai(client: C, options: WrapOptions) -> C:
         raise TypeError(
             f"wrap_openai takes an openai.OpenAI or openai.AsyncOpenAI client, not {type(client).__name__}."
         )
-    wrapped: C = wrap(client, options, family="openai", is_async=isinstance(client, openai.AsyncOpenAI),
-                      tree=OPENAI_TREE)
+    wrapped: C = wrap(
+        client, options, family="openai", is_async=isinstance(client, openai.AsyncOpenAI), tree=OPENAI_TREE
+    )
     return wrapped

@@ -110,9 +110,12 @@ OPTION_NAMES = tuple(f.name for f in dataclasses.fields(Options) if f.name not i
 
 def renamed_options(options: Mapping[str, Any], *, stacklevel: int = 5) -> dict[str, Any]:
     """Options with their old names (RENAMED_OPTIONS) mapped to the new ones, with a DeprecationWarning each."""
-    return renamed_arguments("memwrap option", RENAMED_OPTIONS, {k: v for k, v in options.items()
-                                                                 if v is not None or k not in RENAMED_OPTIONS},
-                             stacklevel=stacklevel)
+    return renamed_arguments(
+        "memwrap option",
+        RENAMED_OPTIONS,
+        {k: v for k, v in options.items() if v is not None or k not in RENAMED_OPTIONS},
+        stacklevel=stacklevel,
+    )
 
 
 def as_tags(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -137,8 +140,12 @@ def option_parameters(cls: type[Options]) -> list[inspect.Parameter]:
     for base in cls.__mro__[1:]:
         hints = {**inspect.get_annotations(base, eval_str=False), **hints}
     return [
-        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=hints.get(f.name, Any),
-                          default=f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=hints.get(f.name, Any),
+            default=f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default,
+        )
         for f in dataclasses.fields(cls)
     ]
 
@@ -183,8 +190,7 @@ def takes_given_options(
     def declare(function: Callable[[T, dict[str, Any]], R]) -> Callable[Concatenate[T, P], R]:
         @functools.wraps(function)
         def with_options(first: T, /, *args: P.args, **kwargs: P.kwargs) -> R:
-            given = {name: value for name, value in renamed_options(kwargs, stacklevel=4).items()
-                     if value is not None}
+            given = {name: value for name, value in renamed_options(kwargs, stacklevel=4).items() if value is not None}
             options = build(**given)
             return function(first, {name: getattr(options, name) for name in given})
 

@@ -28,8 +28,11 @@ def recalled(current: Any, recall: Any) -> None:
         return
     memories = get(recall, "memories") or []
     tracing.set_attributes(
-        current, outcome="found" if get(recall, "context") else "empty", memories=len(memories),
-        tokens=get(recall, "tokens"), candidates=get(recall, "candidates"),
+        current,
+        outcome="found" if get(recall, "context") else "empty",
+        memories=len(memories),
+        tokens=get(recall, "tokens"),
+        candidates=get(recall, "candidates"),
     )
 
 
@@ -60,6 +63,9 @@ def retained(current: Any, item: dict[str, Any] | None, *, exchange_turns: int, 
     outcome = "held" if held else "queued" if item is not None else "nothing"
     content = item["content"] if item is not None else ""
     tracing.set_attributes(
-        current, outcome=outcome, turns=exchange_turns, content_tokens=count_tokens(content) if content else 0,
+        current,
+        outcome=outcome,
+        turns=exchange_turns,
+        content_tokens=count_tokens(content) if content else 0,
         partial=bool(item and item["metadata"].get("partial")),
     )

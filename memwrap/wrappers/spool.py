@@ -162,9 +162,7 @@ class Retainer:
         """The connection callers write through (any thread; commits without fsync, see the module docstring)."""
         with self._callers_lock:
             if self._callers is None:
-                self._callers = Spool(
-                    self.path, self.owner, synchronous="NORMAL", busy_timeout=2.0, redact=self.redact
-                )
+                self._callers = Spool(self.path, self.owner, synchronous="NORMAL", busy_timeout=2.0, redact=self.redact)
             return self._callers
 
     def flush(self, timeout: float | None = None, *, give_up_on_failure: bool = False) -> bool:
@@ -388,8 +386,11 @@ class Retainer:
         # lasts until the first retry (0.5 s later, by when a short script is already in its exit).
         first = 2 if isinstance(exc, HomeLoopEnded) else 1
         if (failures in (first, 10, 100) or failures % 1000 == 0) and not lifecycle.exiting():
-            log.warning("memwrap: retain delivery failed (%s); %d item(s) wait in the spool",
-                        self.stats.last_error, self.pending)
+            log.warning(
+                "memwrap: retain delivery failed (%s); %d item(s) wait in the spool",
+                self.stats.last_error,
+                self.pending,
+            )
         if not poison_suspect:
             return
         spool.failed([r.id for r in rows])

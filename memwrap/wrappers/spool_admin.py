@@ -103,11 +103,18 @@ def rows(path: Path, *, dead: bool = False, bank_id: str | None = None, limit: i
     out = []
     for row_id, bank, raw, created, extra, owner in found:
         item = _item(raw)
-        out.append(SpoolRow(
-            id=row_id, bank_id=bank, created=datetime.fromtimestamp(created, UTC),
-            document_id=item.get("document_id"), text=str(item.get("content", ""))[:120],
-            attempts=None if dead else extra, error=extra if dead else None, owner=owner,
-        ))
+        out.append(
+            SpoolRow(
+                id=row_id,
+                bank_id=bank,
+                created=datetime.fromtimestamp(created, UTC),
+                document_id=item.get("document_id"),
+                text=str(item.get("content", ""))[:120],
+                attempts=None if dead else extra,
+                error=extra if dead else None,
+                owner=owner,
+            )
+        )
     return out
 
 
@@ -127,7 +134,8 @@ def revive_dead(path: Path, ids: list[int] | None = None) -> int:
         with spool._tx():
             moved = spool.db.execute(
                 "INSERT OR IGNORE INTO spool (id, bank_id, item, created, owner, lease, attempts)"
-                f" SELECT id, bank_id, item, created, NULL, 0, 0 FROM dead{where}", args,
+                f" SELECT id, bank_id, item, created, NULL, 0, 0 FROM dead{where}",
+                args,
             ).rowcount
             spool.db.execute(f"DELETE FROM dead{where}", args)
     finally:
@@ -172,6 +180,11 @@ def replay(memory: Any, path: Path, *, timeout: float = 60.0) -> ReplayResult:
     stats = retainer.stats
     left = counts(path)
     return ReplayResult(
-        delivered=stats.delivered, rejected=stats.rejected, buried=stats.buried, complete=complete,
-        last_error=stats.last_error, still_waiting=left.waiting, held_by_running=left.held_by_running,
+        delivered=stats.delivered,
+        rejected=stats.rejected,
+        buried=stats.buried,
+        complete=complete,
+        last_error=stats.last_error,
+        still_waiting=left.waiting,
+        held_by_running=left.held_by_running,
     )

@@ -75,7 +75,12 @@ class Spool:
     NORMAL commits to the file without fsync (callers: fast, and safe from a process crash)."""
 
     def __init__(
-        self, path: Path | str, owner: str, *, synchronous: str = "FULL", busy_timeout: float = 30.0,
+        self,
+        path: Path | str,
+        owner: str,
+        *,
+        synchronous: str = "FULL",
+        busy_timeout: float = 30.0,
         redact: bool = True,
     ) -> None:
         self.in_memory = path == ":memory:"  # the fallback when no file can be written: one connection, shared
@@ -96,8 +101,9 @@ class Spool:
     def db(self) -> sqlite3.Connection:
         """The connection, (re)opened on use: a fork closes it (an in-memory spool cannot be reopened: it stays)."""
         if self._db is None:
-            db = sqlite3.connect(str(self.path), timeout=self.busy_timeout, isolation_level=None,
-                                 check_same_thread=False)
+            db = sqlite3.connect(
+                str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(f"PRAGMA synchronous={self.synchronous}")
             if self.synchronous != "FULL":
@@ -247,5 +253,6 @@ def _dead_local_owner(owner: str, host: str) -> bool:
     return False
 
 
-os.register_at_fork(before=_close_before_fork, after_in_parent=_after_fork_in_parent,
-                    after_in_child=_after_fork_in_child)
+os.register_at_fork(
+    before=_close_before_fork, after_in_parent=_after_fork_in_parent, after_in_child=_after_fork_in_child
+)

@@ -23,6 +23,14 @@ from memwrap_server.routes import (
 )
 
 ROUTERS: list[APIRouter] = [
-    system.router, banks.router, memories.router, recall.router, learning.router, reflect.router, transfer.router,
-    stats.router, browse.router, spool.router,
+    system.router,
+    banks.router,
+    memories.router,
+    recall.router,
+    learning.router,
+    reflect.router,
+    transfer.router,
+    stats.router,
+    browse.router,
+    spool.router,
 ]

@@ -26,8 +26,13 @@ async def list_banks(memory: MemoryDep, key: CallerDep) -> list[BankOut]:
     return [BankOut(**b.model_dump()) for b in banks]
 
 
-@router.post("", response_model=BankOut, status_code=status.HTTP_201_CREATED, summary="Create a bank",
-             responses={409: ERRORS[422] | {"description": "The bank exists already"}})
+@router.post(
+    "",
+    response_model=BankOut,
+    status_code=status.HTTP_201_CREATED,
+    summary="Create a bank",
+    responses={409: ERRORS[422] | {"description": "The bank exists already"}},
+)
 async def create_bank(body: BankCreate, memory: MemoryDep, key: CallerDep) -> BankOut:
     check_bank(key, body.bank_id)
     settings = body.model_dump(exclude={"bank_id", "disposition"}, exclude_none=True)
@@ -42,8 +47,12 @@ async def create_bank(body: BankCreate, memory: MemoryDep, key: CallerDep) -> Ba
     return await _bank_out(memory, body.bank_id)
 
 
-@router.get("/{bank_id}", response_model=BankOut, summary="A bank, its size and settings",
-            responses={404: ERRORS[422] | {"description": "No such bank"}})
+@router.get(
+    "/{bank_id}",
+    response_model=BankOut,
+    summary="A bank, its size and settings",
+    responses={404: ERRORS[422] | {"description": "No such bank"}},
+)
 async def get_bank(bank_id: BankDep, memory: MemoryDep) -> BankOut:
     return await _bank_out(memory, bank_id)
 

@@ -14,9 +14,19 @@ from memwrap_server.verb_routes import add_verb_route
 router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["learning"], responses=ERRORS)
 
 LEARNING_VERBS = (
-    "jobs", "consolidate", "observations", "get_observation", "observation_history", "mental_models",
-    "create_mental_model", "get_mental_model", "mental_model_history", "refresh_mental_model",
-    "delete_mental_model", "invalidate", "restore",
+    "jobs",
+    "consolidate",
+    "observations",
+    "get_observation",
+    "observation_history",
+    "mental_models",
+    "create_mental_model",
+    "get_mental_model",
+    "mental_model_history",
+    "refresh_mental_model",
+    "delete_mental_model",
+    "invalidate",
+    "restore",
 )
 for _name in LEARNING_VERBS:
     add_verb_route(router, VERBS[_name])

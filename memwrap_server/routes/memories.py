@@ -27,16 +27,24 @@ def _count(request: Request, name: str, amount: int = 1) -> None:
     request.app.state.metrics.count(name, amount)
 
 
-@router.post("/memories", response_model=RetainResult, status_code=status.HTTP_201_CREATED,
-             summary="Retain one item (committed before the answer)")
+@router.post(
+    "/memories",
+    response_model=RetainResult,
+    status_code=status.HTTP_201_CREATED,
+    summary="Retain one item (committed before the answer)",
+)
 async def retain(bank_id: BankDep, item: RetainBody, memory: MemoryDep, request: Request) -> RetainResult:
     ids = await memory.retain_many(bank_id, [item.model_dump()])
     _count(request, "retained_items")
     return RetainResult(ids=ids)
 
 
-@router.post("/memories/batch", response_model=RetainResult, status_code=status.HTTP_201_CREATED,
-             summary="Retain many items in one call (committed before the answer)")
+@router.post(
+    "/memories/batch",
+    response_model=RetainResult,
+    status_code=status.HTTP_201_CREATED,
+    summary="Retain many items in one call (committed before the answer)",
+)
 async def retain_batch(bank_id: BankDep, batch: RetainBatch, memory: MemoryDep, request: Request) -> RetainResult:
     ids = await memory.retain_many(bank_id, [item.model_dump() for item in batch.items])
     _count(request, "retained_items", len(batch.items))
@@ -76,12 +84,17 @@ add_verb_route(router, VERBS["history"])
 add_verb_route(router, VERBS["delete"])
 
 
-@router.post("/recall", response_model=Recall, summary="Recall from this bank (POST /v1/recall reads several)",
-             description=VERBS["recall"].doc)
+@router.post(
+    "/recall",
+    response_model=Recall,
+    summary="Recall from this bank (POST /v1/recall reads several)",
+    description=VERBS["recall"].doc,
+)
 async def recall(
     bank_id: BankDep,
     body: BankRecallBody,
-    memory: MemoryDep, request: Request,
+    memory: MemoryDep,
+    request: Request,
 ) -> Recall:
     _count(request, "recalls")
     return await memory.recall(bank_id, **{k: getattr(body, k) for k in body.model_fields_set})

@@ -26,7 +26,9 @@ else:
 @router.post("/v1/recall", response_model=Recall, summary=VERBS["recall"].summary, description=VERBS["recall"].doc)
 async def recall(
     body: RecallBody,
-    memory: MemoryDep, key: CallerDep, request: Request,
+    memory: MemoryDep,
+    key: CallerDep,
+    request: Request,
 ) -> Recall:
     banks = [body.bank_id] if isinstance(body.bank_id, str) else list(body.bank_id)
     for bank in banks:

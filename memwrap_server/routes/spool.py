@@ -37,8 +37,9 @@ RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
 
 
 class SpoolIds(BaseModel):
-    ids: list[RowId] | None = Field(default=None, max_length=1000,
-                                    description="Dead rows to act on; omitted: every dead row this key may see")
+    ids: list[RowId] | None = Field(
+        default=None, max_length=1000, description="Dead rows to act on; omitted: every dead row this key may see"
+    )
 
 
 class SpoolActed(BaseModel):
@@ -57,12 +58,16 @@ def _visible(key: ApiKey | None, by_bank: dict[str, int]) -> dict[str, int]:
 async def summary(request: Request, key: CallerDep) -> SpoolSummary:
     counts = await asyncio.to_thread(spool_admin.counts, _path(request))
     waiting, dead = _visible(key, counts.waiting_by_bank), _visible(key, counts.dead_by_bank)
-    return SpoolSummary(waiting=sum(waiting.values()), waiting_by_bank=waiting, dead=sum(dead.values()),
-                        dead_by_bank=dead)
+    return SpoolSummary(
+        waiting=sum(waiting.values()), waiting_by_bank=waiting, dead=sum(dead.values()), dead_by_bank=dead
+    )
 
 
-@router.get("/rows", response_model=list[spool_admin.SpoolRow],
-            summary="The rows themselves (the start of each turn's text; dead rows with their last error)")
+@router.get(
+    "/rows",
+    response_model=list[spool_admin.SpoolRow],
+    summary="The rows themselves (the start of each turn's text; dead rows with their last error)",
+)
 async def rows(
     request: Request,
     key: CallerDep,
@@ -73,8 +78,9 @@ async def rows(
     if bank_id is not None:
         check_bank(key, bank_id)
     # A restricted key's rows are filtered after reading, so read past `limit` rows it may not see.
-    found = await asyncio.to_thread(spool_admin.rows, _path(request), dead=dead, bank_id=bank_id,
-                                    limit=limit if key is None or bank_id else 10_000)
+    found = await asyncio.to_thread(
+        spool_admin.rows, _path(request), dead=dead, bank_id=bank_id, limit=limit if key is None or bank_id else 10_000
+    )
     return [r for r in found if key is None or key.allows(r.bank_id)][:limit]
 
 
@@ -88,8 +94,11 @@ async def _dead_ids(request: Request, key: ApiKey | None, ids: list[int] | None)
     return [r.id for r in found if (wanted is None or r.id in wanted) and key.allows(r.bank_id)]
 
 
-@router.post("/dead/replay", response_model=SpoolActed,
-             summary="Put dead rows back in the queue (attempts reset) and deliver them now")
+@router.post(
+    "/dead/replay",
+    response_model=SpoolActed,
+    summary="Put dead rows back in the queue (attempts reset) and deliver them now",
+)
 async def replay_dead(request: Request, key: CallerDep, body: SpoolIds) -> SpoolActed:
     ids = await _dead_ids(request, key, body.ids)
     revived = await asyncio.to_thread(spool_admin.revive_dead, _path(request), ids) if ids != [] else 0

@@ -24,8 +24,12 @@ def _health(request: Request) -> tuple[dict[str, Any], bool]:
     state = request.app.state
     report = state.database.report()
     up = report["database"] == "up"
-    body = {"status": "ok" if up else "degraded", "version": memwrap.__version__,
-            "engine": "postgres" if state.memory.settings.database_url else "embedded", **report}
+    body = {
+        "status": "ok" if up else "degraded",
+        "version": memwrap.__version__,
+        "engine": "postgres" if state.memory.settings.database_url else "embedded",
+        **report,
+    }
     return body, up
 
 
@@ -35,15 +39,23 @@ async def health(request: Request) -> Response:
     return JSONResponse(body)
 
 
-@router.get("/ready", response_model=Health, responses={503: {"model": Health, "description": "Database down"}},
-            summary="Readiness: 200 while the database is reachable, 503 while it is not")
+@router.get(
+    "/ready",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "Database down"}},
+    summary="Readiness: 200 while the database is reachable, 503 while it is not",
+)
 async def ready(request: Request) -> Response:
     body, up = _health(request)
     return JSONResponse(body, status_code=200 if up else 503, headers=None if up else {"Retry-After": "1"})
 
 
-@router.get("/metrics", summary="Prometheus metrics", response_class=Response,
-            responses={200: {"content": {"text/plain": {}}}, 401: ERRORS[401]})
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"content": {"text/plain": {}}}, 401: ERRORS[401]},
+)
 async def metrics(request: Request) -> Response:
     body, content_type = request.app.state.metrics.render()
     return Response(body, media_type=content_type)

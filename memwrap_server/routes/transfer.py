@@ -22,9 +22,13 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["banks"], responses=ERROR
 NDJSON = "application/x-ndjson"
 
 
-@router.get("/export", summary=VERBS["export_bank"].summary, description=VERBS["export_bank"].doc,
-            response_class=FileResponse,
-            responses={200: {"content": {NDJSON: {}}}, 404: ERRORS[422] | {"description": "No such bank"}})
+@router.get(
+    "/export",
+    summary=VERBS["export_bank"].summary,
+    description=VERBS["export_bank"].doc,
+    response_class=FileResponse,
+    responses={200: {"content": {NDJSON: {}}}, 404: ERRORS[422] | {"description": "No such bank"}},
+)
 async def export_bank(
     bank_id: BankDep, memory: MemoryDep, include_embeddings: Annotated[bool, Query()] = True
 ) -> FileResponse:
@@ -35,17 +39,29 @@ async def export_bank(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return FileResponse(path, media_type=NDJSON, filename=path.name,
-                        background=BackgroundTask(shutil.rmtree, staging, ignore_errors=True))
+    return FileResponse(
+        path,
+        media_type=NDJSON,
+        filename=path.name,
+        background=BackgroundTask(shutil.rmtree, staging, ignore_errors=True),
+    )
 
 
-@router.post("/import", response_model=ImportReport, summary=VERBS["import_bank"].summary,
-             description=VERBS["import_bank"].doc,
-             # Documented as bytes (what it is on the wire; generic clients and fuzzers know how to send those):
-             # the lines of an export, sent as application/x-ndjson or application/octet-stream.
-             openapi_extra={"requestBody": {"required": True, "description": "JSON lines, as GET /export gives them",
-                                            "content": {"application/octet-stream": {
-                                                "schema": {"type": "string", "format": "binary"}}}}})
+@router.post(
+    "/import",
+    response_model=ImportReport,
+    summary=VERBS["import_bank"].summary,
+    description=VERBS["import_bank"].doc,
+    # Documented as bytes (what it is on the wire; generic clients and fuzzers know how to send those):
+    # the lines of an export, sent as application/x-ndjson or application/octet-stream.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "JSON lines, as GET /export gives them",
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
 async def import_bank(bank_id: BankDep, memory: MemoryDep, request: Request) -> ImportReport:
     staging = Path(tempfile.mkdtemp(prefix="memwrap-import-"))
     try:

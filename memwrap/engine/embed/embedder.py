@@ -109,7 +109,10 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
     except Exception as exc:  # noqa: BLE001 - export and onnxruntime fail in many library-specific ways
         log.warning(
             "The %s embedding backend is unavailable for %r (%s: %s); using torch instead.",
-            backend, model_name, type(exc).__name__, exc,
+            backend,
+            model_name,
+            type(exc).__name__,
+            exc,
         )
         return TorchEncoder(model_name)
 

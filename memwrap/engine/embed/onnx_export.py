@@ -236,14 +236,19 @@ def export_onnx(spec: _Spec, destination: Path) -> None:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer and deprecation chatter
             torch.onnx.export(
-                model, example, str(raw),
-                input_names=["input_ids", "attention_mask"], output_names=["sentence_embedding"],
+                model,
+                example,
+                str(raw),
+                input_names=["input_ids", "attention_mask"],
+                output_names=["sentence_embedding"],
                 dynamic_axes={
                     "input_ids": {0: "batch", 1: "sequence"},
                     "attention_mask": {0: "batch", 1: "sequence"},
                     "sentence_embedding": {0: "batch"},
                 },
-                opset_version=17, do_constant_folding=True, dynamo=False,
+                opset_version=17,
+                do_constant_folding=True,
+                dynamo=False,
             )
         candidates = [raw]
         if spec.model_type == "bert" and spec.num_heads and spec.hidden_size:
@@ -301,7 +306,9 @@ def quantize_onnx(source: Path, destination: Path) -> None:
     logging.getLogger().addFilter(chatter)
     try:
         quantize_dynamic(
-            str(source), str(temp), weight_type=QuantType.QInt8,
+            str(source),
+            str(temp),
+            weight_type=QuantType.QInt8,
             # Per-tensor weight scales cost MiniLM a median cosine of 0.955 to the exact vectors; per-channel, 0.993.
             per_channel=True,
             nodes_to_exclude=_gelu_fed_matmuls(onnx.load(str(source))),

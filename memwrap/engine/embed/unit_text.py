@@ -9,6 +9,7 @@ from __future__ import annotations
 # How much of the previous unit of a session joins a unit's embedding text.
 PREVIOUS_CONTEXT_CHARS = 300
 
+
 def embedding_text(text: str, previous: str | None) -> str:
     """What a unit's vector is computed from: its text, after the end of the unit before it when it has one."""
     return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}" if previous else text

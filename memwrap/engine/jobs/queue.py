@@ -229,16 +229,29 @@ async def claim_many(
     token = uuid4()
     async with pool.acquire() as conn, conn.transaction():
         rows = await conn.fetch(
-            CLAIM, worker_id, list(kinds) if kinds is not None else None, token, lease_seconds, limit, bank_id,
-            list(ids) if ids is not None else None, any_time,
+            CLAIM,
+            worker_id,
+            list(kinds) if kinds is not None else None,
+            token,
+            lease_seconds,
+            limit,
+            bank_id,
+            list(ids) if ids is not None else None,
+            any_time,
         )
         if rows:
             await conn.execute(RECORD_RUNS, [r["id"] for r in rows], token, worker_id, [r["attempts"] for r in rows])
     return [
         ClaimedJob(
-            id=r["id"], kind=r["kind"], bank_id=r["bank_id"], payload=dict(r["payload"] or {}),
-            attempts=r["attempts"], max_attempts=r["max_attempts"],
-            serial_key=r["serial_key"] or f"job:{r['id']}", claim_token=token, worker_id=worker_id,
+            id=r["id"],
+            kind=r["kind"],
+            bank_id=r["bank_id"],
+            payload=dict(r["payload"] or {}),
+            attempts=r["attempts"],
+            max_attempts=r["max_attempts"],
+            serial_key=r["serial_key"] or f"job:{r['id']}",
+            claim_token=token,
+            worker_id=worker_id,
         )
         for r in rows
     ]
@@ -264,8 +277,9 @@ async def keep_leased(db: Executor, claimed: Sequence[ClaimedJob], lease_seconds
         await asyncio.sleep(max(lease_seconds / 3, 0.05))
         try:
             if await renew(db, claimed, lease_seconds) < len(claimed):
-                log.warning("jobs %s: lease renewal found a claim gone; finishing under the lock",
-                            [j.id for j in claimed])
+                log.warning(
+                    "jobs %s: lease renewal found a claim gone; finishing under the lock", [j.id for j in claimed]
+                )
                 return
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             log.warning("jobs %s: lease renewal failed: %s", [j.id for j in claimed], exc)
@@ -353,8 +367,15 @@ async def run_claimed(
         await asyncio.shield(release(pool, job, delay=0.0, outcome="cancelled"))
         raise
     except Exception as exc:  # any failure of the work becomes a retry, never a dead worker
-        log.warning("job %s (%s, bank %s) attempt %s failed: %s", job.id, job.kind, job.bank_id, job.attempts, exc,
-                    exc_info=log.isEnabledFor(logging.DEBUG))
+        log.warning(
+            "job %s (%s, bank %s) attempt %s failed: %s",
+            job.id,
+            job.kind,
+            job.bank_id,
+            job.attempts,
+            exc,
+            exc_info=log.isEnabledFor(logging.DEBUG),
+        )
         await retry_or_fail(pool, job, f"{type(exc).__name__}: {exc}", policy)
         return None
     finally:

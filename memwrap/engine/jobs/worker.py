@@ -168,16 +168,21 @@ class Worker:
             self._listener = await asyncpg.connect(self.engine.store.url)
             await self._listener.add_listener(NOTIFY_CHANNEL, lambda *_: self._wake.set())
         except (OSError, asyncpg.PostgresError) as exc:  # polling still works
-            log.warning("worker %s: LISTEN unavailable (%s); polling every %ss", self.worker_id, exc,
-                        self.settings.worker_poll_seconds)
+            log.warning(
+                "worker %s: LISTEN unavailable (%s); polling every %ss",
+                self.worker_id,
+                exc,
+                self.settings.worker_poll_seconds,
+            )
             self._listener = None
 
     # --- one job ---------------------------------------------------------------------------------------------
 
     async def run_one(self) -> bool:
         """Claim and run one due job. False when there was none."""
-        job = await jobs.claim(self.pool, self.worker_id, lease_seconds=self.settings.worker_lease_seconds,
-                               kinds=self.kinds)
+        job = await jobs.claim(
+            self.pool, self.worker_id, lease_seconds=self.settings.worker_lease_seconds, kinds=self.kinds
+        )
         if job is None:
             return False
         await self.execute(job)
@@ -206,8 +211,11 @@ class Worker:
                 await jobs.release(self.pool, job, delay=1.0)
                 return
             result = await jobs.run_claimed(
-                self.pool, job, lambda: kind.run(JobContext(self.engine, job)),
-                policy=kind.policy(self.settings), lease_seconds=self.settings.worker_lease_seconds,
+                self.pool,
+                job,
+                lambda: kind.run(JobContext(self.engine, job)),
+                policy=kind.policy(self.settings),
+                lease_seconds=self.settings.worker_lease_seconds,
             )
             if result is not None:
                 self.completed += 1

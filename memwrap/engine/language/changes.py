@@ -104,25 +104,175 @@ def asks_past(question: str) -> bool:
 # written). Two statements on one of these are about the same topic though they share no word: "I live in
 # Lisbon" and "I moved to Berlin".
 TOPICS: dict[str, tuple[str, ...]] = {
-    "home": ("live", "lives", "livin", "moved", "move", "movin", "reloc", "based", "home", "house", "apart", "flat",
-             "addre", "rent", "住", "搬", "家", "房子", "公寓", "地址"),
-    "work": ("work", "works", "worki", "job", "jobs", "compa", "emplo", "hired", "quit",
-             "resig", "offic", "boss", "start", "caree", "posit", "role", "工作", "公司", "上班", "入职", "离职",
-             "辞职", "跳槽", "老板", "职位"),
-    "tools": ("use", "uses", "using", "switc", "edito", "app", "apps", "phone", "lapto", "compu", "brows", "frame",
-              "langu", "tool", "tools", "vscod", "vim", "neovi", "emacs", "用", "改用", "手机", "电脑", "软件",
-              "编辑器", "框架", "工具"),
-    "diet": ("eat", "eats", "eatin", "veget", "vegan", "meat", "diet", "food", "aller", "glute", "dairy", "pesca",
-             "吃", "素", "肉", "饮食", "过敏"),
+    "home": (
+        "live",
+        "lives",
+        "livin",
+        "moved",
+        "move",
+        "movin",
+        "reloc",
+        "based",
+        "home",
+        "house",
+        "apart",
+        "flat",
+        "addre",
+        "rent",
+        "住",
+        "搬",
+        "家",
+        "房子",
+        "公寓",
+        "地址",
+    ),
+    "work": (
+        "work",
+        "works",
+        "worki",
+        "job",
+        "jobs",
+        "compa",
+        "emplo",
+        "hired",
+        "quit",
+        "resig",
+        "offic",
+        "boss",
+        "start",
+        "caree",
+        "posit",
+        "role",
+        "工作",
+        "公司",
+        "上班",
+        "入职",
+        "离职",
+        "辞职",
+        "跳槽",
+        "老板",
+        "职位",
+    ),
+    "tools": (
+        "use",
+        "uses",
+        "using",
+        "switc",
+        "edito",
+        "app",
+        "apps",
+        "phone",
+        "lapto",
+        "compu",
+        "brows",
+        "frame",
+        "langu",
+        "tool",
+        "tools",
+        "vscod",
+        "vim",
+        "neovi",
+        "emacs",
+        "用",
+        "改用",
+        "手机",
+        "电脑",
+        "软件",
+        "编辑器",
+        "框架",
+        "工具",
+    ),
+    "diet": (
+        "eat",
+        "eats",
+        "eatin",
+        "veget",
+        "vegan",
+        "meat",
+        "diet",
+        "food",
+        "aller",
+        "glute",
+        "dairy",
+        "pesca",
+        "吃",
+        "素",
+        "肉",
+        "饮食",
+        "过敏",
+    ),
     "drink": ("drink", "coffe", "tea", "alcoh", "beer", "wine", "sober", "喝", "咖啡", "茶", "酒"),
-    "transport": ("drive", "drive", "car", "cars", "bike", "cycle", "bus", "train", "commu", "scoot", "开车",
-                  "车", "骑车", "地铁", "公交", "通勤"),
-    "partner": ("datin", "marri", "boyfr", "girlf", "partn", "husba", "wife", "singl", "divor", "engag",
-                "结婚", "男朋友", "女朋友", "对象", "分手", "离婚", "老公", "老婆"),
-    "study": ("schoo", "study", "studi", "unive", "colle", "major", "cours", "degre", "学校", "大学", "专业",
-              "课程", "读书", "上学"),
-    "habit": ("smoke", "smoki", "vape", "vapin", "exerc", "gym", "run", "runni", "swim", "yoga", "抽烟", "戒烟",
-              "健身", "跑步", "运动"),
+    "transport": (
+        "drive",
+        "drive",
+        "car",
+        "cars",
+        "bike",
+        "cycle",
+        "bus",
+        "train",
+        "commu",
+        "scoot",
+        "开车",
+        "车",
+        "骑车",
+        "地铁",
+        "公交",
+        "通勤",
+    ),
+    "partner": (
+        "datin",
+        "marri",
+        "boyfr",
+        "girlf",
+        "partn",
+        "husba",
+        "wife",
+        "singl",
+        "divor",
+        "engag",
+        "结婚",
+        "男朋友",
+        "女朋友",
+        "对象",
+        "分手",
+        "离婚",
+        "老公",
+        "老婆",
+    ),
+    "study": (
+        "schoo",
+        "study",
+        "studi",
+        "unive",
+        "colle",
+        "major",
+        "cours",
+        "degre",
+        "学校",
+        "大学",
+        "专业",
+        "课程",
+        "读书",
+        "上学",
+    ),
+    "habit": (
+        "smoke",
+        "smoki",
+        "vape",
+        "vapin",
+        "exerc",
+        "gym",
+        "run",
+        "runni",
+        "swim",
+        "yoga",
+        "抽烟",
+        "戒烟",
+        "健身",
+        "跑步",
+        "运动",
+    ),
     "contact": ("numbe", "email", "phone", "电话", "号码", "邮箱", "微信"),
 }
 _TOPIC_OF: dict[str, set[str]] = {}
@@ -133,7 +283,8 @@ for _topic, _words in TOPICS.items():
 _LATIN = re.compile(r"[^\W\d_\u3400-\u9fff]+(?:['’][^\W\d_\u3400-\u9fff]+)?")
 _HAN = re.compile(r"[\u3400-\u9fff]+")
 # Words that say nothing of a topic: function words, the change cues' own words, and chat filler.
-_NOT_TOPIC = frozenset("""
+_NOT_TOPIC = frozenset(
+    """
     the a an and or but so to of in on at for from with by as is are was were be been am i i'm i've i'd me my mine
     we our us you your he she it they them their this that these those there here what which who when where why how
     have has had do does did will would can could should may might must not no yes yeah oh ok okay actually really
@@ -141,7 +292,8 @@ _NOT_TOPIC = frozenset("""
     today yesterday since ago about into over after before again already anymore longer switch switched change
     changed moved move instead these days nowadays currently used stopped quit started new different got get
     going went back from user assistant think thing things lot like love
-    """.split())
+    """.split()
+)
 _FIRST_PERSON = re.compile(
     r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
     r"just so you know|guess what|good news|news|these days|nowadays|lately|recently|now|today|"
@@ -151,12 +303,14 @@ _FIRST_PERSON = re.compile(
     re.IGNORECASE,
 )
 # "My sister …" is about the sister; "my laptop …", "my job …" are about the speaker (their things).
-_PEOPLE = frozenset("""
+_PEOPLE = frozenset(
+    """
     sister sisters brother brothers mother mom mum father dad parents wife husband partner boyfriend girlfriend son
     daughter kid kids child children baby friend friends colleague colleagues coworker coworkers boss manager
     roommate flatmate housemate neighbour neighbor neighbours neighbors cousin aunt uncle grandma grandpa grandmother
     grandfather niece nephew fiance fiancee family team teacher doctor dentist landlord ex
-    """.split())
+    """.split()
+)
 _SOMEONE = re.compile(
     r"^(?:my|our|the user['’]s|user['’]s)\s+(?:[\w-]+\s+){0,2}?(\w+)\b|^([A-Z][\w'’-]+)\b", re.IGNORECASE
 )
@@ -256,5 +410,15 @@ def replaces(newer: Statement, older: Statement) -> bool:
     return states_change(_body(newer)) and same_topic(newer, older)
 
 
-__all__ = ["CHANGE_CUE", "TOPICS", "Statement", "asks_past", "asks_present", "replaces", "same_topic",
-           "states_change", "subject", "topic_terms"]
+__all__ = [
+    "CHANGE_CUE",
+    "TOPICS",
+    "Statement",
+    "asks_past",
+    "asks_present",
+    "replaces",
+    "same_topic",
+    "states_change",
+    "subject",
+    "topic_terms",
+]

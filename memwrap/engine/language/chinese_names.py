@@ -217,4 +217,3 @@ def _romanised_surnames() -> frozenset[str]:
     from pypinyin import lazy_pinyin  # imported on first use: most text is not Chinese
 
     return frozenset("".join(lazy_pinyin(name)) for name in _ZH_SURNAMES | _ZH_COMPOUND_SURNAMES)
-

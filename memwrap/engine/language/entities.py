@@ -46,7 +46,7 @@ _URL_OR_EMAIL_RE = re.compile(r"\b(?:https?://|www\.)\S+|(?<![\w.+-])[\w.+-]{1,6
 _PLACEHOLDER_RE = re.compile(r"\[[A-Z][A-Z_]*(?::[^\]\s]*)?\]|<[A-Z][A-Z_]+>")
 # Anything in the gap between two words that means the second one starts a sentence (or a quotation,
 # list item or heading, which behave the same way).
-_SENTENCE_GAP_CHARS = frozenset(".!?;:…\n\"“«([{。！？；：「『【")
+_SENTENCE_GAP_CHARS = frozenset('.!?;:…\n"“«([{。！？；：「『【')
 
 _STOPWORDS = frozenset(
     """
@@ -321,7 +321,9 @@ def _mark_list_items(text: str, tokens: list[_Token]) -> None:
         gap = text[previous.end : token.start] if previous is not None else ""
         if token.sentence_start:
             in_list = (
-                (":" in gap or "\n" in gap) and token.candidate and token.word[0].isupper()
+                (":" in gap or "\n" in gap)
+                and token.candidate
+                and token.word[0].isupper()
                 and is_ordinary_word(token.word) is True
             )
         elif in_list and gap.strip() == "," and token.candidate and token.word[0].isupper():
@@ -364,9 +366,7 @@ def _is_shouting(tokens: list[_Token]) -> bool:
     return len(words) >= 4 and sum(w.isupper() for w in words) >= 0.8 * len(words)
 
 
-def _finish_phrase(
-    text: str, phrase: list[_Token], lowercase_words: set[str], found: list[tuple[int, str]]
-) -> None:
+def _finish_phrase(text: str, phrase: list[_Token], lowercase_words: set[str], found: list[tuple[int, str]]) -> None:
     if not phrase:
         return
     first = phrase[0]

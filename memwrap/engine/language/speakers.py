@@ -21,16 +21,22 @@ ROLE_ALIASES = {"human": "user", "ai": "assistant", "tool result": "tool"}
 # A full-width colon needs no space after it (Chinese puts none).
 NAMED_SPEAKER = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}|[\u3400-\u9fff]{1,6})\s*(?::\s+|：\s*)")
 METADATA_ROLES: dict[str, Literal["user", "assistant", "tool"]] = {
-    "user": "user", "assistant": "assistant", "tool": "tool", "human": "user", "ai": "assistant",
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "human": "user",
+    "ai": "assistant",
 }
 # Words that open a line with a colon without naming who speaks ("Note: buy milk", "Update: we moved"). A named
 # speaker label is a name; these are headings. (The same list is in migration 0010's backfill.)
-HEADING_WORDS = frozenset("""
+HEADING_WORDS = frozenset(
+    """
     note notes update updates reminder todo to-do fyi ps p.s re fw fwd edit warning error question answer q a
     summary tip tips step example important source subject date time location address email phone name title
     status result results output input goal goals plan plans idea ideas news info bonus caution
     disclaimer spoiler context background problem solution reason because hint recap tldr tl;dr nb
-    """.split())
+    """.split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,13 +128,15 @@ _FIRST_PERSON = [
 # The verb after a subject turned into "the user" agrees with it: "I prefer Vue" is "the user prefers Vue", not
 # "the user prefer". Only verbs known to be in their base form here are changed (a past tense such as "went" must
 # stay as it is); adverbs between subject and verb are stepped over ("the user also likes").
-_BASE_VERBS = frozenset("""
+_BASE_VERBS = frozenset(
+    """
     like love prefer want need live work plan enjoy hate use play study own know think feel eat drink speak visit
     read watch take make keep run teach learn cook travel write drive practice practise believe hope wish miss
     walk swim bake paint sing dance collect follow support avoid dislike mean remember forget understand attend
     commute volunteer manage lead design build code develop program rent share care get see hear call meet help
     start finish try buy sell spend save pay owe belong come stay sleep wake exercise
-    """.split())
+    """.split()
+)
 _IRREGULAR = {"have": "has", "do": "does", "go": "goes", "don't": "doesn't", "are": "is", "were": "was"}
 _ADVERBS = r"(?:(?:also|really|usually|often|always|never|still|just|now|only|sometimes|currently|mostly|"
 _ADVERBS += r"generally|rarely|seldom|even|already|normally|typically|actually|definitely|\w+ly)\s+)*"
@@ -187,8 +195,11 @@ def assistant_voice(text: str) -> str:
     person: "The assistant recommends…" is not what the user said."""
     for pattern, replacement in _ASSISTANT_FIRST_PERSON:
         text = pattern.sub(replacement, text)
-    text = re.sub(r"^the assistant (recommend|suggest|promise|think|believe|prefer|book|plan|want)\b",
-                  lambda m: f"the assistant {m.group(1)}s", text)
+    text = re.sub(
+        r"^the assistant (recommend|suggest|promise|think|believe|prefer|book|plan|want)\b",
+        lambda m: f"the assistant {m.group(1)}s",
+        text,
+    )
     return text[:1].upper() + text[1:] if text.startswith("the assistant") else text
 
 

@@ -49,8 +49,13 @@ async def _run_worker(args: argparse.Namespace) -> int:
     engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:
         worker = Worker(
-            engine, worker_id=args.id, concurrency=args.concurrency, kinds=args.kind, listen=not args.drain,
-            registry=BUILTIN_KINDS, reconcile=reconcile.run,
+            engine,
+            worker_id=args.id,
+            concurrency=args.concurrency,
+            kinds=args.kind,
+            listen=not args.drain,
+            registry=BUILTIN_KINDS,
+            reconcile=reconcile.run,
         )
         if args.drain:
             ran = await worker.drain(timeout=float("inf"))
@@ -63,8 +68,11 @@ async def _run_worker(args: argparse.Namespace) -> int:
         _report({"worker": worker.worker_id, "ready": True}, args, f"worker {worker.worker_id} ready")
         await worker.wait_stopped()
         await worker.stop()
-        _report({"worker": worker.worker_id, "completed": worker.completed}, args,
-                f"worker {worker.worker_id} stopped after {worker.completed} job(s)")
+        _report(
+            {"worker": worker.worker_id, "completed": worker.completed},
+            args,
+            f"worker {worker.worker_id} stopped after {worker.completed} job(s)",
+        )
         return 0
     finally:
         await engine.close()
@@ -116,9 +124,15 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for j in jobs:
         detail = j.last_error or (json.dumps(j.result, default=str) if j.result else "")
         table.add_row(
-            str(j.id), j.kind, j.bank_id or "", j.status, f"{j.attempts}/{j.max_attempts}", j.locked_by or "",
+            str(j.id),
+            j.kind,
+            j.bank_id or "",
+            j.status,
+            f"{j.attempts}/{j.max_attempts}",
+            j.locked_by or "",
             f"{j.run_after:%Y-%m-%d %H:%M:%S}" if j.run_after else "",
-            f"{j.finished_at:%Y-%m-%d %H:%M:%S}" if j.finished_at else "", detail[:80],
+            f"{j.finished_at:%Y-%m-%d %H:%M:%S}" if j.finished_at else "",
+            detail[:80],
         )
     Console().print(table)
     return 0
@@ -142,7 +156,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(register_command: Register) -> None:
-    register_command("worker", configure_worker, cmd_worker,
-                     "run background jobs (consolidation, mental models, TTL) until stopped")
+    register_command(
+        "worker", configure_worker, cmd_worker, "run background jobs (consolidation, mental models, TTL) until stopped"
+    )
     register_command("jobs", configure_jobs, cmd_jobs, "show the background job queue")
     register_command("export", configure_export, cmd_export, "write mental models and observations as Markdown")

@@ -146,10 +146,16 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
             yield
         finally:
             tracing.set_attributes(
-                current, memories=report.units, observations_created=report.created,
-                observations_updated=report.updated, observations_deleted=report.deleted,
-                evidence_added=report.evidence_added, memories_failed=report.failed, llm_calls=report.llm_calls,
-                prompt_tokens=report.prompt_tokens, completion_tokens=report.completion_tokens,
+                current,
+                memories=report.units,
+                observations_created=report.created,
+                observations_updated=report.updated,
+                observations_deleted=report.deleted,
+                evidence_added=report.evidence_added,
+                memories_failed=report.failed,
+                llm_calls=report.llm_calls,
+                prompt_tokens=report.prompt_tokens,
+                completion_tokens=report.completion_tokens,
             )
 
 
@@ -158,8 +164,16 @@ async def _batch(
 ) -> None:
     pool: asyncpg.Pool = engine.store.pool
     facts = [
-        Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"], r["item_hash"],
-             r["speaker"])
+        Fact(
+            r["id"],
+            r["seq"],
+            r["text"],
+            list(r["tags"]),
+            r["mentioned_at"],
+            r["document_id"],
+            r["item_hash"],
+            r["speaker"],
+        )
         for r in rows
     ]
     bank_size = await pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank_id) or 0
@@ -198,7 +212,11 @@ async def _batch(
             await conn.execute(ADVANCE_WATERMARK, bank_id, max(settled))
         scopes = applied.scopes | {tuple(sorted(set(f.tags))) for f in facts}
         await mental_models.mark_stale_for_scopes(
-            conn, engine.settings, bank_id, scopes, reason="consolidation changed what it draws on",
+            conn,
+            engine.settings,
+            bank_id,
+            scopes,
+            reason="consolidation changed what it draws on",
             touched=applied.touched,
         )
     report.units += len(facts)
@@ -223,8 +241,14 @@ async def _park(engine: Engine, bank_id: str, ids: list[UUID], error: str) -> No
         async with engine.store.pool.acquire() as conn, conn.transaction():
             await conn.execute(MARK_FAILED, bank_id, ids, error[:1000])
             await jobs.enqueue(
-                conn, PARKED_KIND, bank_id=bank_id, payload={"unit_ids": [str(i) for i in ids]},
-                serial_key=lock_key(bank_id), max_attempts=policy.max_attempts, delay=policy.delay(1), priority=60,
+                conn,
+                PARKED_KIND,
+                bank_id=bank_id,
+                payload={"unit_ids": [str(i) for i in ids]},
+                serial_key=lock_key(bank_id),
+                max_attempts=policy.max_attempts,
+                delay=policy.delay(1),
+                priority=60,
             )
     except (OSError, asyncpg.PostgresError) as exc:
         log.warning("could not park the failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)

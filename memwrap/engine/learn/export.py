@@ -61,9 +61,16 @@ def render_observations(bank_id: str, observations: list[Observation], now: date
 async def export_markdown(engine: Engine, directory: Path, *, bank_id: str | None = None) -> list[Path]:
     """Write the files; returns their paths."""
     pool = engine.store.pool
-    banks = [bank_id] if bank_id else [r["bank_id"] for r in await pool.fetch(
-        "SELECT DISTINCT bank_id FROM mental_models UNION SELECT DISTINCT bank_id FROM observations ORDER BY 1"
-    )]
+    banks = (
+        [bank_id]
+        if bank_id
+        else [
+            r["bank_id"]
+            for r in await pool.fetch(
+                "SELECT DISTINCT bank_id FROM mental_models UNION SELECT DISTINCT bank_id FROM observations ORDER BY 1"
+            )
+        ]
+    )
     now = datetime.now(UTC)
     written: list[Path] = []
     for bank in banks:

@@ -59,8 +59,14 @@ def _min_support(origin: str) -> int:
 
 
 async def revise(
-    conn: Connection, engine: Engine, bank_id: str, observation_ids: Sequence[UUID], *, reason: str,
-    cause: UUID | None, hard: bool,
+    conn: Connection,
+    engine: Engine,
+    bank_id: str,
+    observation_ids: Sequence[UUID],
+    *,
+    reason: str,
+    cause: UUID | None,
+    hard: bool,
 ) -> list[UUID]:
     """Bring observations in line with their remaining evidence. Returns those changed (for mental models)."""
     if not observation_ids:
@@ -77,8 +83,9 @@ async def revise(
             if hard:
                 await remove_observation(conn, bank_id, row["id"])
             else:
-                await invalidate_observation(conn, bank_id, row["id"], f"{reason}: too little evidence left",
-                                             caused_by=cause)
+                await invalidate_observation(
+                    conn, bank_id, row["id"], f"{reason}: too little evidence left", caused_by=cause
+                )
         elif row["origin"] == "heuristic":
             if row["representative_id"] not in supporting:
                 await _use_words_of(conn, bank_id, row["id"], supporting[0], reason)
@@ -86,21 +93,25 @@ async def revise(
             rewrite_later.append(row["id"])
     if rewrite_later:
         await jobs.enqueue(
-            conn, REVISE, bank_id=bank_id, payload={"ids": [str(i) for i in rewrite_later], "reason": reason},
-            serial_key=f"consolidate:{bank_id}", max_attempts=engine.settings.job_max_attempts, priority=60,
+            conn,
+            REVISE,
+            bank_id=bank_id,
+            payload={"ids": [str(i) for i in rewrite_later], "reason": reason},
+            serial_key=f"consolidate:{bank_id}",
+            max_attempts=engine.settings.job_max_attempts,
+            priority=60,
         )
     return changed
 
 
-async def _use_words_of(
-    conn: Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str
-) -> None:
+async def _use_words_of(conn: Connection, bank_id: str, observation_id: UUID, fact_id: UUID, reason: str) -> None:
     found = await conn.fetchrow(
         "SELECT text, embedding FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id
     )
     fact = cast(asyncpg.Record, found)  # not None: revise just read `fact_id` among the observation's evidence
-    await set_text(conn, bank_id, observation_id, fact["text"], fact["embedding"], origin="heuristic",
-                   representative_id=fact_id)
+    await set_text(
+        conn, bank_id, observation_id, fact["text"], fact["embedding"], origin="heuristic", representative_id=fact_id
+    )
     await record_version(conn, bank_id, observation_id, "rewritten", f"{reason}: its words came from that memory")
 
 
@@ -112,9 +123,12 @@ async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]
     ids = list(memory_ids)
     async with engine.store.pool.acquire() as conn, conn.transaction():
         cited = await observations_citing(conn, bank_id, ids)
-        texts = [r["text"] for r in await conn.fetch(
-            "SELECT text FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, ids
-        )]
+        texts = [
+            r["text"]
+            for r in await conn.fetch(
+                "SELECT text FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, ids
+            )
+        ]
         await conn.execute(
             "DELETE FROM observation_evidence WHERE bank_id = $1 AND memory_id = ANY($2::uuid[])", bank_id, ids
         )
@@ -126,7 +140,10 @@ async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]
                 WHERE bank_id = $1 AND observation_id = ANY($2::uuid[])
                   AND (text = ANY($4::text[]) OR (evidence_ids <@ $3::uuid[] AND evidence_ids <> '{}'))
                 """,
-                bank_id, cited, ids, texts,
+                bank_id,
+                cited,
+                ids,
+                texts,
             )
             await conn.execute(
                 """
@@ -134,11 +151,14 @@ async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]
                 SET evidence_ids = array(SELECT x FROM unnest(evidence_ids) AS x WHERE x <> ALL($3::uuid[]))
                 WHERE bank_id = $1 AND observation_id = ANY($2::uuid[]) AND evidence_ids && $3::uuid[]
                 """,
-                bank_id, cited, ids,
+                bank_id,
+                cited,
+                ids,
             )
         changed = await revise(conn, engine, bank_id, cited, reason="evidence deleted", cause=None, hard=True)
-        await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, ids + changed,
-                                                   reason="a memory it drew on was deleted")
+        await mental_models.mark_stale_for_sources(
+            conn, engine.settings, bank_id, ids + changed, reason="a memory it drew on was deleted"
+        )
         await mental_models.forget_sources(conn, bank_id, ids, texts)
 
 
@@ -149,25 +169,31 @@ async def invalidate(engine: Engine, bank_id: str, memory_id: UUID, reason: str)
     async with engine.store.pool.acquire() as conn, conn.transaction():
         row = await _lock_unit(conn, bank_id, memory_id)
         if row["invalidated_at"] is not None:
-            await conn.execute("UPDATE invalidations SET reason = $3 WHERE bank_id = $1 AND unit_id = $2",
-                               bank_id, memory_id, reason)
+            await conn.execute(
+                "UPDATE invalidations SET reason = $3 WHERE bank_id = $1 AND unit_id = $2", bank_id, memory_id, reason
+            )
             return
         if row["fact_type"] == "observation":
             await invalidate_observation(conn, bank_id, memory_id, reason)
             changed: list[UUID] = []
         else:
-            await conn.execute("UPDATE memory_units SET invalidated_at = now() WHERE bank_id = $1 AND id = $2",
-                               bank_id, memory_id)
+            await conn.execute(
+                "UPDATE memory_units SET invalidated_at = now() WHERE bank_id = $1 AND id = $2", bank_id, memory_id
+            )
             await conn.execute(
                 "INSERT INTO invalidations (bank_id, unit_id, reason) VALUES ($1, $2, $3) "
                 "ON CONFLICT (bank_id, unit_id) DO UPDATE SET reason = EXCLUDED.reason, invalidated_at = now()",
-                bank_id, memory_id, reason,
+                bank_id,
+                memory_id,
+                reason,
             )
             cited = await observations_citing(conn, bank_id, [memory_id])
-            changed = await revise(conn, engine, bank_id, cited, reason="evidence invalidated", cause=memory_id,
-                                    hard=False)
-        await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, [memory_id, *changed],
-                                                   reason="a memory it drew on was invalidated")
+            changed = await revise(
+                conn, engine, bank_id, cited, reason="evidence invalidated", cause=memory_id, hard=False
+            )
+        await mental_models.mark_stale_for_sources(
+            conn, engine.settings, bank_id, [memory_id, *changed], reason="a memory it drew on was invalidated"
+        )
 
 
 async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
@@ -197,16 +223,19 @@ async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
                     await record_version(conn, bank_id, c["unit_id"], "restored", "its evidence was restored")
                     changed.append(c["unit_id"])
             await _make_pending_if_new(conn, engine, bank_id, memory_id, row["seq"])
-        await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, changed,
-                                                   reason="a memory it drew on was restored")
-        await mental_models.mark_stale_for_scopes(conn, engine.settings, bank_id, [tuple(sorted(row["tags"]))],
-                                                  reason="a memory in its scope was restored")
+        await mental_models.mark_stale_for_sources(
+            conn, engine.settings, bank_id, changed, reason="a memory it drew on was restored"
+        )
+        await mental_models.mark_stale_for_scopes(
+            conn, engine.settings, bank_id, [tuple(sorted(row["tags"]))], reason="a memory in its scope was restored"
+        )
 
 
 async def _lock_unit(conn: Connection, bank_id: str, memory_id: UUID) -> asyncpg.Record:
     row = await conn.fetchrow(
         "SELECT fact_type, invalidated_at, seq, tags FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE",
-        bank_id, memory_id,
+        bank_id,
+        memory_id,
     )
     if row is None:
         raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
@@ -254,7 +283,8 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
         async with engine.store.pool.acquire() as conn:
             row = await conn.fetchrow(
                 "SELECT u.text, u.invalidated_at FROM memory_units u WHERE u.bank_id = $1 AND u.id = $2",
-                bank_id, observation_id,
+                bank_id,
+                observation_id,
             )
             evidence = await conn.fetch(
                 "SELECT m.id, m.text FROM observation_evidence e "
@@ -272,7 +302,9 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
         else:
             listing = "\n".join(f"- {' '.join(e['text'].split())}" for e in evidence[:30])
             decision, _usage = await llm.structured(
-                REVISE_SYSTEM, f"OBSERVATION\n{row['text']}\n\nCURRENT EVIDENCE\n{listing}\n", RevisedObservation,
+                REVISE_SYSTEM,
+                f"OBSERVATION\n{row['text']}\n\nCURRENT EVIDENCE\n{listing}\n",
+                RevisedObservation,
                 role="consolidation",
             )
         async with engine.store.pool.acquire() as conn, conn.transaction():
@@ -281,11 +313,19 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
             elif decision.action == "rewrite" and decision.text.strip() and decision.text.strip() != row["text"]:
                 vector = (await engine.embedder.embed([decision.text.strip()]))[0]
                 representative = evidence[0]["id"] if llm is None else None
-                await set_text(conn, bank_id, observation_id, decision.text.strip(), vector,
-                               origin="heuristic" if llm is None else "llm", representative_id=representative)
+                await set_text(
+                    conn,
+                    bank_id,
+                    observation_id,
+                    decision.text.strip(),
+                    vector,
+                    origin="heuristic" if llm is None else "llm",
+                    representative_id=representative,
+                )
                 await record_version(conn, bank_id, observation_id, "rewritten", decision.reason or reason)
-            await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, [observation_id],
-                                                       reason="an observation it drew on was revised")
+            await mental_models.mark_stale_for_sources(
+                conn, engine.settings, bank_id, [observation_id], reason="an observation it drew on was revised"
+            )
         done[raw] = decision.action
     return {"revised": done}
 

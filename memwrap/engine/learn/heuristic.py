@@ -180,8 +180,19 @@ async def _replaced(conn: Connection, bank_id: str, facts: Sequence[Fact]) -> di
         if not states_change(fact.text):
             continue
         rows = await conn.fetch(CHANGE_CANDIDATES, bank_id, fact.id, CHANGE_NEIGHBOURS)
-        older = [Fact(r["id"], r["seq"], r["text"], list(r["tags"]), r["mentioned_at"], r["document_id"],
-                      r["item_hash"], r["speaker"]) for r in rows]
+        older = [
+            Fact(
+                r["id"],
+                r["seq"],
+                r["text"],
+                list(r["tags"]),
+                r["mentioned_at"],
+                r["document_id"],
+                r["item_hash"],
+                r["speaker"],
+            )
+            for r in rows
+        ]
         replaced = [o for o in older if replaces(fact.statement, o.statement)]
         if replaced:
             found[fact.id] = replaced
@@ -199,8 +210,11 @@ async def plan_batch(
         for fact_id, near in (await _nearest(conn, bank_id, facts, threshold, bank_size)).items()
     }
     changes = await _replaced(conn, bank_id, facts)
-    involved = ({f.id for f in facts} | {n.id for ns in neighbours.values() for n in ns}
-                | {o.id for olds in changes.values() for o in olds})
+    involved = (
+        {f.id for f in facts}
+        | {n.id for ns in neighbours.values() for n in ns}
+        | {o.id for olds in changes.values() for o in olds}
+    )
     member_of: dict[UUID, UUID] = {}
     for r in await conn.fetch(MEMBERSHIP, bank_id, list(involved)):
         member_of.setdefault(r["memory_id"], r["observation_id"])
@@ -232,8 +246,13 @@ async def plan_batch(
         _, _, representative, text = members[0]
         observation_id = uuid4()
         creates[observation_id] = CreateOp(
-            id=observation_id, text=text, scope=sorted(set(fact.tags)), origin="heuristic",
-            evidence=[EvidenceIn(m[2]) for m in members], embedding=None, representative_id=representative,
+            id=observation_id,
+            text=text,
+            scope=sorted(set(fact.tags)),
+            origin="heuristic",
+            evidence=[EvidenceIn(m[2]) for m in members],
+            embedding=None,
+            representative_id=representative,
             reason=f"{len(members)} near-duplicate statements",
         )
         for m in members:
@@ -244,7 +263,10 @@ async def plan_batch(
 
 
 def _record_change(
-    fact: Fact, replaced: list[Fact], member_of: dict[UUID, UUID], creates: dict[UUID, CreateOp],
+    fact: Fact,
+    replaced: list[Fact],
+    member_of: dict[UUID, UUID],
+    creates: dict[UUID, CreateOp],
     updates: dict[UUID, UpdateOp],
 ) -> None:
     """`fact` replaces `replaced`: each observation they support is contradicted (its text becomes the fact's), or,
@@ -269,9 +291,15 @@ def _record_change(
         return
     observation_id = uuid4()
     creates[observation_id] = CreateOp(
-        id=observation_id, text=fact.text, scope=sorted(set(fact.tags)), origin="heuristic",
-        evidence=[*(EvidenceIn(o.id, stance="superseded") for o in replaced), EvidenceIn(fact.id)], embedding=None,
-        representative_id=fact.id, reason=reason, own_vector=True,
+        id=observation_id,
+        text=fact.text,
+        scope=sorted(set(fact.tags)),
+        origin="heuristic",
+        evidence=[*(EvidenceIn(o.id, stance="superseded") for o in replaced), EvidenceIn(fact.id)],
+        embedding=None,
+        representative_id=fact.id,
+        reason=reason,
+        own_vector=True,
     )
     for member in (*replaced, fact):
         member_of[member.id] = observation_id

@@ -27,12 +27,14 @@ async def noop(ctx: JobContext) -> dict[str, Any]:
     return {"ok": True}
 
 
-BUILTIN_KINDS: Mapping[str, JobKind] = MappingProxyType({
-    "noop": JobKind(noop),
-    consolidate.KIND: JobKind(consolidate.run_job),
-    consolidate.PARKED_KIND: JobKind(consolidate.run_parked_job, policy=RetryPolicy.for_parked_units),
-    mental_models.KIND: JobKind(mental_models.run_job),
-    forgetting.REVISE: JobKind(forgetting.run_revise),
-    forgetting.EXPIRE: JobKind(forgetting.run_expire),
-    reextract.KIND: JobKind(reextract.run_job, policy=RetryPolicy.for_extraction, runs_here=reextract.can_run),
-})
+BUILTIN_KINDS: Mapping[str, JobKind] = MappingProxyType(
+    {
+        "noop": JobKind(noop),
+        consolidate.KIND: JobKind(consolidate.run_job),
+        consolidate.PARKED_KIND: JobKind(consolidate.run_parked_job, policy=RetryPolicy.for_parked_units),
+        mental_models.KIND: JobKind(mental_models.run_job),
+        forgetting.REVISE: JobKind(forgetting.run_revise),
+        forgetting.EXPIRE: JobKind(forgetting.run_expire),
+        reextract.KIND: JobKind(reextract.run_job, policy=RetryPolicy.for_extraction, runs_here=reextract.can_run),
+    }
+)

@@ -129,8 +129,13 @@ def pick_related(per_fact: Sequence[dict[str, arms.Hits]], per_fact_limit: int =
 
 
 async def related_observations(
-    conn: Connection, bank_id: str, facts: Sequence[Fact], vectors: dict[UUID, np.ndarray],
-    scope: list[str], bank_size: int, now: datetime,
+    conn: Connection,
+    bank_id: str,
+    facts: Sequence[Fact],
+    vectors: dict[UUID, np.ndarray],
+    scope: list[str],
+    bank_size: int,
+    now: datetime,
 ) -> list[Related]:
     """The existing observations of `scope` nearest to any of the facts, interleaved per fact."""
     filters = Filters(bank_id, ["observation"], scope or None)
@@ -151,8 +156,16 @@ async def related_observations(
         row = rows.get(observation_id)
         if row is None or sorted(row["scope"]) != sorted(scope):
             continue  # another tag scope: its evidence must not mix with this one's
-        related.append(Related(observation_id, row["text"], row["proof_count"], trend(list(row["supported_at"]), now),
-                               row["last_evidence_at"], list(row["quotes"])))
+        related.append(
+            Related(
+                observation_id,
+                row["text"],
+                row["proof_count"],
+                trend(list(row["supported_at"]), now),
+                row["last_evidence_at"],
+                list(row["quotes"]),
+            )
+        )
         if len(related) >= RELATED_MAX:
             break
     return related
@@ -170,13 +183,20 @@ def render_prompt(facts: Sequence[Fact], related: Sequence[Related]) -> str:
         last = f", last evidence {observation.last_evidence_at:%Y-%m-%d}" if observation.last_evidence_at else ""
         lines.append(f"[O{index}] {observation.text} ({observation.proof_count} sources, {observation.trend}{last})")
         for quote in observation.quotes:
-            lines.append(f"      evidence: \"{' '.join(quote.split())[:160]}\"")
+            lines.append(f'      evidence: "{" ".join(quote.split())[:160]}"')
     return "\n".join(lines) + "\n"
 
 
 async def plan_batch(
-    engine: Engine, llm: Any, conn: Connection, bank_id: str, facts: Sequence[Fact],
-    vectors: dict[UUID, np.ndarray], scope: list[str], bank_size: int, now: datetime,
+    engine: Engine,
+    llm: Any,
+    conn: Connection,
+    bank_id: str,
+    facts: Sequence[Fact],
+    vectors: dict[UUID, np.ndarray],
+    scope: list[str],
+    bank_size: int,
+    now: datetime,
 ) -> tuple[Plan, Any]:
     """Ask the LLM about one batch of same-scope facts. Returns the plan and the call's usage."""
     related = await related_observations(conn, bank_id, facts, vectors, scope, bank_size, now)
@@ -186,8 +206,14 @@ async def plan_batch(
 
 
 async def _to_plan(
-    engine: Engine, conn: Connection, bank_id: str, reply: ConsolidationPlan, facts: Sequence[Fact],
-    related: Sequence[Related], scope: list[str], bank_size: int,
+    engine: Engine,
+    conn: Connection,
+    bank_id: str,
+    reply: ConsolidationPlan,
+    facts: Sequence[Fact],
+    related: Sequence[Related],
+    scope: list[str],
+    bank_size: int,
 ) -> Plan:
     fact_ids = {f"F{i}": fact.id for i, fact in enumerate(facts, start=1)}
     observation_ids = {f"O{i}": o.id for i, o in enumerate(related, start=1)}
@@ -235,8 +261,11 @@ async def _to_plan(
             op = updates.setdefault(twin, UpdateOp(id=twin, reason="restated"))
             op.evidence.extend(e for e in ev if e.memory_id not in {x.memory_id for x in op.evidence})
             continue
-        plan.creates.append(CreateOp(id=uuid4(), text=text, scope=scope, origin="llm", evidence=ev, embedding=vector,
-                                     reason="new knowledge"))
+        plan.creates.append(
+            CreateOp(
+                id=uuid4(), text=text, scope=scope, origin="llm", evidence=ev, embedding=vector, reason="new knowledge"
+            )
+        )
     plan.updates = list(updates.values())
     for removal in reply.deletes:
         target = observation_ids.get(removal.observation.strip().upper())
@@ -245,11 +274,10 @@ async def _to_plan(
     return plan
 
 
-async def _twin(
-    conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int
-) -> UUID | None:
-    hits = await arms.semantic(conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size,
-                               TWIN_SIMILARITY)
+async def _twin(conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int) -> UUID | None:
+    hits = await arms.semantic(
+        conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size, TWIN_SIMILARITY
+    )
     if not hits:
         return None
     rows = await conn.fetch(

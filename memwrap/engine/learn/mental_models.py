@@ -100,7 +100,13 @@ def _check_name(name: object) -> str:
 
 
 async def create(
-    engine: Engine, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None, max_tokens: int,
+    engine: Engine,
+    bank_id: str,
+    name: str,
+    question: str,
+    *,
+    tags: Sequence[str] | None,
+    max_tokens: int,
     refresh_every: float | None,
 ) -> MentalModel:
     name = _check_name(name)
@@ -149,7 +155,8 @@ async def history(db: asyncpg.Pool, bank_id: str, name: str) -> list[MentalModel
     rows = await db.fetch(
         "SELECT version, content, generator, source_ids, reason, generated_at FROM mental_model_versions "
         "WHERE bank_id = $1 AND model_id = $2 ORDER BY version",
-        bank_id, model.id,
+        bank_id,
+        model.id,
     )
     return [MentalModelVersion(**{**dict(r), "source_ids": list(r["source_ids"])}) for r in rows]
 
@@ -158,7 +165,8 @@ async def delete(db: asyncpg.Pool, bank_id: str, name: str) -> None:
     status = await db.execute(
         "DELETE FROM mental_models WHERE bank_id = $1 AND id = (SELECT id FROM mental_models WHERE bank_id = $1"
         " AND name = ANY($2::text[]) ORDER BY array_position($2::text[], name) LIMIT 1)",
-        bank_id, stored_names(name),
+        bank_id,
+        stored_names(name),
     )
     if status != "DELETE 1":
         raise _not_found(bank_id, name)
@@ -171,15 +179,25 @@ async def enqueue_refresh(
     db: Executor, settings: Any, bank_id: str, model_id: UUID, *, delay: float | None = None
 ) -> None:
     await jobs.enqueue(
-        db, KIND, bank_id=bank_id, payload={"model_id": str(model_id)},
+        db,
+        KIND,
+        bank_id=bank_id,
+        payload={"model_id": str(model_id)},
         delay=settings.mental_model_refresh_delay_seconds if delay is None else delay,
-        dedupe_key=f"{KIND}:{model_id}", serial_key=f"{KIND}:{model_id}", max_attempts=settings.job_max_attempts,
+        dedupe_key=f"{KIND}:{model_id}",
+        serial_key=f"{KIND}:{model_id}",
+        max_attempts=settings.job_max_attempts,
         priority=120,
     )
 
 
 async def mark_stale_for_scopes(
-    conn: Connection, settings: Any, bank_id: str, scopes: Iterable[tuple[str, ...]], *, reason: str,
+    conn: Connection,
+    settings: Any,
+    bank_id: str,
+    scopes: Iterable[tuple[str, ...]],
+    *,
+    reason: str,
     touched: Sequence[UUID] = (),
 ) -> list[UUID]:
     # An untagged model (it recalls the whole bank) sees every change; a tagged one those sharing a tag with it
@@ -209,7 +227,9 @@ async def mark_stale_for_sources(
         WHERE bank_id = $1 AND source_ids && $2::uuid[]
         RETURNING id
         """,
-        bank_id, list(memory_ids), reason,
+        bank_id,
+        list(memory_ids),
+        reason,
     )
     ids = [r["id"] for r in rows]
     for model_id in ids:
@@ -217,9 +237,7 @@ async def mark_stale_for_sources(
     return ids
 
 
-async def forget_sources(
-    conn: Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]
-) -> None:
+async def forget_sources(conn: Connection, bank_id: str, memory_ids: Sequence[UUID], texts: Sequence[str]) -> None:
     """Deleting a memory deletes the versions that drew on it or quote it (an observation in its words, say):
     forgetting means forgetting. The current content stays until the refresh the stale mark queued."""
     await conn.execute(
@@ -251,7 +269,9 @@ async def refresh(
     row = await pool.fetchrow(
         f"SELECT {COLUMNS}, dirty_seq FROM mental_models WHERE bank_id = $1 AND (id = $2 OR name = ANY($3::text[]))"
         " ORDER BY array_position($3::text[], name) NULLS LAST LIMIT 1",
-        bank_id, model_id, stored_names(name) if name is not None else None,
+        bank_id,
+        model_id,
+        stored_names(name) if name is not None else None,
     )
     if row is None:
         return None
@@ -263,7 +283,9 @@ async def refresh(
         await pool.execute(
             "UPDATE mental_models SET last_error = $3, status = CASE WHEN version = 0 THEN 'failed' ELSE status END "
             "WHERE bank_id = $1 AND id = $2",
-            bank_id, model.id, f"{type(exc).__name__}: {exc}"[:1000],
+            bank_id,
+            model.id,
+            f"{type(exc).__name__}: {exc}"[:1000],
         )
         raise
     async with pool.acquire() as conn, conn.transaction():
@@ -302,7 +324,13 @@ async def refresh(
             WHERE bank_id = $1 AND id = $2
             RETURNING {COLUMNS}
             """,
-            bank_id, model.id, generated.content, generated.source_ids, generated.generator, version, fresh,
+            bank_id,
+            model.id,
+            generated.content,
+            generated.source_ids,
+            generated.generator,
+            version,
+            fresh,
         )
     return _model(cast(asyncpg.Record, row))  # not None: the row was locked FOR UPDATE above
 
@@ -325,7 +353,11 @@ async def default_generator(engine: Engine, model: MentalModel) -> Generated:
     llm = consolidation_llm(engine)
     budget = model.max_answer_tokens if llm is None else min(model.max_answer_tokens * READ_FACTOR, READ_CAP_TOKENS)
     recall = await engine.recall(
-        model.bank_id, model.question, token_budget=max(budget, 64), tags=model.tags or None, neighbours=False,
+        model.bank_id,
+        model.question,
+        token_budget=max(budget, 64),
+        tags=model.tags or None,
+        neighbours=False,
         prefer_observations=True,
     )
     memories = recall.memories

@@ -55,40 +55,57 @@ ORDER BY version
 
 def _observation(row: asyncpg.Record, now: datetime) -> Observation:
     return Observation(
-        id=row["id"], bank_id=row["bank_id"], text=row["text"], tags=list(row["scope"]), origin=row["origin"],
-        proof_count=row["proof_count"], evidence_count=row["evidence_count"], version=row["version"],
-        trend=trend(list(row["supported_at"]), now), first_evidence_at=row["first_evidence_at"],
-        last_evidence_at=row["last_evidence_at"], created_at=row["created_at"], updated_at=row["updated_at"],
+        id=row["id"],
+        bank_id=row["bank_id"],
+        text=row["text"],
+        tags=list(row["scope"]),
+        origin=row["origin"],
+        proof_count=row["proof_count"],
+        evidence_count=row["evidence_count"],
+        version=row["version"],
+        trend=trend(list(row["supported_at"]), now),
+        first_evidence_at=row["first_evidence_at"],
+        last_evidence_at=row["last_evidence_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
         invalidated_at=row["invalidated_at"],
     )
 
 
 async def list_observations(
-    db: Executor, bank_id: str, *, now: datetime, tags: list[str] | None = None,
-    include_invalidated: bool = False, limit: int = 100, offset: int = 0,
+    db: Executor,
+    bank_id: str,
+    *,
+    now: datetime,
+    tags: list[str] | None = None,
+    include_invalidated: bool = False,
+    limit: int = 100,
+    offset: int = 0,
 ) -> list[Observation]:
     rows = await db.fetch(LIST, bank_id, include_invalidated, tags, limit, offset)
     return [_observation(r, now) for r in rows]
 
 
-async def get_observation(
-    db: Executor, bank_id: str, observation_id: UUID, *, now: datetime
-) -> Observation:
+async def get_observation(db: Executor, bank_id: str, observation_id: UUID, *, now: datetime) -> Observation:
     row = await db.fetchrow(ONE, bank_id, observation_id)
     if row is None:
         raise MemoryNotFoundError(f"No observation {observation_id} in bank {bank_id!r}.")
     observation = _observation(row, now)
     observation.evidence = [
-        Evidence(memory_id=r["memory_id"], quote=r["quote"], at=r["evidenced_at"], source=r["source_key"],
-                 stance=r["stance"], active=r["active"])
+        Evidence(
+            memory_id=r["memory_id"],
+            quote=r["quote"],
+            at=r["evidenced_at"],
+            source=r["source_key"],
+            stance=r["stance"],
+            active=r["active"],
+        )
         for r in await db.fetch(EVIDENCE, bank_id, observation_id)
     ]
     return observation
 
 
-async def observation_history(
-    db: Executor, bank_id: str, observation_id: UUID
-) -> list[ObservationVersion]:
+async def observation_history(db: Executor, bank_id: str, observation_id: UUID) -> list[ObservationVersion]:
     rows = await db.fetch(HISTORY, bank_id, observation_id)
     if not rows and not await db.fetchval(
         "SELECT 1 FROM observations WHERE bank_id = $1 AND id = $2", bank_id, observation_id

@@ -193,11 +193,16 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
     wanted = {e.memory_id for op in plan.creates for e in op.evidence}
     wanted |= {e.memory_id for op in plan.updates for e in op.evidence}
     sources = {r["id"]: r for r in await conn.fetch(EVIDENCE_SOURCES, bank_id, list(wanted))} if wanted else {}
-    existing = {
-        r["id"]: r for r in await conn.fetch(
-            LOCK_OBSERVATIONS, bank_id, [op.id for op in plan.updates] + [op.id for op in plan.deletes]
-        )
-    } if plan.updates or plan.deletes else {}
+    existing = (
+        {
+            r["id"]: r
+            for r in await conn.fetch(
+                LOCK_OBSERVATIONS, bank_id, [op.id for op in plan.updates] + [op.id for op in plan.deletes]
+            )
+        }
+        if plan.updates or plan.deletes
+        else {}
+    )
 
     for create in plan.creates:
         evidence = [e for e in create.evidence if e.memory_id in sources]  # a source deleted meanwhile is dropped
@@ -205,11 +210,20 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
             continue
         first = min(sources[e.memory_id]["mentioned_at"] for e in evidence)
         await conn.execute(
-            INSERT_UNIT, bank_id, create.id, create.text, {"origin": create.origin}, sorted(create.scope), first,
-            create.embedding, search_text(create.text), create.representative_id,
+            INSERT_UNIT,
+            bank_id,
+            create.id,
+            create.text,
+            {"origin": create.origin},
+            sorted(create.scope),
+            first,
+            create.embedding,
+            search_text(create.text),
+            create.representative_id,
         )
-        await conn.execute(INSERT_OBSERVATION, bank_id, create.id, sorted(create.scope), create.origin,
-                           create.representative_id)
+        await conn.execute(
+            INSERT_OBSERVATION, bank_id, create.id, sorted(create.scope), create.origin, create.representative_id
+        )
         await _add_evidence(conn, bank_id, create.id, evidence, sources)
         await conn.execute(LINK_ENTITIES, bank_id, create.id, [e.memory_id for e in evidence])
         await conn.execute("UPDATE banks SET memory_count = memory_count + 1 WHERE bank_id = $1", bank_id)
@@ -228,7 +242,8 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
             await conn.execute(
                 "UPDATE observation_evidence SET stance = 'superseded' "
                 "WHERE bank_id = $1 AND observation_id = $2 AND stance = 'supports'",
-                bank_id, update.id,
+                bank_id,
+                update.id,
             )
         if evidence:
             await _add_evidence(conn, bank_id, update.id, evidence, sources)
@@ -236,8 +251,15 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
         await refresh_stats(conn, bank_id, [update.id])
         new_text = update.text.strip() if update.text else None
         if new_text and new_text != current["text"]:
-            await set_text(conn, bank_id, update.id, new_text, update.embedding, origin=update.origin,
-                           representative_id=update.representative_id)
+            await set_text(
+                conn,
+                bank_id,
+                update.id,
+                new_text,
+                update.embedding,
+                origin=update.origin,
+                representative_id=update.representative_id,
+            )
             since = min((sources[e.memory_id]["mentioned_at"] for e in evidence), default=None)
             action = "contradicted" if update.change == "contradict" else "refined"
             await record_version(conn, bank_id, update.id, action, update.reason, valid_from=since)
@@ -256,14 +278,22 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
 
 
 async def _add_evidence(
-    conn: Connection, bank_id: str, observation_id: UUID, evidence: Sequence[EvidenceIn],
+    conn: Connection,
+    bank_id: str,
+    observation_id: UUID,
+    evidence: Sequence[EvidenceIn],
     sources: dict[UUID, asyncpg.Record],
 ) -> None:
     rows = [sources[e.memory_id] for e in evidence]
     quotes = [_quote(e.quote, r["text"]) for e, r in zip(evidence, rows, strict=True)]
     await conn.execute(
-        ADD_EVIDENCE, bank_id, observation_id, [e.memory_id for e in evidence], quotes,
-        [r["mentioned_at"] for r in rows], [source_key(r["document_id"], r["item_hash"]) for r in rows],
+        ADD_EVIDENCE,
+        bank_id,
+        observation_id,
+        [e.memory_id for e in evidence],
+        quotes,
+        [r["mentioned_at"] for r in rows],
+        [source_key(r["document_id"], r["item_hash"]) for r in rows],
         [e.stance for e in evidence],
     )
 
@@ -285,8 +315,14 @@ async def refresh_stats(conn: Connection, bank_id: str, ids: Sequence[UUID]) -> 
 
 
 async def set_text(
-    conn: Connection, bank_id: str, observation_id: UUID, text: str, embedding: np.ndarray | None,
-    *, origin: str, representative_id: UUID | None = None,
+    conn: Connection,
+    bank_id: str,
+    observation_id: UUID,
+    text: str,
+    embedding: np.ndarray | None,
+    *,
+    origin: str,
+    representative_id: UUID | None = None,
 ) -> None:
     # Without a vector of its own the text takes its representative's (the memory whose words it now is).
     await conn.execute(
@@ -294,7 +330,13 @@ async def set_text(
         "embedding = coalesce($5, (SELECT r.embedding FROM memory_units r WHERE r.bank_id = $1 AND r.id = $7), "
         "embedding), metadata = metadata || jsonb_build_object('origin', $6::text) "
         "WHERE bank_id = $1 AND id = $2",
-        bank_id, observation_id, text, search_text(text), embedding, origin, representative_id,
+        bank_id,
+        observation_id,
+        text,
+        search_text(text),
+        embedding,
+        origin,
+        representative_id,
     )
     await conn.execute(
         "UPDATE observations SET origin = $3, representative_id = $4, updated_at = now() WHERE bank_id = $1 AND id = "
@@ -307,13 +349,20 @@ async def set_text(
 
 
 async def record_version(
-    conn: Connection, bank_id: str, observation_id: UUID, action: str, reason: str,
-    *, valid_from: datetime | None = None, bump: bool = True,
+    conn: Connection,
+    bank_id: str,
+    observation_id: UUID,
+    action: str,
+    reason: str,
+    *,
+    valid_from: datetime | None = None,
+    bump: bool = True,
 ) -> None:
     """Append the observation's current state to its history (a new version, unless it is the first)."""
     if bump:
-        await conn.execute("UPDATE observations SET version = version + 1 WHERE bank_id = $1 AND id = $2",
-                           bank_id, observation_id)
+        await conn.execute(
+            "UPDATE observations SET version = version + 1 WHERE bank_id = $1 AND id = $2", bank_id, observation_id
+        )
     evidence_ids = [r["memory_id"] for r in await conn.fetch(SUPPORTING_IDS, bank_id, observation_id)]
     await conn.execute(INSERT_HISTORY, bank_id, observation_id, action, reason, evidence_ids, valid_from)
 
@@ -324,13 +373,17 @@ async def invalidate_observation(
     """Hide it from recall, reversibly (restore brings it back); the history says why."""
     await conn.execute(
         "UPDATE memory_units SET invalidated_at = now() WHERE bank_id = $1 AND id = $2 AND invalidated_at IS NULL",
-        bank_id, observation_id,
+        bank_id,
+        observation_id,
     )
     await conn.execute(
         "INSERT INTO invalidations (bank_id, unit_id, reason, caused_by) VALUES ($1, $2, $3, $4) "
         "ON CONFLICT (bank_id, unit_id) DO UPDATE SET reason = EXCLUDED.reason, caused_by = EXCLUDED.caused_by, "
         "invalidated_at = now()",
-        bank_id, observation_id, reason, caused_by,
+        bank_id,
+        observation_id,
+        reason,
+        caused_by,
     )
     await record_version(conn, bank_id, observation_id, "invalidated", reason)
 
@@ -340,7 +393,8 @@ async def remove_observation(conn: Connection, bank_id: str, observation_id: UUI
     await conn.execute(
         "UPDATE entities SET mention_count = greatest(mention_count - 1, 0) WHERE bank_id = $1 AND id IN "
         "(SELECT entity_id FROM unit_entities WHERE bank_id = $1 AND unit_id = $2)",
-        bank_id, observation_id,
+        bank_id,
+        observation_id,
     )
     status = await conn.execute(
         "DELETE FROM memory_units WHERE bank_id = $1 AND id = $2 AND fact_type = 'observation'", bank_id, observation_id
@@ -351,11 +405,10 @@ async def remove_observation(conn: Connection, bank_id: str, observation_id: UUI
     return False
 
 
-async def observations_citing(
-    conn: Executor, bank_id: str, memory_ids: Sequence[UUID]
-) -> list[UUID]:
+async def observations_citing(conn: Executor, bank_id: str, memory_ids: Sequence[UUID]) -> list[UUID]:
     rows = await conn.fetch(
         "SELECT DISTINCT observation_id FROM observation_evidence WHERE bank_id = $1 AND memory_id = ANY($2::uuid[])",
-        bank_id, list(memory_ids),
+        bank_id,
+        list(memory_ids),
     )
     return [r["observation_id"] for r in rows]

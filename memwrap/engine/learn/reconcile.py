@@ -102,10 +102,12 @@ async def heal_observations(engine: Engine) -> int:
         by_bank.setdefault(row["bank_id"], []).append(row["id"])
     for bank_id, ids in by_bank.items():
         async with pool.acquire() as conn, conn.transaction():
-            changed = await forgetting.revise(conn, engine, bank_id, ids, reason="evidence removed", cause=None,
-                                              hard=True)
-            await mental_models.mark_stale_for_sources(conn, engine.settings, bank_id, changed,
-                                                       reason="an observation it drew on lost evidence")
+            changed = await forgetting.revise(
+                conn, engine, bank_id, ids, reason="evidence removed", cause=None, hard=True
+            )
+            await mental_models.mark_stale_for_sources(
+                conn, engine.settings, bank_id, changed, reason="an observation it drew on lost evidence"
+            )
     return sum(len(ids) for ids in by_bank.values())
 
 

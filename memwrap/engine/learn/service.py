@@ -69,7 +69,10 @@ class Learning:
     async def start(self) -> None:
         if self.settings.worker == "inline" and self.worker is None:
             self.worker = Worker(
-                self.engine, worker_id=default_worker_id("inline"), registry=BUILTIN_KINDS, reconcile=reconcile.run,
+                self.engine,
+                worker_id=default_worker_id("inline"),
+                registry=BUILTIN_KINDS,
+                reconcile=reconcile.run,
                 start_delay=self.settings.worker_start_delay_seconds,
             )
             await self.worker.start()
@@ -102,8 +105,13 @@ class Learning:
     async def enqueue_consolidation(self, bank_id: str, *, conn: Connection | None = None) -> None:
         delay = self.settings.consolidation_delay_seconds
         await jobs.enqueue(
-            conn or self.pool, consolidate.KIND, bank_id=bank_id, dedupe_key=consolidate.lock_key(bank_id),
-            serial_key=consolidate.lock_key(bank_id), delay=delay, max_attempts=self.settings.job_max_attempts,
+            conn or self.pool,
+            consolidate.KIND,
+            bank_id=bank_id,
+            dedupe_key=consolidate.lock_key(bank_id),
+            serial_key=consolidate.lock_key(bank_id),
+            delay=delay,
+            max_attempts=self.settings.job_max_attempts,
             priority=50,
         )
         self._wake_after(delay)
@@ -141,12 +149,23 @@ class Learning:
         return await consolidate.consolidate_now(self.engine, bank_id)
 
     async def observations(
-        self, bank_id: str, *, tags: list[str] | None, include_invalidated: bool, limit: int, offset: int,
+        self,
+        bank_id: str,
+        *,
+        tags: list[str] | None,
+        include_invalidated: bool,
+        limit: int,
+        offset: int,
         now: datetime | None,
     ) -> list[Observation]:
         return await observation_views.list_observations(
-            self.pool, bank_id, now=now or datetime.now(UTC), tags=tags, include_invalidated=include_invalidated,
-            limit=limit, offset=offset,
+            self.pool,
+            bank_id,
+            now=now or datetime.now(UTC),
+            tags=tags,
+            include_invalidated=include_invalidated,
+            limit=limit,
+            offset=offset,
         )
 
     async def observation(self, bank_id: str, observation_id: UUID, now: datetime | None) -> Observation:
@@ -158,11 +177,18 @@ class Learning:
     # --- mental models ---------------------------------------------------------------------------------------
 
     async def create_mental_model(
-        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None, max_tokens: int,
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Sequence[str] | None,
+        max_tokens: int,
         refresh_every: float | None,
     ) -> MentalModel:
-        model = await mental_models.create(self.engine, bank_id, name, question, tags=tags, max_tokens=max_tokens,
-                                           refresh_every=refresh_every)
+        model = await mental_models.create(
+            self.engine, bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
+        )
         self._wake_after(0.0)
         return model
 

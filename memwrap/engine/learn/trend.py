@@ -1,10 +1,10 @@
 """An observation's trend, from the timestamps of the evidence that supports it.
 
-    stale          nothing new for STALE_DAYS
-    new            first seen within NEW_DAYS, or fewer than three sources so far
-    strengthening  the recent half of its life holds clearly more evidence than the older half
-    weakening      … clearly less
-    stable         otherwise
+stale          nothing new for STALE_DAYS
+new            first seen within NEW_DAYS, or fewer than three sources so far
+strengthening  the recent half of its life holds clearly more evidence than the older half
+weakening      … clearly less
+stable         otherwise
 """
 
 from __future__ import annotations

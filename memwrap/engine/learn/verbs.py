@@ -76,12 +76,21 @@ class LearningVerbs:
         return await self.learning.consolidate(validate.bank_id(bank_id))
 
     async def observations(
-        self, bank_id: str, *, tags: Sequence[str] | None = None, include_invalidated: bool = False,
-        limit: int = 100, offset: int = 0, now: datetime | None = None,
+        self,
+        bank_id: str,
+        *,
+        tags: Sequence[str] | None = None,
+        include_invalidated: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+        now: datetime | None = None,
     ) -> list[Observation]:
         return await self.learning.observations(
-            validate.bank_id(bank_id), tags=validate.tags(tags), include_invalidated=include_invalidated,
-            limit=_limit(limit), offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
+            validate.bank_id(bank_id),
+            tags=validate.tags(tags),
+            include_invalidated=include_invalidated,
+            limit=_limit(limit),
+            offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
             now=validate.timestamp(now),
         )
 
@@ -100,15 +109,25 @@ class LearningVerbs:
     # --- mental models ---------------------------------------------------------------------------------------
 
     async def create_mental_model(
-        self, bank_id: str, name: str, question: str, *, tags: Sequence[str] | None = None,
-        max_answer_tokens: int = 512, refresh_every: float | None = None,
+        self,
+        bank_id: str,
+        name: str,
+        question: str,
+        *,
+        tags: Sequence[str] | None = None,
+        max_answer_tokens: int = 512,
+        refresh_every: float | None = None,
     ) -> MentalModel:
         """A standing question, answered in the background (status 'pending' until the first refresh)."""
         bank_id = validate.bank_id(bank_id)
         defended = await self._defended(bank_id, name=name, question=validate.query(question), tags=validate.tags(tags))
         return await self.learning.create_mental_model(
-            bank_id, defended["name"], defended["question"], tags=defended["tags"],
-            max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"), refresh_every=refresh_every,
+            bank_id,
+            defended["name"],
+            defended["question"],
+            tags=defended["tags"],
+            max_tokens=validate.budget(max_answer_tokens, what="max_answer_tokens"),
+            refresh_every=refresh_every,
         )
 
     async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:

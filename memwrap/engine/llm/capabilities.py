@@ -75,9 +75,15 @@ async def detect_capabilities(provider: Any, protocol: str, call: Call) -> Capab
         )
     native = auto is not None and any(c.name == "lookup" for c in auto.tool_calls)
     schema_reply = await _answers(
-        call, provider,
-        ChatRequest("", [Message.user('Reply {"ok": true}.')], json_schema=_PROBE_SCHEMA, max_tokens=PROBE_TOKENS,
-                    timeout=PROBE_TIMEOUT),
+        call,
+        provider,
+        ChatRequest(
+            "",
+            [Message.user('Reply {"ok": true}.')],
+            json_schema=_PROBE_SCHEMA,
+            max_tokens=PROBE_TOKENS,
+            timeout=PROBE_TIMEOUT,
+        ),
     )
     schema = schema_reply is not None and _is_probe_json(schema_reply.text)
     if not schema:

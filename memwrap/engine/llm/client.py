@@ -89,6 +89,7 @@ log = logging.getLogger("memwrap.llm")
 class OutputTruncatedError(LLMOutputError):
     """The reply hit the output token limit: whatever parsed may be missing its end. Ask for less per call."""
 
+
 T = TypeVar("T", bound=BaseModel)
 
 # What a model is told when its structured reply did not validate (one re-ask, then LLMOutputError).
@@ -238,7 +239,13 @@ class LLM:
                 raise
 
     async def complete(
-        self, system: str, user: str, *, role: Role, max_tokens: int = 2048, continuations: int = 2,
+        self,
+        system: str,
+        user: str,
+        *,
+        role: Role,
+        max_tokens: int = 2048,
+        continuations: int = 2,
         timeout: float | None = None,
     ) -> tuple[str, Usage]:
         """Plain text. A reply cut off at `max_tokens` is continued (up to `continuations` more requests, each
@@ -332,8 +339,11 @@ class LLM:
         self.limit.succeeded()
         prompt_rate, generation_rate = result.timings or (None, None)
         self._meters.setdefault(id(provider), SpeedMeter()).record(
-            result.usage.prompt_tokens, result.usage.completion_tokens, elapsed,
-            prompt_per_second=prompt_rate, generation_per_second=generation_rate,
+            result.usage.prompt_tokens,
+            result.usage.completion_tokens,
+            elapsed,
+            prompt_per_second=prompt_rate,
+            generation_per_second=generation_rate,
         )
         return result
 
@@ -463,7 +473,5 @@ def _parse(result: ChatResult, schema: type[T]) -> T:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8]
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
         raise LLMOutputError(f"the reply does not match the required structure ({problems})") from None

@@ -37,8 +37,12 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
             raise TypeError("For Azure OpenAI pass an AsyncAzureOpenAI client (its settings are reused as they are).")
         else:
             sdk = openai.AsyncOpenAI(
-                api_key=client.api_key, organization=client.organization, project=client.project,
-                base_url=client.base_url, max_retries=0, timeout=settings.llm_timeout,
+                api_key=client.api_key,
+                organization=client.organization,
+                project=client.project,
+                base_url=client.base_url,
+                max_retries=0,
+                timeout=settings.llm_timeout,
             )
     elif anthropic is not None and isinstance(client, (anthropic.AsyncAnthropic, anthropic.Anthropic)):
         kind = "anthropic"
@@ -47,8 +51,11 @@ def llm_from_client(client: Any, model: str | None = None, *, settings: Settings
             sdk = client.with_options(max_retries=0, timeout=settings.llm_timeout)
         else:
             sdk = anthropic.AsyncAnthropic(
-                api_key=client.api_key, auth_token=client.auth_token, base_url=client.base_url,
-                max_retries=0, timeout=settings.llm_timeout,
+                api_key=client.api_key,
+                auth_token=client.auth_token,
+                base_url=client.base_url,
+                max_retries=0,
+                timeout=settings.llm_timeout,
             )
     else:
         raise TypeError(f"llm_from_client takes an OpenAI or Anthropic client, not {type(client).__name__}.")

@@ -169,8 +169,11 @@ async def graph(
     # In a small bank a few seeds are already much of it; keep some memories left to be reached.
     seeds = max(1, min(seeds, bank_size // 4))
     where, params = filters.sql("m", 8)
-    order = (indexed_distance("embedding", "$2", dimensions(query_vector)) if bank_size > EXACT_SCAN_MAX
-             else "(embedding <=> $2) + 0, id")
+    order = (
+        indexed_distance("embedding", "$2", dimensions(query_vector))
+        if bank_size > EXACT_SCAN_MAX
+        else "(embedding <=> $2) + 0, id"
+    )
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred; but
     # checking every memory reached is slow when many are (17k through common entities in a 100k bank: 85 ms).

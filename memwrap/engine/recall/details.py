@@ -107,9 +107,18 @@ async def add_entities(conn: Connection, memories: Sequence[RecalledMemory]) -> 
 
 def memory(bank_id: str, row: asyncpg.Record, score: float, arm_ranks: dict[str, int]) -> RecalledMemory:
     return RecalledMemory(
-        id=row["id"], bank_id=bank_id, text=row["text"], type=row["fact_type"], document_id=row["document_id"],
-        metadata=row["metadata"] or {}, tags=list(row["tags"] or []), occurred_start=row["occurred_start"],
-        occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"], speaker=row["speaker"], score=score,
+        id=row["id"],
+        bank_id=bank_id,
+        text=row["text"],
+        type=row["fact_type"],
+        document_id=row["document_id"],
+        metadata=row["metadata"] or {},
+        tags=list(row["tags"] or []),
+        occurred_start=row["occurred_start"],
+        occurred_end=row["occurred_end"],
+        mentioned_at=row["mentioned_at"],
+        speaker=row["speaker"],
+        score=score,
         arms=arm_ranks,
     )
 

@@ -123,7 +123,7 @@ def _compare(path: list[str], op: str, value: object, m: str, params: Params) ->
         bound = params.add(value, "::text")
         return (
             f"(CASE WHEN jsonb_typeof({target}) = 'string' THEN ({target} #>> '{{}}') COLLATE \"C\" {symbol} {bound} "
-            "COLLATE \"C\" ELSE false END)"
+            'COLLATE "C" ELSE false END)'
         )
     bound = params.add(value, "::numeric")
     return f"(CASE WHEN jsonb_typeof({target}) = 'number' THEN ({target})::numeric {symbol} {bound} ELSE false END)"

@@ -65,9 +65,14 @@ def reciprocal_rank(results: Mapping[str, Hits], weights: Mapping[str, float], k
         for memory_id, strength in hits:
             strengths.setdefault((arm, memory_id), strength)  # its first place in the arm, as _ranks keeps
     fused = [
-        Fused(memory_id, math.fsum(_vote(arm, rank, strengths[(arm, memory_id)], weights, k,
-                                         bonus=_nearest_unmatched(arm, rank, arms))
-                                   for arm, rank in arms.items()), arms)
+        Fused(
+            memory_id,
+            math.fsum(
+                _vote(arm, rank, strengths[(arm, memory_id)], weights, k, bonus=_nearest_unmatched(arm, rank, arms))
+                for arm, rank in arms.items()
+            ),
+            arms,
+        )
         for memory_id, arms in _ranks(results).items()
     ]
     fused.sort(key=lambda f: (-f.score, min(f.arms.values()), str(f.id)))

@@ -36,9 +36,7 @@ LIMIT $3
 MAX_RELATED = 12
 
 
-async def related_names(
-    conn: Executor, bank_id: str, keys: list[str]
-) -> list[tuple[str, str]]:
+async def related_names(conn: Executor, bank_id: str, keys: list[str]) -> list[tuple[str, str]]:
     """(name, key) of the entities that are the same as those `keys` name, other than the keys themselves."""
     if not keys:
         return []

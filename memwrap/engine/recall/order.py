@@ -156,17 +156,18 @@ def _assistant_echoes(head: Sequence[RecalledMemory]) -> None:
             continue
         words, topics = topic_terms(echo.text)
         for old in replaced:
-            if (_session(old) == _session(echo) and old.mentioned_at is not None
-                    and abs(old.mentioned_at - echo.mentioned_at) <= timedelta(days=1)):
+            if (
+                _session(old) == _session(echo)
+                and old.mentioned_at is not None
+                and abs(old.mentioned_at - echo.mentioned_at) <= timedelta(days=1)
+            ):
                 old_words, old_topics = topic_terms(old.text)
                 if (words & old_words) or (topics & old_topics):
                     echo.replaced_by, echo.replaced_at = old.replaced_by, old.replaced_at
                     break
 
 
-def stable_partition(
-    ranked: Sequence[RecalledMemory], last: Callable[[RecalledMemory], bool]
-) -> list[RecalledMemory]:
+def stable_partition(ranked: Sequence[RecalledMemory], last: Callable[[RecalledMemory], bool]) -> list[RecalledMemory]:
     """`ranked` with the memories for which `last` holds moved to the end, both parts in their order."""
     return [m for m in ranked if not last(m)] + [m for m in ranked if last(m)]
 

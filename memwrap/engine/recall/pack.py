@@ -114,9 +114,7 @@ class Packing:
         ]
 
 
-def plan(
-    memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding
-) -> Packing:
+def plan(memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding) -> Packing:
     """Choose and render memories, in the given order, within `max_tokens`."""
     frame = header(now) + footer()
     frame_tokens = len(encoding.encode_ordinary(frame))

@@ -17,9 +17,7 @@ SELECT observation_id, memory_id FROM observation_evidence WHERE bank_id = $1 AN
 """
 
 
-async def prefer_observations(
-    db: Executor, bank_id: str, ranked: list[RecalledMemory]
-) -> list[RecalledMemory]:
+async def prefer_observations(db: Executor, bank_id: str, ranked: list[RecalledMemory]) -> list[RecalledMemory]:
     # Only this bank's memories take part (a recall over several banks calls this once per bank).
     observations = [m for m in ranked if m.type == "observation" and m.bank_id in (None, bank_id)]
     if not observations:

@@ -69,7 +69,6 @@ class RecallRequest:
     def banks(self) -> list[str]:
         return self.bank_ids or [self.bank_id]
 
-
     @classmethod
     def checked(
         cls,
@@ -163,12 +162,20 @@ class Searcher:
     async def recall(self, request: RecallRequest) -> Recall:
         banks = request.banks
         with tracing.span(
-            "recall", bank_id=banks[0], bank_ids=banks if len(banks) > 1 else None, token_budget=request.token_budget,
-            top_k=request.top_k, filtered=request.where is not None, **tracing.content_attributes(query=request.query),
+            "recall",
+            bank_id=banks[0],
+            bank_ids=banks if len(banks) > 1 else None,
+            token_budget=request.token_budget,
+            top_k=request.top_k,
+            filtered=request.where is not None,
+            **tracing.content_attributes(query=request.query),
         ) as current:
             result = await self._recall(request)
             tracing.set_attributes(
-                current, tokens=result.tokens, memories=len(result.memories), candidates=result.candidates,
+                current,
+                tokens=result.tokens,
+                memories=len(result.memories),
+                candidates=result.candidates,
                 time_window=result.time_window is not None,
                 **{f"ms.{step}": round(ms, 2) for step, ms in result.timings_ms.items()},
             )
@@ -206,8 +213,9 @@ class Searcher:
         searched = [bank for bank in banks if sizes.get(bank)]
         if not searched:
             _discard(embedding)
-            return self._result(request, banks, encoding, window, context="", tokens=0,
-                                considered=[] if request.explain else None)
+            return self._result(
+                request, banks, encoding, window, context="", tokens=0, considered=[] if request.explain else None
+            )
         # The time expression is the temporal arm's: its words ("last" of "last spring") are no keyword terms and
         # no entities (they matched "last month" in memories of any date).
         entity_keys = _query_entity_keys(topic)
@@ -215,8 +223,10 @@ class Searcher:
         keyword_text = " ".join([topic, *calendar_names(window.expression)]) if window else topic
         filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = {bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))
-                 for bank in searched}
+        names = {
+            bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))
+            for bank in searched
+        }
         keyword = {
             bank: asyncio.ensure_future(
                 self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank], timings)
@@ -235,7 +245,15 @@ class Searcher:
             size, bank_filters = sizes[bank], filters[bank]
             graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
             tasks[("semantic", bank)] = self._arm(
-                "semantic", bank, timings, self._on_connection, arms.semantic, bank_filters, vector, limit, size,
+                "semantic",
+                bank,
+                timings,
+                self._on_connection,
+                arms.semantic,
+                bank_filters,
+                vector,
+                limit,
+                size,
                 self.settings.min_similarity,
             )
             tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
@@ -244,8 +262,16 @@ class Searcher:
             )
             if window is not None:
                 tasks[("temporal", bank)] = self._arm(
-                    "temporal", bank, timings, self._on_connection, arms.temporal, bank_filters, vector, window.start,
-                    window.end, limit,
+                    "temporal",
+                    bank,
+                    timings,
+                    self._on_connection,
+                    arms.temporal,
+                    bank_filters,
+                    vector,
+                    window.start,
+                    window.end,
+                    limit,
                 )
         results = _merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
         timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
@@ -300,8 +326,15 @@ class Searcher:
             tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
         timings["total"] = _ms(started)
         return self._result(
-            request, banks, encoding, window, context=packing.context, tokens=packing.tokens,
-            memories=packing.picked(ranked), candidates=len(ranked), timings_ms=timings,
+            request,
+            banks,
+            encoding,
+            window,
+            context=packing.context,
+            tokens=packing.tokens,
+            memories=packing.picked(ranked),
+            candidates=len(ranked),
+            timings_ms=timings,
             considered=packing.considered(ranked) if request.explain else None,
         )
 
@@ -310,8 +343,13 @@ class Searcher:
         request: RecallRequest, banks: list[str], encoding: Any, window: TimeWindow | None, **fields: Any
     ) -> Recall:
         return Recall(
-            bank_id=banks[0], bank_ids=banks, query=request.query, token_budget=request.token_budget,
-            encoding=encoding_name(encoding), time_window=window, **fields,
+            bank_id=banks[0],
+            bank_ids=banks,
+            query=request.query,
+            token_budget=request.token_budget,
+            encoding=encoding_name(encoding),
+            time_window=window,
+            **fields,
         )
 
     async def _names(self, bank_id: str, query: str, entity_keys: list[str]) -> list[tuple[str, str]]:
@@ -323,7 +361,12 @@ class Searcher:
         return [*seen, *related]
 
     async def _keyword(
-        self, filters: Filters, query: str, names: asyncio.Future[list[tuple[str, str]]], limit: int, bank_size: int,
+        self,
+        filters: Filters,
+        query: str,
+        names: asyncio.Future[list[tuple[str, str]]],
+        limit: int,
+        bank_size: int,
         timings: dict[str, float],
     ) -> Hits:
         related = await names

@@ -81,7 +81,12 @@ class Agent:
         self.refs = Refs()
         self.gathered = Gathered()
         self.toolbox = Toolbox(
-            engine, request.bank_id, tags=request.tags, now=request.now, counter=self.counter, refs=self.refs,
+            engine,
+            request.bank_id,
+            tags=request.tags,
+            now=request.now,
+            counter=self.counter,
+            refs=self.refs,
             gathered=self.gathered,
         )
         self.trace: list[ReflectTraceEntry] = []
@@ -152,8 +157,10 @@ class Agent:
                         reason = "uncited"
                         break
                     messages.append(step.message())
-                    messages += [Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True)
-                                 for c in step.tool_calls]
+                    messages += [
+                        Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True)
+                        for c in step.tool_calls
+                    ]
                     continue
                 self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
                 return await self._finish(call)
@@ -194,8 +201,10 @@ class Agent:
         if self.refused == 1:
             if step.tool_calls:
                 messages.append(step.message())
-                messages += [Message.tool_result(c.id, LOOK_FIRST if c is done else NOT_RUN, is_error=True)
-                             for c in step.tool_calls]
+                messages += [
+                    Message.tool_result(c.id, LOOK_FIRST if c is done else NOT_RUN, is_error=True)
+                    for c in step.tool_calls
+                ]
             else:
                 messages += [step.message(), Message.user(LOOK_FIRST)]
             return True
@@ -234,20 +243,28 @@ class Agent:
         return None
 
     async def _turn(
-        self, system: str, messages: list[Message], tools: list[Tool], *, timeout: float, kind: TraceKind = "llm",
+        self,
+        system: str,
+        messages: list[Message],
+        tools: list[Tool],
+        *,
+        timeout: float,
+        kind: TraceKind = "llm",
         tool_choice: str = "auto",
     ) -> ToolStep:
         request_tokens = self.counter.request(system, messages, tools)
         started = time.perf_counter()
-        entry = ReflectTraceEntry(
-            kind=kind, iteration=self.iteration, request_tokens=request_tokens
-        )
+        entry = ReflectTraceEntry(kind=kind, iteration=self.iteration, request_tokens=request_tokens)
         self.trace.append(entry)
         assert self.protocol is not None
         try:
             step = await asyncio.wait_for(
                 self.protocol.step(
-                    system, messages, tools, tool_choice=tool_choice, max_tokens=self.limits.answer_tokens,
+                    system,
+                    messages,
+                    tools,
+                    tool_choice=tool_choice,
+                    max_tokens=self.limits.answer_tokens,
                     timeout=max(timeout, 0.001),
                 ),
                 timeout=max(timeout, 0.001),
@@ -314,13 +331,20 @@ class Agent:
         arguments = call.arguments if call.raw_arguments is None else {"raw": call.raw_arguments[:2000]}
         if call.id.startswith(AUTOMATIC):
             arguments = {**arguments, "automatic": True}  # the agent looked it up, not the model
-        self.trace.append(ReflectTraceEntry(
-            kind="tool", iteration=self.iteration, name=call.name,
-            arguments=arguments,
-            cap_tokens=cap, result_tokens=outcome.tokens or self.counter.text(outcome.text),
-            result_chars=len(outcome.text), truncated=outcome.truncated, latency_ms=latency_ms,
-            error=error or (outcome.text[:500] if outcome.error else None),
-        ))
+        self.trace.append(
+            ReflectTraceEntry(
+                kind="tool",
+                iteration=self.iteration,
+                name=call.name,
+                arguments=arguments,
+                cap_tokens=cap,
+                result_tokens=outcome.tokens or self.counter.text(outcome.text),
+                result_chars=len(outcome.text),
+                truncated=outcome.truncated,
+                latency_ms=latency_ms,
+                error=error or (outcome.text[:500] if outcome.error else None),
+            )
+        )
 
     # -- the end ---------------------------------------------------------------------------------------------
 
@@ -337,16 +361,23 @@ class Agent:
         system = prompts.synthesis_system(reason, request.disposition)
         if self.protocol is not None and self.protocol.name == "json":
             system += prompts.SYNTHESIS_JSON
-        frame = self.counter.request(system, [Message.user(prompts.synthesis_user(request.query, request.context, ""))],
-                                     [done_tool])
+        frame = self.counter.request(
+            system, [Message.user(prompts.synthesis_user(request.query, request.context, ""))], [done_tool]
+        )
         room = self.limits.max_tokens - frame - SAFETY_TOKENS
         problem = "no attempt"
         for _attempt in range(SYNTHESIS_ATTEMPTS):
             evidence, _cut = self.counter.cut(self.gathered.render(), max(room, 0))
             messages = [Message.user(prompts.synthesis_user(request.query, request.context, evidence))]
             try:
-                step = await self._turn(system, messages, [done_tool], timeout=self.limits.synthesis_timeout,
-                                        kind="synthesis", tool_choice=DONE)
+                step = await self._turn(
+                    system,
+                    messages,
+                    [done_tool],
+                    timeout=self.limits.synthesis_timeout,
+                    kind="synthesis",
+                    tool_choice=DONE,
+                )
             except ContextOverflowError:
                 room //= 2
                 problem = "the provider's context window overflowed"
@@ -392,8 +423,11 @@ class Agent:
             answer = f"No answer could be synthesised ({problem}). What memory holds on this:\n{gathered}"
         else:
             answer = f"No answer could be given ({problem}), and nothing was found in memory before the limit."
-        self.trace.append(ReflectTraceEntry(kind="synthesis", iteration=self.iteration, error=problem,
-                                            detail="fallback: gathered items listed"))
+        self.trace.append(
+            ReflectTraceEntry(
+                kind="synthesis", iteration=self.iteration, error=problem, detail="fallback: gathered items listed"
+            )
+        )
         refs = [line.split("]", 1)[0].lstrip("[→ ") for line in gathered.splitlines() if line.startswith("[")]
         return await self._finish(DoneCall(answer=answer, memory_ids=refs), forced=reason)
 
@@ -411,8 +445,19 @@ class Agent:
         )
         self.usage.latency_ms = _ms(self._started)
         return ReflectResult(
-            bank_id=request.bank_id, query=request.query, answer=call.answer.strip(), structured=call.structured,
-            memory_ids=cited.memory_ids, mental_model_ids=cited.mental_model_ids, citations=cited.citations,
-            unknown_ids=cited.unknown, iterations=self.iteration, forced=forced is not None, forced_reason=forced,
-            context_budget=self.limits.max_tokens, disposition=request.disposition, usage=self.usage, trace=self.trace,
+            bank_id=request.bank_id,
+            query=request.query,
+            answer=call.answer.strip(),
+            structured=call.structured,
+            memory_ids=cited.memory_ids,
+            mental_model_ids=cited.mental_model_ids,
+            citations=cited.citations,
+            unknown_ids=cited.unknown,
+            iterations=self.iteration,
+            forced=forced is not None,
+            forced_reason=forced,
+            context_budget=self.limits.max_tokens,
+            disposition=request.disposition,
+            usage=self.usage,
+            trace=self.trace,
         )

@@ -46,7 +46,7 @@ class TokenCounter:
         head = self.encoding.decode(tokens[:keep])
         line_end = head.rfind("\n")
         if line_end > len(head) // 2:
-            head = head[: line_end]
+            head = head[:line_end]
         return head + marker, True
 
     def message(self, message: Message) -> int:

@@ -22,9 +22,7 @@ class Cited:
     unknown: list[str] = field(default_factory=list)
 
 
-async def resolve_citations(
-    pool: asyncpg.Pool, bank_id: str, refs: Refs, cited: Iterable[str], answer: str
-) -> Cited:
+async def resolve_citations(pool: asyncpg.Pool, bank_id: str, refs: Refs, cited: Iterable[str], answer: str) -> Cited:
     """The cited references (and those written inline in the answer, like "[F3]"), resolved and checked."""
     wanted: list[tuple[str, str, UUID]] = []  # (as cited, kind, id)
     unknown: list[str] = []

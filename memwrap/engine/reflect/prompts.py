@@ -37,7 +37,7 @@ TRAITS: dict[str, dict[int, str]] = {
         2: "Trust memories unless they conflict.",
         4: "Prefer claims with several independent sources; mention when support is thin or conflicting.",
         5: "Treat every memory as a claim: rely on corroborated ones, point out contradictions and single-source "
-           "claims, and say how sure the answer is.",
+        "claims, and say how sure the answer is.",
     },
     "literalism": {
         1: "Read between the lines: infer what the user likely means and what memories imply.",

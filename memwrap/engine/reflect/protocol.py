@@ -64,7 +64,13 @@ class TurnProtocol:
         return system + JSON_RULES if self.name == "json" else system
 
     async def step(
-        self, system: str, messages: list[Message], tools: list[Tool], *, tool_choice: str, max_tokens: int,
+        self,
+        system: str,
+        messages: list[Message],
+        tools: list[Tool],
+        *,
+        tool_choice: str,
+        max_tokens: int,
         timeout: float | None,
     ) -> ToolStep:
         if self.name == "json":
@@ -72,7 +78,12 @@ class TurnProtocol:
         if tool_choice not in ("auto", "required", "none") and not self.capabilities.named_tool_choice:
             tool_choice = "required" if len(tools) == 1 else "auto"
         step = await self.llm.tool_step(
-            messages, tools, role="reflect", system=system, tool_choice=tool_choice, max_tokens=max_tokens,
+            messages,
+            tools,
+            role="reflect",
+            system=system,
+            tool_choice=tool_choice,
+            max_tokens=max_tokens,
             timeout=timeout,
         )
         if not step.tool_calls and step.text:
@@ -87,8 +98,14 @@ class TurnProtocol:
         schema = action_schema(tools)
         try:
             action, usage = await self.llm.structured(
-                self.system(system), as_plain(messages), NextAction, role="reflect", name="next_action",
-                max_tokens=max_tokens, timeout=timeout, json_schema=schema,
+                self.system(system),
+                as_plain(messages),
+                NextAction,
+                role="reflect",
+                name="next_action",
+                max_tokens=max_tokens,
+                timeout=timeout,
+                json_schema=schema,
             )
         except LLMOutputError as exc:
             # Not even repaired JSON: the turn is text, which the agent refuses and asks again.
@@ -118,10 +135,14 @@ def action_schema(tools: list[Tool]) -> dict[str, Any]:
         for key in ("$defs", "definitions"):
             defs.update(parameters.pop(key, {}) or {})
         properties = {"action": {"type": "string", "enum": [tool.name]}, **parameters.get("properties", {})}
-        branches.append({
-            "type": "object", "properties": properties, "required": ["action", *parameters.get("required", [])],
-            "additionalProperties": False,
-        })
+        branches.append(
+            {
+                "type": "object",
+                "properties": properties,
+                "required": ["action", *parameters.get("required", [])],
+                "additionalProperties": False,
+            }
+        )
     schema: dict[str, Any] = {"anyOf": branches}
     if defs:
         schema["$defs"] = defs

@@ -77,9 +77,15 @@ class ObservationState:
 
 def _unit(row: asyncpg.Record) -> RecalledMemory:
     return RecalledMemory(
-        id=row["id"], text=row["text"], type=row["fact_type"], document_id=row["document_id"],
-        metadata=row["metadata"] or {}, tags=list(row["tags"] or []), occurred_start=row["occurred_start"],
-        occurred_end=row["occurred_end"], mentioned_at=row["mentioned_at"],
+        id=row["id"],
+        text=row["text"],
+        type=row["fact_type"],
+        document_id=row["document_id"],
+        metadata=row["metadata"] or {},
+        tags=list(row["tags"] or []),
+        occurred_start=row["occurred_start"],
+        occurred_end=row["occurred_end"],
+        mentioned_at=row["mentioned_at"],
     )
 
 
@@ -106,8 +112,11 @@ async def observation_states(
     rows = await pool.fetch(OBSERVATION_STATE, bank_id, list(ids))
     return {
         r["id"]: ObservationState(
-            proof_count=r["proof_count"], evidence_count=r["evidence_count"], superseded=r["superseded"],
-            last_evidence_at=r["last_evidence_at"], trend=trend(list(r["supported_at"]), now),
+            proof_count=r["proof_count"],
+            evidence_count=r["evidence_count"],
+            superseded=r["superseded"],
+            last_evidence_at=r["last_evidence_at"],
+            trend=trend(list(r["supported_at"]), now),
         )
         for r in rows
     }
@@ -130,7 +139,8 @@ async def existing(
     if unit_ids:
         rows = await pool.fetch(
             "SELECT id FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND invalidated_at IS NULL",
-            bank_id, list(unit_ids),
+            bank_id,
+            list(unit_ids),
         )
         found_units = {r["id"] for r in rows}
     if model_ids:

@@ -69,20 +69,39 @@ async def reflect(
         raise LLMNotConfiguredError(NOT_CONFIGURED)
 
     request = ReflectRequest(
-        bank_id=bank_id, query=query, context=context, tags=checked_tags, now=validate.now_or(now),
-        disposition=await settle_disposition(engine, bank_id, disposition), output=output,
+        bank_id=bank_id,
+        query=query,
+        context=context,
+        tags=checked_tags,
+        now=validate.now_or(now),
+        disposition=await settle_disposition(engine, bank_id, disposition),
+        output=output,
         limits=Limits(
-            max_tokens=budget, max_iterations=iterations, timeout=float(seconds),
-            synthesis_timeout=settings.reflect_synthesis_timeout, answer_tokens=settings.reflect_answer_tokens,
+            max_tokens=budget,
+            max_iterations=iterations,
+            timeout=float(seconds),
+            synthesis_timeout=settings.reflect_synthesis_timeout,
+            answer_tokens=settings.reflect_answer_tokens,
         ),
     )
-    with tracing.span("reflect", bank_id=bank_id, context_budget=budget, max_iterations=iterations,
-                      **tracing.content_attributes(query=query)) as current:
+    with tracing.span(
+        "reflect",
+        bank_id=bank_id,
+        context_budget=budget,
+        max_iterations=iterations,
+        **tracing.content_attributes(query=query),
+    ) as current:
         result = await Agent(engine, llm, request).run()
         tracing.set_attributes(
-            current, iterations=result.iterations, forced=result.forced, forced_reason=result.forced_reason,
-            memories=len(result.memory_ids), llm_calls=result.usage.calls, tool_calls=result.usage.tool_calls,
-            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+            current,
+            iterations=result.iterations,
+            forced=result.forced,
+            forced_reason=result.forced_reason,
+            memories=len(result.memory_ids),
+            llm_calls=result.usage.calls,
+            tool_calls=result.usage.tool_calls,
+            prompt_tokens=result.usage.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens,
         )
         return result
 
@@ -92,7 +111,9 @@ async def settle_disposition(
 ) -> Disposition:
     s = engine.settings
     merged: dict[str, Any] = {
-        "skepticism": s.reflect_skepticism, "literalism": s.reflect_literalism, "empathy": s.reflect_empathy,
+        "skepticism": s.reflect_skepticism,
+        "literalism": s.reflect_literalism,
+        "empathy": s.reflect_empathy,
         "directives": list(s.reflect_directives),
     }
     stored = await queries.stored_disposition(engine.store.pool, bank_id)

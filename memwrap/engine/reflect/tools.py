@@ -89,8 +89,15 @@ class Toolbox:
     """The memory tools of one reflect: a bank, its tag scope, and the references shown so far."""
 
     def __init__(
-        self, engine: Engine, bank_id: str, *, tags: list[str] | None, now: datetime, counter: TokenCounter,
-        refs: Refs, gathered: Gathered,
+        self,
+        engine: Engine,
+        bank_id: str,
+        *,
+        tags: list[str] | None,
+        now: datetime,
+        counter: TokenCounter,
+        refs: Refs,
+        gathered: Gathered,
     ) -> None:
         self.engine = engine
         self.bank_id = bank_id
@@ -209,15 +216,23 @@ class Toolbox:
         state: str = model.status
         if model.status == "stale":
             state = f"stale since {model.stale_since:%Y-%m-%d}" if model.stale_since else "stale"
-            state += f" ({model.stale_reason}); check observations and facts" if model.stale_reason else \
-                "; check observations and facts"
+            state += (
+                f" ({model.stale_reason}); check observations and facts"
+                if model.stale_reason
+                else "; check observations and facts"
+            )
         content = model.content.strip()
         return ref, f"[{ref}] {model.name} — {model.question} [{state}{when}]\n{content}"
 
     async def _observations(self, args: SearchObservations, cap: int) -> tuple[str, list[tuple[str, str]]]:
         recall = await self.engine.recall(
-            self.bank_id, args.query, token_budget=cap + RECALL_SLACK, now=self.now, types=["observation"],
-            tags=self.tags, neighbours=False,
+            self.bank_id,
+            args.query,
+            token_budget=cap + RECALL_SLACK,
+            now=self.now,
+            types=["observation"],
+            tags=self.tags,
+            neighbours=False,
         )
         if not recall.memories:
             return "No observations match: recall raw facts instead.", []
@@ -236,7 +251,12 @@ class Toolbox:
 
     async def _recall(self, args: RecallFacts, cap: int) -> tuple[str, list[tuple[str, str]]]:
         recall = await self.engine.recall(
-            self.bank_id, args.query, token_budget=cap + RECALL_SLACK, now=self.now, types=FACT_TYPES, tags=self.tags,
+            self.bank_id,
+            args.query,
+            token_budget=cap + RECALL_SLACK,
+            now=self.now,
+            types=FACT_TYPES,
+            tags=self.tags,
         )
         if not recall.memories:
             return "Memory holds no facts about this.", []
@@ -260,7 +280,8 @@ class Toolbox:
             facts = {m.id: m for m in units}
             items = [
                 self._line(facts[e.memory_id], "(superseded) " if e.stance == "superseded" else "")
-                for e in evidence if e.memory_id in facts
+                for e in evidence
+                if e.memory_id in facts
             ]
             head = f"Sources of {args.id}, newest first ({observation.proof_count} sources, trend {observation.trend}):"
             return head, items

@@ -156,7 +156,8 @@ async def uncovered(
     # A paraphrase may carry a sentence, but only one that kept its key terms (a missing detail is lost). Not a
     # Chinese one: the default embedding model is English-only, and any two Chinese sentences look alike to it.
     checkable = [
-        s for s in pending
+        s
+        for s in pending
         if facts.get(s.item_hash) and not mostly_han(s.text) and _keys_present(s.text, facts[s.item_hash])
     ]
     close = await _similar(checkable, facts, embed) if checkable else set()

@@ -114,6 +114,7 @@ class Extraction(BaseModel):
 
 # --- turns and chunks ---------------------------------------------------------------------------------------
 
+
 @dataclass
 class Turn:
     item: PreparedItem

@@ -147,8 +147,12 @@ class Extractor:
         outcomes = await asyncio.gather(*(self._extract(bank_id, chunk) for chunk in chunks))
         usage = sum((o.usage for o in outcomes if not isinstance(o, str)), Usage())
         tracing.set_attributes(
-            current, chunks=len(chunks), llm_calls=usage.calls, prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens, cached_tokens=usage.cached_tokens,
+            current,
+            chunks=len(chunks),
+            llm_calls=usage.calls,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens,
         )
         failed: dict[str, str] = {}
         results: list[ChunkFacts] = []
@@ -185,8 +189,11 @@ class Extractor:
             try:
                 result = await self._extract_halving(chunk)
                 tracing.set_attributes(
-                    current, facts=len(result.facts), llm_calls=result.usage.calls,
-                    prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+                    current,
+                    facts=len(result.facts),
+                    llm_calls=result.usage.calls,
+                    prompt_tokens=result.usage.prompt_tokens,
+                    completion_tokens=result.usage.completion_tokens,
                 )
                 return result
             except asyncio.CancelledError:
@@ -307,24 +314,36 @@ def _fact_unit(
     )
 
 
-def _raw_unit(
-    owner: ExtractedItem, text: str, part: int, said_at: datetime, resolution: Resolution
-) -> PreparedUnit:
+def _raw_unit(owner: ExtractedItem, text: str, part: int, said_at: datetime, resolution: Resolution) -> PreparedUnit:
     source = owner.source
     assert source is not None
     metadata = {**source.metadata, "kept_raw": UNCOVERED}
     speaker, said = said_by(text, source.metadata)
     return PreparedUnit(
-        id=uuid4(), text=text, fact_type="raw", item_hash=owner.item_hash, document_id=source.document_id,
-        session_key=session_key(source), part_index=part, context=source.context, metadata=metadata,
-        tags=list(source.tags), mentioned_at=said_at, occurred=extract_occurred(text, said_at),
-        entities=resolution.entities(extract_entities(said)), search_text=search_text(text), embed_text=text,
+        id=uuid4(),
+        text=text,
+        fact_type="raw",
+        item_hash=owner.item_hash,
+        document_id=source.document_id,
+        session_key=session_key(source),
+        part_index=part,
+        context=source.context,
+        metadata=metadata,
+        tags=list(source.tags),
+        mentioned_at=said_at,
+        occurred=extract_occurred(text, said_at),
+        entities=resolution.entities(extract_entities(said)),
+        search_text=search_text(text),
+        embed_text=text,
         speaker=speaker,
     )
 
 
 async def write_translated(
-    conn: Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray,
+    conn: Connection,
+    bank_id: str,
+    items: Sequence[PreparedItem],
+    vectors: np.ndarray,
     settings: Settings | None = None,
 ) -> dict[str, list[UUID]]:
     """write_items, plus what extraction adds, in the same transaction: causal links, learnt aliases, the

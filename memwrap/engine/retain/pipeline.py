@@ -46,7 +46,11 @@ class Retainer:
     """Writes checked items into a bank. `use` sets the extraction (None, None: retain stores raw units)."""
 
     def __init__(
-        self, store: Store, embedder: Embedder, settings: Settings, *,
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: Settings,
+        *,
         after_retain: Callable[[str, int], Awaitable[None]],
     ) -> None:
         self.store = store
@@ -67,8 +71,11 @@ class Retainer:
         # (under 'block', an item with a secret refuses the whole call).
         defended = [defend_item(i, policy) for i in checked]
         hashes = [item_hash(i) for i in defended]
-        legacy = {h: legacy_item_hash(i, key) for i, h in zip(checked, hashes, strict=True)} if (
-            key := await self.legacy_item_key()) else {}
+        legacy = (
+            {h: legacy_item_hash(i, key) for i, h in zip(checked, hashes, strict=True)}
+            if (key := await self.legacy_item_key())
+            else {}
+        )
         known = await existing_items(self.store.pool, bank_id, hashes, legacy)
         prepared: dict[str, PreparedItem] = {}
         for item, hashed in zip(defended, hashes, strict=True):

@@ -86,8 +86,13 @@ def defend_item(item: RetainItem, defense_policy: str) -> RetainItem:
 
     Raises SecretBlockedError under the 'block' policy, naming the kinds and the fields (never the secret).
     """
-    fields = {"content": item.content, "context": item.context, "document_id": item.document_id,
-              "tags": list(item.tags), "metadata": item.metadata or {}}
+    fields = {
+        "content": item.content,
+        "context": item.context,
+        "document_id": item.document_id,
+        "tags": list(item.tags),
+        "metadata": item.metadata or {},
+    }
     return item.model_copy(update=defend(fields, defense_policy))
 
 

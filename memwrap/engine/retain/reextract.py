@@ -111,8 +111,11 @@ class Reextractor:
         self._inline.discard(task)
         if not task.cancelled() and task.exception() is not None:
             exc = task.exception()
-            log.warning("extraction after retain failed (the turns stay raw and queued): %s: %s",
-                        type(exc).__name__, redact(str(exc)))
+            log.warning(
+                "extraction after retain failed (the turns stay raw and queued): %s: %s",
+                type(exc).__name__,
+                redact(str(exc)),
+            )
 
     async def wait_inline(self, timeout: float | None = None) -> bool:
         """Wait for the extractions started by retains of this process; False if some still run at `timeout`."""
@@ -129,8 +132,14 @@ class Reextractor:
         if not ids:
             return {}
         claimed = await jobs.claim_many(
-            self.pool, self.worker_id, lease_seconds=self.lease_seconds, kinds=[KIND], bank_id=bank_id, ids=ids,
-            any_time=True, limit=len(ids),
+            self.pool,
+            self.worker_id,
+            lease_seconds=self.lease_seconds,
+            kinds=[KIND],
+            bank_id=bank_id,
+            ids=ids,
+            any_time=True,
+            limit=len(ids),
         )
         if not claimed:
             return {}  # a retry_extractions elsewhere took them first
@@ -142,8 +151,9 @@ class Reextractor:
         try:
             converted, failed = await self.convert(bank_id, todo, now=now, policy=policy)
         except asyncio.CancelledError:
-            await asyncio.shield(asyncio.gather(*(jobs.release(self.pool, j, delay=0.0, outcome="cancelled")
-                                                  for j in claimed)))
+            await asyncio.shield(
+                asyncio.gather(*(jobs.release(self.pool, j, delay=0.0, outcome="cancelled") for j in claimed))
+            )
             raise
         except Exception as exc:
             failed = {h: f"{type(exc).__name__}: {redact(str(exc))}" for h in wanted}
@@ -186,8 +196,13 @@ class Reextractor:
         if force:
             await jobs.revive(self.pool, KIND, bank_id=bank_id)
         claimed = await jobs.claim_many(
-            self.pool, self.worker_id, lease_seconds=self.lease_seconds, kinds=[KIND], bank_id=bank_id,
-            any_time=force, limit=limit,
+            self.pool,
+            self.worker_id,
+            lease_seconds=self.lease_seconds,
+            kinds=[KIND],
+            bank_id=bank_id,
+            any_time=force,
+            limit=limit,
         )
         waiting = asyncio.create_task(jobs.keep_leased(self.pool, claimed, self.lease_seconds))
         converted = 0
@@ -195,12 +210,18 @@ class Reextractor:
             for index, job in enumerate(claimed):
                 try:
                     result = await jobs.run_claimed(
-                        self.pool, job, partial(self.extract_job, job), policy=self.policy,
+                        self.pool,
+                        job,
+                        partial(self.extract_job, job),
+                        policy=self.policy,
                         lease_seconds=self.lease_seconds,
                     )
                 except asyncio.CancelledError:
-                    await asyncio.shield(asyncio.gather(*(
-                        jobs.release(self.pool, j, delay=0.0, outcome="cancelled") for j in claimed[index + 1:])))
+                    await asyncio.shield(
+                        asyncio.gather(
+                            *(jobs.release(self.pool, j, delay=0.0, outcome="cancelled") for j in claimed[index + 1 :])
+                        )
+                    )
                     raise
                 converted += int((result or {}).get("converted", 0))
         finally:

@@ -121,9 +121,23 @@ async def write_items(
                 INSERT_UNIT,
                 [
                     (
-                        bank_id, u.id, u.text, u.fact_type, u.document_id, u.session_key, u.part_index, u.context,
-                        u.metadata, u.tags, u.item_hash, u.occurred[0] if u.occurred else None,
-                        u.occurred[1] if u.occurred else None, u.mentioned_at, vector, u.search_text, u.speaker,
+                        bank_id,
+                        u.id,
+                        u.text,
+                        u.fact_type,
+                        u.document_id,
+                        u.session_key,
+                        u.part_index,
+                        u.context,
+                        u.metadata,
+                        u.tags,
+                        u.item_hash,
+                        u.occurred[0] if u.occurred else None,
+                        u.occurred[1] if u.occurred else None,
+                        u.mentioned_at,
+                        vector,
+                        u.search_text,
+                        u.speaker,
                     )
                     for u, vector in zip(units, unit_vectors, strict=True)
                 ],
@@ -156,9 +170,7 @@ async def _write_entities(conn: Connection, bank_id: str, units: Sequence[Prepar
     await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units])
 
 
-async def write_unit_entities(
-    conn: Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]
-) -> None:
+async def write_unit_entities(conn: Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]) -> None:
     """Entities (entity_key → name) of stored units: counted, created where new, and linked."""
     mentions: dict[str, int] = {}
     names: dict[str, str] = {}

@@ -118,8 +118,21 @@ _UNITS_OFF = re.compile(
     r"(?P<unit>days?|weeks?|weekend|months?|years?)\s+(?P<dir>before|after|prior\s+to)\s*$",
     re.IGNORECASE,
 )
-_NUMBER_WORDS = {"a": 1, "an": 1, "the": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                 "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+_NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "the": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+}
 _UNIT_DAYS = {"day": 1, "week": 7, "weekend": 7, "month": 31, "year": 366}
 
 
@@ -132,8 +145,11 @@ def _anchor(query: str, today: date, found: list[_Found], reading: _Reading) -> 
     Which expressions are dates: those that resolve the same whatever today is (the question read again a thousand
     days later); the others are relative to the day they are read on."""
     later = _read(query, today + timedelta(days=1000), reading)
-    absolute = [f for f in found if not f.vague and any(
-        (g.start, g.end, g.first, g.last) == (f.start, f.end, f.first, f.last) for g in later)]
+    absolute = [
+        f
+        for f in found
+        if not f.vague and any((g.start, g.end, g.first, g.last) == (f.start, f.end, f.first, f.last) for g in later)
+    ]
     # Only a day anchors ("in 2019" is the year something happened, not the day the question stands on).
     if not absolute or absolute[0].first != absolute[0].last:
         return None
@@ -172,7 +188,7 @@ def strip_time_expression(query: str, window: TimeWindow) -> str:
         index = query.lower().find(expression.lower())
     if index < 0:
         return query.strip()
-    rest = f"{query[:index]} {query[index + len(expression):]}"
+    rest = f"{query[:index]} {query[index + len(expression) :]}"
     rest = _SPACE_BETWEEN_CJK.sub("", " ".join(rest.split()))
     rest = _LEADING_JUNK.sub("", _SPACE_BEFORE_PUNCT.sub(r"\1", rest))
     # Only punctuation left ("yesterday?" -> "?") means nothing is left to search for.
@@ -214,9 +230,7 @@ class TimeExpression:
     vague: bool  # "recently", "最近": a rough window, not a date
 
 
-def find_time_expressions(
-    text: str, reference: datetime | None, *, tense: Tense | None = None
-) -> list[TimeExpression]:
+def find_time_expressions(text: str, reference: datetime | None, *, tense: Tense | None = None) -> list[TimeExpression]:
     """Every time expression in a stored text, each resolved on its own (extract_occurred joins them).
 
     Read as a statement, like extract_occurred: each recurring period takes the tense of its own clause
@@ -224,6 +238,4 @@ def find_time_expressions(
     """
     today, zone = _reference(reference)
     found = _read(text, today, _Reading(statement=True, tense=tense))
-    return [
-        TimeExpression(text[f.start : f.end], f.start, *_utc_bounds(f.first, f.last, zone), f.vague) for f in found
-    ]
+    return [TimeExpression(text[f.start : f.end], f.start, *_utc_bounds(f.first, f.last, zone), f.vague) for f in found]

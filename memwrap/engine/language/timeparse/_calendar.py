@@ -106,7 +106,8 @@ class _Reading:
 
 # B039: the default is shared by every context; _Reading is frozen, so no context can change it for the others.
 _READING: contextvars.ContextVar[_Reading] = contextvars.ContextVar(
-    "memwrap_timeparse_reading", default=_Reading()  # noqa: B039 - frozen (see above)
+    "memwrap_timeparse_reading",
+    default=_Reading(),  # noqa: B039 - frozen (see above)
 )
 
 # The modes a named period resolves in: floating ("in May", "on Friday": the tense decides), last ("last May":
@@ -179,7 +180,7 @@ def _pick(instance: Callable[[int], _Span | None], today: date, mode: _Mode, ten
 
 
 def _pick_nth(instance: Callable[[int], _Span | None], today: date, count: int) -> _Span | None:
-    """"two Marches ago" (count 2), "the summer after next" (count -2): the count-th occurrence that is over
+    """ "two Marches ago" (count 2), "the summer after next" (count -2): the count-th occurrence that is over
     before today (or that begins after it)."""
     spans = _yearly_spans(instance, today, back=8 + abs(count))
     return _nth(spans, today, count)

@@ -113,7 +113,7 @@ def _has_context(match: re.Match[str], context: re.Pattern[str]) -> bool:
 
 
 def _en_amount(text: str, unit: str) -> tuple[int, int, str] | None:
-    """"3"/"three"/"a few"/"half a" + unit -> (low, high, unit); halves step down a unit."""
+    """ "3"/"three"/"a few"/"half a" + unit -> (low, high, unit); halves step down a unit."""
     key = _norm(text)
     if key == "half a":
         return {"year": (6, 6, "month"), "month": (2, 2, "week")}.get(unit)
@@ -161,7 +161,7 @@ def _en_earlier_this(m: re.Match[str], today: date | None) -> _Period | None:
 
 
 def _en_rolling(m: re.Match[str], today: date | None) -> _Period | None:
-    """"the past week", "the last 3 days", "over the past few months": from that long ago up to today."""
+    """ "the past week", "the last 3 days", "over the past few months": from that long ago up to today."""
     if today is None:
         return None
     count, unit = (m["n1"], m["u1"]) if m["u1"] else (m["n2"], m["u2"])
@@ -238,7 +238,7 @@ def _en_season_of(m: re.Match[str]) -> Callable[[int], _Span] | None:
 
 
 def _en_month_alone(m: re.Match[str], today: date | None) -> _Period | None:
-    """"in May", "last March", "this December": a month without a year (and without a day)."""
+    """ "in May", "last March", "this December": a month without a year (and without a day)."""
     rel = _norm(m["rel"] or "")
     # "may", "march" are also verbs: a month alone needs a preposition in front, and "this may" is
     # "this may take a while" unless it is written "May".
@@ -247,8 +247,9 @@ def _en_month_alone(m: re.Match[str], today: date | None) -> _Period | None:
         return None
     month = _MONTHS[m["mon"].lower()]
     mode = _EN_REL_MODE[rel]
-    span = _pick(lambda year: _month_span(year, month), today, mode,
-                 _tense_of(m) if mode in ("floating", "this") else "unknown")
+    span = _pick(
+        lambda year: _month_span(year, month), today, mode, _tense_of(m) if mode in ("floating", "this") else "unknown"
+    )
     return None if span is None else (*span, "month")
 
 
@@ -362,12 +363,20 @@ _EN_PLURAL_MONTHS = {
     "decembers": 12,
 }  # fmt: skip
 _EN_PLURAL_HOLIDAYS = {"christmases": "christmas", "thanksgivings": "thanksgiving", "halloweens": "halloween"}
-_EN_RECURRING_ONE = "(?:" + "|".join(
-    [*sorted(_MONTHS, key=len, reverse=True), *_SEASON_START, *_WEEKDAYS, "christmas", "thanksgiving", "halloween"]
-) + ")"
-_EN_RECURRING_MANY = "(?:" + "|".join(
-    [*_EN_PLURAL_MONTHS, *(f"{s}s" for s in _SEASON_START), *(f"{w}s" for w in _WEEKDAYS), *_EN_PLURAL_HOLIDAYS]
-) + ")"
+_EN_RECURRING_ONE = (
+    "(?:"
+    + "|".join(
+        [*sorted(_MONTHS, key=len, reverse=True), *_SEASON_START, *_WEEKDAYS, "christmas", "thanksgiving", "halloween"]
+    )
+    + ")"
+)
+_EN_RECURRING_MANY = (
+    "(?:"
+    + "|".join(
+        [*_EN_PLURAL_MONTHS, *(f"{s}s" for s in _SEASON_START), *(f"{w}s" for w in _WEEKDAYS), *_EN_PLURAL_HOLIDAYS]
+    )
+    + ")"
+)
 
 
 def _en_recurring(name: str) -> Callable[[date, int], _Span | None]:
@@ -427,67 +436,106 @@ _EN_RULES: tuple[_Rule, ...] = (
         r"\b(?P<w>the\s+day\s+before\s+yesterday|the\s+day\s+after\s+tomorrow|yesterday|last\s+night|"
         r"last\s+evening|today|tonight|tomorrow|this\s+(?:morning|afternoon|evening)|earlier\s+today)\b"
         r"(?:\s+(?:morning|afternoon|evening|night)\b)?",
-        _en_day_word, "yesterday today tonight tomorrow night evening morning afternoon",
+        _en_day_word,
+        "yesterday today tonight tomorrow night evening morning afternoon",
     ),
-    _en(r"\b(?P<rel>last|this|next|previous|current|coming)\s+(?P<unit>week|month|year)\b", _en_rel_period,
-        "week month year"),
-    _en(r"\bthe\s+(?P<unit>week|month|year)\s+(?P<w>before\s+last|after\s+next)\b", _en_before_last,
-        "before after"),
+    _en(
+        r"\b(?P<rel>last|this|next|previous|current|coming)\s+(?P<unit>week|month|year)\b",
+        _en_rel_period,
+        "week month year",
+    ),
+    _en(r"\bthe\s+(?P<unit>week|month|year)\s+(?P<w>before\s+last|after\s+next)\b", _en_before_last, "before after"),
     _en(r"\b(?P<w>earlier|later)\s+this\s+(?P<unit>week|month|year)\b", _en_earlier_this, "earlier later"),
     _en(
         r"\b(?:(?:the|this)\s+)?past\s+(?:(?P<n1>" + _NUM + r")\s+)?(?P<u1>" + _UNIT + r")s?\b"
         r"|\b(?:the\s+)?(?:last|previous)\s+(?P<n2>" + _NUM + r")\s+(?P<u2>" + _UNIT + r")s?\b",
-        _en_rolling, "past last previous",
+        _en_rolling,
+        "past last previous",
     ),
-    _en(r"\b(?P<n>" + _NUM + r")\s+(?P<unit>" + _UNIT + r")s?\s+(?P<dir>ago|back|from\s+(?:now|today))\b", _en_ago,
-        "ago back from"),
-    _en(r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<wd>" + _WD + r")\b(?:\s+(?:morning|afternoon|evening|night)\b)?",
-        _en_weekday, _WEEKDAY_WORDS, within=_within_week(_en_weekday_of)),
+    _en(
+        r"\b(?P<n>" + _NUM + r")\s+(?P<unit>" + _UNIT + r")s?\s+(?P<dir>ago|back|from\s+(?:now|today))\b",
+        _en_ago,
+        "ago back from",
+    ),
+    _en(
+        r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<wd>" + _WD + r")\b(?:\s+(?:morning|afternoon|evening|night)\b)?",
+        _en_weekday,
+        _WEEKDAY_WORDS,
+        within=_within_week(_en_weekday_of),
+    ),
     _en(r"\b(?P<rel>this\s+past|this\s+coming|the\s+past|last|this|next|the)\s+weekend\b", _en_weekend, "weekend"),
     _en(
         r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<s>spring|summer|autumn|fall|winter)\b"
         r"(?:,?\s+(?:of\s+)?(?P<y>" + _Y4 + r")\b)?",
-        _en_season, "spring summer autumn fall winter", within=_within_year(_en_season_of),
+        _en_season,
+        "spring summer autumn fall winter",
+        within=_within_year(_en_season_of),
     ),
     # Month rules: alone ("in May"), with a year ("May 2023"), with a day ("May 8, 2023", "8th of May").
-    _en(r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<mon>" + _MON + r")\b(?!\.?\s*\d|['’])", _en_month_alone,
-        _MONTH_WORDS, within=_within_year(_en_month_of)),
+    _en(
+        r"\b(?:(?P<rel>" + _EN_REL + r")\s+)?(?P<mon>" + _MON + r")\b(?!\.?\s*\d|['’])",
+        _en_month_alone,
+        _MONTH_WORDS,
+        within=_within_year(_en_month_of),
+    ),
     _en(r"\b(?P<mon>" + _MON + r")\.?,?\s+(?:of\s+)?(?P<y>" + _Y4 + r")\b", _en_month_year, _MONTH_WORDS),
     _en(
-        r"\b(?:" + _WD + r",?\s+)?(?P<mon>" + _MON + r")\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b" + _EN_NOT_A_TIME
-        + r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_month_day, _MONTH_WORDS, within=_within_year(_en_month_day_of),
+        r"\b(?:"
+        + _WD
+        + r",?\s+)?(?P<mon>"
+        + _MON
+        + r")\.?\s+(?P<d>\d{1,2})(?:st|nd|rd|th)?\b"
+        + _EN_NOT_A_TIME
+        + r"(?:,?\s+(?P<y>"
+        + _Y4
+        + r")\b)?",
+        _en_month_day,
+        _MONTH_WORDS,
+        within=_within_year(_en_month_day_of),
     ),
     _en(
         r"\b(?:" + _WD + r",?\s+)?(?:the\s+)?(?P<d>\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<mon>" + _MON + r")\b\.?"
         r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_month_day, _MONTH_WORDS, within=_within_year(_en_month_day_of),
+        _en_month_day,
+        _MONTH_WORDS,
+        within=_within_year(_en_month_day_of),
     ),
     # Numbers: 2023-05-08, 13/5/2023, a year after "in", a range of years, a decade.
-    _en(r"(?<![\d.])(?P<y>" + _Y4 + r")(?P<s>[-/.])(?P<m>\d{1,2})(?:(?P=s)(?P<d>\d{1,2}))?(?!\d)", _iso_date,
-        _YEARISH_GATE),
-    _en(r"(?<![\d./-])(?P<a>\d{1,2})(?P<s>[/.-])(?P<b>\d{1,2})(?P=s)(?P<y>" + _Y4 + r")(?!\d)", _numeric_date,
-        _YEARISH_GATE),
+    _en(
+        r"(?<![\d.])(?P<y>" + _Y4 + r")(?P<s>[-/.])(?P<m>\d{1,2})(?:(?P=s)(?P<d>\d{1,2}))?(?!\d)",
+        _iso_date,
+        _YEARISH_GATE,
+    ),
+    _en(
+        r"(?<![\d./-])(?P<a>\d{1,2})(?P<s>[/.-])(?P<b>\d{1,2})(?P=s)(?P<y>" + _Y4 + r")(?!\d)",
+        _numeric_date,
+        _YEARISH_GATE,
+    ),
     _en(
         r"(?<![\d.,:/$€£¥#+])(?<![\d.]-)(?P<y>" + _Y4 + r")(?!\d|[.,]\d|\s*(?:%|(?:" + _EN_YEAR_UNITS + r")\b))",
-        _en_year, _YEARISH_GATE,
+        _en_year,
+        _YEARISH_GATE,
     ),
     _en(
         r"\b(?:(?:from\s+)?(?P<a>" + _Y4 + r")\s*(?:-|–|—|to|until|till|through)\s*(?P<b>" + _Y4 + r")"
         r"|between\s+(?P<c>" + _Y4 + r")\s+and\s+(?P<d>" + _Y4 + r"))\b",
-        _en_year_range, _YEARISH_GATE,
+        _en_year_range,
+        _YEARISH_GATE,
     ),
     _en(r"\b(?P<y>(?:19|20)\d0)['’]?s\b|(?<!\w)['’](?P<yy>\d0)s\b", _en_decade, _YEARISH_GATE),
     _en(
         r"\b(?:(?P<rel>last|this|next)\s+)?(?P<h>christmas\s+eve|christmas(?:\s+day)?|new\s+year['’]?s\s+eve|"
         r"new\s+year['’]?s(?:\s+day)?|new\s+year|halloween|valentine['’]?s(?:\s+day)?|thanksgiving)\b"
         r"(?:,?\s+(?P<y>" + _Y4 + r")\b)?",
-        _en_holiday, "christmas year halloween valentine valentines thanksgiving", within=_within_year(_en_holiday_of),
+        _en_holiday,
+        "christmas year halloween valentine valentines thanksgiving",
+        within=_within_year(_en_holiday_of),
     ),
     _en(
         r"\b(?P<n>" + _NUM + r")\s+(?P<what>" + _EN_RECURRING_MANY + r")\s+ago\b"
         r"|\bthe\s+(?P<what2>" + _EN_RECURRING_ONE + r")\s+(?P<w>before\s+last|after\s+next)\b",
-        _en_occurrences_ago, "ago before after",
+        _en_occurrences_ago,
+        "ago before after",
     ),
     _en(r"\b(?P<w>recently|lately|the\s+other\s+day)\b", _en_vague, "recently lately other", vague=True),
 )

@@ -159,7 +159,7 @@ _ANOTHER_STATEMENT = re.compile(
 
 
 def _place_within(text: str, chosen: list[_Found]) -> list[_Found]:
-    """"Last year I moved to Lisbon in March": March of last year, and the year said no more than that.
+    """ "Last year I moved to Lisbon in March": March of last year, and the year said no more than that.
 
     A recurring period without its own year or week (a month, season, holiday, day of a month, weekday) is
     placed inside the nearest year (or week) named in its sentence; that year is then context, not a time of
