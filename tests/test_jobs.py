@@ -24,6 +24,7 @@ from memwrap.engine.jobs.retry_policy import RetryPolicy, backoff_seconds
 from memwrap.engine.jobs.worker import Worker
 from memwrap.engine.learn import reconcile
 from memwrap.engine.learn.kinds import BUILTIN_KINDS, JobKind
+from memwrap.errors import InvalidInputError
 
 CALLS: dict[int, int] = {}
 
@@ -365,3 +366,10 @@ def test_jobs_cli(mem: Memory, home: Path, bank: str, capsys: pytest.CaptureFixt
     assert listed[0]["kind"] == "noop" and listed[0]["status"] == "queued"
     assert main(["jobs", "--home", str(home), "--status", "queued"]) == 0
     assert "noop" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["a\x00b", "x" * 101, "line\nbreak", ""])
+def test_a_job_kind_that_is_no_name_is_refused(mem: Memory, kind: str) -> None:
+    # Found by the fuzz tier: a NUL in `kind` reached SQL and answered 500.
+    with pytest.raises(InvalidInputError, match="kind is a job kind"):
+        mem.jobs(kind=kind)

@@ -6,6 +6,7 @@ the engine module stays about retain and recall, and so a remote engine (HTTP cl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +40,18 @@ def _status(value: str | None) -> str | None:
     return value
 
 
+_JOB_KIND = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
+
+
+def _kind(value: str | None) -> str | None:
+    """A job kind is a short name ("consolidate", "mental_model"): anything else is refused, not sent to SQL."""
+    if value is not None and not (isinstance(value, str) and _JOB_KIND.fullmatch(value)):
+        raise InvalidInputError(
+            "kind is a job kind's name: up to 100 letters, digits, '_', '.', ':' or '-' (e.g. 'consolidate')."
+        )
+    return value
+
+
 def _limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise InvalidInputError(f"limit is an integer from 1 to {MAX_PAGE}.")
@@ -62,7 +75,7 @@ class LearningVerbs:
     ) -> list[Job]:
         """The job queue, newest first: what the background worker did, does and will do."""
         bank = validate.bank_id(bank_id) if bank_id is not None else None
-        return await self.learning.jobs(bank_id=bank, status=_status(status), kind=kind, limit=_limit(limit))
+        return await self.learning.jobs(bank_id=bank, status=_status(status), kind=_kind(kind), limit=_limit(limit))
 
     async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
         """Wait until no job (of the bank) is queued or running; False if `timeout` seconds pass first."""
