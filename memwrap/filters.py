@@ -34,6 +34,7 @@ from pydantic import (
 )
 
 from memwrap.errors import InvalidInputError
+from memwrap.validate import nesting_depth
 
 # A filter is applied inside every recall arm; these keep one from turning into a very long statement.
 MAX_FILTER_CONDITIONS = 64
@@ -123,22 +124,8 @@ class NoneOf(BaseModel):
 MetadataFilter = Union[MetadataCondition, AllOf, AnyOf, NoneOf]  # noqa: UP007 - as JsonValue: pydantic needs Union here
 
 
-def _depth(value: Any, limit: int) -> int:
-    """How deeply `value` nests (dicts and lists), counted without recursion and not past `limit` + 1."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            node = list(node.values())
-        if isinstance(node, list):
-            deepest = max(deepest, depth)
-            if depth <= limit:
-                stack.extend((inner, depth + 1) for inner in node)
-    return deepest
-
-
 def _check_depth(value: Any) -> None:
-    if _depth(value, MAX_FILTER_DEPTH) > MAX_FILTER_DEPTH:
+    if nesting_depth(value, MAX_FILTER_DEPTH) > MAX_FILTER_DEPTH:
         raise ValueError(f"the filter nests deeper than {MAX_FILTER_DEPTH} levels")
 
 

@@ -46,6 +46,21 @@ MAX_METADATA_BYTES = 64 * 1024
 MIN_YEAR, MAX_YEAR = 2, 9997
 
 
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deeply `value` nests (dicts and lists), counted without recursion (a body deeper than the interpreter's
+    recursion limit is measured, not crashed on) and not past `limit` + 1."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, depth)
+            if depth <= limit:
+                stack.extend((inner, depth + 1) for inner in node)
+    return deepest
+
+
 def bank_id(value: object) -> str:
     if not isinstance(value, str) or not BANK_ID_RE.fullmatch(value):
         raise InvalidBankIdError(

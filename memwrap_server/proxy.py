@@ -127,20 +127,6 @@ class UpstreamStreamCut(Exception):
     expected = True  # the Gate does not log it again as an unexpected error
 
 
-def _depth(value: Any) -> int:
-    """How deeply `value` nests (iterative: a body deeper than the recursion limit is measured, not crashed on)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            node = list(node.values())
-        if isinstance(node, list):
-            deepest = max(deepest, depth)
-            if depth <= MAX_BODY_DEPTH:
-                stack.extend((inner, depth + 1) for inner in node)
-    return deepest
-
-
 def _parse(raw: bytes) -> Any:
     """The body as JSON, None when it is not JSON (the upstream then says what is wrong with it)."""
     if not raw:
@@ -151,7 +137,7 @@ def _parse(raw: bytes) -> Any:
         raise RequestRefused(f"The request body nests deeper than {MAX_BODY_DEPTH} levels.") from None
     except ValueError:
         return None
-    if _depth(body) > MAX_BODY_DEPTH:
+    if validate.nesting_depth(body, MAX_BODY_DEPTH) > MAX_BODY_DEPTH:
         raise RequestRefused(f"The request body nests deeper than {MAX_BODY_DEPTH} levels.")
     return body
 

@@ -163,19 +163,7 @@ async def _batch(
     engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
 ) -> None:
     pool: asyncpg.Pool = engine.store.pool
-    facts = [
-        Fact(
-            r["id"],
-            r["seq"],
-            r["text"],
-            list(r["tags"]),
-            r["mentioned_at"],
-            r["document_id"],
-            r["item_hash"],
-            r["speaker"],
-        )
-        for r in rows
-    ]
+    facts = [Fact.from_row(r) for r in rows]
     bank_size = await pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank_id) or 0
     now = datetime.now(UTC)
     plans: list[Plan] = []

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID, uuid4
 
+import asyncpg
 import numpy as np
 
 from memwrap.engine.language.changes import Statement, replaces, states_change, topic_terms
@@ -52,6 +53,20 @@ class Fact:
     document_id: str | None
     item_hash: str
     speaker: str | None = None
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> Fact:
+        """From a row of the queries that read units for consolidation (id, seq, text, tags, …, speaker)."""
+        return cls(
+            row["id"],
+            row["seq"],
+            row["text"],
+            list(row["tags"]),
+            row["mentioned_at"],
+            row["document_id"],
+            row["item_hash"],
+            row["speaker"],
+        )
 
     @property
     def statement(self) -> Statement:
@@ -180,19 +195,7 @@ async def _replaced(conn: Connection, bank_id: str, facts: Sequence[Fact]) -> di
         if not states_change(fact.text):
             continue
         rows = await conn.fetch(CHANGE_CANDIDATES, bank_id, fact.id, CHANGE_NEIGHBOURS)
-        older = [
-            Fact(
-                r["id"],
-                r["seq"],
-                r["text"],
-                list(r["tags"]),
-                r["mentioned_at"],
-                r["document_id"],
-                r["item_hash"],
-                r["speaker"],
-            )
-            for r in rows
-        ]
+        older = [Fact.from_row(r) for r in rows]
         replaced = [o for o in older if replaces(fact.statement, o.statement)]
         if replaced:
             found[fact.id] = replaced
