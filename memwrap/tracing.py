@@ -6,24 +6,50 @@ without `opentelemetry-api` installed at all `span()` is an empty context manage
 
 Attributes describe the work, never its content: bank ids, counts, token figures, arms, timings. Memory text
 and queries are left out, unless MEMWRAP_TRACE_CONTENT=1 asks for the query (`content_attributes()`).
+
+Names: every attribute of ours is under `memwrap.`; the OpenTelemetry GenAI semantic conventions' own
+attributes (`gen_ai.*`, with `server.*` and `error.*`) keep their names, so GenAI dashboards read memwrap's
+memory operations (`search_memory`, `upsert_memory`, ...) and its LLM calls (`chat {model}` spans) as they
+read any instrumented app's. Span names stay memwrap's (`memwrap.recall`): they say which step of ours ran,
+which `search_memory` alone would not.
+
+What is whose: the engine's warm-up traces nothing (`quiet()`), and background work (the job worker) starts
+traces of its own (`background()`), only for banks this process has served in the foreground: an app that
+embeds the engine does not see the consolidation of a bank another process retained into.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any, ParamSpec, TypeVar
+from urllib.parse import urlsplit
 
 try:  # an optional dependency: memwrap works the same without it
+    from opentelemetry import context as _otel_context
     from opentelemetry import trace as _otel_trace
-    from opentelemetry.trace import Status, StatusCode
+    from opentelemetry.trace import SpanKind, Status, StatusCode
 except ImportError:  # pragma: no cover - exercised in environments without opentelemetry-api
     _otel_trace = None  # type: ignore[assignment]  # optional package: None stands for its absence
+    _otel_context = None  # type: ignore[assignment]
 
 INSTRUMENTATION_NAME = "memwrap"
 PREFIX = "memwrap."
+# Namespaces the OpenTelemetry semantic conventions define: their attributes keep their own names.
+CONVENTION_PREFIXES = ("gen_ai.", "server.", "error.")
+# OpenTelemetry's own flag (opentelemetry.context) that instrumentations honour: set during the warm-up so
+# that asyncpg/httpx instrumentation stays quiet too.
+_SUPPRESS_KEY = "suppress_instrumentation"
+# MEMWRAP_TRACE_BACKGROUND: served (default) | all | none.
+BACKGROUND_ENV = "MEMWRAP_TRACE_BACKGROUND"
+_SERVED_CAP = 100_000  # banks remembered as served; past it, new ones' background work is traced no more
+
+_quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_quiet", default=False)
+_in_background: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_background", default=False)
+_served: set[str] = set()
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -58,7 +84,7 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
     for key, value in attributes.items():
         if value is None:
             continue
-        name = key if key.startswith(PREFIX) or "." in key else PREFIX + key
+        name = key if key.startswith(PREFIX) or key.startswith(CONVENTION_PREFIXES) else PREFIX + key
         if isinstance(value, (str, bool, int, float)):
             out[name] = value
         elif isinstance(value, (list, tuple)):
@@ -68,16 +94,181 @@ def _clean(attributes: Mapping[str, Any]) -> dict[str, AttributeValue]:
     return out
 
 
+def _mark_served(bank_id: Any) -> None:
+    """A foreground span that names banks: this process serves them, so their background work is traced."""
+    if _in_background.get() or bank_id is None or len(_served) >= _SERVED_CAP:
+        return
+    if isinstance(bank_id, str):
+        _served.add(bank_id)
+    elif isinstance(bank_id, (list, tuple)):
+        _served.update(b for b in bank_id if isinstance(b, str))
+
+
+def served(bank_id: str) -> bool:
+    return bank_id in _served
+
+
 @contextlib.contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
     """`with span("recall", bank_id=...) as s: ... s.set_attribute(...)`. Errors are recorded and re-raised."""
     tracer = _tracer()
-    if tracer is None:
+    if tracer is None or _quiet.get():
         yield _NO_SPAN
         return
+    _mark_served(attributes.get("bank_id"))
     with tracer.start_as_current_span(PREFIX + name, record_exception=True, set_status_on_exception=True) as current:
         if current.is_recording() and attributes:
             current.set_attributes(_clean(attributes))
+        yield current
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No spans inside, memwrap's or (through OpenTelemetry's suppression flag) instrumented libraries': for
+    work no user asked for, such as the engine's warm-up."""
+    token = _quiet.set(True)
+    otel_token = None
+    if _otel_context is not None:
+        otel_token = _otel_context.attach(_otel_context.set_value(_SUPPRESS_KEY, True))
+    try:
+        yield
+    finally:
+        if otel_token is not None and _otel_context is not None:
+            _otel_context.detach(otel_token)
+        _quiet.reset(token)
+
+
+_background_default = "served"
+
+
+def trace_every_bank_in_background() -> None:
+    """For processes whose background work is their point: `memwrap worker` and the sidecar (`memwrap serve`),
+    whose exporter is the operator's. MEMWRAP_TRACE_BACKGROUND still decides when set."""
+    global _background_default
+    _background_default = "all"
+
+
+def _background_policy() -> str:
+    value = os.environ.get(BACKGROUND_ENV, "").strip().lower()
+    return value if value in ("all", "none", "served") else _background_default
+
+
+@contextlib.contextmanager
+def background(name: str, bank_id: str | None, **attributes: Any) -> Iterator[Any]:
+    """A span for background work (a queued job): the root of a trace of its own, never a child of whatever
+    happened to be current. Traced only for a bank this process served in the foreground (retain, recall, ...),
+    or every bank with MEMWRAP_TRACE_BACKGROUND=all; =none traces no background work."""
+    policy = _background_policy()
+    wanted = policy == "all" or (policy == "served" and bank_id is not None and served(bank_id))
+    tracer = _tracer()
+    background_token = _in_background.set(True)
+    try:
+        if tracer is None or _quiet.get() or not wanted or _otel_context is None:
+            with quiet():
+                yield _NO_SPAN
+            return
+        with tracer.start_as_current_span(
+            PREFIX + name,
+            context=_otel_context.Context(),  # an empty context: a new trace
+            record_exception=True,
+            set_status_on_exception=True,
+        ) as current:
+            if current.is_recording():
+                current.set_attributes(_clean({"bank_id": bank_id, **attributes}))
+            yield current
+    finally:
+        _in_background.reset(background_token)
+
+
+def memory_operation(operation: str, bank_id: str | Iterable[str] | None) -> dict[str, AttributeValue]:
+    """The GenAI conventions' memory attributes: `gen_ai.operation.name` (search_memory, upsert_memory,
+    update_memory, delete_memory), and the store — the bank (banks, comma-joined, for a recall over several)."""
+    store = bank_id if isinstance(bank_id, str) or bank_id is None else ",".join(bank_id)
+    attributes: dict[str, AttributeValue] = {"gen_ai.operation.name": operation}
+    if store:
+        attributes["gen_ai.memory.store.id"] = store
+    return attributes
+
+
+def memory_record(operation: str, bank_id: Any, memory_id: Any) -> dict[str, Any]:
+    """A span's attributes for an operation on one memory (update, invalidate, delete): its bank and id (an id
+    is no content; it names nothing the bank holds)."""
+    return {
+        "bank_id": bank_id,
+        **memory_operation(operation, bank_id if isinstance(bank_id, str) else None),
+        "gen_ai.memory.record.id": str(memory_id)[:64],  # as given: validation comes after
+        "gen_ai.memory.record.count": 1,
+    }
+
+
+@contextlib.contextmanager
+def llm_call(provider: str, model: str, endpoint: str, role: str, max_tokens: int | None) -> Iterator[Any]:
+    """One LLM request of the engine's (extraction, consolidation, reflect) as the GenAI conventions'
+    inference span: `chat {model}`, kind CLIENT, retries inside it. `llm_result()` adds the response."""
+    tracer = _tracer()
+    if tracer is None or _quiet.get():
+        yield _NO_SPAN
+        return
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+        "gen_ai.request.max_tokens": max_tokens,
+        "llm_role": role,
+    }
+    where = urlsplit(endpoint) if endpoint else None
+    if where is not None and where.hostname:
+        attributes["server.address"] = where.hostname
+        attributes["server.port"] = where.port or (443 if where.scheme == "https" else 80)
+    with tracer.start_as_current_span(
+        f"chat {model}",
+        kind=SpanKind.CLIENT,
+        attributes=_clean(attributes),  # at creation: samplers read the operation, provider and model
+        record_exception=True,
+        set_status_on_exception=True,
+    ) as current:
+        try:
+            yield current
+        except BaseException as exc:
+            if current.is_recording():
+                current.set_attribute("error.type", type(exc).__name__)
+            raise
+
+
+def llm_result(
+    current: Any,
+    *,
+    response_model: str,
+    input_tokens: int,
+    output_tokens: int,
+    cached_tokens: int,
+    finish_reason: str,
+) -> None:
+    if current.is_recording():
+        current.set_attributes(
+            _clean(
+                {
+                    "gen_ai.response.model": response_model or None,
+                    "gen_ai.usage.input_tokens": input_tokens,
+                    "gen_ai.usage.output_tokens": output_tokens,
+                    "gen_ai.usage.cache_read.input_tokens": cached_tokens or None,
+                    "gen_ai.response.finish_reasons": [finish_reason],
+                }
+            )
+        )
+
+
+@contextlib.contextmanager
+def embeddings(model: str, texts: int) -> Iterator[Any]:
+    """The embedding model's run, as the GenAI conventions' embeddings span (in-process: kind INTERNAL)."""
+    tracer = _tracer()
+    if tracer is None or _quiet.get():
+        yield _NO_SPAN
+        return
+    attributes = {"gen_ai.operation.name": "embeddings", "gen_ai.request.model": model, "texts": texts}
+    with tracer.start_as_current_span(
+        f"embeddings {model}", attributes=_clean(attributes), record_exception=True, set_status_on_exception=True
+    ) as current:
         yield current
 
 
@@ -121,4 +312,19 @@ def traced(
     return decorate
 
 
-__all__ = ["content_attributes", "mark_error", "set_attributes", "span", "traced"]
+__all__ = [
+    "background",
+    "content_attributes",
+    "embeddings",
+    "llm_call",
+    "llm_result",
+    "mark_error",
+    "memory_operation",
+    "memory_record",
+    "quiet",
+    "served",
+    "set_attributes",
+    "span",
+    "trace_every_bank_in_background",
+    "traced",
+]

@@ -41,9 +41,12 @@ def serve(
 
     import uvicorn
 
+    from memwrap import tracing
     from memwrap_server.app import create_app
     from memwrap_server.config import ServerSettings
     from memwrap_server.logs import ServerLogging
+
+    tracing.trace_every_bank_in_background()  # the sidecar's exporter is the operator's: every bank's jobs
 
     # uvicorn shuts down gracefully on SIGTERM, then re-raises it with the handler it found installed. The
     # default one kills the process on the spot, so atexit (which stops the embedded PostgreSQL this process

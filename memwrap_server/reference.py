@@ -210,6 +210,14 @@ ENVIRONMENT: dict[str, list[Variable]] = {
             "`1` (true, yes, on) adds the query to the recall spans; otherwise spans carry no memory text.",
         ),
         Variable(
+            "MEMWRAP_TRACE_BACKGROUND",
+            "str",
+            "`served`",
+            "Which background work (queued jobs: consolidation, extraction retries, ...) makes traces: `served` "
+            "(the banks this process retained into, recalled from, ... in the foreground; the default of an app "
+            "embedding the engine), `all` (the default of `memwrap worker` and `memwrap serve`), or `none`.",
+        ),
+        Variable(
             "MEMWRAP_EXIT_GC_FREEZE",
             "bool",
             "`1`",

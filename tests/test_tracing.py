@@ -18,6 +18,10 @@ from reflect_support import DARK_MODE, NOW, call, done, make_engine, script_ran_
 
 import memwrap
 from memwrap.engine.engine import Engine
+from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.jobs.worker import Worker
+from memwrap.engine.learn import consolidate
+from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.errors import InvalidBankIdError
 from memwrap.tokens import count_tokens
 
@@ -77,6 +81,88 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
     assert retain.attributes["memwrap.items"] == 2
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
 
+    # The GenAI conventions' memory operations, beside memwrap's own attributes.
+    assert recall.attributes["gen_ai.operation.name"] == "search_memory"
+    assert recall.attributes["gen_ai.memory.store.id"] == bank
+    assert recall.attributes["gen_ai.memory.record.count"] == len(result.memories)
+    assert retain.attributes["gen_ai.operation.name"] == "upsert_memory"
+    assert retain.attributes["gen_ai.memory.record.count"] == 2
+    # Each step's time, under the prefix (they were `ms.embed`, ...).
+    assert recall.attributes["memwrap.timings_ms.total"] >= recall.attributes["memwrap.timings_ms.arms"] > 0
+    [embedding] = [s for s in spans if s.name.startswith("embeddings ") and s.parent.span_id == recall.context.span_id]
+    assert embedding.attributes["gen_ai.operation.name"] == "embeddings"
+    assert embedding.name == f"embeddings {embedding.attributes['gen_ai.request.model']}"
+    _only_our_names(spans)
+
+
+def _only_our_names(spans: Any) -> None:
+    """Every attribute is memwrap's (`memwrap.`) or the semantic conventions' (`gen_ai.`, `server.`, `error.`)."""
+    keys = {key for s in spans for key in (s.attributes or {})}
+    assert keys and all(key.startswith(("memwrap.", "gen_ai.", "server.", "error.")) for key in keys), keys
+
+
+async def test_update_invalidate_and_delete_are_memory_operations(
+    engine: Engine, exporter: InMemorySpanExporter, bank: str
+) -> None:
+    [first, second] = await engine.retain_many(bank, ["The user owns a red kayak.", "The user owns a blue canoe."])
+    exporter.clear()
+    await engine.update(bank, first, text="The user owns a green kayak.")
+    await engine.invalidate(bank, second, "sold it")
+    await engine.delete(bank, first)
+    spans = exporter.get_finished_spans()
+    operations = {
+        s.name: (s.attributes["gen_ai.operation.name"], s.attributes["gen_ai.memory.record.id"])
+        for s in spans
+        if s.name in ("memwrap.update", "memwrap.invalidate", "memwrap.delete")
+    }
+    assert operations == {
+        "memwrap.update": ("update_memory", str(first)),
+        "memwrap.invalidate": ("update_memory", str(second)),
+        "memwrap.delete": ("delete_memory", str(first)),
+    }
+    assert all(s.attributes["gen_ai.memory.store.id"] == bank for s in spans if s.name in operations)
+    _only_our_names(spans)
+
+
+async def test_the_warm_up_traces_nothing(
+    memwrap_home: Any, fake: FakeLLMServer, exporter: InMemorySpanExporter
+) -> None:
+    exporter.clear()
+    fresh = await make_engine(memwrap_home, fake)  # its warm-up runs every recall arm once
+    try:
+        assert fresh.startup_ms["first_query"] > 0
+        assert exporter.get_finished_spans() == ()
+    finally:
+        await fresh.close()
+
+
+async def test_background_jobs_trace_on_their_own_and_only_for_banks_this_process_served(
+    engine: Engine, exporter: InMemorySpanExporter, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMWRAP_TRACE_BACKGROUND", "served")  # the default of a process that embeds the engine
+    elsewhere = f"{bank}-other-process"
+    await engine.retain_many(bank, list(DARK_MODE))  # served here: its consolidation is queued
+    # A bank only another process wrote to: its job sits in the shared queue, and this process's worker runs it.
+    pool = engine.store.pool
+    await engine.create_bank(elsewhere)  # (creating a bank traces nothing, so it does not make it served)
+    await jobs.enqueue(pool, consolidate.KIND, bank_id=elsewhere, serial_key=consolidate.lock_key(elsewhere))
+    await pool.execute("UPDATE jobs SET run_after = now() WHERE bank_id = ANY($1::text[])", [bank, elsewhere])
+    exporter.clear()
+    with trace.get_tracer("the-app").start_as_current_span("app.request") as app:  # current while the worker runs
+        await Worker(engine, worker_id="trace-test", registry=BUILTIN_KINDS).drain(timeout=60)
+    spans = exporter.get_finished_spans()
+    job_spans = {s.attributes.get("memwrap.bank_id"): s for s in spans if s.name == "memwrap.job"}
+    assert elsewhere not in job_spans and not any(s.attributes.get("memwrap.bank_id") == elsewhere for s in spans)
+    served_job = job_spans[bank]
+    assert served_job.parent is None  # the root of its own trace, not a child of the app's span
+    assert served_job.context.trace_id != app.get_span_context().trace_id
+    assert served_job.attributes["memwrap.job_kind"] == consolidate.KIND
+    consolidation = next(
+        s for s in spans if s.name == "memwrap.consolidate" and s.attributes["memwrap.bank_id"] == bank
+    )
+    assert consolidation.parent.span_id == served_job.context.span_id
+    _only_our_names(spans)
+
 
 async def test_a_failed_recall_is_an_error_span(engine: Engine, exporter: InMemorySpanExporter) -> None:
     exporter.clear()
@@ -124,7 +210,8 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
     recall = _one(spans, "memwrap.recall")
     assert recall.parent.span_id == wrapper_recall.context.span_id
     steps = [s for s in spans if s.parent is not None and s.parent.span_id == recall.context.span_id]
-    assert {s.name for s in steps} == {"memwrap.recall.arm", "memwrap.recall.fuse", "memwrap.recall.pack"}
+    model = "embeddings all-MiniLM-L6-v2"  # the query's embedding: the GenAI conventions' embeddings span
+    assert {s.name for s in steps} == {model, "memwrap.recall.arm", "memwrap.recall.fuse", "memwrap.recall.pack"}
     assert {s.attributes["memwrap.arm"] for s in steps if s.name == "memwrap.recall.arm"} >= {"semantic", "keyword"}
     assert {s.context.trace_id for s in spans} == {app.get_span_context().trace_id}
 
@@ -142,6 +229,7 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
     assert retain.attributes["memwrap.turn"] == 0 and retain.attributes["memwrap.content_tokens"] > 0
 
     # The hand-off is all the call waits for; the engine's retain runs later, from the spool, in its own trace.
+    _only_our_names(spans)
     assert client.memwrap.flush(30)
     delivered = _one(exporter.get_finished_spans(), "memwrap.retain")
     assert delivered.parent is None and delivered.attributes["memwrap.items"] == 1
@@ -187,6 +275,19 @@ async def test_extraction_span(
     # Started by the retain: the extraction shows under it in the same trace.
     assert extract.context.trace_id == _one(spans, "memwrap.retain").context.trace_id
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
+
+    # The LLM request: the GenAI conventions' inference span, a CLIENT span under the chunk it extracts.
+    [chat] = [s for s in spans if s.name.startswith("chat ")]
+    assert chat.kind == trace.SpanKind.CLIENT and chat.parent.span_id == chunk.context.span_id
+    model = chat.attributes["gen_ai.request.model"]
+    assert chat.name == f"chat {model}"
+    assert chat.attributes["gen_ai.operation.name"] == "chat" and chat.attributes["gen_ai.provider.name"] == "openai"
+    assert chat.attributes["gen_ai.usage.input_tokens"] == extract.attributes["memwrap.prompt_tokens"]
+    assert chat.attributes["gen_ai.usage.output_tokens"] == extract.attributes["memwrap.completion_tokens"]
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert chat.attributes["server.address"] == "127.0.0.1" and chat.attributes["server.port"] == fake.port
+    assert chat.attributes["memwrap.llm_role"] == "extraction"
+    _only_our_names(spans)
 
 
 async def test_consolidation_span(engine: Engine, exporter: InMemorySpanExporter, bank: str) -> None:

@@ -102,7 +102,8 @@ class Engine(LearningVerbs, ViewVerbs):
     async def _warm_up(self) -> None:
         """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
         their catalog and plan caches and the model's first run are then ready for the first real call."""
-        with contextlib.suppress(Exception):  # only a warm-up: the first real recall reports real errors
+        # Nobody asked for it: no trace of it in the app's exporter (tracing.quiet).
+        with tracing.quiet(), contextlib.suppress(Exception):  # the first real recall reports real errors
             await self.searcher.recall(
                 RecallRequest(
                     bank_id=WARMUP_BANK,
@@ -204,7 +205,16 @@ class Engine(LearningVerbs, ViewVerbs):
         item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
         return await self.retain_many(bank_id, [item])
 
-    @tracing.traced("retain", lambda _self, bank_id, items, *_a, **_k: {"bank_id": bank_id, "items": len(items)})
+    # upsert_memory in the GenAI conventions: a retain may add memories, merge a duplicate or revise what was learnt.
+    @tracing.traced(
+        "retain",
+        lambda _self, bank_id, items, *_a, **_k: {
+            "bank_id": bank_id,
+            "items": len(items),
+            **tracing.memory_operation("upsert_memory", bank_id),
+            "gen_ai.memory.record.count": len(items),
+        },
+    )
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         """Validated here, at the boundary; written by retain's pipeline (engine/retain/pipeline.py)."""
         bank_id = validate.bank_id(bank_id)
@@ -371,6 +381,10 @@ class Engine(LearningVerbs, ViewVerbs):
     async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
         return await catalog.get_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
 
+    @tracing.traced(
+        "delete",
+        lambda _self, bank_id, memory_id, *_a, **_k: tracing.memory_record("delete_memory", bank_id, memory_id),
+    )
     async def delete(self, bank_id: str, memory_id: UUID | str) -> None:
         bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
         # What was learnt from it forgets it first (observations, mental models); then the memory goes.
@@ -438,6 +452,9 @@ class Engine(LearningVerbs, ViewVerbs):
 
     # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------
 
+    @tracing.traced(
+        "update", lambda _self, bank_id, memory_id, **_k: tracing.memory_record("update_memory", bank_id, memory_id)
+    )
     async def update(
         self,
         bank_id: str,

@@ -49,7 +49,7 @@ from typing import Literal
 
 import numpy as np
 
-from memwrap import lifecycle
+from memwrap import lifecycle, tracing
 from memwrap.config import load_settings
 from memwrap.engine.embed.e5 import E5Encoder, is_multilingual_model
 from memwrap.engine.embed.encoders import (
@@ -156,7 +156,8 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._encode, texts)
+        with tracing.embeddings(self.model_name, len(texts)):
+            return await loop.run_in_executor(self._executor, self._encode, texts)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Synchronous embedding of questions (benchmarks, scripts); the engine uses `embed_query`."""

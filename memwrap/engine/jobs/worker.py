@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
+from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
@@ -210,12 +211,15 @@ class Worker:
                 # Another claim of the same key is still at work (its lease may have lapsed): try again soon.
                 await jobs.release(self.pool, job, delay=1.0)
                 return
-            result = await jobs.run_claimed(
-                self.pool,
-                job,
-                lambda: kind.run(JobContext(self.engine, job)),
-                policy=kind.policy(self.settings),
-                lease_seconds=self.settings.worker_lease_seconds,
-            )
+            # A trace of its own (never the span that happened to be current when the loop started), and
+            # only for a bank this process serves: tracing.background.
+            with tracing.background("job", job.bank_id, job_kind=job.kind, attempt=job.attempts):
+                result = await jobs.run_claimed(
+                    self.pool,
+                    job,
+                    lambda: kind.run(JobContext(self.engine, job)),
+                    policy=kind.policy(self.settings),
+                    lease_seconds=self.settings.worker_lease_seconds,
+                )
             if result is not None:
                 self.completed += 1

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import redact
 from memwrap.engine.llm.capabilities import Capabilities, detect_capabilities
@@ -349,6 +350,20 @@ class LLM:
 
     async def _call(self, role: Role, request: ChatRequest) -> ChatResult:
         provider = self._provider(role)
+        # One span for the logical request, its retries inside (the GenAI conventions' inference span).
+        with tracing.llm_call(provider.name, provider.model, provider.endpoint, role, request.max_tokens) as span:
+            result = await self._call_with_retries(provider, role, request)
+            tracing.llm_result(
+                span,
+                response_model=result.model,
+                input_tokens=result.usage.prompt_tokens,
+                output_tokens=result.usage.completion_tokens,
+                cached_tokens=result.usage.cached_tokens,
+                finish_reason=str(result.stop_reason),
+            )
+            return result
+
+    async def _call_with_retries(self, provider: Provider, role: Role, request: ChatRequest) -> ChatResult:
         attempt = 0
         switched_token_param = False
         while True:

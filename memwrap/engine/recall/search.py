@@ -168,6 +168,7 @@ class Searcher:
             token_budget=request.token_budget,
             top_k=request.top_k,
             filtered=request.where is not None,
+            **tracing.memory_operation("search_memory", banks),
             **tracing.content_attributes(query=request.query),
         ) as current:
             result = await self._recall(request)
@@ -177,7 +178,8 @@ class Searcher:
                 memories=len(result.memories),
                 candidates=result.candidates,
                 time_window=result.time_window is not None,
-                **{f"ms.{step}": round(ms, 2) for step, ms in result.timings_ms.items()},
+                **{"gen_ai.memory.record.count": len(result.memories)},
+                **{f"timings_ms.{step}": round(ms, 2) for step, ms in result.timings_ms.items()},
             )
             return result
 

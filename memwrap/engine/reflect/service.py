@@ -88,6 +88,8 @@ async def reflect(
         "reflect",
         bank_id=bank_id,
         context_budget=budget,
+        # A budgeted tool-loop agent over the bank: the GenAI conventions' agent invocation.
+        **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "memwrap.reflect"},
         max_iterations=iterations,
         **tracing.content_attributes(query=query),
     ) as current:
