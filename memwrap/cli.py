@@ -164,18 +164,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    """The sidecar on this home, on 127.0.0.1 only, with its memory browser opened in the default browser."""
-    import threading
+    """The memory browser of this home: a memwrap server already serving it, or the sidecar on 127.0.0.1."""
+    from memwrap_server.ui import launch
 
-    from memwrap_server.__main__ import serve
-    from memwrap_server.ui import open_when_ready
-
-    port = args.port or 8765
-    url = f"http://127.0.0.1:{port}/ui/"
-    console.print(f"memory browser at [bold]{url}[/] (Ctrl+C stops it)")
-    if not args.no_browser:
-        threading.Thread(target=open_when_ready, args=(url,), daemon=True).start()
-    return serve(host="127.0.0.1", port=port, log_level=args.log_level, home=args.home, database_url=args.database_url)
+    return launch(
+        port=args.port,
+        home=args.home,
+        database_url=args.database_url,
+        log_level=args.log_level,
+        open_browser=not args.no_browser,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=cmd_serve)
 
     ui = sub.add_parser("ui", parents=[common], help="browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
-    ui.add_argument("--port", type=int, help="port (default 8765)")
+    ui.add_argument("--port", type=int, help="port (default 8765; taken by another program: a free one)")
     ui.add_argument("--log-level", help="uvicorn log level (default info)")
     ui.add_argument("--no-browser", action="store_true", help="only print the address")
     ui.set_defaults(run=cmd_ui)

@@ -166,6 +166,21 @@ class Settings(BaseSettings):
     reflect_directives: list[str] = Field(default_factory=list)  # MEMWRAP_REFLECT_DIRECTIVES='["Answer in French"]'
 
     @property
+    def store_fingerprint(self) -> str:
+        """Which memory store this is, without saying where: a hash of the embedded home's resolved path, or of
+        the external database's host, port and name (never its credentials). Two processes with the same
+        fingerprint share their memory (`memwrap ui` reuses a server already serving it)."""
+        import hashlib
+        from urllib.parse import urlsplit
+
+        if self.database_url:
+            url = urlsplit(self.database_url)
+            where = f"postgres:{url.hostname}:{url.port or 5432}{url.path}"
+        else:
+            where = f"embedded:{Path(self.home).expanduser().resolve()}"
+        return hashlib.sha256(where.encode()).hexdigest()[:16]
+
+    @property
     def pgdata(self) -> Path:
         return Path(self.home).expanduser() / "pg"
 

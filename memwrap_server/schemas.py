@@ -147,6 +147,10 @@ class Health(BaseModel):
     engine: Literal["embedded", "postgres"]
     database: Literal["up", "down"]
     database_since: float = Field(description="Unix time of the last change of `database`.")
+    store: str = Field(
+        description="Which memory store this server serves, as a hash (no path, no credentials): equal values "
+        "mean the same memory (`memwrap ui` reuses a server serving its home)."
+    )
 
 
 class ErrorDetail(BaseModel):

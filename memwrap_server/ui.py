@@ -9,6 +9,9 @@ past the page's escaping could not run code.
 
 from __future__ import annotations
 
+import socket
+import sys
+import threading
 import time
 import webbrowser
 from importlib import resources
@@ -19,6 +22,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
 PREFIX = "/ui"
+DEFAULT_PORT = 8765
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -67,3 +71,83 @@ def open_when_ready(url: str, timeout: float = 300.0) -> bool:
             pass
         time.sleep(0.2)
     return False
+
+
+def _serving_store(port: int) -> str | None:
+    """The `store` a memwrap server on 127.0.0.1:`port` serves (its /health), or None: nothing there, or not
+    memwrap."""
+    try:
+        body = httpx.get(f"http://127.0.0.1:{port}/health", timeout=2.0).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    store = body.get("store") if isinstance(body, dict) else None
+    return store if isinstance(store, str) else None
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no obstacle
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PortInUseError(RuntimeError):
+    """The port asked for with --port is taken by a program that is not memwrap serving this home."""
+
+
+def choose(port: int | None, store: str) -> tuple[int, bool]:
+    """(port, already served): a memwrap server on this store at the port asked for (or the default) is reused;
+    a default port held by something else gives way to a free one; a port asked for that is taken is an error."""
+    wanted = port or DEFAULT_PORT
+    if _serving_store(wanted) == store:
+        return wanted, True
+    if _port_free(wanted):
+        return wanted, False
+    if port is not None:
+        raise PortInUseError(
+            f"Port {port} on 127.0.0.1 is in use by another program (not a memwrap server on this home): "
+            "choose another with --port, or leave --port out to take a free one."
+        )
+    return _free_port(), False
+
+
+def launch(
+    *,
+    port: int | None,
+    home: str | None,
+    database_url: str | None,
+    log_level: str | None,
+    open_browser: bool,
+) -> int:
+    """`memwrap ui`: the memory browser of this home, in the default browser. A memwrap server already serving
+    the home (`memwrap serve`, another `memwrap ui`) is reused; otherwise the sidecar starts on 127.0.0.1, at
+    the default port or, when that is taken, a free one."""
+    from memwrap.config import load_settings
+    from memwrap_server.__main__ import serve
+
+    store = load_settings(home=home, database_url=database_url).store_fingerprint
+    try:
+        chosen, served = choose(port, store)
+    except PortInUseError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    url = f"http://127.0.0.1:{chosen}{PREFIX}/"
+    if served:
+        print(f"memory browser at {url} (the memwrap server already serving this home)", flush=True)
+        if open_browser:
+            webbrowser.open(url)
+        return 0
+    taken = "" if port or chosen == DEFAULT_PORT else f" (port {DEFAULT_PORT} is taken)"
+    print(f"memory browser at {url}{taken} (Ctrl+C stops it)", flush=True)
+    if open_browser:
+        threading.Thread(target=open_when_ready, args=(url,), daemon=True).start()
+    return serve(host="127.0.0.1", port=chosen, log_level=log_level, home=home, database_url=database_url)

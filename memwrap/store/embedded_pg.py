@@ -7,8 +7,9 @@ the directory, silence its noise, turn its failures into StoreError, and own the
 * at exit (memwrap/lifecycle.py, after every Memory closed its pool) this process leaves the server; the last
   live user stops it *without waiting* for the shutdown to finish (a fast shutdown takes a few hundred ms that
   a script's exit should not spend). A process that starts while a server is still stopping waits for it.
-* a process killed with SIGKILL never says it left: users that no longer exist are dropped (at start and at
-  stop), so the server neither runs forever nor stops under a live user.
+* a process killed with SIGKILL, or ended by a SIGTERM that skips the exit hooks (uvicorn re-raises it with the
+  default action), never says it left: users that no longer exist are dropped (at start and at stop), and a
+  watchdog process (pg_watchdog.py) stops the server within a second or so of its last user's end.
 * a forked child registers as a user of its own (its parent may exit first).
 """
 
@@ -27,7 +28,7 @@ from typing import Any
 from memwrap import lifecycle
 from memwrap.errors import StoreError
 from memwrap.private_files import home_dir, private_file
-from memwrap.store import pg_tuning
+from memwrap.store import pg_tuning, pg_watchdog
 
 log = logging.getLogger("memwrap.store")
 
@@ -129,6 +130,8 @@ def _start(pgdata: Path) -> Any:
             # and its list of users is ours alone.
             home_dir(pgdata.parent, database_dir=pgdata)
             private_file(pgdata / ".handle_pids.json", create=False)
+            with server_lock:  # it stops the server when no live process uses it, however they ended
+                pg_watchdog.ensure_watchdog(pgdata)
             if pg_tuning.write_settings(pgdata):  # a fresh data directory: all but shared_buffers apply now
                 _reload(server)
             return server

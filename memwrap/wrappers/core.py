@@ -38,6 +38,10 @@ from memwrap.wrappers.transcript import Turn, get, in_tool_loop, render, session
 
 log = logging.getLogger("memwrap.wrappers")
 
+# Read-your-writes: of its recall timeout, a call waits at most this share for the delivery of the exchanges
+# this process retained just before into the same bank (delivery runs in the background, ~10-50 ms without
+# an LLM); the rest is the recall's.
+READ_YOUR_WRITES_SHARE = 0.5
 _SENTINELS = ("NotGiven", "Omit")  # the SDKs' "argument not given" markers: the same as leaving the key out
 
 
@@ -329,9 +333,14 @@ class Call:
             with self._recall_span(query) as current:
                 self.handle.count("recalls")
                 try:
-                    backend = backend_for(self.handle.memory).backend
-                    backend.wait_ready_sync()
-                    recall = backend.recall_sync(self.bank, query, **self._recall_options())
+                    parts = backend_for(self.handle.memory)
+                    parts.backend.wait_ready_sync()
+                    options = self._recall_options()
+                    if parts.retainer.pending_for(self.bank):  # read-your-writes: the exchange just before
+                        started = time.monotonic()
+                        parts.retainer.wait_delivered(self.bank, options["timeout"] * READ_YOUR_WRITES_SHARE)
+                        options["timeout"] -= time.monotonic() - started
+                    recall = parts.backend.recall_sync(self.bank, query, **options)
                 except Exception as exc:  # noqa: BLE001 - fail open: the call goes on without memory
                     self.handle.recall_failed(exc)
                     spans.failed_open(current, exc)
@@ -345,9 +354,15 @@ class Call:
             with self._recall_span(query) as current:
                 self.handle.count("recalls")
                 try:
-                    backend = backend_for(self.handle.memory).backend
-                    await backend.wait_ready_async()
-                    recall = await backend.recall_async(self.bank, query, **self._recall_options())
+                    parts = backend_for(self.handle.memory)
+                    await parts.backend.wait_ready_async()
+                    options = self._recall_options()
+                    if parts.retainer.pending_for(self.bank):  # read-your-writes, as in prepare_sync
+                        started = time.monotonic()
+                        share = options["timeout"] * READ_YOUR_WRITES_SHARE
+                        await asyncio.to_thread(parts.retainer.wait_delivered, self.bank, share)
+                        options["timeout"] -= time.monotonic() - started
+                    recall = await parts.backend.recall_async(self.bank, query, **options)
                 except Exception as exc:  # noqa: BLE001 - fail open, as in prepare_sync
                     self.handle.recall_failed(exc)
                     spans.failed_open(current, exc)

@@ -105,7 +105,7 @@ class Retainer:
         # Set once the rows earlier processes left are delivered (or delivery failed): first calls wait for it.
         self.caught_up = threading.Event()
         self._queue: deque[tuple[str, dict[str, Any]]] = deque()  # rows a caller could not write (fallback)
-        self._own: set[int] = set()
+        self._own: dict[int, str] = {}  # this process's rows not yet delivered: id -> bank (read-your-writes)
         self._resolved = 0
         self._unsynced = 0  # rows callers committed that no FULL commit has fsync'd yet
         self._passes = 0  # deliverer claims so far...
@@ -144,7 +144,7 @@ class Retainer:
             if row_id is None:
                 self._queue.append((bank_id, item))
             else:
-                self._own.add(row_id)
+                self._own[row_id] = bank_id
                 self._unsynced += 1
         self._wake.set()
         self._deliver_wake.set()
@@ -187,6 +187,36 @@ class Retainer:
                 if give_up_on_failure and self.stats.failures > failures:
                     return False
                 self._cond.wait(remaining if remaining is None else min(remaining, 0.5))
+            return True
+
+    def pending_for(self, bank_id: str) -> bool:
+        """This process has retains for `bank_id` not yet delivered."""
+        with self._cond:  # the deliverer changes both while we look
+            return bank_id in self._own.values() or any(bank == bank_id for bank, _ in self._queue)
+
+    def wait_delivered(self, bank_id: str, timeout: float) -> bool:
+        """Read-your-writes: wait, at most `timeout`, until every retain for `bank_id` this process queued so far
+        is delivered (or refused), so that a recall right after sees the exchange before it. False when it is
+        not (the engine is slow or down: the recall then goes on without waiting longer)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            waiting = {row_id for row_id, bank in self._own.items() if bank == bank_id}
+            failures = self.stats.failures
+
+            def done() -> bool:
+                return not waiting.intersection(self._own) and not any(b == bank_id for b, _ in self._queue)
+
+            if done():
+                return True
+            self._wake.set()
+            self._deliver_wake.set()
+            while not done():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not self._thread.is_alive() or not self.reachable() or self.engine_down():
+                    return False
+                if self.stats.failures > failures:  # a failed delivery backs off: not worth waiting for
+                    return False
+                self._cond.wait(min(remaining, 0.5))
             return True
 
     def _spool_mark(self) -> int:
@@ -317,7 +347,7 @@ class Retainer:
             batch = list(self._queue)
             self._queue.clear()
             ids = spool.add(batch)  # under the lock: see put()
-            self._own.update(ids)
+            self._own.update(zip(ids, (bank for bank, _item in batch), strict=True))
             self.stats.spooled += len(ids)
             self._cond.notify_all()
         self._deliver_wake.set()
@@ -414,8 +444,7 @@ class Retainer:
         with self._cond:
             setattr(self.stats, what, getattr(self.stats, what) + len(rows))
             for row in rows:
-                if row.id in self._own:
-                    self._own.discard(row.id)
+                if self._own.pop(row.id, None) is not None:
                     self._resolved += 1
                 elif what == "delivered":
                     self.stats.replayed += 1
