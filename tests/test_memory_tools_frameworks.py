@@ -1,7 +1,7 @@
 """Memory as tools, through each framework's own agent loop against the fake model server: the OpenAI Agents
 SDK (`Runner.run`, Responses and Chat Completions models), pydantic-ai (`Agent.run` with the toolset, Chat and
-Responses models), LangChain (a `bind_tools` loop with `tool.invoke`, and LangGraph's prebuilt agent when
-langgraph is installed), and one over a sidecar (the HTTP client). The scenario and its checks:
+Responses models), LangChain (a `bind_tools` loop with `tool.invoke`, and LangChain's and LangGraph's agents
+when installed), and one over a sidecar (the HTTP client). The scenario and its checks:
 tests/memory_tools_support.py."""
 
 from __future__ import annotations
@@ -151,10 +151,16 @@ def test_langchain_tool_loop(llm_server: Any, warm_memory: Any, bank: str) -> No
     remember_recall_forget(run, llm_server, warm_memory, bank)
 
 
-def test_langgraph_agent(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    """LangGraph's prebuilt ReAct agent (a ToolNode running the tools), asynchronously: the tools' async bodies."""
+# LangChain's agent (`langchain.agents.create_agent`) and LangGraph's prebuilt one it replaces: each a graph whose
+# ToolNode runs the tools. Each runs when its package is installed (langgraph comes with the frameworks extra).
+AGENT_FACTORIES = {"langchain.agents": "create_agent", "langgraph.prebuilt": "create_react_agent"}
+
+
+@pytest.mark.parametrize("module", sorted(AGENT_FACTORIES))
+def test_langchain_agent(module: str, llm_server: Any, warm_memory: Any, bank: str) -> None:
+    """An agent graph run asynchronously (`ainvoke`): the tools' async bodies."""
     langchain_openai = pytest.importorskip("langchain_openai")
-    prebuilt = pytest.importorskip("langgraph.prebuilt")
+    create = getattr(pytest.importorskip(module), AGENT_FACTORIES[module])
     from memwrap.integrations.langchain_tools import MemoryToolkit
 
     tools = MemoryToolkit(bank_id=bank, memory=warm_memory).get_tools()
@@ -167,8 +173,7 @@ def test_langgraph_agent(llm_server: Any, warm_memory: Any, bank: str) -> None:
             max_retries=0,
             http_async_client=httpx.AsyncClient(),
         )
-        agent = prebuilt.create_react_agent(llm, tools)
-        state = asyncio.run(agent.ainvoke({"messages": [("user", prompt)]}))
+        state = asyncio.run(create(llm, tools).ainvoke({"messages": [("user", prompt)]}))
         return str(state["messages"][-1].content)
 
     remember_recall_forget(run, llm_server, warm_memory, bank)

@@ -149,7 +149,7 @@ def json_schema(spec: ToolSpec) -> dict[str, Any]:
     """The JSON schema of a tool's arguments, as the model is shown it (objects closed, no titles or bounds)."""
 
     def shown(node: Any) -> Any:
-        if isinstance(node, dict):
+        if isinstance(node, dict):  # a dict value is a subschema (a property may be named "title"), kept
             return {k: shown(v) for k, v in node.items() if k not in _UNSHOWN or isinstance(v, dict)}
         if isinstance(node, list):
             return [shown(v) for v in node]
@@ -243,7 +243,8 @@ def _parse(name: str, arguments: Mapping[str, Any]) -> tuple[ToolSpec, BaseModel
         problems = "; ".join(
             f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}" for error in exc.errors()
         )
-        raise MemoryToolError(f"{spec.name} was called with invalid arguments ({problems}).") from None
+        # A location can be a key the model made up: nothing in the message may read as the fence's tags.
+        raise MemoryToolError(neutralise(f"{spec.name} was called with invalid arguments ({problems}).")) from None
 
 
 def _memory_id(value: str) -> UUID:
