@@ -15,6 +15,8 @@ import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
 from conftest_wrappers import Reply, ToolCall, memory_block
 
+from memwrap.block.fence import OPEN_TAG
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -62,3 +64,23 @@ def test_instructor_example(example_env: Any, capsys: Any) -> None:
     load("instructor_extract").main()
     assert "peanuts" in memory_block(example_env.last())
     assert "city='Leeds'" in capsys.readouterr().out
+
+
+def test_agent_memory_tools_example(example_env: Any, warm_memory: Any, bank: str, capsys: Any) -> None:
+    """The Agents SDK example: conversation 1 retains through the tool, conversation 2 recalls through it."""
+    pytest.importorskip("agents")
+    fact = "The user is vegetarian and is learning Portuguese for a move to Porto."
+    example_env.script(
+        [
+            Reply(tool_calls=[ToolCall("retain_memory", {"text": fact, "tags": None})]),
+            "Noted: vegetarian, Portuguese, Porto.",
+            Reply(tool_calls=[ToolCall("recall_memory", {"query": "diet and language being learnt"})]),
+            "Try a feijoada de legumes.",
+        ]
+    )
+    load("agent_memory_tools").main()
+    assert [r.text for r in warm_memory.list(bank)] == [fact]
+    recalled = example_env.requests[-1].body["messages"][-1]
+    assert recalled["role"] == "tool" and recalled["content"].startswith(OPEN_TAG) and fact in recalled["content"]
+    out = capsys.readouterr().out
+    assert "conversation 1 tool call: retain_memory(" in out and "conversation 2: Try a feijoada" in out
