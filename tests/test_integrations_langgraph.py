@@ -6,10 +6,17 @@ adds: an item is a memory, an update keeps its history, the bank can come from t
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import os
+import subprocess
+import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest_wrappers import *  # noqa: F403 - fixtures
+from conftest_wrappers import system_text
 
 pytest.importorskip("langgraph.store.base")
 
@@ -24,6 +31,9 @@ from langgraph.store.base import (  # noqa: E402 - after the importorskip
 
 from memwrap import Memory  # noqa: E402
 from memwrap.integrations.langgraph import MemwrapStore  # noqa: E402
+from memwrap.store.embedded_pg import embedded_database_url  # noqa: E402
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "langgraph_memory.py"
 
 
 @pytest.fixture
@@ -367,3 +377,54 @@ def test_bank_from_the_first_label_is_what_a_wrapped_model_recalls(memory: Memor
     assert (bank, "memories") in store.list_namespaces(suffix=("memories",), limit=1000)
     hits = store.search((bank,), query="peanut allergy")
     assert [h.key for h in hits] == ["food"]
+
+
+# --- the example: a graph that remembers a user across threads ------------------------------------------------------
+
+
+def test_example_second_thread_knows_what_the_first_was_told(
+    llm_server: Any, warm_memory: Memory, bank: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", llm_server.openai_base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test")
+    monkeypatch.setenv("MEMWRAP_BANK", bank)
+    spec = importlib.util.spec_from_file_location("example_langgraph_memory", EXAMPLE)
+    assert spec and spec.loader
+    example = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, example)  # its dataclass looks its module up while it is defined
+    spec.loader.exec_module(example)
+    example.main([])
+    first, second = llm_server.requests[-2:]
+    assert "teal" not in system_text(first)
+    assert "teal" in system_text(second) and "Porto" in system_text(second)
+    # the second thread's own messages are only its question: what it knows came from the store
+    assert [m["role"] for m in second.body["messages"]] == ["system", "user"]
+    out = capsys.readouterr().out
+    assert "thread thread-2:" in out and "recalled: ['Hi! My favourite colour is teal" in out
+    recalled = warm_memory.recall(bank, "favourite colour", tags=["langgraph"])
+    assert "teal" in recalled.context
+
+
+def test_example_run_as_two_processes(llm_server: Any, memory: Memory, bank: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": llm_server.openai_base_url,
+        "OPENAI_API_KEY": "test",
+        "MEMWRAP_BANK": bank,
+        "MEMWRAP_HOME": str(tmp_path),
+        "MEMWRAP_DATABASE_URL": embedded_database_url(memory.settings.pgdata),
+    }
+    runs = []
+    for thread, said in [("monday", "I'm vegetarian and I live in Porto."), ("friday", "What should I cook?")]:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLE), "--thread", thread, said],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-4000:]
+        runs.append(done.stdout)
+    assert "recalled: []" in runs[0]
+    assert 'recalled: ["I\'m vegetarian and I live in Porto."]' in runs[1]
+    assert "vegetarian" in system_text(llm_server.requests[-1])
