@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
 from conftest_wrappers import system_text
+from extract_support import fact, reply
 
 pytest.importorskip("langgraph.store.base")
 
@@ -30,6 +31,7 @@ from langgraph.store.base import (  # noqa: E402 - after the importorskip
 )
 
 from memwrap import Memory  # noqa: E402
+from memwrap.config import Settings  # noqa: E402
 from memwrap.integrations.langgraph import MemwrapStore  # noqa: E402
 from memwrap.store.embedded_pg import embedded_database_url  # noqa: E402
 
@@ -244,6 +246,69 @@ def test_index_false_and_index_fields(memory: Memory, bank: str, store: MemwrapS
     field_store = MemwrapStore(memory, bank_id=bank, index=["body"])
     field_store.put(("test",), "bodied", {"title": "ignored", "body": "the body is remembered"})
     assert {r.metadata["langgraph"]["key"]: r.text for r in units(memory, bank)}["bodied"] == ("the body is remembered")
+
+
+def test_a_langgraph_index_config_gives_its_fields(memory: Memory, bank: str) -> None:
+    store = MemwrapStore(memory, bank_id=bank, index={"dims": 384, "embed": "openai:unused", "fields": ["title"]})
+    store.put(("test",), "k", {"title": "Only the title", "body": "not this"})
+    assert [r.text for r in units(memory, bank)] == ["Only the title"]
+
+
+def test_a_long_value_split_into_several_memories_is_still_one_item(
+    memory: Memory, bank: str, store: MemwrapStore
+) -> None:
+    long_text = " ".join(f"Sentence {i} of the long travel diary about Kyoto temples and gardens." for i in range(80))
+    store.put(("diary",), "kyoto", {"text": long_text})
+    assert len(units(memory, bank)) > 1  # memwrap split it into units
+    item = store.get(("diary",), "kyoto")
+    assert item is not None and item.value == {"text": long_text}
+    assert [i.key for i in store.search(("diary",))] == ["kyoto"]
+    assert [i.key for i in store.search(("diary",), query="Kyoto temples", limit=10)] == ["kyoto"]
+    assert store.list_namespaces() == [("diary",)]
+    store.put(("diary",), "kyoto", {"text": "Short now: Kyoto was lovely."})
+    assert [r.text for r in units(memory, bank)] == ["Short now: Kyoto was lovely."]
+    store.delete(("diary",), "kyoto")
+    assert units(memory, bank) == []
+
+
+@pytest.fixture(scope="module")
+def extracting_memory(memwrap_home: Path, server: Any) -> Any:
+    """A Memory whose retains are extracted into facts by an LLM (the module's fake server)."""
+    settings = Settings(
+        home=memwrap_home,
+        llm_provider="none",
+        extraction_provider="openai",
+        extraction_model="fake-extractor",
+        extraction_base_url=server.openai_base_url,
+        extraction_api_key="sk-test",
+        llm_max_retries=1,
+        llm_backoff=0.01,
+        extraction_retry_interval=3600.0,
+        worker="off",
+    )
+    with Memory(settings=settings) as memory:
+        yield memory
+
+
+def test_an_item_extracted_into_facts_is_still_one_item(extracting_memory: Memory, fake: Any, bank: str) -> None:
+    store = MemwrapStore(extracting_memory, bank_id=bank)
+    fake.script(
+        [reply([fact("The user is vegetarian.", "world", [1]), fact("The user lives in Porto.", "world", [1])])]
+    )
+    store.put(("users", "sam"), "about", {"text": "I'm vegetarian and I live in Porto."})
+    facts = units(extracting_memory, bank)
+    assert sorted(r.text for r in facts) == ["The user is vegetarian.", "The user lives in Porto."]
+    assert all(r.metadata["langgraph"]["key"] == "about" for r in facts)  # each fact carries the item
+    item = store.get(("users", "sam"), "about")
+    assert item is not None and item.value == {"text": "I'm vegetarian and I live in Porto."}
+    assert [i.key for i in store.search(("users",))] == ["about"]
+    hits = store.search(("users",), query="Where does the user live?")
+    assert [h.key for h in hits] == ["about"]
+    assert hits[0].value == {"text": "I'm vegetarian and I live in Porto."}
+    store.put(("users", "sam"), "about", {"text": "I moved to Lisbon."})
+    after = units(extracting_memory, bank)
+    assert [r.text for r in after] == ["I moved to Lisbon."]  # the old facts do not outlive the new value
+    assert store.get(("users", "sam"), "about").value == {"text": "I moved to Lisbon."}  # type: ignore[union-attr]
 
 
 # --- namespaces -------------------------------------------------------------------------------------------------

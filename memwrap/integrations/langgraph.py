@@ -86,8 +86,8 @@ class MemwrapStore(BaseStore):
     `memory`: a `Memory`, a sidecar URL ("http://127.0.0.1:8765", with `api_key`), or None for the process's
     default `Memory()` (MEMWRAP_HOME). `bank_id`: the one bank of every namespace, or None for the namespace's first
     label. `index`: the value fields whose text is remembered and searched (LangGraph paths; default the whole
-    value).
-    """
+    value), or a LangGraph `IndexConfig` ({"fields": [...], "dims": ..., "embed": ...}) whose `fields` are taken
+    (memwrap embeds with its own model, so `dims` and `embed` are not used)."""
 
     supports_ttl = False
 
@@ -96,7 +96,7 @@ class MemwrapStore(BaseStore):
         memory: Memory | str | None = None,
         *,
         bank_id: str | None,
-        index: Sequence[str] = ("$",),
+        index: Sequence[str] | Mapping[str, Any] = ("$",),
         api_key: str | None = None,
     ) -> None:
         resolved = resolve_memory(memory, api_key=api_key)
@@ -106,6 +106,8 @@ class MemwrapStore(BaseStore):
                 f"{type(resolved).__name__}."
             )
         self._memory = resolved
+        if isinstance(index, Mapping):  # a LangGraph IndexConfig: its fields (memwrap embeds with its own model)
+            index = index.get("fields") or ["$"]
         if isinstance(index, str):
             raise TypeError(f'index is a list of field paths, e.g. ["$"] or ["text"], not the string {index!r}.')
         self.bank_id = bank_id
