@@ -18,6 +18,8 @@ import pytest
 from conftest_wrappers import *  # noqa: F403 - fixtures
 from conftest_wrappers import system_text
 from extract_support import fact, reply
+from test_server_harness import *  # noqa: F403 - fixtures (sidecar)
+from test_server_harness import ADMIN_KEY
 
 pytest.importorskip("langgraph.store.base")
 
@@ -444,6 +446,19 @@ def test_bank_from_the_first_label_is_what_a_wrapped_model_recalls(memory: Memor
     assert [h.key for h in hits] == ["food"]
 
 
+def test_a_search_over_more_banks_than_one_recall_reads(memory: Memory, bank: str) -> None:
+    store = MemwrapStore(memory, bank_id=None)
+    assert store.search((f"{bank}-none",), query="anything") == []  # no such bank: nothing, no error
+    assert store.get((f"{bank}-none", "x"), "k") is None
+    banks = [f"{bank}-{i:02d}" for i in range(20)]
+    for i, name in enumerate(banks[:-1]):
+        store.put((name, "notes"), "n", {"text": f"Shopping list number {i}: bread, milk and eggs"})
+    store.put((banks[-1], "notes"), "n", {"text": "The lighthouse keeper feeds the seagulls at dawn"})
+    hits = store.search((), query="who feeds the seagulls at the lighthouse?", limit=3)
+    assert hits[0].namespace == (banks[-1], "notes")
+    assert {(b, "notes") for b in banks} <= set(store.list_namespaces(suffix=("notes",), limit=10_000))
+
+
 # --- the example: a graph that remembers a user across threads ------------------------------------------------------
 
 
@@ -493,3 +508,23 @@ def test_example_run_as_two_processes(llm_server: Any, memory: Memory, bank: str
     assert "recalled: []" in runs[0]
     assert 'recalled: ["I\'m vegetarian and I live in Porto."]' in runs[1]
     assert "vegetarian" in system_text(llm_server.requests[-1])
+
+
+# --- through a sidecar ----------------------------------------------------------------------------------------------
+
+
+async def test_the_store_on_a_sidecar(sidecar: Any, bank: str) -> None:
+    store = MemwrapStore(sidecar.url, bank_id=None, api_key=ADMIN_KEY)
+    await store.aput((bank, "memories"), "drink", {"text": "Bob drinks oolong tea", "rank": 3, "meta": {"src": "chat"}})
+    store.put((bank, "prefs"), "theme", {"theme": "dark"}, index=False)
+    got = store.get((bank, "memories"), "drink")
+    assert got is not None and got.value == {"text": "Bob drinks oolong tea", "rank": 3, "meta": {"src": "chat"}}
+    assert [i.key for i in await store.asearch((bank,), query="which tea does Bob like?")] == ["drink"]
+    assert [i.key for i in store.search((bank,), filter={"rank": {"$gte": 3}, "meta.src": "chat"})] == ["drink"]
+    assert store.list_namespaces(prefix=(bank,)) == [(bank, "memories"), (bank, "prefs")]
+    store.put((bank, "memories"), "drink", {"text": "Bob switched to green tea"})
+    after = await store.aget((bank, "memories"), "drink")
+    assert after is not None and after.value == {"text": "Bob switched to green tea"}
+    assert after.updated_at > after.created_at == got.created_at
+    store.delete((bank, "prefs"), "theme")
+    assert await store.alist_namespaces(prefix=(bank,)) == [(bank, "memories")]

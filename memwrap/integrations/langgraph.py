@@ -65,14 +65,14 @@ from langgraph.store.base import (
 from langgraph.store.base.embed import get_text_at_path
 
 from memwrap.api import AsyncMemory, Memory
-from memwrap.models import MAX_PAGE, MemoryRecord
+from memwrap.engine.recall.options import MAX_BANKS, MAX_TOP_K  # the bounds of one recall
+from memwrap.models import MAX_PAGE, MemoryRecord, RecalledMemory
+from memwrap.validate import MAX_DOCUMENT_ID_CHARS
 from memwrap.wrappers.memories import default_memory, resolve_memory
 
 TAG = "langgraph"  # on every memory the store writes
 META = "langgraph"  # the metadata key holding the item
 DOCUMENT_PREFIX = "langgraph/"
-MAX_DOCUMENT_ID_CHARS = 512  # memwrap.validate's bound: longer ids are hashed
-MAX_TOP_K = 1000  # recall's bound on top_k
 # A recall over-fetches: a few memories may stand for one item (a split text, extracted facts).
 OVERFETCH = 3
 
@@ -200,17 +200,23 @@ class MemwrapStore(BaseStore):
             if not banks:
                 return []
             conditions.append({"key": [META, "indexed"], "eq": True})
-            recall = await aio.recall(
-                banks if len(banks) > 1 else banks[0],
-                query,
-                top_k=min(MAX_TOP_K, (op.offset + op.limit) * OVERFETCH),
-                tags=[TAG],
-                filters={"metadata": {"and": conditions}},
-                neighbours=False,
-                prefer_observations=False,
-            )
+            hits: list[RecalledMemory] = []
+            for start in range(0, len(banks), MAX_BANKS):  # one recall reads MAX_BANKS banks at most
+                group = banks[start : start + MAX_BANKS]
+                recall = await aio.recall(
+                    group if len(group) > 1 else group[0],
+                    query,
+                    top_k=min(MAX_TOP_K, (op.offset + op.limit) * OVERFETCH),
+                    tags=[TAG],
+                    filters={"metadata": {"and": conditions}},
+                    neighbours=False,
+                    prefer_observations=False,
+                )
+                hits.extend(recall.memories)
+            if len(banks) > MAX_BANKS:
+                hits.sort(key=lambda hit: hit.score, reverse=True)
             found: dict[tuple[tuple[str, ...], str], SearchItem] = {}
-            for hit in recall.memories:
+            for hit in hits:
                 if META in hit.metadata:
                     item = _search_item(hit.metadata[META], hit.score)
                     found.setdefault((item.namespace, item.key), item)
