@@ -34,6 +34,7 @@ from langgraph.store.base import (  # noqa: E402 - after the importorskip
 
 from memwrap import Memory  # noqa: E402
 from memwrap.config import Settings  # noqa: E402
+from memwrap.errors import InvalidInputError  # noqa: E402
 from memwrap.integrations.langgraph import MemwrapStore  # noqa: E402
 from memwrap.store.embedded_pg import embedded_database_url  # noqa: E402
 
@@ -119,6 +120,19 @@ def test_keys_and_labels_with_separators_stay_apart(store: MemwrapStore) -> None
     assert [i.value["text"] for i in got if i] == ["one", "two", "three"]
     item = store.get(("a", "b"), "session:1")
     assert item is not None and item.value == {"text": "four"}
+
+
+def test_memory_defense_applies_to_the_value_and_a_secret_key_is_refused(memory: Memory, bank: str) -> None:
+    store = MemwrapStore(memory, bank_id=bank)
+    secret = "sk-proj-" + "Abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    store.put(("u",), "k1", {"text": f"my openai key is {secret}"})
+    item = store.get(("u",), "k1")
+    assert item is not None and secret not in str(item.value) and "REDACTED" in item.value["text"]
+    with pytest.raises(InvalidInputError, match="looks like a secret"):
+        store.put(("u",), secret, {"text": "a key that is a secret"})
+    with pytest.raises(InvalidInputError, match="looks like a secret"):
+        store.put(("u", secret), "k2", {"text": "a label that is a secret"})
+    assert [r.metadata["langgraph"]["key"] for r in units(memory, bank)] == ["k1"]  # nothing else was stored
 
 
 def test_namespaces_are_validated_as_langgraph_does(store: MemwrapStore) -> None:

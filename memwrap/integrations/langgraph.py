@@ -38,6 +38,10 @@ max_depth, limit and offset.
 as the batch found it and its writes come after them, in order (of several puts to one key the last stands).
 `abatch` runs the same core on the Memory's loop, awaited without blocking the caller's. No TTL (`supports_ttl` is
 False): a put's `ttl` is refused.
+
+memwrap's memory defense applies to a put as to any retain: a secret in the value is stored redacted (the put is
+refused under the bank's 'block' policy), and a key or namespace label that looks like a secret is refused
+(InvalidInputError), since redacting it would lose the item.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from langgraph.store.base.embed import get_text_at_path
 
 from memwrap.api import AsyncMemory, Memory
 from memwrap.engine.recall.options import MAX_BANKS, MAX_TOP_K  # the bounds of one recall
+from memwrap.errors import InvalidInputError
 from memwrap.models import MAX_PAGE, MemoryRecord, RecalledMemory
 from memwrap.validate import MAX_DOCUMENT_ID_CHARS
 from memwrap.wrappers.memories import default_memory, resolve_memory
@@ -184,7 +189,19 @@ class MemwrapStore(BaseStore):
         }
         text = text or _text(value, ["$"]) or op.key  # a memory needs a text even when not indexed
         if not existing:
-            await aio.retain(bank, text, document_id=_document_id(namespace, op.key), metadata=metadata, tags=[TAG])
+            ids = await aio.retain(
+                bank, text, document_id=_document_id(namespace, op.key), metadata=metadata, tags=[TAG]
+            )
+            stored = (await aio.get(bank, ids[0])).metadata.get(META, {}) if ids else {}
+            if stored.get("key") != op.key or stored.get("namespace") != list(namespace):
+                # memwrap's memory defense redacted a secret-looking key or label: no get could find the item.
+                for unit_id in ids:
+                    await aio.delete(bank, unit_id)
+                raise InvalidInputError(
+                    f"the key or a namespace label of this item looks like a secret and memwrap's memory defense "
+                    f"redacted it, so the item could not be found again; nothing was stored. Use another key "
+                    f"(namespace {namespace!r})."
+                )
             return
         first, *rest = existing
         await aio.update(bank, first.id, text=text, metadata=metadata, tags=[TAG])
