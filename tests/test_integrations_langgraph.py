@@ -111,6 +111,21 @@ def test_delete_frees_the_key_and_the_same_value_can_be_put_again(
     assert len(units(memory, bank)) == 1
 
 
+def test_an_item_invalidated_in_memwrap_is_hidden_and_a_put_brings_it_back(
+    memory: Memory, bank: str, store: MemwrapStore
+) -> None:
+    store.put(("users", "alice"), "pet", {"text": "Alice has a cat called Miso"})
+    (record,) = units(memory, bank)
+    memory.invalidate(bank, record.id, reason="the user said it was wrong")
+    assert store.get(("users", "alice"), "pet") is None
+    assert store.search(("users",)) == []
+    again = {"text": "Alice has a cat called Miso", "age": 3}  # the same text again, another value
+    store.put(("users", "alice"), "pet", again, index=["text"])
+    item = store.get(("users", "alice"), "pet")
+    assert item is not None and item.value == again
+    assert [r.id for r in units(memory, bank)] == [record.id]
+
+
 def test_keys_and_labels_with_separators_stay_apart(store: MemwrapStore) -> None:
     store.put(("a/b", "c"), "d", {"text": "one"})
     store.put(("a", "b/c"), "d", {"text": "two"})

@@ -24,10 +24,11 @@ Where an item goes (namespace → bank, metadata and tags):
   search skips it (`indexed` is false), as LangGraph's stores do.
 
 The verbs: `put` on a new key is a retain; on an existing key an update of the same memory (memwrap keeps the old
-version in its history: `Memory.history(bank, id)`); `delete` (a put of None) deletes the memory. Not invalidate:
-LangGraph's delete frees the key — a later put of the same key and value must store it again, and an invalidated
-memory would still hold that value's content hash (retain would answer with the hidden memory); an app that wants
-reversible forgetting calls memwrap's `invalidate` on the memory itself. `search` with a query is a recall (scores
+version in its history: `Memory.history(bank, id)`); `delete` (a put of None) deletes the memory, and what memwrap
+learnt from it forgets it. Not invalidate: LangGraph's delete is final — the key is free and nothing of the value
+stays behind — while an invalidated memory keeps its text in the bank. An app that wants reversible forgetting
+calls memwrap's `invalidate` on the memory itself (the item is then hidden from `get` and `search`; a later put of
+its key brings the memory back, with the new value). `search` with a query is a recall (scores
 are recall's fused scores) filtered to the namespace prefix and the `filter`; without one, a listing, oldest first.
 `filter` keys are value fields (dotted, or a nested dict, for nested ones), with a value or `{"$eq"|"$ne"|"$gt"|
 "$gte"|"$lt"|"$lte"|"$in"|"$nin": ...}` (numbers compare as numbers, strings as text); memwrap applies them in its
@@ -161,7 +162,7 @@ class MemwrapStore(BaseStore):
 
     async def _put(self, aio: AsyncMemory, op: PutOp) -> None:
         namespace = tuple(op.namespace)
-        if getattr(op, "ttl", None) is not None:
+        if op.ttl is not None:
             raise NotImplementedError("MemwrapStore has no per-item TTL (supports_ttl is False); put without ttl.")
         bank = self._bank_of(namespace)
         existing = await self._records_of(aio, namespace, op.key)
@@ -192,17 +193,11 @@ class MemwrapStore(BaseStore):
             ids = await aio.retain(
                 bank, text, document_id=_document_id(namespace, op.key), metadata=metadata, tags=[TAG]
             )
-            stored = (await aio.get(bank, ids[0])).metadata.get(META, {}) if ids else {}
-            if stored.get("key") != op.key or stored.get("namespace") != list(namespace):
-                # memwrap's memory defense redacted a secret-looking key or label: no get could find the item.
-                for unit_id in ids:
-                    await aio.delete(bank, unit_id)
-                raise InvalidInputError(
-                    f"the key or a namespace label of this item looks like a secret and memwrap's memory defense "
-                    f"redacted it, so the item could not be found again; nothing was stored. Use another key "
-                    f"(namespace {namespace!r})."
-                )
-            return
+            if not ids or await self._records_of(aio, namespace, op.key):
+                return
+            await self._unhide(aio, bank, namespace, op.key, ids)
+            # retain knew the key and text and answered with the old memory: it takes this value as an update
+            existing = await self._records_of(aio, namespace, op.key)
         first, *rest = existing
         await aio.update(bank, first.id, text=text, metadata=metadata, tags=[TAG])
         for record in rest:  # the old text's other parts or extracted facts: the new text stands alone
@@ -211,7 +206,7 @@ class MemwrapStore(BaseStore):
     async def _search(self, aio: AsyncMemory, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
         conditions = _prefix_conditions(prefix) + _value_conditions(op.filter or {})
-        query = getattr(op, "query", None)
+        query = op.query
         if query and query.strip():
             banks = await self._banks_under(aio, prefix)
             if not banks:
@@ -258,6 +253,22 @@ class MemwrapStore(BaseStore):
             if all(_matches(namespace, c) for c in conditions):
                 namespaces.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
         return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    async def _unhide(self, aio: AsyncMemory, bank: str, namespace: tuple[str, ...], key: str, ids: list[Any]) -> None:
+        """A retain whose memory no listing shows: either memwrap's defense redacted the key or a label (the item
+        could never be found: refused), or retain answered with an invalidated memory of the same key and text (it
+        knows the content already): the put brings that memory back, and the caller updates it to this put."""
+        stored = (await aio.get(bank, ids[0])).metadata.get(META, {})
+        if stored.get("key") != key or stored.get("namespace") != list(namespace):
+            for unit_id in ids:
+                await aio.delete(bank, unit_id)
+            raise InvalidInputError(
+                f"the key or a namespace label of this item looks like a secret and memwrap's memory defense "
+                f"redacted it, so the item could not be found again; nothing was stored. Use another key "
+                f"(namespace {namespace!r})."
+            )
+        for unit_id in ids:
+            await aio.restore(bank, unit_id)
 
     # --- finding an item's memories ---------------------------------------------------------------------------
 
