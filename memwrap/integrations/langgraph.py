@@ -1,0 +1,423 @@
+"""LangGraph: long-term memory for a graph — a `BaseStore` whose items are memwrap memories.
+
+    from memwrap.integrations.langgraph import MemwrapStore
+
+    store = MemwrapStore(bank_id="my-app")                # memory=Memory(...) or "http://127.0.0.1:8765"
+    graph = builder.compile(store=store)                  # nodes get it as `store` / `runtime.store`
+    store.put(("memories", "alice"), "food", {"text": "Alice is vegetarian"})
+    store.search(("memories", "alice"), query="what does she eat?")   # memwrap recall, best first
+
+Where an item goes (namespace → bank, metadata and tags):
+- The bank: `bank_id="my-app"` puts every namespace in that one bank. `bank_id=None` makes the namespace's first
+  label the bank (`("alice", "memories")` → bank "alice"), so a wrapped chat model with `bank_id="alice"` recalls
+  what the graph stored for Alice. A search or `list_namespaces` whose prefix does not name the first label then
+  reads every bank.
+- An item is one memory (a long text may be split into a few; a configured extraction LLM may turn it into facts:
+  they all carry the item). Its `document_id` is `langgraph/<namespace labels>/<key>` (percent-encoded), which is
+  how `get`, `put` and `delete` find it. Its metadata `langgraph` holds the whole item: `namespace` (the tuple, and
+  `ns` = {"0": label, ...} for prefix filters), `key`, `value` (the dict, whole), `indexed`, `created_at`,
+  `updated_at`. Its tag is `langgraph`, so a recall can be narrowed to (or away from) what graphs stored.
+- Its text, what recall embeds and what a wrapped model sees in its memory block, is the value at the store's
+  `index` fields (LangGraph's paths: "$" the whole value, "text", "a.b", "items[*].name"); a put's own
+  `index=[...]` overrides them. For "$", a value with one string field is that string, else `field: value` per
+  field, joined by "; ". `index=False`: the item still needs a text (the value, rendered as for "$"), but semantic
+  search skips it (`indexed` is false), as LangGraph's stores do.
+
+The verbs: `put` on a new key is a retain; on an existing key an update of the same memory (memwrap keeps the old
+version in its history: `Memory.history(bank, id)`); `delete` (a put of None) deletes the memory, and what memwrap
+learnt from it forgets it. Not invalidate: LangGraph's delete is final — the key is free and nothing of the value
+stays behind — while an invalidated memory keeps its text in the bank. An app that wants reversible forgetting
+calls memwrap's `invalidate` on the memory itself (the item is then hidden from `get` and `search`; a later put of
+its key brings the memory back, with the new value). `search` with a query is a recall (scores
+are recall's fused scores) filtered to the namespace prefix and the `filter`; without one, a listing, oldest first.
+`filter` keys are value fields (dotted, or a nested dict, for nested ones), with a value or `{"$eq"|"$ne"|"$gt"|
+"$gte"|"$lt"|"$lte"|"$in"|"$nin": ...}` (numbers compare as numbers, strings as text); memwrap applies them in its
+query, on the stored value. `list_namespaces` is sorted, with LangGraph's prefix, suffix ("*" a wildcard label),
+max_depth, limit and offset.
+
+`batch` answers its ops in their order. As in LangGraph's InMemoryStore and PostgresStore, its reads see the store
+as the batch found it and its writes come after them, in order (of several puts to one key the last stands).
+`abatch` runs the same core on the Memory's loop, awaited without blocking the caller's. No TTL (`supports_ttl` is
+False): a put's `ttl` is refused.
+
+memwrap's memory defense applies to a put as to any retain: a secret in the value is stored redacted (the put is
+refused under the bank's 'block' policy), and a key or namespace label that looks like a secret is refused
+(InvalidInputError), since redacting it would lose the item.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+)
+from langgraph.store.base.embed import get_text_at_path
+
+from memwrap.api import AsyncMemory, Memory
+from memwrap.engine.recall.options import MAX_BANKS, MAX_TOP_K  # the bounds of one recall
+from memwrap.errors import InvalidInputError
+from memwrap.models import MAX_PAGE, MemoryRecord, RecalledMemory
+from memwrap.validate import MAX_DOCUMENT_ID_CHARS
+from memwrap.wrappers.memories import default_memory, resolve_memory
+
+TAG = "langgraph"  # on every memory the store writes
+META = "langgraph"  # the metadata key holding the item
+DOCUMENT_PREFIX = "langgraph/"
+# A recall over-fetches: a few memories may stand for one item (a split text, extracted facts).
+OVERFETCH = 3
+
+_OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
+_SET_OPERATORS = {"$in": "in", "$nin": "not_in"}
+
+
+class MemwrapStore(BaseStore):
+    """A LangGraph `BaseStore` backed by memwrap (see the module docstring for where items go).
+
+    `memory`: a `Memory`, a sidecar URL ("http://127.0.0.1:8765", with `api_key`), or None for the process's
+    default `Memory()` (MEMWRAP_HOME). `bank_id`: the one bank of every namespace, or None for the namespace's first
+    label. `index`: the value fields whose text is remembered and searched (LangGraph paths; default the whole
+    value), or a LangGraph `IndexConfig` ({"fields": [...], "dims": ..., "embed": ...}) whose `fields` are taken
+    (memwrap embeds with its own model, so `dims` and `embed` are not used)."""
+
+    supports_ttl = False
+
+    def __init__(
+        self,
+        memory: Memory | str | None = None,
+        *,
+        bank_id: str | None,
+        index: Sequence[str] | Mapping[str, Any] = ("$",),
+        api_key: str | None = None,
+    ) -> None:
+        resolved = resolve_memory(memory, api_key=api_key)
+        if resolved is not None and not isinstance(resolved, Memory):
+            raise TypeError(
+                f"MemwrapStore takes a Memory (its sync and async paths share it) or a sidecar URL, not "
+                f"{type(resolved).__name__}."
+            )
+        self._memory = resolved
+        if isinstance(index, Mapping):  # a LangGraph IndexConfig: its fields (memwrap embeds with its own model)
+            index = index.get("fields") or ["$"]
+        if isinstance(index, str):
+            raise TypeError(f'index is a list of field paths, e.g. ["$"] or ["text"], not the string {index!r}.')
+        self.bank_id = bank_id
+        self.index_fields = list(index)
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:
+            self._memory = default_memory()
+        return self._memory
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        return self.memory.submit(self._run(list(ops))).result()
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.wrap_future(self.memory.submit(self._run(list(ops))))
+
+    # --- the one core, on the Memory's loop -------------------------------------------------------------------
+
+    async def _run(self, ops: list[Op]) -> list[Result]:
+        """As LangGraph's own stores do: the reads see the store as it was when the batch began, then the writes
+        are applied in order (of several puts to one key, the last stands); results come in the ops' order."""
+        aio = self.memory.aio
+        results: list[Result] = []
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self._get(aio, op))
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(aio, op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(await self._list_namespaces(aio, op))
+            elif isinstance(op, PutOp):
+                writes.pop((tuple(op.namespace), op.key), None)  # the last put of a key goes last
+                writes[(tuple(op.namespace), op.key)] = op
+                results.append(None)
+            else:
+                raise TypeError(f"MemwrapStore does not know the operation {type(op).__name__}.")
+        for put in writes.values():
+            await self._put(aio, put)
+        return results
+
+    async def _get(self, aio: AsyncMemory, op: GetOp) -> Item | None:
+        records = await self._records_of(aio, tuple(op.namespace), op.key)
+        return _item(records[0]) if records else None
+
+    async def _put(self, aio: AsyncMemory, op: PutOp) -> None:
+        namespace = tuple(op.namespace)
+        if op.ttl is not None:
+            raise NotImplementedError("MemwrapStore has no per-item TTL (supports_ttl is False); put without ttl.")
+        bank = self._bank_of(namespace)
+        existing = await self._records_of(aio, namespace, op.key)
+        if op.value is None:
+            for record in existing:
+                await aio.delete(bank, record.id)
+            return
+        if not isinstance(op.value, Mapping):
+            raise TypeError(f"a LangGraph store value is a dict, not {type(op.value).__name__}.")
+        value = dict(op.value)
+        fields = self.index_fields if op.index is None else (op.index or [])
+        text = _text(value, fields) if fields else ""
+        now = datetime.now(UTC).isoformat()
+        created = existing[0].metadata[META].get("created_at", now) if existing else now
+        metadata = {
+            META: {
+                "namespace": list(namespace),
+                "ns": {str(i): label for i, label in enumerate(namespace)},
+                "key": op.key,
+                "value": value,
+                "indexed": bool(text),
+                "created_at": created,
+                "updated_at": now,
+            }
+        }
+        text = text or _text(value, ["$"]) or op.key  # a memory needs a text even when not indexed
+        if not existing:
+            ids = await aio.retain(
+                bank, text, document_id=_document_id(namespace, op.key), metadata=metadata, tags=[TAG]
+            )
+            if not ids or await self._records_of(aio, namespace, op.key):
+                return
+            await self._unhide(aio, bank, namespace, op.key, ids)
+            # retain knew the key and text and answered with the old memory: it takes this value as an update
+            existing = await self._records_of(aio, namespace, op.key)
+        first, *rest = existing
+        await aio.update(bank, first.id, text=text, metadata=metadata, tags=[TAG])
+        for record in rest:  # the old text's other parts or extracted facts: the new text stands alone
+            await aio.delete(bank, record.id)
+
+    async def _search(self, aio: AsyncMemory, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        conditions = _prefix_conditions(prefix) + _value_conditions(op.filter or {})
+        query = op.query
+        if query and query.strip():
+            banks = await self._banks_under(aio, prefix)
+            if not banks:
+                return []
+            conditions.append({"key": [META, "indexed"], "eq": True})
+            hits: list[RecalledMemory] = []
+            for start in range(0, len(banks), MAX_BANKS):  # one recall reads MAX_BANKS banks at most
+                group = banks[start : start + MAX_BANKS]
+                recall = await aio.recall(
+                    group if len(group) > 1 else group[0],
+                    query,
+                    top_k=min(MAX_TOP_K, (op.offset + op.limit) * OVERFETCH),
+                    tags=[TAG],
+                    filters={"metadata": {"and": conditions}},
+                    neighbours=False,
+                    prefer_observations=False,
+                )
+                hits.extend(recall.memories)
+            if len(banks) > MAX_BANKS:
+                hits.sort(key=lambda hit: hit.score, reverse=True)
+            found: dict[tuple[tuple[str, ...], str], SearchItem] = {}
+            for hit in hits:
+                if META in hit.metadata:
+                    item = _search_item(hit.metadata[META], hit.score)
+                    found.setdefault((item.namespace, item.key), item)
+            return list(found.values())[op.offset : op.offset + op.limit]
+        items: list[SearchItem] = []
+        async for record in self._listing(aio, prefix, conditions):
+            items.append(_search_item(record.metadata[META], None))
+            if len(items) >= op.offset + op.limit:
+                break
+        return items[op.offset : op.offset + op.limit]
+
+    async def _list_namespaces(self, aio: AsyncMemory, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        conditions = list(op.match_conditions or ())
+        # The prefix's labels before its first wildcard narrow the listing in the database.
+        fixed: tuple[str, ...] = ()
+        for condition in conditions:
+            if condition.match_type == "prefix":
+                fixed = tuple(_until_wildcard(condition.path))
+        namespaces: set[tuple[str, ...]] = set()
+        async for record in self._listing(aio, fixed, _prefix_conditions(fixed)):
+            namespace = tuple(record.metadata[META]["namespace"])
+            if all(_matches(namespace, c) for c in conditions):
+                namespaces.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    async def _unhide(self, aio: AsyncMemory, bank: str, namespace: tuple[str, ...], key: str, ids: list[Any]) -> None:
+        """A retain whose memory no listing shows: either memwrap's defense redacted the key or a label (the item
+        could never be found: refused), or retain answered with an invalidated memory of the same key and text (it
+        knows the content already): the put brings that memory back, and the caller updates it to this put."""
+        stored = (await aio.get(bank, ids[0])).metadata.get(META, {})
+        if stored.get("key") != key or stored.get("namespace") != list(namespace):
+            for unit_id in ids:
+                await aio.delete(bank, unit_id)
+            raise InvalidInputError(
+                f"the key or a namespace label of this item looks like a secret and memwrap's memory defense "
+                f"redacted it, so the item could not be found again; nothing was stored. Use another key "
+                f"(namespace {namespace!r})."
+            )
+        for unit_id in ids:
+            await aio.restore(bank, unit_id)
+
+    # --- finding an item's memories ---------------------------------------------------------------------------
+
+    def _bank_of(self, namespace: tuple[str, ...]) -> str:
+        if self.bank_id is not None:
+            return self.bank_id
+        if not namespace:
+            raise ValueError("MemwrapStore(bank_id=None) reads the bank from the namespace's first label: give one.")
+        return namespace[0]
+
+    async def _banks_under(self, aio: AsyncMemory, prefix: tuple[str, ...]) -> list[str]:
+        """The banks a prefix reaches: the store's bank, the prefix's first label, or (no label) every bank."""
+        if self.bank_id is not None:
+            return [self.bank_id]
+        if prefix and prefix[0] != "*":
+            return [prefix[0]]
+        return [b.bank_id for b in await aio.banks() if b.memories]
+
+    async def _records_of(self, aio: AsyncMemory, namespace: tuple[str, ...], key: str) -> list[MemoryRecord]:
+        """The memories standing for one item, oldest first (none: no such item)."""
+        bank = self._bank_of(namespace)
+        records = await aio.list(bank, document_id=_document_id(namespace, key), tags=[TAG], limit=MAX_PAGE)
+        return [
+            r
+            for r in records
+            if isinstance(r.metadata.get(META), dict)
+            and r.metadata[META].get("key") == key
+            and tuple(r.metadata[META].get("namespace", ())) == namespace
+        ]
+
+    async def _listing(
+        self, aio: AsyncMemory, prefix: tuple[str, ...], conditions: list[dict[str, Any]]
+    ) -> AsyncIterator[MemoryRecord]:
+        """Each item under `prefix` matching `conditions` once (its first memory), oldest first, bank by bank."""
+        seen: set[tuple[tuple[str, ...], str]] = set()
+        filters = {"metadata": {"and": conditions}} if conditions else None
+        for bank in await self._banks_under(aio, prefix):
+            offset = 0
+            while True:
+                page = await aio.list(bank, tags=[TAG], filters=filters, limit=MAX_PAGE, offset=offset)
+                for record in page:
+                    stored = record.metadata.get(META)
+                    if not isinstance(stored, dict):
+                        continue
+                    identity = (tuple(stored["namespace"]), stored["key"])
+                    if identity not in seen:
+                        seen.add(identity)
+                        yield record
+                if len(page) < MAX_PAGE:
+                    break
+                offset += len(page)
+
+
+# --- items, texts and filters ---------------------------------------------------------------------------------
+
+
+def _document_id(namespace: tuple[str, ...], key: str) -> str:
+    # Percent-encoded: no ":" (memwrap reads "session:part" in a document id) and no "/" inside a label.
+    readable = DOCUMENT_PREFIX + "/".join(quote(label, safe="") for label in (*namespace, key))
+    if len(readable) <= MAX_DOCUMENT_ID_CHARS:
+        return readable
+    digest = hashlib.sha256(json.dumps([list(namespace), key]).encode()).hexdigest()
+    return f"{DOCUMENT_PREFIX}sha256-{digest}"
+
+
+def _item(record: MemoryRecord) -> Item:
+    stored = record.metadata[META]
+    return Item(
+        value=stored["value"],
+        key=stored["key"],
+        namespace=tuple(stored["namespace"]),
+        created_at=datetime.fromisoformat(stored["created_at"]),
+        updated_at=datetime.fromisoformat(stored["updated_at"]),
+    )
+
+
+def _search_item(stored: dict[str, Any], score: float | None) -> SearchItem:
+    return SearchItem(
+        namespace=tuple(stored["namespace"]),
+        key=stored["key"],
+        value=stored["value"],
+        created_at=datetime.fromisoformat(stored["created_at"]),
+        updated_at=datetime.fromisoformat(stored["updated_at"]),
+        score=score,
+    )
+
+
+def _text(value: dict[str, Any], fields: Sequence[str]) -> str:
+    """The text of `value` at LangGraph index paths, one piece per line ("" if none of them is there)."""
+    pieces: list[str] = []
+    for field in fields:
+        if field == "$":
+            pieces.append(_render(value))
+        else:
+            pieces.extend(t for t in get_text_at_path(value, field) if t.strip())
+    return "\n".join(p for p in pieces if p.strip())
+
+
+def _render(value: dict[str, Any]) -> str:
+    if len(value) == 1 and isinstance(next(iter(value.values())), str):
+        return str(next(iter(value.values())))
+    parts = []
+    for field, inner in value.items():
+        shown = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False, default=str)
+        parts.append(f"{field}: {shown}")
+    return "; ".join(parts)
+
+
+def _prefix_conditions(prefix: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"key": [META, "ns", str(i)], "eq": label} for i, label in enumerate(prefix) if label != "*"]
+
+
+def _value_conditions(filter: Mapping[str, Any], path: Sequence[str] = (META, "value")) -> list[dict[str, Any]]:
+    """LangGraph's filter on the value as memwrap metadata conditions (on `langgraph.value.<field>`): a dotted key
+    or a nested dict reaches into nested fields; a dict of `$` operators compares."""
+    conditions: list[dict[str, Any]] = []
+    for field, wanted in filter.items():
+        at = [*path, *str(field).split(".")]
+        if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):
+            for operator, operand in wanted.items():
+                if operator in _OPERATORS:
+                    conditions.append({"key": at, _OPERATORS[operator]: operand})
+                elif operator in _SET_OPERATORS:
+                    conditions.append({"key": at, _SET_OPERATORS[operator]: list(operand)})
+                else:
+                    known = ", ".join([*_OPERATORS, *_SET_OPERATORS])
+                    raise ValueError(f"filter operator {operator!r} on {field!r} is not one of {known}.")
+        elif isinstance(wanted, Mapping) and wanted:
+            conditions.extend(_value_conditions(wanted, at))  # {"meta": {"shop": "north"}}: each field of it
+        else:
+            conditions.append({"key": at, "eq": wanted})
+    return conditions
+
+
+def _until_wildcard(path: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for label in path:
+        if label == "*":
+            break
+        out.append(label)
+    return out
+
+
+def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(path) > len(namespace):
+        return False
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
+    return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
+
+
+__all__ = ["MemwrapStore"]
