@@ -21,6 +21,7 @@ from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.llm.usage import charged_to
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
@@ -210,12 +211,13 @@ class Worker:
                 # Another claim of the same key is still at work (its lease may have lapsed): try again soon.
                 await jobs.release(self.pool, job, delay=1.0)
                 return
-            result = await jobs.run_claimed(
-                self.pool,
-                job,
-                lambda: kind.run(JobContext(self.engine, job)),
-                policy=kind.policy(self.settings),
-                lease_seconds=self.settings.worker_lease_seconds,
-            )
+            with charged_to(job.bank_id):  # the job's LLM requests count against its bank
+                result = await jobs.run_claimed(
+                    self.pool,
+                    job,
+                    lambda: kind.run(JobContext(self.engine, job)),
+                    policy=kind.policy(self.settings),
+                    lease_seconds=self.settings.worker_lease_seconds,
+                )
             if result is not None:
                 self.completed += 1
