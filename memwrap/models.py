@@ -440,9 +440,9 @@ class LLMUsageCount(BaseModel):
 
     purpose: str = Field(description="extraction (retain), consolidation (observations, mental models) or reflect")
     requests: int = 0
-    input_tokens: int = Field(0, description="prompt tokens, cached ones included")
+    input_tokens: int = Field(default=0, description="prompt tokens, cached ones included")
     output_tokens: int = 0
-    cached_input_tokens: int = Field(0, description="the part of input_tokens served from the prompt cache")
+    cached_input_tokens: int = Field(default=0, description="the part of input_tokens served from the prompt cache")
 
 
 class LLMUsageDay(LLMUsageCount):

@@ -3,7 +3,7 @@ add a memory and edit it (occurred time included), select and delete or invalida
 export and import a bank, read a session as a thread, and see the engine's LLM usage per bank. Each test drives
 the page and then checks the bank through the REST API.
 
-Screenshots go to $MEMWRAP_UI_SHOTS (default build/ui-screenshots/, a test artefact, not committed).
+Screenshots go to $UI_SHOTS_DIR (default build/ui-screenshots/, a test artefact, not committed).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fakes.llm_wire import Ids, chat_completion
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream; ServerProcess
 from test_ui_browser import _login, _open, browser, page  # noqa: F401 - fixtures: browser, page
 
-SHOTS = Path(os.environ.get("MEMWRAP_UI_SHOTS") or Path(__file__).resolve().parents[1] / "build" / "ui-screenshots")
+SHOTS = Path(os.environ.get("UI_SHOTS_DIR") or Path(__file__).resolve().parents[1] / "build" / "ui-screenshots")
 
 
 def _shot(page: Any, name: str) -> None:

@@ -89,9 +89,8 @@ async def update(
         if not changed:
             return await engine.get(bank_id, memory_id)
         await history_sql.record_version(conn, bank_id, old, changed)
-        if span is not None:
-            occurred = span
-        else:
+        occurred: tuple[Any, Any] | None = span
+        if occurred is None:
             occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
         vector = None
         if "text" in changed:
