@@ -357,5 +357,9 @@ def test_llm_usage_per_bank(page: Any, llm_server: ServerProcess, upstream: Fake
         assert numbers == [c["requests"], c["input_tokens"], c["output_tokens"], c["cached_input_tokens"]]
     assert int(re.sub(r"\D", "", page.inner_text("#total-requests"))) == len(extraction) + len(reflect)
     assert page.locator("table.usage-days tbody tr").count() == 2
+    heads = ["Purpose", "Requests", "Input tokens", "Output tokens", "Cached input"]
+    assert [t.strip().lower() for t in page.locator("table.usage thead th").all_inner_texts()] == [
+        h.lower() for h in heads
+    ]
     _shot(page, "i31-10-llm-usage")
     assert page.errors == []

@@ -231,7 +231,7 @@ class HttpVerbs:
         occurred_end: datetime | None = None,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
-        `tags` replace the old ones (None: unchanged). `occurred_start` (ISO, with a time zone; `occurred_end`
+        `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
         defaults to it) sets when what it says happened, over the dates read from its text. The old version
         stays in its `history`; observations citing it are revisited by the worker."""
         result: MemoryRecord = await self.call(

@@ -12,7 +12,8 @@ export async function usageView({ bank, query }) {
   const usage = await api("GET", bankPath(bank, "llm-usage"), { query: { days } });
   const n = (value) => h("td", { class: "num" }, value.toLocaleString());
   const counts = (c) => [n(c.requests), n(c.input_tokens), n(c.output_tokens), n(c.cached_input_tokens)];
-  const heads = ["Requests", "Input tokens", "Output tokens", "Cached input"].map((x) => h("th", { scope: "col", class: "num" }, x));
+  // A function: a header cell is one DOM node, and each table needs its own.
+  const heads = () => ["Requests", "Input tokens", "Output tokens", "Cached input"].map((x) => h("th", { scope: "col", class: "num" }, x));
   return h("div", {},
     h("div", { class: "page-head" }, h("h1", {}, "LLM usage"), h("p", { class: "muted" }, bank),
       h("nav", { class: "segmented", "aria-label": "Period" }, SPANS.map((span) => link(route("b", bank, "usage", { days: span }),
@@ -25,13 +26,13 @@ export async function usageView({ bank, query }) {
       stat("Output tokens", usage.total.output_tokens, "total-output")),
     h("section", { class: "card" }, h("h2", {}, "By purpose"),
       usage.by_purpose.length
-        ? table([h("th", { scope: "col" }, "Purpose"), ...heads], [
+        ? table([h("th", { scope: "col" }, "Purpose"), ...heads()], [
             ...usage.by_purpose.map((c) => h("tr", { "data-purpose": c.purpose }, h("th", { scope: "row" }, c.purpose), ...counts(c))),
             h("tr", { "data-purpose": "all", class: "total" }, h("th", { scope: "row" }, "all"), ...counts(usage.total)),
           ], { class: "usage" })
         : empty("No LLM request for this bank in this period (no LLM is configured, or none was needed).")),
     usage.days.length ? h("section", { class: "card" }, h("h2", {}, "By day"),
-      table([h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Purpose"), ...heads],
+      table([h("th", { scope: "col" }, "Day"), h("th", { scope: "col" }, "Purpose"), ...heads()],
         usage.days.map((d) => h("tr", { "data-day": d.day, "data-purpose": d.purpose },
           h("td", { class: "mono" }, d.day), h("td", {}, d.purpose), ...counts(d))), { class: "usage-days" })) : null);
 }
