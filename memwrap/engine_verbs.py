@@ -50,8 +50,8 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
     SessionSummary,
-    SessionsLimit,
     Tags,
     TtlDays,
     UsageDays,
@@ -197,7 +197,7 @@ class EngineVerbs(Protocol):
         ...
 
     def sessions(
-        self, bank_id: str, *, limit: SessionsLimit = 100, offset: PageOffset = 0
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
     ) -> Awaitable[builtins.list[SessionSummary]]:
         ...
 

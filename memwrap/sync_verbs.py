@@ -49,8 +49,8 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
     SessionSummary,
-    SessionsLimit,
     Tags,
     TtlDays,
     UsageDays,
@@ -326,7 +326,7 @@ class SyncVerbs:
         return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
 
     def sessions(
-        self, bank_id: str, *, limit: SessionsLimit = 100, offset: PageOffset = 0
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
     ) -> builtins.list[SessionSummary]:
         """The bank's conversations, the latest first: each session's memory count, speakers and first and last
         time said.

@@ -83,7 +83,7 @@ EntityId = UUID | str
 EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
 EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
 UsageDays = Annotated[int, Field(ge=1, le=MAX_USAGE_DAYS)]
-SessionsLimit = Annotated[int, Field(ge=1, le=MAX_SESSIONS_PAGE)]
+SessionPageLimit = Annotated[int, Field(ge=1, le=MAX_SESSIONS_PAGE)]
 EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
 NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
 PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
@@ -319,7 +319,7 @@ class MemoryVerbs:
 
     @verb(Route("GET", f"{BANK}/sessions"), cli=True)
     async def sessions(
-        self, bank_id: str, *, limit: SessionsLimit = 100, offset: PageOffset = 0
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
     ) -> builtins.list[SessionSummary]:
         """The bank's conversations, the latest first: each session's memory count, speakers and first and last
         time said.

@@ -50,8 +50,8 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
     SessionSummary,
-    SessionsLimit,
     Tags,
     TtlDays,
     UsageDays,
@@ -365,7 +365,7 @@ class HttpVerbs:
         return result
 
     async def sessions(
-        self, bank_id: str, *, limit: SessionsLimit = 100, offset: PageOffset = 0
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
     ) -> builtins.list[SessionSummary]:
         """The bank's conversations, the latest first: each session's memory count, speakers and first and last
         time said.
