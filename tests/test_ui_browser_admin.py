@@ -363,3 +363,32 @@ def test_llm_usage_per_bank(page: Any, llm_server: ServerProcess, upstream: Fake
     ]
     _shot(page, "i31-10-llm-usage")
     assert page.errors == []
+
+
+def test_the_new_views_fit_a_narrow_dark_screen(browser: Any, sidecar: ServerProcess, admin: httpx.Client) -> None:
+    bank, _ = _bank(
+        admin,
+        "narrow",
+        [
+            {"content": "user: A fairly long first message of the conversation, " * 3, "document_id": "n:turn-0"},
+            {"content": "assistant: And an answer, also long enough to wrap. " * 3, "document_id": "n:turn-1"},
+        ],
+    )
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        _login(page, sidecar)
+        for hash_, ready in (
+            (f"b/{bank}/s/n", "ol.thread li.turn"),
+            (f"b/{bank}/usage", "div.stats-row"),
+            (f"b/{bank}/transfer", "#export"),
+            (f"b/{bank}/new", "form.new-memory"),
+            (f"b/{bank}/memories", "table.memories"),
+        ):
+            _open(page, sidecar, hash_, ready)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, hash_
+        _open(page, sidecar, f"b/{bank}/s/n", "ol.thread li.turn")
+        _shot(page, "i31-11-thread-narrow-dark")
+    finally:
+        context.close()
+    admin.delete(f"/v1/banks/{bank}")

@@ -22,6 +22,7 @@ export async function addMemoryView({ bank, navigate }) {
     h("div", { class: "row actions" }, h("button", { type: "submit", id: "new-save" }, "Retain"),
       link(route("b", bank, "memories"), "Cancel")),
     status);
+  form.addEventListener("input", () => status.replaceChildren()); // an error said is about what was there
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const item = { content: text.value };
