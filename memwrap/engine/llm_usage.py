@@ -29,6 +29,8 @@ ORDER BY day DESC, purpose
 
 TODAY = "SELECT (now() AT TIME ZONE 'UTC')::date"
 
+ACQUIRE_SECONDS = 10.0
+
 # The purposes in the order people read them (the engine's LLM roles); others (none today) sort after.
 PURPOSES = ("extraction", "consolidation", "reflect")
 
@@ -43,7 +45,10 @@ async def record(
     output_tokens: int,
     cached_input_tokens: int,
 ) -> None:
-    await pool.execute(RECORD, bank_id, purpose, requests, input_tokens, output_tokens, cached_input_tokens)
+    # A bounded wait for a connection: a caller holding the pool's last connections while it waits on the LLM
+    # must not wait on its own counter (the LLM client logs a count it could not write, and goes on).
+    async with pool.acquire(timeout=ACQUIRE_SECONDS) as conn:
+        await conn.execute(RECORD, bank_id, purpose, requests, input_tokens, output_tokens, cached_input_tokens)
 
 
 async def read(pool: asyncpg.Pool, bank_id: str, days: int) -> LLMUsage:
