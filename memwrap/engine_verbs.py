@@ -33,6 +33,7 @@ from memwrap.verbs import (
     Job,
     JobStatus,
     Keep,
+    LLMUsage,
     Mapping,
     MemoryContext,
     MemoryId,
@@ -49,8 +50,11 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
+    SessionSummary,
     Tags,
     TtlDays,
+    UsageDays,
     datetime,
 )
 
@@ -136,6 +140,8 @@ class EngineVerbs(Protocol):
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
     ) -> Awaitable[MemoryRecord]:
         ...
 
@@ -188,6 +194,14 @@ class EngineVerbs(Protocol):
     def entity_graph(
         self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15
     ) -> Awaitable[EntityGraph]:
+        ...
+
+    def sessions(
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
+    ) -> Awaitable[builtins.list[SessionSummary]]:
+        ...
+
+    def llm_usage(self, bank_id: str, *, days: UsageDays = 30) -> Awaitable[LLMUsage]:
         ...
 
     def jobs(

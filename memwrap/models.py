@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import warnings
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 from uuid import UUID
 
@@ -350,7 +350,7 @@ class ReflectResult(BaseModel):
 
 # --- update and history of a memory (memwrap/engine/update.py) ------------------------------------------------
 
-MemoryField = Literal["text", "metadata", "tags"]
+MemoryField = Literal["text", "metadata", "tags", "occurred"]
 
 
 class MemoryVersion(BaseModel):
@@ -400,6 +400,10 @@ MAX_ENTITIES_PAGE = 500
 MAX_ENTITIES_OFFSET = 1_000_000
 MAX_ENTITY_SEARCH_CHARS = 200
 MAX_NEIGHBOURS = 50
+# How many sessions one `sessions` page holds.
+MAX_SESSIONS_PAGE = 500
+# How far back `llm_usage` reads (days): a year and a day.
+MAX_USAGE_DAYS = 366
 
 
 class BankStats(BaseModel):
@@ -418,6 +422,41 @@ class BankStats(BaseModel):
     created_at: datetime | None = None
     last_retain_at: datetime | None = None
     last_activity_at: datetime | None = Field(None, description="The latest retain, learning step or job")
+
+
+class SessionSummary(BaseModel):
+    """A conversation of a bank (`sessions`): the memories of one session (metadata `session_id`, or the
+    "session" of a document id "session:part")."""
+
+    session_id: str
+    memories: int = Field(description="memories of the session recall can find (not invalidated), every type")
+    speakers: list[str] = Field(default_factory=list, description="who said its memories, by name")
+    first_said_at: datetime | None = None
+    last_said_at: datetime | None = None
+
+
+class LLMUsageCount(BaseModel):
+    """Requests the engine's own LLM made for one purpose, and the tokens the provider reported for them."""
+
+    purpose: str = Field(description="extraction (retain), consolidation (observations, mental models) or reflect")
+    requests: int = 0
+    input_tokens: int = Field(default=0, description="prompt tokens, cached ones included")
+    output_tokens: int = 0
+    cached_input_tokens: int = Field(default=0, description="the part of input_tokens served from the prompt cache")
+
+
+class LLMUsageDay(LLMUsageCount):
+    day: date = Field(description="the day (UTC) the requests were made")
+
+
+class LLMUsage(BaseModel):
+    """What a bank's LLM work cost (`llm_usage`): totals per purpose since `since`, and each day's counts."""
+
+    bank_id: str
+    since: date = Field(description="the first day counted (UTC)")
+    by_purpose: list[LLMUsageCount] = Field(default_factory=list, description="extraction, consolidation, reflect")
+    total: LLMUsageCount = Field(description="every purpose together (purpose: all)")
+    days: list[LLMUsageDay] = Field(default_factory=list, description="newest day first, one row per purpose")
 
 
 class LinkedMemory(BaseModel):

@@ -32,6 +32,7 @@ from memwrap.verbs import (
     Job,
     JobStatus,
     Keep,
+    LLMUsage,
     Mapping,
     MemoryContext,
     MemoryId,
@@ -48,8 +49,11 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
+    SessionSummary,
     Tags,
     TtlDays,
+    UsageDays,
     datetime,
 )
 
@@ -214,11 +218,24 @@ class SyncVerbs:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
-        `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
-        citing it are revisited by the worker."""
-        return self._run(self._async.update(bank_id, memory_id, text=text, metadata=metadata, tags=tags))
+        `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
+        defaults to it) sets when what it says happened, over the dates read from its text. The old version
+        stays in its `history`; observations citing it are revisited by the worker."""
+        return self._run(
+            self._async.update(
+                bank_id,
+                memory_id,
+                text=text,
+                metadata=metadata,
+                tags=tags,
+                occurred_start=occurred_start,
+                occurred_end=occurred_end,
+            )
+        )
 
     def history(self, bank_id: str, memory_id: MemoryId) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
@@ -307,6 +324,26 @@ class SyncVerbs:
         The `neighbours` closest entities: most memories mentioning both first, then most links between their
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
         return self._run(self._async.entity_graph(bank_id, entity_id, neighbours=neighbours))
+
+    def sessions(
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
+    ) -> builtins.list[SessionSummary]:
+        """The bank's conversations, the latest first: each session's memory count, speakers and first and last
+        time said.
+
+        A memory's session is its metadata's `session_id`, else the part of its `document_id` before the last
+        colon ("chat-7:turn-3" is of session "chat-7"), else its `document_id`; recall's and `list`'s
+        filters={"session_ids": [...]} read one session."""
+        return self._run(self._async.sessions(bank_id, limit=limit, offset=offset))
+
+    def llm_usage(self, bank_id: str, *, days: UsageDays = 30) -> LLMUsage:
+        """What the engine's LLM did for a bank: requests and tokens per purpose and per day.
+
+        Counted after every successful request the engine made for the bank (extraction of what it retained,
+        consolidation and mental models, reflect), as the provider reported its tokens; the last `days` days
+        (UTC, today included), totals per purpose and each day's counts, newest first. Requests of an
+        application's own model (a wrapped client) are not the engine's and are not counted here."""
+        return self._run(self._async.llm_usage(bank_id, days=days))
 
     def jobs(
         self,

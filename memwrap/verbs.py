@@ -36,7 +36,9 @@ from memwrap.models import (
     MAX_NEIGHBOURS,
     MAX_PAGE,
     MAX_PAGE_OFFSET,
+    MAX_SESSIONS_PAGE,
     MAX_TTL_DAYS,
+    MAX_USAGE_DAYS,
     BankInfo,
     BankStats,
     ConsolidationReport,
@@ -47,6 +49,7 @@ from memwrap.models import (
     Job,
     JobStatus,
     Keep,
+    LLMUsage,
     MemoryContext,
     MemoryRecord,
     MemoryVersion,
@@ -57,6 +60,7 @@ from memwrap.models import (
     Recall,
     ReflectResult,
     RetainItem,
+    SessionSummary,
 )
 
 if TYPE_CHECKING:
@@ -78,6 +82,8 @@ EntityId = UUID | str
 # are checked before the engine is reached over REST and MCP, and the OpenAPI document shows them.
 EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
 EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
+UsageDays = Annotated[int, Field(ge=1, le=MAX_USAGE_DAYS)]
+SessionPageLimit = Annotated[int, Field(ge=1, le=MAX_SESSIONS_PAGE)]
 EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
 NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
 PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
@@ -207,10 +213,13 @@ class MemoryVerbs:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
-        `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
-        citing it are revisited by the worker."""
+        `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
+        defaults to it) sets when what it says happened, over the dates read from its text. The old version
+        stays in its `history`; observations citing it are revisited by the worker."""
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/history"), cli=True)
@@ -306,6 +315,28 @@ class MemoryVerbs:
 
         The `neighbours` closest entities: most memories mentioning both first, then most links between their
         memories. EntityNotFoundError if the bank has no such entity (`entities` lists them, with their ids)."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/sessions"), cli=True)
+    async def sessions(
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
+    ) -> builtins.list[SessionSummary]:
+        """The bank's conversations, the latest first: each session's memory count, speakers and first and last
+        time said.
+
+        A memory's session is its metadata's `session_id`, else the part of its `document_id` before the last
+        colon ("chat-7:turn-3" is of session "chat-7"), else its `document_id`; recall's and `list`'s
+        filters={"session_ids": [...]} read one session."""
+        ...
+
+    @verb(Route("GET", f"{BANK}/llm-usage"), cli="llm-usage")
+    async def llm_usage(self, bank_id: str, *, days: UsageDays = 30) -> LLMUsage:
+        """What the engine's LLM did for a bank: requests and tokens per purpose and per day.
+
+        Counted after every successful request the engine made for the bank (extraction of what it retained,
+        consolidation and mental models, reflect), as the provider reported its tokens; the last `days` days
+        (UTC, today included), totals per purpose and each day's counts, newest first. Requests of an
+        application's own model (a wrapped client) are not the engine's and are not counted here."""
         ...
 
     # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) -----------------------

@@ -33,6 +33,7 @@ from memwrap.verbs import (
     Job,
     JobStatus,
     Keep,
+    LLMUsage,
     Mapping,
     MemoryContext,
     MemoryId,
@@ -49,8 +50,11 @@ from memwrap.verbs import (
     Recall,
     RecallFilter,
     ReflectResult,
+    SessionPageLimit,
+    SessionSummary,
     Tags,
     TtlDays,
+    UsageDays,
     datetime,
 )
 
@@ -223,13 +227,24 @@ class HttpVerbs:
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
-        `tags` replace the old ones (None: unchanged). The old version stays in its `history`; observations
-        citing it are revisited by the worker."""
+        `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
+        defaults to it) sets when what it says happened, over the dates read from its text. The old version
+        stays in its `history`; observations citing it are revisited by the worker."""
         result: MemoryRecord = await self.call(
             VERBS["update"],
-            {"bank_id": bank_id, "memory_id": memory_id, "text": text, "metadata": metadata, "tags": tags},
+            {
+                "bank_id": bank_id,
+                "memory_id": memory_id,
+                "text": text,
+                "metadata": metadata,
+                "tags": tags,
+                "occurred_start": occurred_start,
+                "occurred_end": occurred_end,
+            },
         )
         return result
 
@@ -347,6 +362,30 @@ class HttpVerbs:
         result: EntityGraph = await self.call(
             VERBS["entity_graph"], {"bank_id": bank_id, "entity_id": entity_id, "neighbours": neighbours}
         )
+        return result
+
+    async def sessions(
+        self, bank_id: str, *, limit: SessionPageLimit = 100, offset: PageOffset = 0
+    ) -> builtins.list[SessionSummary]:
+        """The bank's conversations, the latest first: each session's memory count, speakers and first and last
+        time said.
+
+        A memory's session is its metadata's `session_id`, else the part of its `document_id` before the last
+        colon ("chat-7:turn-3" is of session "chat-7"), else its `document_id`; recall's and `list`'s
+        filters={"session_ids": [...]} read one session."""
+        result: builtins.list[SessionSummary] = await self.call(
+            VERBS["sessions"], {"bank_id": bank_id, "limit": limit, "offset": offset}
+        )
+        return result
+
+    async def llm_usage(self, bank_id: str, *, days: UsageDays = 30) -> LLMUsage:
+        """What the engine's LLM did for a bank: requests and tokens per purpose and per day.
+
+        Counted after every successful request the engine made for the bank (extraction of what it retained,
+        consolidation and mental models, reflect), as the provider reported its tokens; the last `days` days
+        (UTC, today included), totals per purpose and each day's counts, newest first. Requests of an
+        application's own model (a wrapped client) are not the engine's and are not counted here."""
+        result: LLMUsage = await self.call(VERBS["llm_usage"], {"bank_id": bank_id, "days": days})
         return result
 
     async def jobs(

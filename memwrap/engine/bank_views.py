@@ -26,6 +26,7 @@ from memwrap.models import (
     LinkedMemory,
     MemoryContext,
     Neighbour,
+    SessionSummary,
 )
 
 # The text of a linked or citing item is shown as a one-line preview.
@@ -243,3 +244,22 @@ async def entity_graph(
             for r in latest
         ],
     )
+
+
+# The bank's sessions, latest conversation first: one GROUP BY over the bank's range of memory_units_session.
+SESSIONS = """
+SELECT session_key AS session_id, count(*) AS memories,
+       coalesce(array_agg(DISTINCT speaker) FILTER (WHERE speaker IS NOT NULL), '{}') AS speakers,
+       min(coalesce(mentioned_at, created_at)) AS first_said_at,
+       max(coalesce(mentioned_at, created_at)) AS last_said_at
+FROM memory_units
+WHERE bank_id = $1 AND session_key IS NOT NULL AND invalidated_at IS NULL
+GROUP BY session_key
+ORDER BY last_said_at DESC, session_key
+LIMIT $2 OFFSET $3
+"""
+
+
+async def sessions(pool: asyncpg.Pool, bank_id: str, *, limit: int, offset: int) -> list[SessionSummary]:
+    rows = await pool.fetch(SESSIONS, bank_id, limit, offset)
+    return [SessionSummary(**(dict(r) | {"speakers": sorted(r["speakers"])})) for r in rows]

@@ -20,13 +20,13 @@ import numpy as np
 from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, defend
-from memwrap.engine import bank_ids, bank_settings, catalog
+from memwrap.engine import bank_ids, bank_settings, catalog, llm_usage
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
-from memwrap.engine.llm.client import LLM
+from memwrap.engine.llm.client import LLM, Usage
 from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
@@ -86,6 +86,8 @@ class Engine(LearningVerbs, ViewVerbs):
         The hook for `wrap_openai(client, llm="gpt-4o-mini")`: engine.use_llm(llm_from_client(client, model)).
         """
         self.llm = llm
+        if llm is not None:
+            llm.usage_sink = self.count_llm_usage
         self.extractor = self.reextractor = None
         if llm is not None and llm.configured("extraction"):
             self.extractor = Extractor(llm, self.store.pool, self.embedder.embed, self.settings)
@@ -98,6 +100,18 @@ class Engine(LearningVerbs, ViewVerbs):
                 converted=self.learning.after_retain,
             )
         self.retainer.use(self.extractor, self.reextractor)
+
+    async def count_llm_usage(self, bank_id: str, purpose: str, usage: Usage) -> None:
+        """One LLM request made for `bank_id`, added to its counters of the day (memwrap/engine/llm_usage.py)."""
+        await llm_usage.record(
+            self.store.pool,
+            bank_id,
+            purpose,
+            requests=max(usage.calls, 1),
+            input_tokens=usage.prompt_tokens,
+            output_tokens=usage.completion_tokens,
+            cached_input_tokens=usage.cached_tokens,
+        )
 
     async def _warm_up(self) -> None:
         """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
@@ -463,10 +477,21 @@ class Engine(LearningVerbs, ViewVerbs):
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | None = None,
+        occurred_start: datetime | None = None,
+        occurred_end: datetime | None = None,
     ) -> MemoryRecord:
         """Change a memory in place (re-embedded, re-dated, entities re-linked); the old version goes to its
         history and the observations citing it are queued for revision."""
-        return await update(self, bank_id, memory_id, text=text, metadata=metadata, tags=tags)
+        return await update(
+            self,
+            bank_id,
+            memory_id,
+            text=text,
+            metadata=metadata,
+            tags=tags,
+            occurred_start=occurred_start,
+            occurred_end=occurred_end,
+        )
 
     async def history(self, bank_id: str, memory_id: UUID | str) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first; the last is the current one."""

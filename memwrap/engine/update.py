@@ -8,6 +8,7 @@ The bank's memory-defense policy applies to the new text, metadata and tags as i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -39,12 +40,16 @@ async def update(
     text: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
+    occurred_start: datetime | None = None,
+    occurred_end: datetime | None = None,
 ) -> MemoryRecord:
     """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
-    nothing different: the memory is returned unchanged and no version is added."""
+    nothing different: the memory is returned unchanged and no version is added. An occurred span given wins
+    over the dates of a new text."""
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
-    if text is None and metadata is None and tags is None:
-        raise InvalidInputError("update needs at least one of text, metadata, tags.")
+    if text is None and metadata is None and tags is None and occurred_start is None and occurred_end is None:
+        raise InvalidInputError("update needs at least one of text, metadata, tags, occurred_start.")
+    span = _given_span(occurred_start, occurred_end)
     new_text = (
         validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
     )
@@ -70,7 +75,7 @@ async def update(
         final_text = defended.content if new_text is not None else old["text"]
         final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
         final_tags = defended.tags if new_tags is not None else list(old["tags"] or [])
-        changed = [
+        changed: list[str] = [
             name
             for name, new, before in (
                 ("text", final_text, old["text"]),
@@ -79,10 +84,14 @@ async def update(
             )
             if new != before
         ]
+        if span is not None and span != _stored_span(old):
+            changed.append("occurred")
         if not changed:
             return await engine.get(bank_id, memory_id)
         await history_sql.record_version(conn, bank_id, old, changed)
-        occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
+        occurred: tuple[Any, Any] | None = span
+        if occurred is None:
+            occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
         vector = None
         if "text" in changed:
             vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
@@ -145,6 +154,21 @@ async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[M
         )
     )
     return versions
+
+
+def _given_span(start: datetime | None, end: datetime | None) -> tuple[datetime, datetime] | None:
+    """An occurred span set by hand (a naive time is UTC, as everywhere): the end (default: the start) not
+    before the start."""
+    if start is None:
+        if end is not None:
+            raise InvalidInputError("occurred_end needs occurred_start (when what the memory says began).")
+        return None
+    first = validate.timestamp(start, what="occurred_start")
+    last = validate.timestamp(end, what="occurred_end") if end is not None else first
+    assert first is not None and last is not None  # not None in, not None out
+    if last < first:
+        raise InvalidInputError(f"occurred_end ({last.isoformat()}) is before occurred_start ({first.isoformat()}).")
+    return first, last
 
 
 def _stored_span(old: Any) -> tuple[Any, Any] | None:

@@ -13,17 +13,22 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memwrap import validate
-from memwrap.engine import bank_views
+from memwrap.engine import bank_views, llm_usage
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
     MAX_NEIGHBOURS,
+    MAX_PAGE_OFFSET,
+    MAX_SESSIONS_PAGE,
+    MAX_USAGE_DAYS,
     BankStats,
     EntityGraph,
     EntitySummary,
+    LLMUsage,
     MemoryContext,
+    SessionSummary,
 )
 
 if TYPE_CHECKING:
@@ -72,4 +77,22 @@ class ViewVerbs:
             validate.bank_id(bank_id),
             validate.entity_id(entity_id),
             neighbours=validate.bounded(neighbours, what="neighbours", low=1, high=MAX_NEIGHBOURS),
+        )
+
+    async def llm_usage(self, bank_id: str, *, days: int = 30) -> LLMUsage:
+        """The bank's LLM requests and tokens per purpose over the last `days` days (UTC); an unknown bank or one
+        the engine never called an LLM for has no counts."""
+        return await llm_usage.read(
+            self.store.pool,
+            validate.bank_id(bank_id),
+            validate.bounded(days, what="days", low=1, high=MAX_USAGE_DAYS),
+        )
+
+    async def sessions(self, bank_id: str, *, limit: int = 100, offset: int = 0) -> list[SessionSummary]:
+        """The bank's conversations (document ids "session:part"), the latest first."""
+        return await bank_views.sessions(
+            self.store.pool,
+            validate.bank_id(bank_id),
+            limit=validate.bounded(limit, what="limit", low=1, high=MAX_SESSIONS_PAGE),
+            offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
         )

@@ -1,6 +1,7 @@
 """Read-only views for the memory browser: what surrounds one memory (links, the observations citing it, its
-invalidation) and the bank's entities as a small graph. Each route is its verb's, derived from the declaration
-(memwrap/verbs.py, memwrap_server/verb_routes.py); the engine reads memwrap/engine/bank_views.py."""
+invalidation), the bank's entities as a small graph, its sessions, and what the engine's LLM did for the bank
+(llm_usage). Each route is its verb's, derived from the declaration (memwrap/verbs.py,
+memwrap_server/verb_routes.py); the engine reads memwrap/engine/bank_views.py and memwrap/engine/llm_usage.py."""
 
 from __future__ import annotations
 
@@ -20,3 +21,5 @@ def _not_found(what: str) -> dict[int | str, dict[str, object]]:
 add_verb_route(router, VERBS["memory_context"], responses=_not_found("memory"))
 add_verb_route(router, VERBS["entities"])
 add_verb_route(router, VERBS["entity_graph"], responses=_not_found("entity"))
+add_verb_route(router, VERBS["llm_usage"])
+add_verb_route(router, VERBS["sessions"])

@@ -22,6 +22,7 @@ from memwrap.config import Settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import NOTIFY_CHANNEL, ClaimedJob, JobContext, default_worker_id, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.llm.usage import charged_to
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
@@ -213,7 +214,10 @@ class Worker:
                 return
             # A trace of its own (never the span that happened to be current when the loop started), and
             # only for a bank this process serves: tracing.background.
-            with tracing.background("job", job.bank_id, job_kind=job.kind, attempt=job.attempts):
+            with (
+                tracing.background("job", job.bank_id, job_kind=job.kind, attempt=job.attempts),
+                charged_to(job.bank_id),  # the job's LLM requests count against its bank
+            ):
                 result = await jobs.run_claimed(
                     self.pool,
                     job,

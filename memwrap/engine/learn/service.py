@@ -21,6 +21,7 @@ from memwrap.engine.jobs.worker import Worker, default_worker_id
 from memwrap.engine.learn import consolidate, export, forgetting, mental_models, observation_views, reconcile
 from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.learn.mental_models import Generator
+from memwrap.engine.llm.usage import charged_to
 from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVersion, Observation, ObservationVersion
 from memwrap.store.pg_types import Connection
 
@@ -62,6 +63,7 @@ class Learning:
                 from memwrap.engine.llm.client import LLM
 
                 self._llm = LLM.from_settings(s)
+                self._llm.usage_sink = self.engine.count_llm_usage
         return self._llm
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -146,7 +148,8 @@ class Learning:
     # --- observations ----------------------------------------------------------------------------------------
 
     async def consolidate(self, bank_id: str) -> ConsolidationReport:
-        return await consolidate.consolidate_now(self.engine, bank_id)
+        with charged_to(bank_id):
+            return await consolidate.consolidate_now(self.engine, bank_id)
 
     async def observations(
         self,
@@ -202,7 +205,8 @@ class Learning:
         return await mental_models.history(self.pool, bank_id, name)
 
     async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        model = await mental_models.refresh(self.engine, bank_id, name=name, reason="refreshed on request")
+        with charged_to(bank_id):
+            model = await mental_models.refresh(self.engine, bank_id, name=name, reason="refreshed on request")
         if model is None:
             return await mental_models.get(self.pool, bank_id, name)  # raises the not-found error
         return model

@@ -54,6 +54,7 @@ from memwrap.engine.llm.types import (
     snake_name,
     strict_schema,
 )
+from memwrap.engine.llm.usage import UsageSink, charged_bank
 from memwrap.errors import (
     ContextOverflowError,
     LLMError,
@@ -126,6 +127,8 @@ class LLM:
         self.background_timeout = max(timeout, background_timeout)
         self.tool_protocol = tool_protocol
         self.usage: dict[str, Usage] = {role: Usage() for role in ROLES}
+        # Where each request's usage is counted for the bank it was made for (usage.py; the engine's counters).
+        self.usage_sink: UsageSink | None = None
         # All roles share the server's slots; the limit adapts to what the server takes (pacing.py).
         self.limit = AdaptiveLimit(self.max_concurrency)
         self._meters: dict[int, SpeedMeter] = {}
@@ -419,7 +422,19 @@ class LLM:
                 await asyncio.sleep(wait)  # outside the semaphore: a waiting call holds no slot
                 continue
             self.usage[role] = self.usage[role] + result.usage
+            await self._count_for_bank(role, result.usage)
             return result
+
+    async def _count_for_bank(self, role: Role, usage: Usage) -> None:
+        bank_id = charged_bank()
+        if self.usage_sink is None or bank_id is None:
+            return
+        try:
+            await self.usage_sink(bank_id, role, usage)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a counter that could not be written must not fail the work
+            log.warning("LLM usage of bank %s (%s) not counted: %s", bank_id, role, redact(str(exc))[:300])
 
     def _backoff(self, attempt: int) -> float:
         # Full jitter between half and all of the exponential step, so a burst of failures spreads out.

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memwrap import tracing, validate
+from memwrap.engine.llm.usage import charged_to
 from memwrap.engine.reflect import queries
 from memwrap.engine.reflect.agent import Agent, ReflectRequest
 from memwrap.engine.reflect.budget import Limits
@@ -84,15 +85,18 @@ async def reflect(
             answer_tokens=settings.reflect_answer_tokens,
         ),
     )
-    with tracing.span(
-        "reflect",
-        bank_id=bank_id,
-        context_budget=budget,
-        # A budgeted tool-loop agent over the bank: the GenAI conventions' agent invocation.
-        **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "memwrap.reflect"},
-        max_iterations=iterations,
-        **tracing.content_attributes(query=query),
-    ) as current:
+    with (
+        charged_to(bank_id),
+        tracing.span(
+            "reflect",
+            bank_id=bank_id,
+            context_budget=budget,
+            # A budgeted tool-loop agent over the bank: the GenAI conventions' agent invocation.
+            **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "memwrap.reflect"},
+            max_iterations=iterations,
+            **tracing.content_attributes(query=query),
+        ) as current,
+    ):
         result = await Agent(engine, llm, request).run()
         tracing.set_attributes(
             current,

@@ -34,6 +34,7 @@ from memwrap.engine.language.speakers import said_by
 from memwrap.engine.language.text import search_text
 from memwrap.engine.language.timeparse import extract_occurred
 from memwrap.engine.llm.client import LLM, OutputTruncatedError, Usage
+from memwrap.engine.llm.usage import charged_to
 from memwrap.engine.retain.coverage import raw_lines, uncovered
 from memwrap.engine.retain.extract import (
     Chunk,
@@ -123,7 +124,7 @@ class Extractor:
         raw units plus `error` when its extraction failed."""
         if not items:
             return []
-        with tracing.span("extract", bank_id=bank_id, items=len(items)) as current:
+        with charged_to(bank_id), tracing.span("extract", bank_id=bank_id, items=len(items)) as current:
             translated = await self._translate(bank_id, items, now=now, policy=policy, current=current)
             tracing.set_attributes(
                 current,

@@ -10,6 +10,10 @@ import { observationsView, observationView } from "./views/observations.js";
 import { modelsView } from "./views/models.js";
 import { entitiesView, entityView } from "./views/entities.js";
 import { jobsView } from "./views/jobs.js";
+import { addMemoryView } from "./views/add_memory.js";
+import { sessionsView, sessionView } from "./views/sessions.js";
+import { usageView } from "./views/usage.js";
+import { transferView } from "./views/transfer.js";
 
 const ROUTES = [
   [/^$/, null, banksView, "Banks"],
@@ -23,6 +27,11 @@ const ROUTES = [
   [/^b\/([^/]+)\/entities$/, "entities", entitiesView, "Entities"],
   [/^b\/([^/]+)\/e\/([^/]+)$/, "entities", entityView, "Entity"],
   [/^b\/([^/]+)\/jobs$/, "jobs", jobsView, "Jobs"],
+  [/^b\/([^/]+)\/new$/, "memories", addMemoryView, "Add a memory"],
+  [/^b\/([^/]+)\/sessions$/, "sessions", sessionsView, "Sessions"],
+  [/^b\/([^/]+)\/s\/([^/]+)$/, "sessions", sessionView, "Session"],
+  [/^b\/([^/]+)\/usage$/, "usage", usageView, "LLM usage"],
+  [/^b\/([^/]+)\/transfer$/, "transfer", transferView, "Export and import"],
 ];
 
 const main = document.getElementById("view");
@@ -121,7 +130,7 @@ function updateNav(bank, tab) {
 
 document.getElementById("bankpick").addEventListener("change", (event) => {
   const { path } = parseHash();
-  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs)/) || [])[1] || "memories";
+  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs|sessions|usage|transfer)/) || [])[1] || "memories";
   location.hash = `#/b/${encodeURIComponent(event.target.value)}/${tab}`;
 });
 

@@ -1,5 +1,8 @@
-import { api, bankPath } from "../api.js";
-import { empty, field, h, link, route, table, truncate, typeBadge, when } from "../dom.js";
+import { ApiError, api, bankPath } from "../api.js";
+import { empty, field, h, link, notice, route, table, truncate, typeBadge, when } from "../dom.js";
+import { bulkBar, pageBox, rowBox, takeResult } from "./bulk.js";
+import { FilterError, buildFilter, metadataFields } from "./metadata_filter.js";
+import { sessionOf } from "./sessions.js";
 
 export const TYPES = ["raw", "world", "experience", "observation"];
 const PAGE = 50;
@@ -12,13 +15,36 @@ export async function memoriesView({ bank, query, navigate }) {
   const since = query.get("since") || "";
   const until = query.get("until") || "";
   const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+  const meta = { key: (query.get("mk") || "").trim(), value: query.get("mv") || "", json: (query.get("mf") || "").trim() };
   // Days of the user's calendar, as the API's time filter on when a memory was said: `until` includes its day.
-  const filters = since || until ? JSON.stringify({
+  const dates = since || until ? {
     mentioned_after: since ? new Date(`${since}T00:00:00`).toISOString() : undefined,
     mentioned_before: until ? new Date(new Date(`${until}T00:00:00`).getTime() + 86_400_000 - 1).toISOString() : undefined,
-  }) : null;
+  } : null;
 
-  const form = filterForm(bank, { q, types, tag, doc, since, until }, navigate);
+  const form = filterForm(bank, { q, types, tag, doc, since, until, meta }, navigate);
+  const head = h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank),
+    h("a", { class: "button", id: "add-memory", href: route("b", bank, "new") }, "Add a memory…"));
+  let filter;
+  try {
+    filter = buildFilter(meta, dates);
+  } catch (error) {
+    if (!(error instanceof FilterError)) throw error;
+    return h("div", {}, head, form, notice("error", h("strong", {}, "Filter not applied. "), error.message));
+  }
+  const filters = filter ? JSON.stringify(filter) : null;
+  try {
+    return h("div", {}, head, form, takeResult(), await listOrSearch({ bank, q, types, tag, doc, since, until, meta, offset, filters, navigate }));
+  } catch (error) {
+    // The server refused the filter (422: an unknown operator, a bad key): say so, with the form kept to fix it.
+    if (error instanceof ApiError && error.status === 422 && (filter || tag || doc)) {
+      return h("div", {}, head, form, notice("error", h("strong", {}, "The server refused this filter. "), error.message));
+    }
+    throw error;
+  }
+}
+
+async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, offset, filters, navigate }) {
   let body;
   if (q) {
     const result = await api("POST", bankPath(bank, "recall"), {
@@ -41,22 +67,26 @@ export async function memoriesView({ bank, query, navigate }) {
     const page = await api("GET", bankPath(bank, "memories"), {
       query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters },
     });
-    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, offset: o || null });
+    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, mk: meta.key, mv: meta.value, mf: meta.json, offset: o || null });
+    const listed = page.items.length
+      ? table([pageBox(), "Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
+          rowBox(m.id),
+          h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
+          h("td", {}, typeBadge(m.type)),
+          h("td", {}, when(m.mentioned_at)),
+          h("td", {}, m.tags.map((t) => h("span", { class: "tag" }, t))),
+          h("td", { class: "mono small" }, m.document_id ? link(route("b", bank, "memories", { doc: m.document_id }), truncate(m.document_id, 40)) : "—",
+            sessionOf(m) ? [" ", link(route("b", bank, "s", sessionOf(m)), h("span", { class: "small" }, "thread"))] : null))), { class: "memories" })
+      : null;
     body = h("div", {},
-      page.items.length
-        ? table(["Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
-            h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
-            h("td", {}, typeBadge(m.type)),
-            h("td", {}, when(m.mentioned_at)),
-            h("td", {}, m.tags.map((t) => h("span", { class: "tag" }, t))),
-            h("td", { class: "mono small" }, m.document_id ? link(route("b", bank, "memories", { doc: m.document_id }), truncate(m.document_id, 40)) : "—"))), { class: "memories" })
-        : empty(offset ? "No more memories." : "No memory matches these filters."),
+      listed ? bulkBar(bank, listed, () => navigate(location.hash)) : null,
+      listed || empty(offset ? "No more memories." : "No memory matches these filters."),
       h("nav", { class: "pager", "aria-label": "Pages" },
         offset > 0 ? link(here(Math.max(0, offset - PAGE)), "← Previous") : h("span", {}),
         h("span", { class: "muted" }, page.items.length ? `${offset + 1}–${offset + page.items.length}, oldest first` : ""),
         page.next_offset !== null ? link(here(page.next_offset), "Next →") : h("span", {})));
   }
-  return h("div", {}, h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank)), form, body);
+  return body;
 }
 
 function filterForm(bank, values, navigate) {
@@ -73,6 +103,7 @@ function filterForm(bank, values, navigate) {
     field("Tag", tag),
     field("Document", doc, "list only (search ranks across documents)"),
     h("fieldset", { class: "field" }, h("legend", {}, "Said between"), h("div", { class: "row" }, since, " and ", until)),
+    metadataFields(values.meta),
     h("div", { class: "field actions" }, h("button", { type: "submit" }, "Apply"),
       link(route("b", bank, "memories"), "Clear")));
   form.addEventListener("submit", (event) => {

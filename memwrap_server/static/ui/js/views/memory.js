@@ -1,5 +1,7 @@
 import { api, bankPath } from "../api.js";
 import { badge, empty, field, h, link, notice, route, section, table, typeBadge, when } from "../dom.js";
+import { localInput } from "./memory_fields.js";
+import { sessionOf } from "./sessions.js";
 
 export async function memoryView({ bank, params, navigate, errorView }) {
   const id = params[1];
@@ -45,6 +47,8 @@ export async function memoryView({ bank, params, navigate, errorView }) {
     dt("Happened (occurred)"), h("dd", {}, memory.occurred_start ? [when(memory.occurred_start), memory.occurred_end && memory.occurred_end !== memory.occurred_start ? [" … ", when(memory.occurred_end)] : null] : h("span", { class: "muted" }, "—")),
     dt("Stored"), h("dd", {}, when(memory.created_at)),
     dt("Document"), h("dd", { class: "mono" }, memory.document_id ? link(route("b", bank, "memories", { doc: memory.document_id }), memory.document_id) : "—"),
+    dt("Session"), h("dd", {}, sessionOf(memory) ? link(route("b", bank, "s", sessionOf(memory)), h("span", { class: "mono" }, sessionOf(memory)), " (thread)") : "—"),
+    dt("Speaker"), h("dd", {}, memory.speaker || h("span", { class: "muted" }, "—")),
     dt("Tags"), h("dd", {}, memory.tags.length ? memory.tags.map((t) => h("span", { class: "tag" }, t)) : "—"),
     dt("Entities"), h("dd", {}, context.entities.length ? context.entities.map((e) => link(route("b", bank, "e", e.id), h("span", { class: "tag entity" }, e.name))) : "—"),
     dt("Id"), h("dd", { class: "mono small" }, memory.id));
@@ -92,8 +96,13 @@ function editForm(memory, save, status) {
   const text = h("textarea", { name: "text", rows: 4, dir: "auto", required: true }, memory.text);
   const tags = h("input", { type: "text", name: "tags", value: memory.tags.join(", "), placeholder: "comma-separated" });
   const metadata = h("textarea", { name: "metadata", rows: 4, class: "mono", spellcheck: "false" }, JSON.stringify(memory.metadata, null, 2));
+  // When what it says happened, in the browser's time zone (sent as UTC); empty end: the same as the start.
+  const start = h("input", { type: "datetime-local", name: "occurred_start", step: 1, value: localInput(memory.occurred_start) });
+  const end = h("input", { type: "datetime-local", name: "occurred_end", step: 1,
+    value: memory.occurred_end && memory.occurred_end !== memory.occurred_start ? localInput(memory.occurred_end) : "" });
   const form = h("form", { class: "card edit", hidden: true, "aria-label": "Edit this memory" },
     field("Text", text), field("Tags", tags), field("Metadata (JSON object)", metadata),
+    h("fieldset", { class: "field" }, h("legend", {}, "Happened (occurred) from … to (optional)"), h("div", { class: "row" }, start, " … ", end)),
     h("div", { class: "row actions" }, h("button", { type: "submit" }, "Save"), h("span", { class: "muted small" }, "The old version is kept in the history.")));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -113,6 +122,15 @@ function editForm(memory, save, status) {
       return;
     }
     if (JSON.stringify(parsed) !== JSON.stringify(memory.metadata)) changes.metadata = parsed;
+    const was = [localInput(memory.occurred_start), memory.occurred_end && memory.occurred_end !== memory.occurred_start ? localInput(memory.occurred_end) : ""];
+    if (start.value !== was[0] || end.value !== was[1]) {
+      if (!start.value) {
+        status.replaceChildren(h("span", { class: "bad-text" }, "Give when it started happening (the end alone is not enough)."));
+        return;
+      }
+      changes.occurred_start = new Date(start.value).toISOString();
+      if (end.value) changes.occurred_end = new Date(end.value).toISOString();
+    }
     if (!Object.keys(changes).length) {
       status.replaceChildren(h("span", { class: "muted" }, "Nothing changed."));
       return;
