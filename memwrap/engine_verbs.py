@@ -29,6 +29,7 @@ from memwrap.verbs import (
     EntitySummary,
     ImportReport,
     ImportSource,
+    Instructions,
     Items,
     Job,
     JobStatus,
@@ -71,6 +72,7 @@ class EngineVerbs(Protocol):
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None = None,
     ) -> Awaitable[list[UUID]]:
         ...
 
@@ -122,6 +124,7 @@ class EngineVerbs(Protocol):
         tags: Tags = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> Awaitable[list[MemoryRecord]]:
         ...
 
@@ -136,6 +139,7 @@ class EngineVerbs(Protocol):
         text: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> Awaitable[MemoryRecord]:
         ...
 
@@ -161,6 +165,7 @@ class EngineVerbs(Protocol):
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
+        extraction_instructions: Instructions | None = None,
     ) -> Awaitable[dict[str, Any]]:
         ...
 
@@ -171,6 +176,7 @@ class EngineVerbs(Protocol):
         defense_policy: DefensePolicy | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
+        extraction_instructions: Instructions | None | Keep = KEEP,
     ) -> Awaitable[dict[str, Any]]:
         ...
 

@@ -8,8 +8,11 @@ The bank's memory-defense policy applies to the new text, metadata and tags as i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
+
+import asyncpg
 
 from memwrap import validate
 from memwrap.engine.embed.unit_text import embedding_text
@@ -24,11 +27,14 @@ from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import defend_item
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
-from memwrap.models import MemoryField, MemoryRecord, MemoryVersion, RetainItem
+from memwrap.models import KEEP, Keep, MemoryField, MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
+
+SET_EXPIRY = "UPDATE memory_units SET expires_at = $3 WHERE bank_id = $1 AND id = $2"
 
 
 async def update(
@@ -39,12 +45,15 @@ async def update(
     text: str | None = None,
     metadata: Mapping[str, Any] | None = None,
     tags: Sequence[str] | None = None,
+    expires_at: datetime | None | Keep = KEEP,
 ) -> MemoryRecord:
     """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
-    nothing different: the memory is returned unchanged and no version is added."""
+    nothing different: the memory is returned unchanged and no version is added. `expires_at` (a time, or None
+    to clear it) is set in place and adds no version: what the memory says did not change."""
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
-    if text is None and metadata is None and tags is None:
-        raise InvalidInputError("update needs at least one of text, metadata, tags.")
+    if text is None and metadata is None and tags is None and expires_at is KEEP:
+        raise InvalidInputError("update needs at least one of text, metadata, tags, expires_at.")
+    new_expiry = validate.timestamp(expires_at, what="expires_at") if not isinstance(expires_at, Keep) else None
     new_text = (
         validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
     )
@@ -67,6 +76,8 @@ async def update(
                 f"{memory_id} is an observation: consolidation writes those from their evidence. Update the "
                 "memories it rests on, or invalidate/delete it."
             )
+        if not isinstance(expires_at, Keep):
+            await conn.execute(SET_EXPIRY, bank_id, memory_id, new_expiry)
         final_text = defended.content if new_text is not None else old["text"]
         final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
         final_tags = defended.tags if new_tags is not None else list(old["tags"] or [])
@@ -79,33 +90,47 @@ async def update(
             )
             if new != before
         ]
-        if not changed:
-            return await engine.get(bank_id, memory_id)
-        await history_sql.record_version(conn, bank_id, old, changed)
-        occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
-        vector = None
-        if "text" in changed:
-            vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
-        await history_sql.update_unit(
-            conn,
-            bank_id,
-            memory_id,
-            text=final_text,
-            metadata=final_metadata,
-            tags=final_tags,
-            occurred=occurred,
-            embedding=vector,
-            search_text=search_text(final_text),
-        )
-        cited: list[UUID] = []
-        if "text" in changed:
-            await _relink_entities(conn, bank_id, memory_id, final_text)
-            await _reembed_next_turn(engine, conn, bank_id, old, final_text)
-            await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
-            cited = await observations_citing(conn, bank_id, [memory_id])
-        if "text" in changed or "tags" in changed:
-            await _revisit(engine, conn, bank_id, memory_id, cited)
+        if changed:
+            await _apply(engine, conn, bank_id, memory_id, old, changed, final_text, final_metadata, final_tags)
     return await engine.get(bank_id, memory_id)
+
+
+async def _apply(
+    engine: Engine,
+    conn: Connection,
+    bank_id: str,
+    memory_id: UUID,
+    old: asyncpg.Record,
+    changed: list[str],
+    final_text: str,
+    final_metadata: dict[str, Any],
+    final_tags: list[str],
+) -> None:
+    """The new version written: the old one to the history, text, vectors, entities, what cites it revisited."""
+    await history_sql.record_version(conn, bank_id, old, changed)
+    occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
+    vector = None
+    if "text" in changed:
+        vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
+    await history_sql.update_unit(
+        conn,
+        bank_id,
+        memory_id,
+        text=final_text,
+        metadata=final_metadata,
+        tags=final_tags,
+        occurred=occurred,
+        embedding=vector,
+        search_text=search_text(final_text),
+    )
+    cited: list[UUID] = []
+    if "text" in changed:
+        await _relink_entities(conn, bank_id, memory_id, final_text)
+        await _reembed_next_turn(engine, conn, bank_id, old, final_text)
+        await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
+        cited = await observations_citing(conn, bank_id, [memory_id])
+    if "text" in changed or "tags" in changed:
+        await _revisit(engine, conn, bank_id, memory_id, cited)
 
 
 async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:

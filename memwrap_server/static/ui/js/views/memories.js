@@ -1,5 +1,5 @@
 import { api, bankPath } from "../api.js";
-import { empty, field, h, link, route, table, truncate, typeBadge, when } from "../dom.js";
+import { badge, empty, field, h, link, route, section, table, truncate, typeBadge, when } from "../dom.js";
 
 export const TYPES = ["raw", "world", "experience", "observation"];
 const PAGE = 50;
@@ -12,13 +12,14 @@ export async function memoriesView({ bank, query, navigate }) {
   const since = query.get("since") || "";
   const until = query.get("until") || "";
   const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+  const expired = query.get("expired") === "1";
   // Days of the user's calendar, as the API's time filter on when a memory was said: `until` includes its day.
   const filters = since || until ? JSON.stringify({
     mentioned_after: since ? new Date(`${since}T00:00:00`).toISOString() : undefined,
     mentioned_before: until ? new Date(new Date(`${until}T00:00:00`).getTime() + 86_400_000 - 1).toISOString() : undefined,
   }) : null;
 
-  const form = filterForm(bank, { q, types, tag, doc, since, until }, navigate);
+  const form = filterForm(bank, { q, types, tag, doc, since, until, expired }, navigate);
   let body;
   if (q) {
     const result = await api("POST", bankPath(bank, "recall"), {
@@ -39,14 +40,14 @@ export async function memoriesView({ bank, query, navigate }) {
         : empty("Nothing matched."));
   } else {
     const page = await api("GET", bankPath(bank, "memories"), {
-      query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters },
+      query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters, include_expired: expired || null },
     });
-    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, offset: o || null });
+    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, expired: expired ? "1" : null, offset: o || null });
     body = h("div", {},
       page.items.length
         ? table(["Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
             h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
-            h("td", {}, typeBadge(m.type)),
+            h("td", {}, typeBadge(m.type), expiry(m.expires_at)),
             h("td", {}, when(m.mentioned_at)),
             h("td", {}, m.tags.map((t) => h("span", { class: "tag" }, t))),
             h("td", { class: "mono small" }, m.document_id ? link(route("b", bank, "memories", { doc: m.document_id }), truncate(m.document_id, 40)) : "—"))), { class: "memories" })
@@ -56,7 +57,29 @@ export async function memoriesView({ bank, query, navigate }) {
         h("span", { class: "muted" }, page.items.length ? `${offset + 1}–${offset + page.items.length}, oldest first` : ""),
         page.next_offset !== null ? link(here(page.next_offset), "Next →") : h("span", {})));
   }
-  return h("div", {}, h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank)), form, body);
+  return h("div", {}, h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank)),
+    await instructions(bank), form, body);
+}
+
+// The bank's extraction instructions (configure_bank extraction_instructions): what its LLM keeps and ignores.
+async function instructions(bank) {
+  let config = {};
+  try {
+    config = (await api("GET", bankPath(bank))).config || {};
+  } catch {
+    return null;  // the memories are shown all the same
+  }
+  const text = config.extraction_instructions;
+  if (!text) return null;
+  return h("div", { class: "extraction-instructions" }, section("Extraction instructions",
+    h("p", { class: "pre-wrap" }, text),
+    h("p", { class: "muted small" }, "Given to LLM extraction and consolidation. Without an LLM they are kept, and nothing reads them.")));
+}
+
+function expiry(at) {
+  if (!at) return null;
+  const past = new Date(at).getTime() <= Date.now();
+  return h("span", { title: `expires ${at}` }, " ", badge(past ? "expired" : "expires", past ? "bad" : "warn"), " ", when(at));
 }
 
 function filterForm(bank, values, navigate) {
@@ -73,6 +96,7 @@ function filterForm(bank, values, navigate) {
     field("Tag", tag),
     field("Document", doc, "list only (search ranks across documents)"),
     h("fieldset", { class: "field" }, h("legend", {}, "Said between"), h("div", { class: "row" }, since, " and ", until)),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "expired", value: "1", checked: values.expired }), " include expired"),
     h("div", { class: "field actions" }, h("button", { type: "submit" }, "Apply"),
       link(route("b", bank, "memories"), "Clear")));
   form.addEventListener("submit", (event) => {
