@@ -6,15 +6,19 @@ Recall is checked at a fixed `now` (its parameter), before and after the expiry:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, upstream
 from test_server_harness import ADMIN_KEY, ServerProcess
 
 from memwrap import InvalidInputError, Memory
+from memwrap.cli import main
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WEEK = timedelta(days=7)
@@ -144,3 +148,28 @@ def test_expiry_over_http(remote: Memory, bank: str) -> None:
     assert remote.update(bank, gone, expires_at=past).expires_at == past
     assert remote.update(bank, gone, tags=["hotel"]).expires_at == past  # absent: kept
     assert remote.delete_bank(bank) == 2
+
+
+# -- on the command line ----------------------------------------------------------------------------------------
+
+
+def test_expiry_and_instructions_on_the_command_line(
+    memwrap_home: Path, bank: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = ["--home", str(memwrap_home), "--json"]
+
+    def run(*args: str) -> Any:
+        assert main([*args, *home]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    [gone] = run("retain", bank, "The locker combination is 3-9-27.", "--expires-at", "2026-01-01T00:00:00Z")
+    [kept] = run("retain", bank, "The user swims on Thursdays.")
+    assert [m["id"] for m in run("list", bank)] == [kept]
+    listed = run("list", bank, "--include-expired")
+    assert [(m["id"], m["expires_at"]) for m in listed] == [(gone, "2026-01-01T00:00:00Z"), (kept, None)]
+    assert run("update", bank, gone, "--expires-at", "none")["expires_at"] is None  # "none" clears it
+    assert run("update", bank, gone, "--tags", "gym")["expires_at"] is None  # not given: unchanged
+    assert run("configure-bank", bank, "--extraction-instructions", "Ignore small talk.") == {
+        "extraction_instructions": "Ignore small talk."
+    }
+    assert run("configure-bank", bank, "--extraction-instructions", "none") == {}
