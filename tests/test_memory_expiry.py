@@ -125,6 +125,16 @@ def test_a_retained_item_carries_its_expiry_in_every_shape(memory: Memory, bank:
         memory.retain(bank, "x", expires_at="soon")  # type: ignore[arg-type]
 
 
+def test_export_and_import_keep_the_expiry(memory: Memory, bank: str, tmp_path: Path) -> None:
+    past = datetime.now(UTC) - timedelta(days=1)
+    [gone] = memory.retain(bank, "The gate code was 8080.", expires_at=past)
+    [kept] = memory.retain(bank, "The user plays the cello.")
+    memory.export_bank(bank, tmp_path / "bank.jsonl")
+    memory.import_bank(f"{bank}-copy", tmp_path / "bank.jsonl")
+    assert [m.id for m in memory.list(f"{bank}-copy")] == [kept]
+    assert memory.get(f"{bank}-copy", gone).expires_at == past
+
+
 # -- over HTTP: the REST API and the HTTP client ----------------------------------------------------------------
 
 
