@@ -14,11 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.llm_server import FakeLLMServer
+from llm_fixtures import engine_fixture, fake_fixture
+from reflect_support import call, done, make_engine, script_ran_out, tool_results, turn
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, upstream
 from test_server_harness import ADMIN_KEY, ServerProcess
 
 from memwrap import InvalidInputError, Memory
 from memwrap.cli import main
+from memwrap.engine.engine import Engine
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 WEEK = timedelta(days=7)
@@ -133,6 +137,27 @@ def test_export_and_import_keep_the_expiry(memory: Memory, bank: str, tmp_path: 
     memory.import_bank(f"{bank}-copy", tmp_path / "bank.jsonl")
     assert [m.id for m in memory.list(f"{bank}-copy")] == [kept]
     assert memory.get(f"{bank}-copy", gone).expires_at == past
+
+
+# -- reflect: its recall tool reads the bank at reflect's `now` ------------------------------------------------
+
+reflector = engine_fixture(make_engine)
+fake = fake_fixture(script_ran_out)
+
+
+@pytest.mark.parametrize(("days", "shown"), [(6, True), (8, False)])
+async def test_reflect_does_not_see_an_expired_memory(
+    reflector: Engine, fake: FakeLLMServer, bank: str, days: int, shown: bool
+) -> None:
+    await reflector.retain(bank, CODE, timestamp=T0, expires_at=T0 + WEEK, document_id="flat:1")
+    await reflector.retain(bank, LIVES, timestamp=T0, document_id="lisbon:1")
+    fake.script(
+        [turn(call("recall", query="Lisbon flat door code")), done("Memory says where Alice lives [F1].", "F1")]
+    )
+    await reflector.reflect(bank, "What is the door code of the Lisbon flat?", now=T0 + timedelta(days=days))
+    [result] = tool_results(fake.requests[1])
+    assert ("4417" in result) is shown
+    assert "Rua Augusta" in result
 
 
 # -- over HTTP: the REST API and the HTTP client ----------------------------------------------------------------
