@@ -171,6 +171,14 @@ def test_sdk_objects_read_like_dicts() -> None:
             {"type": "image", "source": {"type": "base64", "media_type": "image/webp", "data": "AAAA"}},
             "[image (image/webp)]",
         ),
+        (
+            {
+                "type": "document",
+                "title": "Lease",
+                "source": {"type": "url", "url": "https://d.example/a/lease.pdf?s=1"},
+            },
+            "[file: Lease (application/pdf) from d.example]",
+        ),
     ],
 )
 def test_placeholders(part: dict[str, Any], expected: str | None) -> None:

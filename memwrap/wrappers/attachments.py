@@ -59,6 +59,7 @@ class _Known:
         self.name: str | None = None
         self.media_type: str | None = None
         self.host: str | None = None
+        self.file_name: str | None = None  # the last part of a URL's path: its extension types it
         self.notes: list[str] = []
 
     def named(self, value: Any) -> None:
@@ -94,12 +95,13 @@ class _Known:
         self.host = host
         last = unquote(parts.path.rsplit("/", 1)[-1])
         if "." in last.strip("."):
+            self.file_name = _label(last)
             self.named(last)
 
     def render(self) -> str:
-        if self.media_type is None and self.name:
-            guessed, _ = mimetypes.guess_type(self.name)
-            self.typed(guessed)
+        for name in (self.name, self.file_name):
+            if self.media_type is None and name:
+                self.typed(mimetypes.guess_type(name)[0])
         text = self.kind + (f": {self.name}" if self.name else "")
         if self.media_type:
             text += f" ({self.media_type})"
