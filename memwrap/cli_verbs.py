@@ -25,6 +25,7 @@ from rich.table import Table
 
 from memwrap.api import Memory
 from memwrap.declare import Verb
+from memwrap.models import KEEP
 from memwrap.verbs import VERBS
 
 console = Console()
@@ -68,7 +69,11 @@ def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> N
             parser.add_argument(*flags, action="append", **options)
         else:
             choices = _choices(annotation)
-            parser.add_argument(*flags, type=_reader(annotation), choices=choices, **options)
+            reader = _reader(annotation)
+            if param.default is KEEP and choices is None:  # not given keeps the setting; "none" clears it
+                reader = _clearable(reader)
+                options["help"] = "default: KEEP (unchanged); none clears it"
+            parser.add_argument(*flags, type=reader, choices=choices, **options)
         for alias in extra:  # old spellings: accepted, not advertised
             if _is_list(annotation):
                 parser.add_argument(alias, dest=name, action="append", help=argparse.SUPPRESS)
@@ -85,6 +90,8 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
             continue
         if name == "content" and value == "-":
             value = sys.stdin.read()
+        if value is _CLEAR:
+            value = None
         arguments[name] = value
     positional = [arguments.pop(name) for name in declared.positional if name in arguments]
     with Memory(home=args.home, database_url=args.database_url) as memory:
@@ -149,6 +156,18 @@ def _reader(annotation: Any) -> Callable[[str], Any]:
     ):
         return _read_json
     return str
+
+
+# What `--setting none` reads as, for a parameter whose default (KEEP) leaves it as it is: None, passed on.
+_CLEAR = object()
+
+
+def _clearable(reader: Callable[[str], Any]) -> Callable[[str], Any]:
+    def read(text: str) -> Any:
+        return _CLEAR if text.strip().lower() in ("none", "null") else reader(text)
+
+    read.__name__ = getattr(reader, "__name__", "value")  # argparse names the type in its messages
+    return read
 
 
 def read_time(text: str) -> datetime:

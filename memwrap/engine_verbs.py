@@ -29,6 +29,7 @@ from memwrap.verbs import (
     EntitySummary,
     ImportReport,
     ImportSource,
+    Instructions,
     Items,
     Job,
     JobStatus,
@@ -75,6 +76,7 @@ class EngineVerbs(Protocol):
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None = None,
     ) -> Awaitable[list[UUID]]:
         ...
 
@@ -126,6 +128,7 @@ class EngineVerbs(Protocol):
         tags: Tags = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> Awaitable[list[MemoryRecord]]:
         ...
 
@@ -142,6 +145,7 @@ class EngineVerbs(Protocol):
         tags: Tags = None,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> Awaitable[MemoryRecord]:
         ...
 
@@ -167,6 +171,7 @@ class EngineVerbs(Protocol):
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
+        extraction_instructions: Instructions | None = None,
     ) -> Awaitable[dict[str, Any]]:
         ...
 
@@ -177,6 +182,7 @@ class EngineVerbs(Protocol):
         defense_policy: DefensePolicy | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
+        extraction_instructions: Instructions | None | Keep = KEEP,
     ) -> Awaitable[dict[str, Any]]:
         ...
 

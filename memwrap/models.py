@@ -48,6 +48,7 @@ class RetainItem(BaseModel):
     document_id: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     tags: list[str] = Field(default_factory=list)
+    expires_at: datetime | None = None  # past it, the memory is no longer recalled (None: never)
 
 
 class MemoryRecord(BaseModel):
@@ -67,6 +68,7 @@ class MemoryRecord(BaseModel):
     mentioned_at: datetime | None = None
     created_at: datetime | None = None
     speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
+    expires_at: datetime | None = Field(default=None, description="when it stops being recalled (None: never)")
 
 
 class RecalledMemory(BaseModel):
@@ -394,6 +396,9 @@ MAX_PAGE = 10_000
 DEFAULT_TOKEN_BUDGET = 1024
 # The longest a bank keeps raw facts when told to forget them (`raw_ttl_days`, in days: a hundred years).
 MAX_TTL_DAYS = 36_500
+# The longest extraction instructions a bank holds (memwrap/engine/bank_instructions.py): a paragraph or two of
+# what to keep and what to ignore, not a prompt of its own; every extraction and consolidation call carries them.
+MAX_EXTRACTION_INSTRUCTIONS_CHARS = 2000
 
 # Bounds of the entity views: checked by the engine, advertised in the REST API's OpenAPI document (memwrap/verbs.py).
 MAX_ENTITIES_PAGE = 500

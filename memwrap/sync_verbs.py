@@ -28,6 +28,7 @@ from memwrap.verbs import (
     EntitySummary,
     ImportReport,
     ImportSource,
+    Instructions,
     Items,
     Job,
     JobStatus,
@@ -78,12 +79,14 @@ class SyncVerbs:
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None = None,
     ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
-        yours, for filtering recall."""
+        yours, for filtering recall; `expires_at`: from then on recall, reflect and consolidation leave it out
+        (list shows it with include_expired=True; `update` changes it)."""
         return self._run(
             self._async.retain(
                 bank_id,
@@ -93,6 +96,7 @@ class SyncVerbs:
                 document_id=document_id,
                 metadata=metadata,
                 tags=tags,
+                expires_at=expires_at,
             )
         )
 
@@ -198,11 +202,21 @@ class SyncVerbs:
         tags: Tags = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> list[MemoryRecord]:
-        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
+
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
         return self._run(
             self._async.list(
-                bank_id, limit=limit, offset=offset, types=types, tags=tags, document_id=document_id, filters=filters
+                bank_id,
+                limit=limit,
+                offset=offset,
+                types=types,
+                tags=tags,
+                document_id=document_id,
+                filters=filters,
+                include_expired=include_expired,
             )
         )
 
@@ -220,11 +234,14 @@ class SyncVerbs:
         tags: Tags = None,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
         defaults to it) sets when what it says happened, over the dates read from its text. The old version
-        stays in its `history`; observations citing it are revisited by the worker."""
+        stays in its `history`; observations citing it are revisited by the worker. `expires_at`: a time sets
+        when it stops being recalled, None clears it (never expires), not given keeps it (not a new version:
+        what it says is unchanged)."""
         return self._run(
             self._async.update(
                 bank_id,
@@ -234,6 +251,7 @@ class SyncVerbs:
                 tags=tags,
                 occurred_start=occurred_start,
                 occurred_end=occurred_end,
+                expires_at=expires_at,
             )
         )
 
@@ -264,15 +282,22 @@ class SyncVerbs:
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
+        extraction_instructions: Instructions | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
-        are deleted in the background (None keeps them)."""
+        are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
+        ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
+        LLM they are stored and shown, and nothing reads them)."""
         return self._run(
             self._async.create_bank(
-                bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+                bank_id,
+                defense_policy=defense_policy,
+                disposition=disposition,
+                raw_ttl_days=raw_ttl_days,
+                extraction_instructions=extraction_instructions,
             )
         )
 
@@ -283,12 +308,17 @@ class SyncVerbs:
         defense_policy: DefensePolicy | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
+        extraction_instructions: Instructions | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         return self._run(
             self._async.configure_bank(
-                bank_id, defense_policy=defense_policy, disposition=disposition, raw_ttl_days=raw_ttl_days
+                bank_id,
+                defense_policy=defense_policy,
+                disposition=disposition,
+                raw_ttl_days=raw_ttl_days,
+                extraction_instructions=extraction_instructions,
             )
         )
 

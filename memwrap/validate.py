@@ -20,7 +20,7 @@ from memwrap.errors import (
     InvalidInputError,
     MemoryNotFoundError,
 )
-from memwrap.models import MAX_TTL_DAYS, MEMORY_TYPES, Disposition, RetainItem
+from memwrap.models import MAX_EXTRACTION_INSTRUCTIONS_CHARS, MAX_TTL_DAYS, MEMORY_TYPES, Disposition, RetainItem
 
 # One rule for every surface (REST path, MCP path, proxy header, Python API), always applied with fullmatch:
 # `$` would let a trailing newline through ("team-a\n"), creating banks no URL can name.
@@ -189,6 +189,7 @@ def retain_items(
             item.tags = [text_field(t, what="tag", max_chars=MAX_TAG_CHARS) for t in item.tags]
             item.metadata = metadata(item.metadata, max_bytes=max_metadata_bytes)
             item.timestamp = timestamp(item.timestamp)
+            item.expires_at = timestamp(item.expires_at, what="expires_at")
         except InvalidInputError as exc:
             raise type(exc)(f"item {index}: {exc}") from None
         checked.append(item)
@@ -268,12 +269,16 @@ def bounded(value: object, *, what: str, low: int, high: int) -> int:
 BANK_CONFIG_KEYS: dict[str, tuple[str, ...]] = {"defense_policy": ("redact", "block", "off")}
 
 
+# Settings whose values are checked by a function of their own below (the others: one of BANK_CONFIG_KEYS' values).
+_FREE_SETTINGS = ("disposition", "raw_ttl_days", "extraction_instructions")
+
+
 def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(changes, Mapping):
         raise InvalidInputError("A bank's configuration is a mapping, e.g. {'defense_policy': 'block'}.")
-    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS) - {"disposition", "raw_ttl_days"})
+    unknown = sorted(set(changes) - set(BANK_CONFIG_KEYS) - set(_FREE_SETTINGS))
     if unknown:
-        known = sorted([*BANK_CONFIG_KEYS, "disposition", "raw_ttl_days"])
+        known = sorted([*BANK_CONFIG_KEYS, *_FREE_SETTINGS])
         raise InvalidInputError(f"Unknown bank setting(s) {unknown}; known: {known}.")
     clean = dict(changes)
     for key, value in changes.items():
@@ -281,9 +286,29 @@ def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
             clean[key] = None if value is None else _given_disposition(value)
         elif key == "raw_ttl_days":  # the worker deletes raw facts older than this (learn/forgetting.py)
             clean[key] = raw_ttl_days(value)
+        elif key == "extraction_instructions":  # the operator's words to the extraction LLM (bank_instructions.py)
+            clean[key] = extraction_instructions(value)
         elif value is not None and value not in BANK_CONFIG_KEYS[key]:
             raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")
     return clean
+
+
+def extraction_instructions(value: object) -> str | None:
+    """What to keep and what to ignore, as stored: stripped text of at most MAX_EXTRACTION_INSTRUCTIONS_CHARS
+    characters; None or blank text clears the setting."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(
+            f"extraction_instructions is text (what to keep, what to ignore) or None, not {type(value).__name__}."
+        )
+    text = value.strip()
+    if len(text) > MAX_EXTRACTION_INSTRUCTIONS_CHARS:
+        raise InvalidInputError(
+            f"extraction_instructions is {len(text)} characters long; at most {MAX_EXTRACTION_INSTRUCTIONS_CHARS} "
+            "are allowed: say briefly what to keep and what to ignore (every extraction call carries them)."
+        )
+    return text or None
 
 
 # MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models.py, memwrap/verbs.py)

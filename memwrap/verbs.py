@@ -33,6 +33,7 @@ from memwrap.models import (
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
+    MAX_EXTRACTION_INSTRUCTIONS_CHARS,
     MAX_NEIGHBOURS,
     MAX_PAGE,
     MAX_PAGE_OFFSET,
@@ -89,6 +90,7 @@ NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
 PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
+Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS)]
 
 BANK = "/v1/banks/{bank_id}"
 
@@ -112,12 +114,14 @@ class MemoryVerbs:
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None = None,
     ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
-        yours, for filtering recall."""
+        yours, for filtering recall; `expires_at`: from then on recall, reflect and consolidation leave it out
+        (list shows it with include_expired=True; `update` changes it)."""
         ...
 
     @verb(Route("POST", f"{BANK}/memories/batch", status=201, envelope="ids"))
@@ -195,8 +199,11 @@ class MemoryVerbs:
         tags: Tags = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> list[MemoryRecord]:
-        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
+
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}"), mcp="get_memory", cli=True)
@@ -204,7 +211,7 @@ class MemoryVerbs:
         """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
         ...
 
-    @verb(Route("PATCH", f"{BANK}/memories/{{memory_id}}"), mcp="update_memory", cli=True)
+    @verb(Route("PATCH", f"{BANK}/memories/{{memory_id}}"), mcp="update_memory", cli=True, partial=True)
     async def update(
         self,
         bank_id: str,
@@ -215,11 +222,14 @@ class MemoryVerbs:
         tags: Tags = None,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
         defaults to it) sets when what it says happened, over the dates read from its text. The old version
-        stays in its `history`; observations citing it are revisited by the worker."""
+        stays in its `history`; observations citing it are revisited by the worker. `expires_at`: a time sets
+        when it stops being recalled, None clears it (never expires), not given keeps it (not a new version:
+        what it says is unchanged)."""
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}/history"), cli=True)
@@ -255,12 +265,15 @@ class MemoryVerbs:
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
+        extraction_instructions: Instructions | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
-        are deleted in the background (None keeps them)."""
+        are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
+        ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
+        LLM they are stored and shown, and nothing reads them)."""
         ...
 
     @verb(Route("PATCH", BANK, envelope="config"), cli=True, partial=True)
@@ -271,6 +284,7 @@ class MemoryVerbs:
         defense_policy: DefensePolicy | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
+        extraction_instructions: Instructions | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""

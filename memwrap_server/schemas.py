@@ -10,7 +10,7 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memwrap import validate
-from memwrap.models import MAX_TTL_DAYS, MemoryRecord, RetainItem
+from memwrap.models import MAX_EXTRACTION_INSTRUCTIONS_CHARS, MAX_TTL_DAYS, MemoryRecord, RetainItem
 
 BANK_ID_PATTERN = validate.BANK_ID_PATTERN  # documentation; the check itself is validate.bank_id (fullmatch)
 DefensePolicy = Literal["redact", "block", "off"]
@@ -112,6 +112,11 @@ class BankCreate(BaseModel):
         le=MAX_TTL_DAYS,
         description="Raw facts older than this are deleted by the worker (null: kept).",
     )
+    extraction_instructions: Annotated[str, AfterValidator(storable_text)] | None = Field(
+        default=None,
+        max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS,
+        description="What to keep and what to ignore, for LLM extraction and consolidation (null: none).",
+    )
 
 
 class BankPatch(BaseModel):
@@ -126,6 +131,11 @@ class BankPatch(BaseModel):
         description="Raw facts older than this are deleted by the worker (null: kept).",
     )
     disposition: DispositionIn | None = Field(default=None, description="Reflect's disposition (null: defaults).")
+    extraction_instructions: Annotated[str, AfterValidator(storable_text)] | None = Field(
+        default=None,
+        max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS,
+        description="What to keep and what to ignore, for LLM extraction and consolidation (null: none).",
+    )
 
 
 class BankOut(BaseModel):

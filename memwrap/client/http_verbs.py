@@ -29,6 +29,7 @@ from memwrap.verbs import (
     EntitySummary,
     ImportReport,
     ImportSource,
+    Instructions,
     Items,
     Job,
     JobStatus,
@@ -75,12 +76,14 @@ class HttpVerbs:
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Tags = None,
+        expires_at: datetime | None = None,
     ) -> list[UUID]:
         """Remember `content`. Returns the ids of the memory units it became (the same ids if already retained).
 
         `timestamp`: when it was said (default now); `context`: what it was part of; `document_id`: a stable id
         (retaining the same document again replaces nothing and stores nothing twice); `metadata` and `tags`:
-        yours, for filtering recall."""
+        yours, for filtering recall; `expires_at`: from then on recall, reflect and consolidation leave it out
+        (list shows it with include_expired=True; `update` changes it)."""
         result: list[UUID] = await self.call(
             VERBS["retain"],
             {
@@ -91,6 +94,7 @@ class HttpVerbs:
                 "document_id": document_id,
                 "metadata": metadata,
                 "tags": tags,
+                "expires_at": expires_at,
             },
         )
         return result
@@ -198,8 +202,11 @@ class HttpVerbs:
         tags: Tags = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> list[MemoryRecord]:
-        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall)."""
+        """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
+
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
         result: list[MemoryRecord] = await self.call(
             VERBS["list"],
             {
@@ -210,6 +217,7 @@ class HttpVerbs:
                 "tags": tags,
                 "document_id": document_id,
                 "filters": filters,
+                "include_expired": include_expired,
             },
         )
         return result
@@ -229,21 +237,29 @@ class HttpVerbs:
         tags: Tags = None,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory in place: new text is re-embedded, re-dated and its entities re-linked; `metadata` and
         `tags` replace the old ones (None: unchanged). `occurred_start` (ISO; no zone means UTC; `occurred_end`
         defaults to it) sets when what it says happened, over the dates read from its text. The old version
-        stays in its `history`; observations citing it are revisited by the worker."""
+        stays in its `history`; observations citing it are revisited by the worker. `expires_at`: a time sets
+        when it stops being recalled, None clears it (never expires), not given keeps it (not a new version:
+        what it says is unchanged)."""
         result: MemoryRecord = await self.call(
             VERBS["update"],
             {
-                "bank_id": bank_id,
-                "memory_id": memory_id,
-                "text": text,
-                "metadata": metadata,
-                "tags": tags,
-                "occurred_start": occurred_start,
-                "occurred_end": occurred_end,
+                k: v
+                for k, v in {
+                    "bank_id": bank_id,
+                    "memory_id": memory_id,
+                    "text": text,
+                    "metadata": metadata,
+                    "tags": tags,
+                    "occurred_start": occurred_start,
+                    "occurred_end": occurred_end,
+                    "expires_at": expires_at,
+                }.items()
+                if v is not KEEP
             },
         )
         return result
@@ -281,12 +297,15 @@ class HttpVerbs:
         defense_policy: DefensePolicy | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
+        extraction_instructions: Instructions | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
         `defense_policy`: secrets in retained text are redacted (default), blocked (the retain is refused) or
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
-        are deleted in the background (None keeps them)."""
+        are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
+        ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
+        LLM they are stored and shown, and nothing reads them)."""
         result: dict[str, Any] = await self.call(
             VERBS["create_bank"],
             {
@@ -294,6 +313,7 @@ class HttpVerbs:
                 "defense_policy": defense_policy,
                 "disposition": disposition,
                 "raw_ttl_days": raw_ttl_days,
+                "extraction_instructions": extraction_instructions,
             },
         )
         return result
@@ -305,6 +325,7 @@ class HttpVerbs:
         defense_policy: DefensePolicy | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
+        extraction_instructions: Instructions | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
@@ -317,6 +338,7 @@ class HttpVerbs:
                     "defense_policy": defense_policy,
                     "disposition": disposition,
                     "raw_ttl_days": raw_ttl_days,
+                    "extraction_instructions": extraction_instructions,
                 }.items()
                 if v is not KEEP
             },

@@ -12,7 +12,7 @@ from memwrap.models import BankInfo, MemoryRecord
 
 _RECORD_COLUMNS = """
     m.id, m.bank_id, m.text, m.fact_type, m.document_id, m.context, m.metadata, m.tags, m.occurred_start,
-    m.occurred_end, m.mentioned_at, m.created_at, m.speaker,
+    m.occurred_end, m.mentioned_at, m.created_at, m.speaker, m.expires_at,
     coalesce((SELECT array_agg(e.name ORDER BY e.name)
               FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
               WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.id), '{}') AS entities
@@ -35,6 +35,7 @@ def _record(row: asyncpg.Record) -> MemoryRecord:
         mentioned_at=row["mentioned_at"],
         created_at=row["created_at"],
         speaker=row["speaker"],
+        expires_at=row["expires_at"],
     )
 
 

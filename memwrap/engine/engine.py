@@ -207,6 +207,7 @@ class Engine(LearningVerbs, ViewVerbs):
         document_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         tags: Sequence[str] | str | None = None,
+        expires_at: datetime | None = None,
     ) -> list[UUID]:
         """One item, validated as `retain_many` does."""
         fields = {
@@ -215,6 +216,7 @@ class Engine(LearningVerbs, ViewVerbs):
             "document_id": document_id,
             "metadata": metadata,
             "tags": tags,
+            "expires_at": expires_at,
         }
         item = {"content": content, **{k: v for k, v in fields.items() if v is not None}}
         return await self.retain_many(bank_id, [item])
@@ -380,11 +382,16 @@ class Engine(LearningVerbs, ViewVerbs):
         tags: Sequence[str] | None = None,
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
+        include_expired: bool = False,
     ) -> list[MemoryRecord]:
         limit = validate.bounded(limit, what="limit", low=1, high=MAX_PAGE)
         offset = validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET)
         selection = Filters(
-            validate.bank_id(bank_id), validate.memory_types(types), validate.tags(tags), recall_filter(filters)
+            validate.bank_id(bank_id),
+            validate.memory_types(types),
+            validate.tags(tags),
+            recall_filter(filters),
+            include_expired=bool(include_expired),
         )
         if isinstance(document_id, str) and await self.defense_policy(selection.bank_id) != "off":
             document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
@@ -422,10 +429,16 @@ class Engine(LearningVerbs, ViewVerbs):
         defense_policy: str | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: float | None = None,
+        extraction_instructions: str | None = None,
     ) -> dict[str, Any]:
         """Create a new bank with these settings; BankExistsError if the id is taken (one statement: no race)."""
         bank_id = validate.bank_id(bank_id)
-        settings = {"defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days}
+        settings = {
+            "defense_policy": defense_policy,
+            "disposition": disposition,
+            "raw_ttl_days": raw_ttl_days,
+            "extraction_instructions": extraction_instructions,
+        }
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
         await bank_ids.admit(self.store.pool, bank_id)
         return await bank_settings.create(self.store.pool, bank_id, await self._defended_config(bank_id, clean))
@@ -437,11 +450,17 @@ class Engine(LearningVerbs, ViewVerbs):
         defense_policy: str | None | Keep = KEEP,
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: float | None | Keep = KEEP,
+        extraction_instructions: str | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and merge the settings given into its config (None removes one; KEEP, the
         default, leaves it as it is)."""
         bank_id = validate.bank_id(bank_id)
-        given = {"defense_policy": defense_policy, "disposition": disposition, "raw_ttl_days": raw_ttl_days}
+        given = {
+            "defense_policy": defense_policy,
+            "disposition": disposition,
+            "raw_ttl_days": raw_ttl_days,
+            "extraction_instructions": extraction_instructions,
+        }
         await bank_ids.admit(self.store.pool, bank_id)
         changes = await self._defended_config(
             bank_id, validate.bank_config({k: v for k, v in given.items() if v is not KEEP})
@@ -450,13 +469,23 @@ class Engine(LearningVerbs, ViewVerbs):
 
     async def _defended_config(self, bank_id: str, config: dict[str, Any]) -> dict[str, Any]:
         """The disposition's directives (text a person wrote, read by reflect's LLM) through the memory defense,
-        under the policy the bank will have."""
+        under the policy the bank will have; so are the extraction instructions (read by extraction's LLM)."""
         disposition = config.get("disposition")
-        if not isinstance(disposition, dict) or not disposition.get("directives"):
+        texts: dict[str, Any] = {}
+        if isinstance(disposition, dict) and disposition.get("directives"):
+            texts["disposition.directives"] = disposition["directives"]
+        if config.get("extraction_instructions"):
+            texts["extraction_instructions"] = config["extraction_instructions"]
+        if not texts:
             return config
         policy = config.get("defense_policy") or await self.defense_policy(bank_id)
-        directives = defend({"disposition.directives": disposition["directives"]}, policy)["disposition.directives"]
-        return {**config, "disposition": {**disposition, "directives": directives}}
+        defended = defend(texts, policy)
+        config = dict(config)
+        if "disposition.directives" in defended and isinstance(disposition, dict):
+            config["disposition"] = {**disposition, "directives": defended["disposition.directives"]}
+        if "extraction_instructions" in defended:
+            config["extraction_instructions"] = defended["extraction_instructions"]
+        return config
 
     # --- maintenance ------------------------------------------------------------------------------------
 
@@ -479,9 +508,11 @@ class Engine(LearningVerbs, ViewVerbs):
         tags: Sequence[str] | None = None,
         occurred_start: datetime | None = None,
         occurred_end: datetime | None = None,
+        expires_at: datetime | None | Keep = KEEP,
     ) -> MemoryRecord:
         """Change a memory in place (re-embedded, re-dated, entities re-linked); the old version goes to its
-        history and the observations citing it are queued for revision."""
+        history and the observations citing it are queued for revision. `expires_at`: set, cleared (None) or
+        kept (KEEP)."""
         return await update(
             self,
             bank_id,
@@ -491,6 +522,7 @@ class Engine(LearningVerbs, ViewVerbs):
             tags=tags,
             occurred_start=occurred_start,
             occurred_end=occurred_end,
+            expires_at=expires_at,
         )
 
     async def history(self, bank_id: str, memory_id: UUID | str) -> builtins.list[MemoryVersion]:

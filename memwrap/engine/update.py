@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import asyncpg
+
 from memwrap import validate
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.jobs import queue as jobs
@@ -25,11 +27,14 @@ from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import defend_item
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
-from memwrap.models import MemoryField, MemoryRecord, MemoryVersion, RetainItem
+from memwrap.models import KEEP, Keep, MemoryField, MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
+from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
+
+SET_EXPIRY = "UPDATE memory_units SET expires_at = $3 WHERE bank_id = $1 AND id = $2"
 
 
 async def update(
@@ -42,14 +47,18 @@ async def update(
     tags: Sequence[str] | None = None,
     occurred_start: datetime | None = None,
     occurred_end: datetime | None = None,
+    expires_at: datetime | None | Keep = KEEP,
 ) -> MemoryRecord:
     """Replace what is given (metadata and tags as a whole); returns the memory as it is now. Nothing given, or
     nothing different: the memory is returned unchanged and no version is added. An occurred span given wins
-    over the dates of a new text."""
+    over the dates of a new text. `expires_at` (a time, or None to clear it) is set in place and adds no
+    version: what the memory says did not change."""
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
-    if text is None and metadata is None and tags is None and occurred_start is None and occurred_end is None:
-        raise InvalidInputError("update needs at least one of text, metadata, tags, occurred_start.")
+    nothing = text is None and metadata is None and tags is None and occurred_start is None and occurred_end is None
+    if nothing and expires_at is KEEP:
+        raise InvalidInputError("update needs at least one of text, metadata, tags, occurred_start, expires_at.")
     span = _given_span(occurred_start, occurred_end)
+    new_expiry = validate.timestamp(expires_at, what="expires_at") if not isinstance(expires_at, Keep) else None
     new_text = (
         validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
     )
@@ -72,10 +81,12 @@ async def update(
                 f"{memory_id} is an observation: consolidation writes those from their evidence. Update the "
                 "memories it rests on, or invalidate/delete it."
             )
+        if not isinstance(expires_at, Keep):
+            await conn.execute(SET_EXPIRY, bank_id, memory_id, new_expiry)
         final_text = defended.content if new_text is not None else old["text"]
         final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
         final_tags = defended.tags if new_tags is not None else list(old["tags"] or [])
-        changed: list[str] = [
+        changed = [
             name
             for name, new, before in (
                 ("text", final_text, old["text"]),
@@ -86,35 +97,50 @@ async def update(
         ]
         if span is not None and span != _stored_span(old):
             changed.append("occurred")
-        if not changed:
-            return await engine.get(bank_id, memory_id)
-        await history_sql.record_version(conn, bank_id, old, changed)
-        occurred: tuple[Any, Any] | None = span
-        if occurred is None:
-            occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
-        vector = None
-        if "text" in changed:
-            vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
-        await history_sql.update_unit(
-            conn,
-            bank_id,
-            memory_id,
-            text=final_text,
-            metadata=final_metadata,
-            tags=final_tags,
-            occurred=occurred,
-            embedding=vector,
-            search_text=search_text(final_text),
-        )
-        cited: list[UUID] = []
-        if "text" in changed:
-            await _relink_entities(conn, bank_id, memory_id, final_text)
-            await _reembed_next_turn(engine, conn, bank_id, old, final_text)
-            await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
-            cited = await observations_citing(conn, bank_id, [memory_id])
-        if "text" in changed or "tags" in changed:
-            await _revisit(engine, conn, bank_id, memory_id, cited)
+        if changed:
+            await _apply(engine, conn, bank_id, memory_id, old, changed, (final_text, final_metadata, final_tags), span)
     return await engine.get(bank_id, memory_id)
+
+
+async def _apply(
+    engine: Engine,
+    conn: Connection,
+    bank_id: str,
+    memory_id: UUID,
+    old: asyncpg.Record,
+    changed: list[str],
+    final: tuple[str, dict[str, Any], list[str]],
+    span: tuple[datetime, datetime] | None,
+) -> None:
+    """The new version written: the old one to the history, text, vectors, entities, what cites it revisited.
+    `final`: the text, metadata and tags as they are now; `span`: an occurred span set by hand."""
+    final_text, final_metadata, final_tags = final
+    await history_sql.record_version(conn, bank_id, old, changed)
+    occurred: tuple[Any, Any] | None = span
+    if occurred is None:
+        occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
+    vector = None
+    if "text" in changed:
+        vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
+    await history_sql.update_unit(
+        conn,
+        bank_id,
+        memory_id,
+        text=final_text,
+        metadata=final_metadata,
+        tags=final_tags,
+        occurred=occurred,
+        embedding=vector,
+        search_text=search_text(final_text),
+    )
+    cited: list[UUID] = []
+    if "text" in changed:
+        await _relink_entities(conn, bank_id, memory_id, final_text)
+        await _reembed_next_turn(engine, conn, bank_id, old, final_text)
+        await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
+        cited = await observations_citing(conn, bank_id, [memory_id])
+    if "text" in changed or "tags" in changed:
+        await _revisit(engine, conn, bank_id, memory_id, cited)
 
 
 async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:

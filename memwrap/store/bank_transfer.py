@@ -42,6 +42,7 @@ MEMORY_COLUMNS = (
     "created_at",
     "invalidated_at",
     "speaker",
+    "expires_at",
 )
 
 ENTITIES = Table(

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from memwrap.wrappers.attachments import attachment_text
+
 # How a tool's output may be shown when it is retained; long outputs are mostly noise for memory.
 MAX_TOOL_TEXT = 2000
 
@@ -54,7 +56,9 @@ def _json(value: Any) -> str:
 
 
 def content_text(content: Any) -> str:
-    """The text of a message's content: a string, or the text parts of a list of parts joined by newlines."""
+    """The text of a message's content: a string, or the text parts of a list of parts joined by newlines.
+
+    An image, audio or file part becomes a placeholder saying what it was (attachments.py), never nothing."""
     if content is None:
         return ""
     if isinstance(content, str):
@@ -72,6 +76,8 @@ def content_text(content: Any) -> str:
                     texts.append(text)
             elif kind == "refusal" and get(part, "refusal"):
                 texts.append(str(get(part, "refusal")))
+            elif (placeholder := attachment_text(part)) is not None:
+                texts.append(placeholder)
         return "\n".join(texts)
     return ""
 
@@ -189,6 +195,8 @@ def anthropic_turns(messages: Any, system: Any = None) -> list[Turn]:
             elif kind == "tool_result":
                 name = names.get(str(get(block, "tool_use_id")), "tool")
                 turns.append(Turn("tool", f"{name}: {_clip(content_text(get(block, 'content')))}"))
+            elif (placeholder := attachment_text(block)) is not None:  # an image or a document
+                lines.append(placeholder)
         text = "\n".join(line for line in lines if line)
         if text or role == "assistant":
             turns.append(Turn(role, text, calls_tools=calls and role == "assistant"))

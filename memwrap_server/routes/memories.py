@@ -63,12 +63,19 @@ async def list_memories(
     filters: Annotated[str | None, Query(max_length=4_000, description="JSON, as recall's `filters`.")] = None,
     type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,
     tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
+    include_expired: Annotated[bool, Query(description="Also memories whose expires_at has passed.")] = False,
 ) -> MemoryPage:
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
     where = filter_from_json(filters, what="filters") if filters is not None else None
     page = functools.partial(
-        memory.list, bank_id, types=types or type, tags=tags or tag, document_id=document_id, filters=where
+        memory.list,
+        bank_id,
+        types=types or type,
+        tags=tags or tag,
+        document_id=document_id,
+        filters=where,
+        include_expired=include_expired,
     )
     # One more than asked says whether there is a next page; at the longest page (the verb's bound), a second look.
     items = await page(limit=min(limit + 1, MAX_PAGE), offset=offset)

@@ -45,7 +45,8 @@ LLM_BATCH = 10
 WATERMARK_LAG_SECONDS = 60.0
 
 _FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m.item_hash, m.embedding, m.speaker,
-       m.created_at < now() - $4 * interval '1 second' AS settled"""
+       m.created_at < now() - $4 * interval '1 second' AS settled,
+       coalesce(m.expires_at <= now(), false) AS expired"""
 
 PENDING = f"""
 SELECT {_FACT_COLUMNS}
@@ -163,6 +164,9 @@ async def _batch(
     engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
 ) -> None:
     pool: asyncpg.Pool = engine.store.pool
+    # An expired memory is read (so that it is marked done and the watermark passes it) but learnt nothing from.
+    rows_read = rows
+    rows = [r for r in rows if not r["expired"]]
     facts = [Fact.from_row(r) for r in rows]
     bank_size = await pool.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank_id) or 0
     now = datetime.now(UTC)
@@ -179,7 +183,7 @@ async def _batch(
             report.llm_calls += usage.calls or 1
             report.prompt_tokens += usage.prompt_tokens
             report.completion_tokens += usage.completion_tokens
-    settled = [r["seq"] for r in rows if r["settled"]]
+    settled = [r["seq"] for r in rows_read if r["settled"]]
     async with pool.acquire() as conn, conn.transaction():
         if llm is None:
             plan = await heuristic.plan_batch(
@@ -195,7 +199,7 @@ async def _batch(
             applied.deleted += done.deleted
             applied.evidence_added += done.evidence_added
             applied.scopes |= done.scopes
-        await conn.execute(MARK_DONE, bank_id, [f.id for f in facts])
+        await conn.execute(MARK_DONE, bank_id, [r["id"] for r in rows_read])
         if settled:
             await conn.execute(ADVANCE_WATERMARK, bank_id, max(settled))
         scopes = applied.scopes | {tuple(sorted(set(f.tags))) for f in facts}

@@ -108,7 +108,8 @@ CROSS JOIN LATERAL (
     SELECT m.id, m.seq, m.text, m.mentioned_at, 1 - (m.embedding <=> b.embedding) AS similarity
     FROM memory_units m
     WHERE m.bank_id = b.bank_id AND m.id <> b.id AND m.fact_type <> 'observation'
-      AND m.invalidated_at IS NULL AND m.tags @> b.tags AND m.tags <@ b.tags
+      AND m.invalidated_at IS NULL AND (m.expires_at IS NULL OR m.expires_at > now())
+      AND m.tags @> b.tags AND m.tags <@ b.tags
     ORDER BY {order}
     LIMIT $3
 ) nn
@@ -121,6 +122,7 @@ ORDER BY nn.similarity DESC, nn.id
 CANDIDATES = """
 SELECT id, seq, text, mentioned_at, tags, embedding FROM memory_units
 WHERE bank_id = $1 AND fact_type <> 'observation' AND invalidated_at IS NULL AND embedding IS NOT NULL
+  AND (expires_at IS NULL OR expires_at > now())
 """
 
 

@@ -1,15 +1,15 @@
 """The four recall arms. Each is one SQL query returning (memory id, arm score), best first.
 
-Filters shared by every arm: the bank, not invalidated, optional memory types, optional tags (any of them), and
-an optional RecallFilter (metadata, time ranges, documents, sessions; compiled in filters.py). Each arm applies
-them before it ranks and cuts, so a filter never hides a memory the unfiltered arm would have found among those
-that pass it.
+Filters shared by every arm: the bank, not invalidated, not expired (`expires_at` not after `now`), optional memory
+types, optional tags (any of them), and an optional RecallFilter (metadata, time ranges, documents, sessions;
+compiled in filters.py). Each arm applies them before it ranks and cuts, so a filter never hides a memory the
+unfiltered arm would have found among those that pass it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from uuid import UUID
 
 import numpy as np
@@ -37,16 +37,23 @@ class Filters:
     types: list[str] | None = None
     tags: list[str] | None = None
     where: RecallFilter | None = None
+    now: datetime | None = None  # a memory whose expires_at is not after this is left out (None: the clock's now)
+    include_expired: bool = False  # list(include_expired=True): expired memories too
 
     @property
     def narrowed(self) -> bool:
-        """True when only part of the bank may match (beyond leaving out invalidated memories)."""
+        """True when only part of the bank may match (beyond leaving out invalidated and expired memories)."""
         return self.types is not None or self.tags is not None or self.where is not None
 
     def sql(self, alias: str, first_param: int) -> tuple[str, list[object]]:
         """SQL conditions on memory_units `alias` and their parameters, numbered from `first_param`."""
         conditions = [f"{alias}.invalidated_at IS NULL"]
         params = Params(first_param)
+        if not self.include_expired:
+            now = self.now or datetime.now(UTC)
+            conditions.append(
+                f"({alias}.expires_at IS NULL OR {alias}.expires_at > {params.add(now, '::timestamptz')})"
+            )
         if self.types is not None:
             conditions.append(f"{alias}.fact_type = ANY({params.add(self.types, '::text[]')})")
         if self.tags is not None:

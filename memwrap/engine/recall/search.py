@@ -223,7 +223,9 @@ class Searcher:
         entity_keys = _query_entity_keys(topic)
         # The calendar's names in it stay ("on Friday" still matches "the launch is on Friday").
         keyword_text = " ".join([topic, *calendar_names(window.expression)]) if window else topic
-        filters = {bank: Filters(bank, request.types, request.tags, request.where) for bank in searched}
+        filters = {
+            bank: Filters(bank, request.types, request.tags, request.where, now=request.now) for bank in searched
+        }
         # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
         names = {
             bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))

@@ -20,6 +20,7 @@ UNITS = f"""
 SELECT {UNIT_COLUMNS}
 FROM memory_units m
 WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[]) AND m.invalidated_at IS NULL
+  AND (m.expires_at IS NULL OR m.expires_at > now())
   AND ($3::text[] IS NULL OR m.tags && $3::text[])
 """
 
@@ -42,12 +43,14 @@ SELECT * FROM (
     (SELECT {UNIT_COLUMNS}, m.seq FROM memory_units m, me
      WHERE m.bank_id = $1 AND m.session_key = me.session_key AND m.seq < me.seq
        AND m.invalidated_at IS NULL AND m.fact_type <> 'observation'
+       AND (m.expires_at IS NULL OR m.expires_at > now())
        AND ($4::text[] IS NULL OR m.tags && $4::text[])
      ORDER BY m.seq DESC LIMIT $3)
     UNION ALL
     (SELECT {UNIT_COLUMNS}, m.seq FROM memory_units m, me
      WHERE m.bank_id = $1 AND m.session_key = me.session_key AND m.seq >= me.seq
        AND m.invalidated_at IS NULL AND m.fact_type <> 'observation'
+       AND (m.expires_at IS NULL OR m.expires_at > now())
        AND ($4::text[] IS NULL OR m.tags && $4::text[])
      ORDER BY m.seq LIMIT $3 + 1)
 ) around
@@ -56,6 +59,7 @@ ORDER BY seq
 
 KIND_OF = """
 SELECT 'unit' AS kind, fact_type FROM memory_units WHERE bank_id = $1 AND id = $2 AND invalidated_at IS NULL
+  AND (expires_at IS NULL OR expires_at > now())
 UNION ALL
 SELECT 'mental_model', NULL FROM mental_models WHERE bank_id = $1 AND id = $2
 LIMIT 1
@@ -90,7 +94,7 @@ def _unit(row: asyncpg.Record) -> RecalledMemory:
 
 
 async def units(pool: asyncpg.Pool, bank_id: str, ids: Sequence[UUID], tags: list[str] | None) -> list[RecalledMemory]:
-    """Live (not invalidated) units by id, in the order asked."""
+    """Live (not invalidated, not expired) units by id, in the order asked."""
     rows = {r["id"]: r for r in await pool.fetch(UNITS, bank_id, list(ids), tags)}
     return [_unit(rows[i]) for i in ids if i in rows]
 
@@ -138,7 +142,8 @@ async def existing(
     found_models: set[UUID] = set()
     if unit_ids:
         rows = await pool.fetch(
-            "SELECT id FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND invalidated_at IS NULL",
+            "SELECT id FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND invalidated_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > now())",
             bank_id,
             list(unit_ids),
         )
@@ -160,7 +165,8 @@ async def stored_disposition(pool: asyncpg.Pool, bank_id: str) -> dict[str, obje
 async def bank_is_empty(pool: asyncpg.Pool, bank_id: str) -> bool:
     """No live memory and no mental model: a reflect may answer without looking anything up."""
     return not await pool.fetchval(
-        "SELECT EXISTS (SELECT 1 FROM memory_units WHERE bank_id = $1 AND invalidated_at IS NULL)"
+        "SELECT EXISTS (SELECT 1 FROM memory_units WHERE bank_id = $1 AND invalidated_at IS NULL"
+        " AND (expires_at IS NULL OR expires_at > now()))"
         " OR EXISTS (SELECT 1 FROM mental_models WHERE bank_id = $1)",
         bank_id,
     )

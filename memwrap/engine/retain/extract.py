@@ -23,6 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memwrap.engine.bank_instructions import with_instructions
 from memwrap.engine.language.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,
@@ -307,13 +308,18 @@ class ChunkFacts:
     usage: Usage
 
 
-async def extract_chunk(llm: LLM, chunk: Chunk, *, max_tokens: int = 1024) -> ChunkFacts:
+async def extract_chunk(
+    llm: LLM, chunk: Chunk, *, max_tokens: int = 1024, instructions: str | None = None
+) -> ChunkFacts:
     """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...).
 
+    `instructions`: the bank's extraction instructions (engine/bank_instructions.py), fenced after the rules.
     Background work: the request is bounded by the server's measured speed, not by MEMWRAP_LLM_TIMEOUT."""
+    system = with_instructions(SYSTEM_PROMPT, instructions, task="which facts to extract and which to skip")
     extraction, usage = await llm.structured(
-        SYSTEM_PROMPT, render_chunk(chunk), Extraction, role="extraction", max_tokens=max_tokens, background=True
+        system, render_chunk(chunk), Extraction, role="extraction", max_tokens=max_tokens, background=True
     )
+    # Checked against the fixed prompt only: the operator's words name what to keep, and a fact may well use them.
     facts = validate_facts(chunk, extraction)
     return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage)
 

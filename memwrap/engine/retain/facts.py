@@ -28,6 +28,7 @@ import numpy as np
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
+from memwrap.engine import bank_instructions
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import extract_entities
 from memwrap.engine.language.speakers import said_by
@@ -145,7 +146,8 @@ class Extractor:
             max_tokens=self.settings.extraction_tokens_per_call,
             earlier=earlier,
         )
-        outcomes = await asyncio.gather(*(self._extract(bank_id, chunk) for chunk in chunks))
+        instructions = await bank_instructions.read(self.pool, bank_id)
+        outcomes = await asyncio.gather(*(self._extract(bank_id, chunk, instructions) for chunk in chunks))
         usage = sum((o.usage for o in outcomes if not isinstance(o, str)), Usage())
         tracing.set_attributes(
             current,
@@ -178,17 +180,20 @@ class Extractor:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
         for result in results:
             self._add_facts(result, out, resolution, policy)
-        await self._keep_uncovered(results, out, resolution)
+        if instructions is None:
+            # With the operator's instructions, what the model left out was left out on purpose ("ignore small
+            # talk"): keeping those sentences raw would undo them. Without, an omission is the model's slip.
+            await self._keep_uncovered(results, out, resolution)
         first = next((i for i in out.values() if i.facts), None)
         if first is not None:
             first.aliases = list(resolution.aliases)
         return [out[i.item_hash] for i in items]
 
-    async def _extract(self, bank_id: str, chunk: Chunk) -> ChunkFacts | str:
+    async def _extract(self, bank_id: str, chunk: Chunk, instructions: str | None) -> ChunkFacts | str:
         """One chunk; a failure comes back as its (redacted) reason, so the other chunks still count."""
         with tracing.span("extract.chunk", bank_id=bank_id, turns=len(chunk.turns)) as current:
             try:
-                result = await self._extract_halving(chunk)
+                result = await self._extract_halving(chunk, instructions)
                 tracing.set_attributes(
                     current,
                     facts=len(result.facts),
@@ -207,17 +212,19 @@ class Extractor:
         )
         return reason
 
-    async def _extract_halving(self, chunk: Chunk, depth: int = 0) -> ChunkFacts:
+    async def _extract_halving(self, chunk: Chunk, instructions: str | None, depth: int = 0) -> ChunkFacts:
         """A reply cut off at the output limit would silently lose the turns after the cut: split and redo."""
         try:
-            return await extract_chunk(self.llm, chunk, max_tokens=self.settings.extraction_output_tokens)
+            return await extract_chunk(
+                self.llm, chunk, max_tokens=self.settings.extraction_output_tokens, instructions=instructions
+            )
         except OutputTruncatedError:
             halves = split_chunk(chunk) if depth < MAX_HALVINGS else None
             if halves is None:
                 raise
             log.info("extraction reply was cut off; splitting %d turns in two", len(chunk.turns))
-            first = await self._extract_halving(halves[0], depth + 1)
-            second = await self._extract_halving(halves[1], depth + 1)
+            first = await self._extract_halving(halves[0], instructions, depth + 1)
+            second = await self._extract_halving(halves[1], instructions, depth + 1)
             return merge_chunk_facts(first, second, chunk)
 
     async def _keep_uncovered(
@@ -312,7 +319,13 @@ def _fact_unit(
         entities=resolution.entities(names),
         search_text=search_text(text),
         embed_text=text,
+        # A fact must not outlive what it came from: the earliest expiry of its turns' items (None: never).
+        expires_at=min(expiries) if (expiries := _expiries(fact)) else None,
     )
+
+
+def _expiries(fact: Fact) -> list[datetime]:
+    return [t.item.source.expires_at for t in fact.turns if t.item.source and t.item.source.expires_at]
 
 
 def _raw_unit(owner: ExtractedItem, text: str, part: int, said_at: datetime, resolution: Resolution) -> PreparedUnit:
@@ -337,6 +350,7 @@ def _raw_unit(owner: ExtractedItem, text: str, part: int, said_at: datetime, res
         search_text=search_text(text),
         embed_text=text,
         speaker=speaker,
+        expires_at=source.expires_at,
     )
 
 

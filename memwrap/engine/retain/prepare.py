@@ -36,6 +36,7 @@ class PreparedUnit:
     search_text: str
     embed_text: str
     speaker: str | None = None  # who said it ("user", "assistant", "Alice"): speakers.turn_speaker
+    expires_at: datetime | None = None  # when recall stops finding it (None: never)
 
 
 @dataclass
@@ -144,6 +145,7 @@ def prepare_defended(item: RetainItem, *, now: datetime) -> PreparedItem:
                     search_text=search_text(text),
                     embed_text=text,
                     speaker=speaker,
+                    expires_at=item.expires_at,
                 )
             )
             index += 1

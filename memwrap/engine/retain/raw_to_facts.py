@@ -24,7 +24,7 @@ from memwrap.store.pg_types import Connection
 log = logging.getLogger("memwrap.extract")
 
 RAW_UNITS = """
-SELECT item_hash, id, text, document_id, context, metadata, tags, mentioned_at, part_index, seq
+SELECT item_hash, id, text, document_id, context, metadata, tags, mentioned_at, part_index, seq, expires_at
 FROM memory_units
 WHERE bank_id = $1 AND item_hash = ANY($2::text[]) AND fact_type = 'raw' AND NOT (metadata ? 'kept_raw')
 ORDER BY seq
@@ -120,6 +120,7 @@ async def rebuild_items(pool: asyncpg.Pool, bank_id: str, hashes: list[str]) -> 
             document_id=first["document_id"],
             metadata=dict(first["metadata"] or {}),
             tags=list(first["tags"] or []),
+            expires_at=first["expires_at"],
         )
         items.append(PreparedItem(item_hash=item_hash, units=[], source=source))
     return items

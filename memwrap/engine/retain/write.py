@@ -14,8 +14,9 @@ from memwrap.store.pg_types import Connection, Executor
 
 INSERT_UNIT = """
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
-                          tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17)
+                          tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker,
+                          expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17, $18)
 """
 
 UPSERT_ENTITIES = """
@@ -138,6 +139,7 @@ async def write_items(
                         vector,
                         u.search_text,
                         u.speaker,
+                        u.expires_at,
                     )
                     for u, vector in zip(units, unit_vectors, strict=True)
                 ],

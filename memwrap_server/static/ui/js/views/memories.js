@@ -1,5 +1,5 @@
 import { ApiError, api, bankPath } from "../api.js";
-import { empty, field, h, link, notice, route, table, truncate, typeBadge, when } from "../dom.js";
+import { badge, empty, field, h, link, notice, route, section, table, truncate, typeBadge, when } from "../dom.js";
 import { bulkBar, pageBox, rowBox, takeResult } from "./bulk.js";
 import { FilterError, buildFilter, metadataFields } from "./metadata_filter.js";
 import { sessionOf } from "./sessions.js";
@@ -15,6 +15,7 @@ export async function memoriesView({ bank, query, navigate }) {
   const since = query.get("since") || "";
   const until = query.get("until") || "";
   const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+  const expired = query.get("expired") === "1";
   const meta = { key: (query.get("mk") || "").trim(), value: query.get("mv") || "", json: (query.get("mf") || "").trim() };
   // Days of the user's calendar, as the API's time filter on when a memory was said: `until` includes its day.
   const dates = since || until ? {
@@ -22,7 +23,7 @@ export async function memoriesView({ bank, query, navigate }) {
     mentioned_before: until ? new Date(new Date(`${until}T00:00:00`).getTime() + 86_400_000 - 1).toISOString() : undefined,
   } : null;
 
-  const form = filterForm(bank, { q, types, tag, doc, since, until, meta }, navigate);
+  const form = filterForm(bank, { q, types, tag, doc, since, until, meta, expired }, navigate);
   const head = h("div", { class: "page-head" }, h("h1", {}, "Memories"), h("p", { class: "muted" }, bank),
     h("a", { class: "button", id: "add-memory", href: route("b", bank, "new") }, "Add a memory…"));
   let filter;
@@ -34,7 +35,8 @@ export async function memoriesView({ bank, query, navigate }) {
   }
   const filters = filter ? JSON.stringify(filter) : null;
   try {
-    return h("div", {}, head, form, takeResult(), await listOrSearch({ bank, q, types, tag, doc, since, until, meta, offset, filters, navigate }));
+    return h("div", {}, head, await instructions(bank), form, takeResult(),
+      await listOrSearch({ bank, q, types, tag, doc, since, until, meta, expired, offset, filters, navigate }));
   } catch (error) {
     // The server refused the filter (422: an unknown operator, a bad key): say so, with the form kept to fix it.
     if (error instanceof ApiError && error.status === 422 && (filter || tag || doc)) {
@@ -44,7 +46,7 @@ export async function memoriesView({ bank, query, navigate }) {
   }
 }
 
-async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, offset, filters, navigate }) {
+async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, expired, offset, filters, navigate }) {
   let body;
   if (q) {
     const result = await api("POST", bankPath(bank, "recall"), {
@@ -65,14 +67,14 @@ async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, offs
         : empty("Nothing matched."));
   } else {
     const page = await api("GET", bankPath(bank, "memories"), {
-      query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters },
+      query: { limit: PAGE, offset, types, tags: tag || null, document_id: doc || null, filters, include_expired: expired || null },
     });
-    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, mk: meta.key, mv: meta.value, mf: meta.json, offset: o || null });
+    const here = (o) => route("b", bank, "memories", { type: types, tag, doc, since, until, mk: meta.key, mv: meta.value, mf: meta.json, expired: expired ? "1" : null, offset: o || null });
     const listed = page.items.length
       ? table([pageBox(), "Memory", "Type", "Said", "Tags", "Document"], page.items.map((m) => h("tr", { "data-id": m.id },
           rowBox(m.id),
           h("td", {}, link(route("b", bank, "m", m.id), truncate(m.text, 240))),
-          h("td", {}, typeBadge(m.type)),
+          h("td", {}, typeBadge(m.type), expiry(m.expires_at)),
           h("td", {}, when(m.mentioned_at)),
           h("td", {}, m.tags.map((t) => h("span", { class: "tag" }, t))),
           h("td", { class: "mono small" }, m.document_id ? link(route("b", bank, "memories", { doc: m.document_id }), truncate(m.document_id, 40)) : "—",
@@ -87,6 +89,27 @@ async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, offs
         page.next_offset !== null ? link(here(page.next_offset), "Next →") : h("span", {})));
   }
   return body;
+}
+
+// The bank's extraction instructions (configure_bank extraction_instructions): what its LLM keeps and ignores.
+async function instructions(bank) {
+  let config = {};
+  try {
+    config = (await api("GET", bankPath(bank))).config || {};
+  } catch {
+    return null;  // the memories are shown all the same
+  }
+  const text = config.extraction_instructions;
+  if (!text) return null;
+  return h("div", { class: "extraction-instructions" }, section("Extraction instructions",
+    h("p", { class: "pre-wrap" }, text),
+    h("p", { class: "muted small" }, "Given to LLM extraction and consolidation. Without an LLM they are kept, and nothing reads them.")));
+}
+
+function expiry(at) {
+  if (!at) return null;
+  const past = new Date(at).getTime() <= Date.now();
+  return h("span", { title: `expires ${at}` }, " ", badge(past ? "expired" : "expires", past ? "bad" : "warn"), " ", when(at));
 }
 
 function filterForm(bank, values, navigate) {
@@ -104,6 +127,7 @@ function filterForm(bank, values, navigate) {
     field("Document", doc, "list only (search ranks across documents)"),
     h("fieldset", { class: "field" }, h("legend", {}, "Said between"), h("div", { class: "row" }, since, " and ", until)),
     metadataFields(values.meta),
+    h("label", { class: "check" }, h("input", { type: "checkbox", name: "expired", value: "1", checked: values.expired }), " include expired"),
     h("div", { class: "field actions" }, h("button", { type: "submit" }, "Apply"),
       link(route("b", bank, "memories"), "Clear")));
   form.addEventListener("submit", (event) => {
