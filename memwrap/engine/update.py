@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from memwrap import validate
+from memwrap.engine import webhooks
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.language.entities import entity_key, extract_entities
@@ -105,6 +106,7 @@ async def update(
             cited = await observations_citing(conn, bank_id, [memory_id])
         if "text" in changed or "tags" in changed:
             await _revisit(engine, conn, bank_id, memory_id, cited)
+        await webhooks.emit(conn, bank_id, "updated", [memory_id], data={"changed": changed})
     return await engine.get(bank_id, memory_id)
 
 

@@ -10,6 +10,7 @@ import { observationsView, observationView } from "./views/observations.js";
 import { modelsView } from "./views/models.js";
 import { entitiesView, entityView } from "./views/entities.js";
 import { jobsView } from "./views/jobs.js";
+import { webhooksView } from "./views/webhooks.js";
 
 const ROUTES = [
   [/^$/, null, banksView, "Banks"],
@@ -23,6 +24,7 @@ const ROUTES = [
   [/^b\/([^/]+)\/entities$/, "entities", entitiesView, "Entities"],
   [/^b\/([^/]+)\/e\/([^/]+)$/, "entities", entityView, "Entity"],
   [/^b\/([^/]+)\/jobs$/, "jobs", jobsView, "Jobs"],
+  [/^b\/([^/]+)\/webhooks$/, "webhooks", webhooksView, "Webhooks"],
 ];
 
 const main = document.getElementById("view");
@@ -121,7 +123,7 @@ function updateNav(bank, tab) {
 
 document.getElementById("bankpick").addEventListener("change", (event) => {
   const { path } = parseHash();
-  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs)/) || [])[1] || "memories";
+  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs|webhooks)/) || [])[1] || "memories";
   location.hash = `#/b/${encodeURIComponent(event.target.value)}/${tab}`;
 });
 
