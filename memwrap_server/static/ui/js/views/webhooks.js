@@ -36,7 +36,7 @@ export async function webhooksView({ bank, query, navigate, errorView }) {
     ? table(["URL", "Events", "Text", "State", "Created", ""], hooks.map((w) => h("tr", { "data-webhook-id": w.id },
         h("td", { class: "mono small" }, w.url, w.description ? h("div", { class: "muted" }, w.description) : null),
         h("td", { class: "small" }, w.events.length === EVENTS.length ? "all events" : w.events.join(", ")),
-        h("td", {}, w.include_text ? "included" : h("span", { class: "muted" }, "ids only")),
+        h("td", { class: "nowrap" }, w.include_text ? "included" : h("span", { class: "muted" }, "ids only")),
         h("td", {}, w.enabled ? badge("enabled", "good") : badge("paused", "")),
         h("td", {}, when(w.created_at)),
         h("td", { class: "row" },
@@ -95,7 +95,7 @@ function deliveryTable(deliveries, byId) {
     const last = d.log.length ? d.log[d.log.length - 1] : null;
     return h("tr", { "data-delivery-id": d.id },
       h("td", { class: "num" }, `#${d.id}`),
-      h("td", {}, d.event),
+      h("td", { class: "nowrap" }, d.event),
       h("td", { class: "mono small" }, byId[d.subscription_id] ? truncate(byId[d.subscription_id].url, 60) : d.subscription_id),
       h("td", {}, badge(d.status, STATUS_KIND[d.status])),
       h("td", { class: "num" }, String(d.attempts)),
