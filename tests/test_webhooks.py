@@ -21,10 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from extract_support import fact, make_engine, reply
+from fakes.llm_server import FakeLLMServer
 from webhook_receiver import Receiver, drive, free_port, signature_ok
 
 from memwrap import Memory
 from memwrap.config import load_settings
+from memwrap.engine.jobs.worker import Worker
+from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.webhooks.signing import verify
 from memwrap.engine.webhooks.urls import BlockedAddressError, check_public
 from memwrap.errors import InvalidInputError, WebhookNotFoundError
@@ -37,21 +41,26 @@ TIMEOUT = 0.5  # the client's timeout per attempt: the slow receiver answers onl
 # --- fixtures ------------------------------------------------------------------------------------------------------
 
 
+# Retries within milliseconds, attempts cut short after TIMEOUT.
+QUICK = {
+    "webhook_max_attempts": MAX_ATTEMPTS,
+    "webhook_backoff_seconds": 0.01,
+    "webhook_backoff_cap_seconds": 0.05,
+    "webhook_timeout_seconds": TIMEOUT,
+}
+
+
 @pytest.fixture(scope="module")
-def mem() -> Iterator[Memory]:
-    home = Path(tempfile.mkdtemp(prefix="memwrap-webhooks-"))
-    settings = load_settings(
-        home=home,
-        worker="off",
-        webhook_max_attempts=MAX_ATTEMPTS,
-        webhook_backoff_seconds=0.01,
-        webhook_backoff_cap_seconds=0.05,
-        webhook_timeout_seconds=TIMEOUT,
-        consolidation_delay_seconds=0.0,
-    )
-    with Memory(settings=settings) as memory:
+def home() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="memwrap-webhooks-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def mem(home: Path) -> Iterator[Memory]:
+    with Memory(settings=load_settings(home=home, worker="off", consolidation_delay_seconds=0.0, **QUICK)) as memory:
         yield memory
-    shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture
@@ -169,6 +178,34 @@ def test_down_slow_then_up_delivers_each_event_once(mem: Memory, bank: str, rece
     assert by_type["deleted"][0]["memories"] == [
         {"id": str(second[0]), "text": "Alice's sister Maya visits every June."}
     ]
+
+
+# --- with an LLM: the facts are announced, not the raw turn they replace -------------------------------------------
+
+
+async def test_with_an_llm_the_facts_are_announced(
+    mem: Memory, home: Path, fake: FakeLLMServer, bank: str, receiver: Receiver
+) -> None:
+    del mem  # the module's database, started by it
+    engine = await make_engine(home, fake, **QUICK)
+    try:
+        receiver.start()
+        hook = await engine.create_webhook(bank, f"{receiver.url}/llm", events=["retained"])
+        receiver.secrets["/llm"] = hook.secret or ""
+        facts = ["Alice is allergic to peanuts.", "Alice lives in Lisbon."]
+        fake.script([reply([fact(facts[0], "world", [1], ["Alice"]), fact(facts[1], "world", [1], ["Alice"])])])
+        ids = await engine.retain(bank, "user: I'm Alice, allergic to peanuts, and I live in Lisbon.")
+        assert len(ids) == 2 and len(fake.requests) == 1  # the facts' ids: extracted within the deadline
+        worker = Worker(engine, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="tests-llm")
+        while await worker.run_one():
+            pass
+        [delivery] = await engine.webhook_deliveries(bank)
+        assert delivery.status == "delivered" and delivery.event == "retained"
+        assert delivery.payload["data"]["memory_ids"] == [str(i) for i in ids]
+        assert [m["text"] for m in delivery.payload["data"]["memories"]] == facts
+        assert [r.payload["type"] for r in receiver.raw] == ["retained"]  # the raw turn was never announced
+    finally:
+        await engine.close()
 
 
 # --- what is not retried, and giving up ----------------------------------------------------------------------------
