@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from database import Database
 from extract_support import fact, make_engine, reply
 from fakes.llm_server import FakeLLMServer
 from webhook_receiver import Receiver, drive, free_port, signature_ok
@@ -28,6 +29,7 @@ from webhook_receiver import Receiver, drive, free_port, signature_ok
 from memwrap import Memory
 from memwrap.config import load_settings
 from memwrap.engine.jobs.worker import Worker
+from memwrap.engine.learn import reconcile
 from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.engine.webhooks.signing import verify
 from memwrap.engine.webhooks.urls import BlockedAddressError, check_public
@@ -360,3 +362,19 @@ def test_the_library_verifier_and_the_documented_recipe_agree() -> None:
     assert not verify("whsec_other", body, str(now), f"v1={mac}")
     assert not verify(secret, body + b" ", str(now), f"v1={mac}")
     assert not verify(secret, body, str(now - 3600), f"v1={mac}")  # too old: a replay
+
+
+def test_finished_deliveries_are_pruned_after_a_month(mem: Memory, bank: str, receiver: Receiver) -> None:
+    receiver.start()
+    hook = mem.create_webhook(bank, f"{receiver.url}/prune", events=["retained"])
+    receiver.secrets["/prune"] = hook.secret or ""
+    mem.retain(bank, "An old note.")
+    drive(mem, lambda: all_deliveries(mem, bank, lambda d: d.status == "delivered"), "the delivery")
+    mem.retain(bank, "A newer note.")  # pending: never pruned
+    [newer, older] = deliveries_of(mem, bank)
+    db = Database.of(mem)
+    db.blocking.execute(
+        "UPDATE webhook_deliveries SET finished_at = now() - interval '31 days' WHERE id = $1", older.id
+    )
+    assert mem._run(reconcile.run(mem._run(mem.aio._get_engine()), deep=True)) >= 0
+    assert [d.id for d in deliveries_of(mem, bank)] == [newer.id]

@@ -33,6 +33,8 @@ from memwrap.webhook_models import WebhookDelivery
 
 USER_AGENT = "memwrap-webhooks/1"
 MAX_ERROR_CHARS = 500
+# Finished deliveries (delivered, failed, skipped) stay in the log this long; reconciliation's deep pass prunes them.
+KEEP_FINISHED_DELIVERIES_SECONDS = 30 * 86400.0
 
 LOAD = """
 SELECT d.id, d.event_id, d.event, d.body, d.status, d.attempts, s.url, s.secret, s.enabled
@@ -176,3 +178,12 @@ async def deliveries(
         WebhookDelivery(**{k: v for k, v in dict(r).items() if k != "body"}, payload=json.loads(r["body"]))
         for r in rows
     ]
+
+
+async def prune(db: Executor, *, older_than_seconds: float = KEEP_FINISHED_DELIVERIES_SECONDS) -> int:
+    """Forget finished deliveries (and their attempts) after a while; returns how many."""
+    status = await db.execute(
+        "DELETE FROM webhook_deliveries WHERE status <> 'pending' AND finished_at < now() - $1 * interval '1 second'",
+        older_than_seconds,
+    )
+    return int(status.split()[-1])

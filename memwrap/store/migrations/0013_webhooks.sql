@@ -36,7 +36,10 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     FOREIGN KEY (bank_id, subscription_id) REFERENCES webhook_subscriptions (bank_id, id) ON DELETE CASCADE,
     UNIQUE (subscription_id, event_id)
 );
+CREATE INDEX IF NOT EXISTS webhook_deliveries_by_bank ON webhook_deliveries (bank_id, id DESC);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subscription ON webhook_deliveries (bank_id, subscription_id, id DESC);
+-- Finished deliveries are pruned after a while (delivery.py, KEEP_FINISHED_DELIVERIES_SECONDS).
+CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE status <> 'pending';
 
 -- The delivery log: one row per attempt (its HTTP status, or the error when there was no answer, and how long).
 CREATE TABLE IF NOT EXISTS webhook_attempts (
