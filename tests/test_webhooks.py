@@ -37,7 +37,8 @@ from memwrap.errors import InvalidInputError, WebhookNotFoundError
 from memwrap.webhook_models import WebhookDelivery
 
 MAX_ATTEMPTS = 6
-TIMEOUT = 0.5  # the client's timeout per attempt: the slow receiver answers only after the test releases it
+TIMEOUT = 3.0  # the client's timeout per attempt: the slow receiver answers only after the test releases it;
+# generous, so that on a loaded machine no quick answer (410, 503, 200) is taken for a timeout
 
 
 # --- fixtures ------------------------------------------------------------------------------------------------------
@@ -312,6 +313,13 @@ def test_subscriptions_secret_shown_once_and_checked_input(mem: Memory, bank: st
     ):
         with pytest.raises(WebhookNotFoundError):
             call()
+
+    # A subscription, its deliveries and their jobs go with their bank.
+    mem.create_webhook(bank, "https://example.com/hooks/memwrap")
+    mem.retain(bank, "Erin's last note.")
+    assert len(mem.webhook_deliveries(bank)) == 1
+    mem.delete_bank(bank)
+    assert mem.webhooks(bank) == [] and mem.webhook_deliveries(bank) == []
 
 
 def test_a_bank_without_subscriptions_queues_nothing(mem: Memory, bank: str) -> None:
