@@ -293,7 +293,15 @@ def test_subscriptions_secret_shown_once_and_checked_input(mem: Memory, bank: st
     assert listed.id == created.id and listed.secret is None and listed.description == "crm"
     assert mem.webhooks(f"{bank}-none") == []
 
-    for url in ("ftp://example.com/x", "example.com/hook", "http://", "http://user:pw@example.com/", "http://a b/"):
+    for url in (
+        "ftp://example.com/x",
+        "example.com/hook",
+        "http://",
+        "http://user:pw@example.com/",
+        "http://a b/",
+        "http://[::1",
+        "http://a:0/",
+    ):
         with pytest.raises(InvalidInputError):
             mem.create_webhook(bank, url)
     with pytest.raises(InvalidInputError, match="unknown webhook event"):
@@ -345,6 +353,7 @@ def test_private_addresses_can_be_refused() -> None:
             "http://169.254.169.254/latest/meta-data",
             "http://[::ffff:127.0.0.1]/x",
             "http://localhost/x",
+            "http://[fe80::1%25eth0]/x",
             "https://93.184.215.14/x",
         ]
         return {u: await refused(u) for u in urls}
@@ -357,6 +366,7 @@ def test_private_addresses_can_be_refused() -> None:
         "http://169.254.169.254/latest/meta-data": True,
         "http://[::ffff:127.0.0.1]/x": True,
         "http://localhost/x": True,
+        "http://[fe80::1%25eth0]/x": True,
         "https://93.184.215.14/x": False,
     }
 

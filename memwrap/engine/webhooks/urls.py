@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
+
+import httpx
 
 from memwrap.errors import InvalidInputError
 
@@ -33,17 +35,20 @@ def check_url(url: object) -> str:
         raise InvalidInputError(f"url is {len(url):,} characters; the limit is {MAX_URL_CHARS:,}.")
     if any(ord(c) < 33 for c in url):
         raise InvalidInputError("url may not contain spaces or control characters.")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises on a port that is not a number in range
+        httpx.URL(url)  # what delivery will send to must parse there too (IDNA host names, ...)
+    except (ValueError, httpx.InvalidURL) as exc:
+        raise InvalidInputError(f"url is not a valid URL ({exc}): {url!r}.") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise InvalidInputError(f"url must use http or https, not {parts.scheme or 'no scheme'!r}: {url!r}.")
     if not parts.hostname:
         raise InvalidInputError(f"url has no host: {url!r}.")
     if parts.username or parts.password:
         raise InvalidInputError("url may not carry a user name or password; the signature authenticates memwrap.")
-    try:
-        parts.port  # noqa: B018  (raises on a port that is not a number in range)
-    except ValueError as exc:
-        raise InvalidInputError(f"url has a bad port: {url!r}.") from exc
+    if port == 0:
+        raise InvalidInputError(f"url has port 0, which nothing listens on: {url!r}.")
     return url
 
 
@@ -57,13 +62,13 @@ def is_public(address: str) -> bool:
 async def check_public(url: str) -> None:
     """BlockedAddressError unless every address the URL's host resolves to is public (a name that does not
     resolve is left to the delivery, which then fails and retries)."""
-    host = urlsplit(url).hostname or ""
+    host = unquote(urlsplit(url).hostname or "")  # an IPv6 zone comes %-encoded: [fe80::1%25eth0]
     try:
         addresses = {ipaddress.ip_address(host).compressed}
     except ValueError:
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-        except OSError:
+        except (OSError, UnicodeError):
             return
         addresses = {str(info[4][0]) for info in infos}
     blocked = sorted(a for a in addresses if not is_public(a))
