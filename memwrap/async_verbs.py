@@ -19,6 +19,8 @@ from memwrap.verbs import (
     BankStats,
     ConsolidationReport,
     DefensePolicy,
+    DeliveriesLimit,
+    DeliveryStatus,
     Disposition,
     EntitiesLimit,
     EntitiesOffset,
@@ -55,6 +57,10 @@ from memwrap.verbs import (
     Tags,
     TtlDays,
     UsageDays,
+    WebhookDelivery,
+    WebhookEvents,
+    WebhookId,
+    WebhookSubscription,
     datetime,
 )
 
@@ -484,6 +490,76 @@ class AsyncVerbs(MemoryVerbs):
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         engine = await self._get_engine()
         await engine.restore(bank_id, memory_id)
+
+    async def create_webhook(
+        self,
+        bank_id: str,
+        url: str,
+        *,
+        events: WebhookEvents = None,
+        include_text: bool = True,
+        enabled: bool = True,
+        description: str | None = None,
+    ) -> WebhookSubscription:
+        """Send the bank's events to `url` (http or https); the result holds the signing secret, shown this once.
+
+        `events`: any of retained, updated, invalidated, deleted, observation.changed, mental_model.refreshed
+        (None: all); `include_text`: the memories' text is in the payload (False: their ids only). Each request
+        is signed with HMAC-SHA256 over "timestamp.body" (docs/webhooks.md shows how to check it)."""
+        engine = await self._get_engine()
+        return await engine.create_webhook(
+            bank_id, url, events=events, include_text=include_text, enabled=enabled, description=description
+        )
+
+    async def webhooks(self, bank_id: str) -> builtins.list[WebhookSubscription]:
+        """The bank's webhook subscriptions, oldest first (their secrets are never shown again)."""
+        engine = await self._get_engine()
+        return await engine.webhooks(bank_id)
+
+    async def update_webhook(
+        self,
+        bank_id: str,
+        webhook_id: WebhookId,
+        *,
+        url: str | None = None,
+        events: WebhookEvents = None,
+        include_text: bool | None = None,
+        enabled: bool | None = None,
+        description: str | None = None,
+    ) -> WebhookSubscription:
+        """Change a webhook subscription: what is given changes, None leaves it (`enabled=False` pauses it:
+        its queued deliveries are skipped)."""
+        engine = await self._get_engine()
+        return await engine.update_webhook(
+            bank_id,
+            webhook_id,
+            url=url,
+            events=events,
+            include_text=include_text,
+            enabled=enabled,
+            description=description,
+        )
+
+    async def delete_webhook(self, bank_id: str, webhook_id: WebhookId) -> None:
+        """Delete a webhook subscription and its delivery log (WebhookNotFoundError if the bank has none such)."""
+        engine = await self._get_engine()
+        await engine.delete_webhook(bank_id, webhook_id)
+
+    async def webhook_deliveries(
+        self,
+        bank_id: str,
+        *,
+        webhook_id: WebhookId | None = None,
+        status: DeliveryStatus | None = None,
+        limit: DeliveriesLimit = 50,
+    ) -> builtins.list[WebhookDelivery]:
+        """The delivery log, newest first: each event sent to a subscription, with every attempt.
+
+        Each delivery: its event and payload, its idempotency key (`event_id`), where it stands (pending,
+        delivered, failed, skipped) and its attempts (status code or error, duration, time). `webhook_id`: one
+        subscription's only; `status`: only those."""
+        engine = await self._get_engine()
+        return await engine.webhook_deliveries(bank_id, webhook_id=webhook_id, status=status, limit=limit)
 
     async def export(self, directory: str | Path, *, bank_id: str | None = None) -> builtins.list[Path]:
         """Mental models and observations as Markdown files under `directory`. Returns the files written."""

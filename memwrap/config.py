@@ -165,6 +165,14 @@ class Settings(BaseSettings):
     reflect_empathy: int = Field(default=3, ge=1, le=5)
     reflect_directives: list[str] = Field(default_factory=list)  # MEMWRAP_REFLECT_DIRECTIVES='["Answer in French"]'
 
+    # Webhooks (memwrap/engine/webhooks, docs/webhooks.md): each delivery is a job of the queue.
+    webhook_max_attempts: int = Field(default=8, ge=1, le=100)  # attempts per delivery before it is 'failed'
+    webhook_backoff_seconds: float = Field(default=5.0, ge=0)  # first retry wait, doubled per attempt, jitter...
+    webhook_backoff_cap_seconds: float = Field(default=3600.0, ge=0)  # ...up to this
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)  # per attempt: connect, send and the answer
+    # false: URLs must resolve to public addresses (no loopback, private, link-local; checked at each attempt)
+    webhook_allow_private_addresses: bool = True
+
     @property
     def store_fingerprint(self) -> str:
         """Which memory store this is, without saying where: a hash of the embedded home's resolved path, or of

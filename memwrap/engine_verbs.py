@@ -20,6 +20,8 @@ from memwrap.verbs import (
     BankStats,
     ConsolidationReport,
     DefensePolicy,
+    DeliveriesLimit,
+    DeliveryStatus,
     Disposition,
     EntitiesLimit,
     EntitiesOffset,
@@ -56,6 +58,10 @@ from memwrap.verbs import (
     Tags,
     TtlDays,
     UsageDays,
+    WebhookDelivery,
+    WebhookEvents,
+    WebhookId,
+    WebhookSubscription,
     datetime,
 )
 
@@ -285,6 +291,47 @@ class EngineVerbs(Protocol):
         ...
 
     def import_bank(self, bank_id: str, path: str | Path) -> Awaitable[ImportReport]:
+        ...
+
+    def create_webhook(
+        self,
+        bank_id: str,
+        url: str,
+        *,
+        events: WebhookEvents = None,
+        include_text: bool = True,
+        enabled: bool = True,
+        description: str | None = None,
+    ) -> Awaitable[WebhookSubscription]:
+        ...
+
+    def webhooks(self, bank_id: str) -> Awaitable[builtins.list[WebhookSubscription]]:
+        ...
+
+    def update_webhook(
+        self,
+        bank_id: str,
+        webhook_id: WebhookId,
+        *,
+        url: str | None = None,
+        events: WebhookEvents = None,
+        include_text: bool | None = None,
+        enabled: bool | None = None,
+        description: str | None = None,
+    ) -> Awaitable[WebhookSubscription]:
+        ...
+
+    def delete_webhook(self, bank_id: str, webhook_id: WebhookId) -> Awaitable[None]:
+        ...
+
+    def webhook_deliveries(
+        self,
+        bank_id: str,
+        *,
+        webhook_id: WebhookId | None = None,
+        status: DeliveryStatus | None = None,
+        limit: DeliveriesLimit = 50,
+    ) -> Awaitable[builtins.list[WebhookDelivery]]:
         ...
 
     def export(self, directory: str | Path, *, bank_id: str | None = None) -> Awaitable[builtins.list[Path]]:

@@ -52,6 +52,15 @@ class EntityNotFoundError(MemwrapError, KeyError):
         return str(self.args[0]) if self.args else "entity not found"
 
 
+class WebhookNotFoundError(MemwrapError, KeyError):
+    """No webhook subscription of that id in the bank (`webhooks(bank_id)` lists them, with their ids)."""
+
+    code = "webhook_not_found"
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "webhook not found"
+
+
 class BankExistsError(MemwrapError):
     """create_bank on a bank id that is taken (configure_bank changes an existing bank)."""
 

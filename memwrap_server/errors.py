@@ -25,6 +25,7 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
     (errors.MemoryNotFoundError, 404),
     (errors.BankNotFoundError, 404),
     (errors.EntityNotFoundError, 404),
+    (errors.WebhookNotFoundError, 404),
     (errors.BankExistsError, 409),
     (errors.ContextOverflowError, 422),
     (errors.InvalidInputError, 422),

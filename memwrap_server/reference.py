@@ -157,6 +157,15 @@ MEANINGS: dict[str, dict[str, str]] = {
         "reflect_empathy": "Default disposition, 1-5 (as skepticism).",
         "reflect_directives": "Default directives, a JSON list: `'[\"Answer in French\"]'`.",
     },
+    "Webhooks (docs/webhooks.md)": {
+        "webhook_max_attempts": "Attempts per delivery (no answer, 408, 429, 5xx) before it is marked failed.",
+        "webhook_backoff_seconds": "First wait before a delivery is tried again; doubled per attempt, with jitter.",
+        "webhook_backoff_cap_seconds": "The longest wait between two attempts of a delivery.",
+        "webhook_timeout_seconds": "Seconds one attempt may take (connect, send, the answer's status) before it "
+        "counts as no answer.",
+        "webhook_allow_private_addresses": "`false`: webhook URLs must resolve to public addresses (no loopback, "
+        "private or link-local; checked at creation and before every attempt).",
+    },
     "Sidecar: `memwrap serve`": {
         "host": "Address the server binds (`--host`).",
         "port": "Port the server binds (`--port`).",

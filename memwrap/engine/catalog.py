@@ -6,6 +6,7 @@ from uuid import UUID
 
 import asyncpg
 
+from memwrap.engine import webhooks
 from memwrap.engine.recall.arms import Filters
 from memwrap.errors import MemoryNotFoundError
 from memwrap.models import BankInfo, MemoryRecord
@@ -78,6 +79,7 @@ async def delete_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> No
             bank_id,
             memory_id,
         )
+        await webhooks.emit(conn, bank_id, "deleted", [memory_id])  # first: its text is still there to send
         item_hash = await conn.fetchval(
             "DELETE FROM memory_units WHERE bank_id = $1 AND id = $2 RETURNING item_hash", bank_id, memory_id
         )

@@ -1,6 +1,7 @@
 """The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them.
 
-The learning verbs (memwrap/engine/learn/verbs.py) and the read-only views of a bank (view_verbs.py) are mixed in.
+The learning verbs (memwrap/engine/learn/verbs.py), the read-only views of a bank (view_verbs.py) and the webhook
+verbs (webhooks/verbs.py) are mixed in.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from memwrap.engine.startup import StartParts
 from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
+from memwrap.engine.webhooks.verbs import WebhookVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     KEEP,
@@ -66,7 +68,7 @@ log = logging.getLogger("memwrap.engine")
 WARMUP_BANK = "__memwrap_warmup__"
 
 
-class Engine(LearningVerbs, ViewVerbs):
+class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder

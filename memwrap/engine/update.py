@@ -15,6 +15,7 @@ from uuid import UUID
 import asyncpg
 
 from memwrap import validate
+from memwrap.engine import webhooks
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.language.entities import entity_key, extract_entities
@@ -141,6 +142,7 @@ async def _apply(
         cited = await observations_citing(conn, bank_id, [memory_id])
     if "text" in changed or "tags" in changed:
         await _revisit(engine, conn, bank_id, memory_id, cited)
+    await webhooks.emit(conn, bank_id, "updated", [memory_id], data={"changed": changed})
 
 
 async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:

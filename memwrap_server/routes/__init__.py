@@ -20,6 +20,7 @@ from memwrap_server.routes import (
     stats,
     system,
     transfer,
+    webhooks,
 )
 
 ROUTERS: list[APIRouter] = [
@@ -33,4 +34,5 @@ ROUTERS: list[APIRouter] = [
     stats.router,
     browse.router,
     spool.router,
+    webhooks.router,
 ]

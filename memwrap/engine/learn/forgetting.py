@@ -18,7 +18,7 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
-from memwrap.engine import catalog
+from memwrap.engine import catalog, webhooks
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn import mental_models
@@ -194,6 +194,7 @@ async def invalidate(engine: Engine, bank_id: str, memory_id: UUID, reason: str)
         await mental_models.mark_stale_for_sources(
             conn, engine.settings, bank_id, [memory_id, *changed], reason="a memory it drew on was invalidated"
         )
+        await webhooks.emit(conn, bank_id, "invalidated", [memory_id], data={"reason": reason})
 
 
 async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:

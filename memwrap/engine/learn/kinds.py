@@ -17,6 +17,8 @@ from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.jobs.worker import JobKind
 from memwrap.engine.learn import consolidate, forgetting, mental_models
 from memwrap.engine.retain import reextract
+from memwrap.engine.webhooks import delivery as webhook_delivery
+from memwrap.engine.webhooks.events import KIND as WEBHOOK
 
 __all__ = ["BUILTIN_KINDS", "JobKind", "noop"]
 
@@ -36,5 +38,6 @@ BUILTIN_KINDS: Mapping[str, JobKind] = MappingProxyType(
         forgetting.REVISE: JobKind(forgetting.run_revise),
         forgetting.EXPIRE: JobKind(forgetting.run_expire),
         reextract.KIND: JobKind(reextract.run_job, policy=RetryPolicy.for_extraction, runs_here=reextract.can_run),
+        WEBHOOK: JobKind(webhook_delivery.run_job, policy=webhook_delivery.retry_policy),
     }
 )

@@ -22,7 +22,7 @@ import asyncpg
 from pydantic import BaseModel, Field
 
 from memwrap.defense.policy import redact
-from memwrap.engine import bank_ids
+from memwrap.engine import bank_ids, webhooks
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
@@ -332,7 +332,20 @@ async def refresh(
             version,
             fresh,
         )
+        await webhooks.emit(conn, bank_id, "mental_model.refreshed", data=_event(row, reason), text=generated.content)
     return _model(cast(asyncpg.Record, row))  # not None: the row was locked FOR UPDATE above
+
+
+def _event(row: asyncpg.Record | None, reason: str) -> dict[str, Any]:
+    """What a mental_model.refreshed event says of the model (its content goes only to subscriptions with text)."""
+    assert row is not None  # the row was locked FOR UPDATE
+    return {
+        "mental_model_id": str(row["id"]),
+        "name": row["name"],
+        "version": row["version"],
+        "status": row["status"],
+        "reason": reason,
+    }
 
 
 # --- the default generator ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from uuid import UUID
 import asyncpg
 import numpy as np
 
+from memwrap.engine import webhooks
 from memwrap.engine.language.text import search_text
 from memwrap.store.pg_types import Connection, Executor
 
@@ -365,6 +366,9 @@ async def record_version(
         )
     evidence_ids = [r["memory_id"] for r in await conn.fetch(SUPPORTING_IDS, bank_id, observation_id)]
     await conn.execute(INSERT_HISTORY, bank_id, observation_id, action, reason, evidence_ids, valid_from)
+    await webhooks.emit(
+        conn, bank_id, "observation.changed", [observation_id], data={"action": action, "reason": reason}
+    )
 
 
 async def invalidate_observation(

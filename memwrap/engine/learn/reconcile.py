@@ -16,6 +16,7 @@ import asyncpg
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import LOCK_NAMESPACE, NOTIFY_CHANNEL
 from memwrap.engine.learn import forgetting, mental_models
+from memwrap.engine.webhooks import delivery as webhook_delivery
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -121,6 +122,7 @@ async def run(engine: Engine, *, deep: bool = False) -> int:
         if deep:
             await conn.execute(LOWER_WATERMARKS)
             await jobs.prune(conn, older_than_seconds=KEEP_FINISHED_JOBS_SECONDS)
+            await webhook_delivery.prune(conn)
         queued = len(await conn.fetch(CONSOLIDATIONS, attempts, FAILED_CONSOLIDATION_COOLDOWN_SECONDS))
         queued += len(await conn.fetch(MENTAL_MODELS, attempts, FAILED_REFRESH_COOLDOWN_SECONDS))
         queued += len(await conn.fetch(EXPIRIES, attempts, EXPIRE_EVERY_SECONDS))

@@ -29,6 +29,7 @@ from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
 from memwrap.engine import bank_instructions
+from memwrap.engine import webhooks
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import extract_entities
 from memwrap.engine.language.speakers import said_by
@@ -365,7 +366,7 @@ async def write_translated(
     record of items that became no fact, and the extraction job of the items written raw (`pending`; their
     extraction is about to start in this process), whose retries follow `settings`."""
     async with conn.transaction():
-        result = await write_items(conn, bank_id, items, vectors, link=False)
+        result = await write_items(conn, bank_id, items, vectors, link=False, announce=False)
         extracted = [i for i in items if isinstance(i, ExtractedItem)]
         # Items a concurrent retain stored first were skipped by write_items: nothing of theirs is ours to add.
         ours = [i for i in extracted if result.get(i.item_hash) == [u.id for u in i.units]]
@@ -379,6 +380,8 @@ async def write_translated(
         written = [u for i in items if result.get(i.item_hash) == [x.id for x in i.units] for u in i.units]
         await link_names(conn, bank_id, unit_entities(written))  # after the model's aliases: its word comes first
         pending = [i.item_hash for i in ours if i.pending]
+        # Raw units waiting for their extraction are not announced: the facts that take their place will be.
+        await webhooks.emit(conn, bank_id, "retained", [u.id for u in written if u.item_hash not in pending])
         if pending:
             if settings is None:
                 raise ValueError("write_translated: items written raw need the settings of their extraction job")

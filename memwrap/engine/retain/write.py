@@ -7,6 +7,7 @@ from uuid import UUID
 
 import numpy as np
 
+from memwrap.engine import webhooks
 from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
@@ -78,12 +79,19 @@ async def existing_items(
 
 
 async def write_items(
-    conn: Connection, bank_id: str, items: Sequence[PreparedItem], vectors: np.ndarray, *, link: bool = True
+    conn: Connection,
+    bank_id: str,
+    items: Sequence[PreparedItem],
+    vectors: np.ndarray,
+    *,
+    link: bool = True,
+    announce: bool = True,
 ) -> dict[str, list[UUID]]:
     """Insert the items' units (vectors in unit order). Items already stored (a concurrent retain) are skipped.
 
     `link`: also learn the romanised and familiar names of the entities (name_links.py); a caller that writes a
     model's aliases in the same transaction links after them instead, so the model's word comes first.
+    `announce`: emit the 'retained' webhook event of the new units (write_translated announces its own).
 
     Returns item_hash → unit ids for every item, new or already present.
     """
@@ -156,6 +164,8 @@ async def write_items(
                 [i.item_hash for i in new_items],
                 [",".join(str(u.id) for u in i.units) for i in new_items],
             )
+            if announce:
+                await webhooks.emit(conn, bank_id, "retained", [u.id for u in units])
 
     result = dict(already)
     for item in new_items:

@@ -14,6 +14,7 @@ import { addMemoryView } from "./views/add_memory.js";
 import { sessionsView, sessionView } from "./views/sessions.js";
 import { usageView } from "./views/usage.js";
 import { transferView } from "./views/transfer.js";
+import { webhooksView } from "./views/webhooks.js";
 
 const ROUTES = [
   [/^$/, null, banksView, "Banks"],
@@ -32,6 +33,7 @@ const ROUTES = [
   [/^b\/([^/]+)\/s\/([^/]+)$/, "sessions", sessionView, "Session"],
   [/^b\/([^/]+)\/usage$/, "usage", usageView, "LLM usage"],
   [/^b\/([^/]+)\/transfer$/, "transfer", transferView, "Export and import"],
+  [/^b\/([^/]+)\/webhooks$/, "webhooks", webhooksView, "Webhooks"],
 ];
 
 const main = document.getElementById("view");
@@ -130,7 +132,7 @@ function updateNav(bank, tab) {
 
 document.getElementById("bankpick").addEventListener("change", (event) => {
   const { path } = parseHash();
-  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs|sessions|usage|transfer)/) || [])[1] || "memories";
+  const tab = (path.match(/^b\/[^/]+\/(memories|recall|observations|models|entities|jobs|sessions|usage|transfer|webhooks)/) || [])[1] || "memories";
   location.hash = `#/b/${encodeURIComponent(event.target.value)}/${tab}`;
 });
 
