@@ -28,8 +28,7 @@ import numpy as np
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
-from memwrap.engine import bank_instructions
-from memwrap.engine import webhooks
+from memwrap.engine import bank_instructions, webhooks
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import extract_entities
 from memwrap.engine.language.speakers import said_by
