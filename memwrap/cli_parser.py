@@ -110,13 +110,17 @@ class MemwrapParser(argparse.ArgumentParser):
 def _unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
     options = [o for a in parser._actions if a.help != argparse.SUPPRESS for o in a.option_strings]
     lines = []
+    after_option = False
     for extra in extras:
         if extra.startswith("-"):
             name = extra.split("=", 1)[0]
             hint = did_you_mean(name, options)
             lines.append(f"unknown option {name!r}.{hint}")
-        else:
+            after_option = "=" not in extra
+        elif not after_option:  # (a word after an unknown option is taken for its value)
             lines.append(f"unexpected argument {extra!r} (quote a value that has spaces).")
+        else:
+            after_option = False
     return " ".join(lines) + f" `{parser.prog} --help` lists what it takes."
 
 

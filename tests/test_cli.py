@@ -9,10 +9,13 @@ import re
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin (a real `memwrap serve`)
 
 from memwrap import Memory
 from memwrap.cli import main
@@ -226,3 +229,20 @@ def test_reembed_skips_what_the_model_already_embedded_and_asks_before_redoing_a
     assert json.loads(missing.stdout)["reembedded"] == 1
     recalled = memwrap("recall", "cli-reembed", "Where did Alice move?", "--json", home=fresh_home)
     assert json.loads(recalled.stdout)["memories"][0]["text"].startswith("Alice moved")
+
+
+def test_rest_reads_tags_and_filter_operators_as_the_cli_does(admin: httpx.Client) -> None:
+    """`?tags=a,b` is two tags, as `--tags a,b` and the browser's tag field; an unknown operator is a 422 naming
+    the operators, in a query string and in a JSON body alike."""
+    bank = f"cli-rest-{uuid.uuid4().hex[:8]}"
+    for text, tags in (("Moved to Porto.", ["work", "move"]), ("Bought a bike.", ["hobby"]), ("Rainy day.", ["x"])):
+        admin.post(f"/v1/banks/{bank}/memories", json={"content": text, "tags": tags}).raise_for_status()
+    listed = admin.get(f"/v1/banks/{bank}/memories", params={"tags": "move,hobby"}).json()["items"]
+    assert sorted(m["text"] for m in listed) == ["Bought a bike.", "Moved to Porto."]
+    repeated = admin.get(f"/v1/banks/{bank}/memories", params=[("tags", "move"), ("tags", "hobby")]).json()["items"]
+    assert len(repeated) == 2
+    bad = {"metadata": {"source": {"equals": "cli"}}}
+    refused = admin.get(f"/v1/banks/{bank}/memories", params={"filters": json.dumps(bad)})
+    assert refused.status_code == 422 and "eq, ne, in, not_in" in refused.text
+    refused = admin.post("/v1/recall", json={"bank_id": bank, "query": "where?", "filters": bad})
+    assert refused.status_code == 422 and "'equals' is not an operator" in refused.text
