@@ -260,7 +260,10 @@ async def _reembed(args: argparse.Namespace, console: Console) -> dict[str, Any]
                 else f"the store's vectors are {plan.stored_model} ({plan.stored_dim} dims), "
                 f"{model} ({plan.dim} dims) is configured"
             )
-            question = f"Re-embed all {todo} memories ({why})? Nothing can be recalled meanwhile."
+            question = (
+                f"Re-embed all {todo} memories ({why})? The vector index is rebuilt at the end; until then "
+                "semantic recall is slower."
+            )
             if not sys.stdin.isatty():
                 console.print(f"[red]error[/]: {question} Run `memwrap reembed --yes` to confirm.")
                 return outcome | {"reembedded": None}

@@ -130,22 +130,27 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         sys.stdout.writelines(f"{j.id}\n" for j in jobs)
         return 0
     counts = Counter(j.status for j in jobs)
-    # Ids and banks whole (they are pasted into other commands); the other cells wrap rather than lose their end.
+    # Ids, banks and short fields whole (ids are pasted into other commands); the error or result wraps.
     table = Table(title="Jobs (newest first)  " + "  ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
-    for column in ("id", "kind", "bank", "status", "attempts", "worker", "run after", "finished", "error / result"):
-        whole = column in ("id", "bank")
-        table.add_column(column, no_wrap=whole, overflow="fold", min_width=len(column) if whole else None)
+    for column in ("id", "kind", "bank", "status", "tries", "when (UTC)", "error / result"):
+        whole = column != "error / result"
+        table.add_column(column, no_wrap=whole, overflow="fold", min_width=len(column) if whole else 12)
     for j in jobs:
-        detail = j.last_error or (json.dumps(j.result, default=str) if j.result else "")
+        detail = j.last_error or (json.dumps(j.result, default=str, separators=(",", ":")) if j.result else "")
+        when = (
+            f"done {j.finished_at:%m-%d %H:%M}"
+            if j.finished_at
+            else f"due {j.run_after:%m-%d %H:%M}"
+            if j.run_after
+            else ""
+        )
         table.add_row(
             str(j.id),
             j.kind,
             j.bank_id or "",
-            j.status,
+            f"{j.status} ({j.locked_by})" if j.status == "running" and j.locked_by else j.status,
             f"{j.attempts}/{j.max_attempts}",
-            j.locked_by or "",
-            f"{j.run_after:%Y-%m-%d %H:%M:%S}" if j.run_after else "",
-            f"{j.finished_at:%Y-%m-%d %H:%M:%S}" if j.finished_at else "",
+            when,
             detail[:200],
         )
     Console().print(table)
