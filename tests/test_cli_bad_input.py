@@ -122,7 +122,10 @@ def home_with_a_bank() -> Path:
 def test_files_and_directories_that_are_not_there(home_with_a_bank: Path, tmp_path: Path) -> None:
     """Checked before the engine starts: one line naming the path and what to do."""
     missing = tmp_path / "nowhere" / "memories.jsonl"
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
     for argv, says in (
+        (["export", str(a_file / "markdown")], f"{a_file} is a file"),
         (["import-memories", "alice", str(missing)], f"{missing}: no such file"),
         (["import-bank", "alice", str(missing)], f"{missing}: no such file"),
         (["import-memories", "alice", str(tmp_path)], "not a file"),

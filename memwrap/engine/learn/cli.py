@@ -168,6 +168,16 @@ def configure_export(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memwrap.errors import InvalidInputError
+
+    target = Path(args.directory)
+    for place in (target, *target.parents):  # the first part that exists must be a directory
+        if place.exists():
+            if not place.is_dir():
+                raise InvalidInputError(f"{place} is a file, not a directory: give a directory to write into.")
+            break
     paths = asyncio.run(_with_engine(args, lambda e: e.export(args.directory, bank_id=args.bank)))
     if args.json:
         _print_json([str(p) for p in paths])
