@@ -1,22 +1,33 @@
 """The `memwrap` command: one subcommand per declared verb (memwrap/cli_verbs.py: retain, recall, reflect, list,
 banks, ...), and the commands that are not verbs: demo, reembed, spool, serve (and worker, jobs, export from
-memwrap/engine/learn/cli.py; ui and bench where installed)."""
+memwrap/engine/learn/cli.py; ui and bench where installed).
+
+Every command, registered here or by another package (`register_command`), gets the same parser
+(memwrap/cli_parser.py: grouped `memwrap --help`, "did you mean" for commands and options) and the same
+`main`: an error is one line on stderr (or `{"error", "message"}` with --json) and a non-zero exit, never a
+traceback (MEMWRAP_DEBUG=1 shows the traceback of an unexpected one).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 
 from memwrap.api import Memory
-from memwrap.cli_verbs import add_verb_commands, print_json
+from memwrap.cli_parser import MemwrapParser, OptionHelpFormatter
+from memwrap.cli_verbs import add_verb_commands, print_json, table
 from memwrap.demo import DEMO_BANK, DEMO_BUDGET, DEMO_NOW, DEMO_SESSIONS, demo_items, run_demo
-from memwrap.errors import MemwrapError
+from memwrap.errors import InvalidInputError, MemwrapError
 
 console = Console()
+errors = Console(stderr=True, highlight=False)
 
 Command = Callable[[argparse.Namespace], int]
 _EXTRA_COMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], Command, str]] = {}
@@ -58,22 +69,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_reembed(args: argparse.Namespace) -> int:
-    with _memory(args) as mem:
-        count = mem.reembed()
-    if args.json:
-        _print_json({"reembedded": count, "model": mem.settings.embedding_model})
-    else:
-        console.print(f"Re-embedded {count} memories with {mem.settings.embedding_model}.")
-    return 0
-
-
 def cmd_import_mem0(args: argparse.Namespace) -> int:
+    from memwrap.cli_long import import_rows
     from memwrap.engine.mem0_export import read_mem0_file  # only this command reads mem0's format
+    from memwrap.validate import bank_id
 
-    memories = read_mem0_file(args.file)  # checked whole before the database is touched
+    bank_id(args.bank_id)
+    source = Path(args.file)
+    if not source.is_file():
+        what = "not a file" if source.exists() else "no such file"
+        raise InvalidInputError(f"{source}: {what}. Give the JSON file mem0's get_all returned.")
+    memories = read_mem0_file(source)  # checked whole before the database is touched
     with _memory(args) as mem:
-        count = mem.import_memories(args.bank_id, memories)
+        count = import_rows(args, mem, args.bank_id, memories, f"import {source.name}")
     if args.json:
         _print_json({"bank_id": args.bank_id, "read": len(memories), "imported": count})
     else:
@@ -94,11 +102,16 @@ def cmd_spool(args: argparse.Namespace) -> int:
         if args.json:
             _print_json([r.model_dump(mode="json") for r in found])
             return 0
-        table = Table(title=f"{'Dead' if args.dead else 'Waiting'} retains in {path}")
-        for column in ("id", "bank", "spooled", "document", "error" if args.dead else "attempts", "text"):
-            table.add_column(column)
+        if args.ids:
+            sys.stdout.writelines(f"{r.id}\n" for r in found)
+            return 0
+        shown = table(
+            f"{'Dead' if args.dead else 'Waiting'} retains in {path}",
+            ("id", "bank", "spooled", "document", "error" if args.dead else "attempts", "text"),
+            ids=("bank",),
+        )
         for r in found:
-            table.add_row(
+            shown.add_row(
                 str(r.id),
                 r.bank_id,
                 f"{r.created:%Y-%m-%d %H:%M:%S}",
@@ -106,11 +119,11 @@ def cmd_spool(args: argparse.Namespace) -> int:
                 (r.error or "") if args.dead else str(r.attempts),
                 r.text,
             )
-        console.print(table)
+        console.print(shown)
         return 0
     if args.action == "purge":
         if not args.dead:
-            console.print("[red]error[/]: `memwrap spool purge` only removes dead rows: add --dead.")
+            errors.print("[red]error[/]: `memwrap spool purge` only removes dead rows: add --dead.")
             return 2
         removed = spool_admin.purge_dead(path, args.id or None)
         _report(args, {"purged": removed}, f"Removed {removed} dead row(s) from {path}.")
@@ -177,57 +190,80 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", help="data directory of the embedded database (MEMWRAP_HOME, default ~/.memwrap)")
-    common.add_argument("--database-url", help="external PostgreSQL with pgvector (MEMWRAP_DATABASE_URL)")
-    common.add_argument("--json", action="store_true", help="machine-readable output")
-    parser = argparse.ArgumentParser(prog="memwrap", description="Long-term memory for LLM applications.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    common = MemwrapParser(add_help=False)
+    common.add_argument(
+        "--home", metavar="DIR", help="data directory of the embedded database (MEMWRAP_HOME, default ~/.memwrap)"
+    )
+    common.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="external PostgreSQL with pgvector, e.g. postgresql://user@host/db (MEMWRAP_DATABASE_URL)",
+    )
+    common.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    parser: argparse.ArgumentParser = MemwrapParser(
+        prog="memwrap", description="Long-term memory for LLM applications."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=MemwrapParser)
 
-    demo = sub.add_parser("demo", parents=[common], help="retain a scripted year of chats and show what gets injected")
-    demo.add_argument("--token-budget", type=int, default=DEMO_BUDGET)
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        made: argparse.ArgumentParser = sub.add_parser(
+            name, parents=[common], help=help, description=help, formatter_class=OptionHelpFormatter
+        )
+        return made
+
+    demo = command("demo", "retain a scripted year of chats and show what gets injected")
+    demo.add_argument(
+        "--token-budget", type=int, default=DEMO_BUDGET, metavar="N", help=f"tokens per block (default {DEMO_BUDGET})"
+    )
     demo.add_argument("--max-tokens", dest="token_budget", type=int, help=argparse.SUPPRESS)
     demo.set_defaults(run=cmd_demo)
 
     add_verb_commands(sub, common)
 
-    reembed = sub.add_parser(
-        "reembed", parents=[common], help="re-embed every memory with the configured MEMWRAP_EMBEDDING_MODEL"
-    )
-    reembed.set_defaults(run=cmd_reembed)
+    from memwrap import cli_long  # progress for the long verb commands too (LONG_RUNS)
 
-    mem0 = sub.add_parser("import-mem0", parents=[common], help="import a mem0 export (get_all JSON) into a bank")
-    mem0.add_argument("bank_id", help="the bank to import into (one mem0 user: one bank)")
-    mem0.add_argument("file", help='the JSON file: {"results": [...]} as mem0\'s get_all returns it, or a list')
+    reembed = command(
+        "reembed",
+        "re-embed the memories with the configured MEMWRAP_EMBEDDING_MODEL (those not embedded with it already)",
+    )
+    cli_long.configure_reembed(reembed)
+    reembed.set_defaults(run=cli_long.cmd_reembed)
+
+    mem0 = command("import-mem0", "import a mem0 export (get_all JSON) into a bank")
+    mem0.add_argument("bank_id", metavar="BANK_ID", help="the bank to import into (one mem0 user: one bank)")
+    mem0.add_argument(
+        "file", metavar="FILE", help='the JSON file: {"results": [...]} as mem0\'s get_all returns it, or a list'
+    )
     mem0.set_defaults(run=cmd_import_mem0)
 
-    spool = sub.add_parser(
-        "spool", parents=[common], help="retains waiting in the spool: counts, list, replay, purge dead"
-    )
+    spool = command("spool", "retains waiting in the spool: counts, list, replay, purge dead")
     spool.add_argument("action", nargs="?", choices=["counts", "list", "replay", "purge"], default="counts")
     spool.add_argument("--dead", action="store_true", help="the dead rows (failed alone too often) instead")
-    spool.add_argument("--bank", help="list: only this bank")
-    spool.add_argument("--limit", type=int, default=50, help="list: at most this many rows")
-    spool.add_argument("--id", type=int, action="append", help="replay/purge --dead: only these rows")
-    spool.add_argument("--timeout", type=float, default=60.0, help="replay: seconds to deliver for")
+    spool.add_argument("--bank", metavar="BANK_ID", help="list: only this bank")
+    spool.add_argument("--limit", type=int, default=50, metavar="N", help="list: at most this many rows (default 50)")
+    spool.add_argument(
+        "--id", type=int, action="append", metavar="N", help="replay/purge --dead: only these rows (repeat it)"
+    )
+    spool.add_argument(
+        "--timeout", type=float, default=60.0, metavar="SECONDS", help="replay: seconds to deliver for (default 60)"
+    )
+    spool.add_argument("--ids", action="store_true", help="list: print only the row ids, one a line")
     spool.set_defaults(run=cmd_spool)
 
-    serve = sub.add_parser(
-        "serve", parents=[common], help="run the sidecar: REST API, memory proxy, MCP (memwrap[server])"
-    )
+    serve = command("serve", "run the sidecar: REST API, memory proxy, MCP (memwrap[server])")
     serve.add_argument("--host", help="interface to listen on (MEMWRAP_HOST, default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (MEMWRAP_PORT, default 8765)")
-    serve.add_argument("--log-level", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")
+    serve.add_argument("--port", type=int, metavar="N", help="port (MEMWRAP_PORT, default 8765)")
+    serve.add_argument("--log-level", metavar="LEVEL", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")
     serve.set_defaults(run=cmd_serve)
 
-    ui = sub.add_parser("ui", parents=[common], help="browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
-    ui.add_argument("--port", type=int, help="port (default 8765; taken by another program: a free one)")
-    ui.add_argument("--log-level", help="uvicorn log level (default info)")
+    ui = command("ui", "browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
+    ui.add_argument("--port", type=int, metavar="N", help="port (default 8765; taken by another program: a free one)")
+    ui.add_argument("--log-level", metavar="LEVEL", help="uvicorn log level (default info)")
     ui.add_argument("--no-browser", action="store_true", help="only print the address")
     ui.set_defaults(run=cmd_ui)
 
     for name, (configure, run, help_text) in _EXTRA_COMMANDS.items():
-        extra = sub.add_parser(name, parents=[common], help=help_text)
+        extra = command(name, help_text)
         configure(extra)
         extra.set_defaults(run=run)
     return parser
@@ -248,11 +284,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except MemwrapError as exc:
-        if args.json:
-            _print_json({"error": exc.code, "message": str(exc)})
-        else:
-            console.print(f"[red]error[/] ({exc.code}): {exc}")
-        return 2
+        return _fail(args, exc.code, str(exc), 2)
+    except OSError as exc:  # a file or directory the command was given
+        where = f"{exc.filename}: " if exc.filename else ""
+        return _fail(args, "os_error", f"{where}{exc.strerror or exc}. Check the path and its permissions.", 2)
+    except KeyboardInterrupt:
+        return _fail(args, "interrupted", "interrupted.", 130)
+    except Exception as exc:
+        if os.environ.get("MEMWRAP_DEBUG"):
+            raise
+        return _fail(
+            args,
+            "unexpected",
+            f"{type(exc).__name__}: {exc} (MEMWRAP_DEBUG=1 shows where; please report it if the input was right)",
+            1,
+        )
+
+
+def _fail(args: argparse.Namespace, code: str, message: str, status: int) -> int:
+    """One line: on stdout as JSON with --json (what scripts read), else on stderr."""
+    message = " ".join(message.split())
+    if getattr(args, "json", False):
+        _print_json({"error": code, "message": message})
+    else:
+        errors.print(f"[red]error[/] ({code}): {escape(message)}", soft_wrap=True)
+    return status
 
 
 if __name__ == "__main__":

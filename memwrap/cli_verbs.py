@@ -1,40 +1,170 @@
 """`memwrap <verb>`: one command per verb declared with `cli=True` (memwrap/verbs.py), derived from it.
 
 Positional parameters are positional arguments (`memwrap recall BANK_ID QUERY`); the rest are options named
-after the parameter (`--token-budget 512`, `--tags a --tags b`, `--neighbours/--no-neighbours`, `--now
-2026-05-01T09:00`; mappings such as `--metadata` take JSON). A renamed parameter keeps its old option as a
-hidden alias (`--max-tokens`), a list its singular (`--tag`). `--help` on any command shows the verb's own
-documentation. What a command prints is the verb's result: a table where one is written below (RENDERERS),
-otherwise the result as JSON; `--json` always prints JSON.
+after the parameter (`--token-budget 512`, `--tags a,b` or `--tags a --tags b`, `--neighbours/--no-neighbours`,
+`--now 2026-05-01T09:00`; mappings such as `--metadata` take JSON). Each option's help says its type, its format
+and an example (`option_help`). A renamed parameter keeps its old option as a hidden alias (`--max-tokens`), a
+list its singular (`--tag`). `--help` on any command shows the verb's own documentation. What a command prints is
+the verb's result: a table where one is written below (RENDERERS), otherwise the result as JSON; `--json` always
+prints JSON; `--ids` (commands that list things) prints only their ids, one a line.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import inspect
 import json
+import re
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from uuid import UUID
 
 from pydantic import BaseModel, TypeAdapter
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memwrap.api import Memory
+from memwrap.cli_parser import CommaList, OptionHelpFormatter
 from memwrap.declare import Verb
+from memwrap.errors import InvalidInputError
 from memwrap.models import KEEP
 from memwrap.verbs import VERBS
 
 console = Console()
+errors = Console(stderr=True)
 
 
 def add_verb_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     for declared in VERBS.values():
         if declared.cli:
             _add_command(sub, common, declared)
+
+
+# Examples shown in option help, by parameter name (the kind of the parameter gives the rest, see option_help).
+EXAMPLES: dict[str, str] = {
+    "bank_id": "alice",
+    "content": "'Alice moved to Lisbon in March.'",
+    "query": "'Where does Alice live?'",
+    "question": "'What does Alice eat?'",
+    "name": "diet",
+    "memory_id": "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b",
+    "observation_id": "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b",
+    "entity_id": "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b",
+    "path": "alice.jsonl",
+    "memories": "memories.jsonl",
+    "metadata": """'{"project": "apollo", "priority": 2}'""",
+    "filters": """'{"metadata": {"project": "apollo"}, "mentioned_after": "2026-01-01T00:00:00Z"}'""",
+    "disposition": """'{"skepticism": 4, "directives": ["cite dates"]}'""",
+    "response_schema": """'{"type": "object", "properties": {"city": {"type": "string"}}}'""",
+    "tags": "work,move",
+    "types": "world,experience",
+    "document_id": "conv-1:turn-3",
+    "context": "'a call with the landlord'",
+    "text": "'Alice moved to Porto.'",
+    "reason": "'she moved again'",
+    "search": "may",
+    "model": "gpt-4o-mini",
+    "top_k": "10",
+    "min_score": "0.3",
+    "limit": "20",
+    "offset": "100",
+    "max_iterations": "3",
+    "timeout": "30",
+    "refresh_every": "3600",
+    "raw_ttl_days": "30",
+    "batch_size": "5000",
+    "context_budget": "4096",
+    "max_answer_tokens": "512",
+    "token_budget": "512",
+    "neighbours": "5",
+}
+# What a positional argument is, in a few words.
+POSITIONAL_HELP: dict[str, str] = {
+    "bank_id": "the bank (letters, digits, . _ - :)",
+    "content": "the text to remember; '-' reads standard input",
+    "query": "the question",
+    "question": "the standing question",
+    "name": "the mental model's name",
+    "memory_id": "a memory's id, as `memwrap list` or `memwrap retain` prints it",
+    "observation_id": "an observation's id, as `memwrap observations` prints it",
+    "entity_id": "an entity's id, as `memwrap entities` prints it",
+    "path": "the JSONL file",
+    "memories": "a JSONL file: one memory a line",
+}
+
+
+def parameter_doc(doc: str, name: str) -> str | None:
+    """What the verb's documentation says of `name`: the words after "`name`:" (or "`a` and `name`:"), to the
+    end of that clause."""
+    text = " ".join(doc.split())
+    found = re.search(
+        rf"(?:`[a-z_]+`,? (?:and |or )?)*`{name}`(?:,? (?:and|or) `[a-z_]+`)*: (.+?)(?=; |\. |\.$|$)", text
+    )
+    return found.group(1).strip() if found else None
+
+
+def option_help(
+    name: str, annotation: Any, default: Any, *, positional: bool = False, doc: str = ""
+) -> tuple[str, str]:
+    """(metavar, help) for a verb parameter: what it is, its format, an example, its default when it has one."""
+    kinds = _members(annotation)
+    example = EXAMPLES.get(name)
+    choices = _choices(annotation)
+    if _is_bool(annotation):
+        metavar, what = "", "on or off"
+    elif choices:
+        metavar, what = "{" + ",".join(choices) + "}", "one of " + ", ".join(choices)
+    elif datetime in kinds:
+        metavar, what = "TIME", "an ISO 8601 time (UTC unless it has an offset)"
+        example = example or "2026-05-01T09:30"
+    elif _is_list(annotation):
+        metavar = name[:-1].upper() if name.endswith("s") else name.upper()
+        what = f"repeat it or separate with commas (--{name.replace('_', '-')} a,b = two)"
+    elif int in kinds and float not in kinds:
+        metavar, what = "N", "a whole number"
+        example = example or "512"
+    elif float in kinds:
+        metavar, what = "NUMBER", "a number"
+        example = example or "0.5"
+    elif _reader(annotation) is _read_json:
+        metavar, what = "JSON", "a JSON object"
+        example = example or "'{}'"
+    elif UUID in kinds:
+        metavar, what = "ID", "a UUID"
+    elif Path in kinds:
+        metavar, what = "FILE", "a file path"
+    else:
+        metavar, what = name.upper() if positional else "TEXT", "text"
+    said = parameter_doc(doc, name)
+    if positional:
+        parts = [POSITIONAL_HELP.get(name, said or what)]
+    else:
+        parts = [f"{said}: {what}" if said and what != "text" else said or what]
+    if example and not _is_bool(annotation):
+        parts.append(f"e.g. {example}")
+    shown = _default_text(default)
+    if shown is not None:
+        parts.append(f"default: {shown}")
+    return metavar, "; ".join(parts)
+
+
+def _default_text(default: Any) -> str | None:
+    """A default worth saying: not None (the configured default applies) and not KEEP (unchanged)."""
+    from memwrap.models import KEEP
+
+    if default is None or default is inspect.Parameter.empty or default is KEEP:
+        return None
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if default == "":
+        return None
+    return str(default)
 
 
 def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> None:
@@ -44,41 +174,46 @@ def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> N
         parents=[common],
         help=declared.summary,
         description=declared.doc,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=OptionHelpFormatter,
     )
     hints = get_type_hints(declared.function, include_extras=True)
     aliases = {new: old for old, new in declared.renamed.items()}
     for name, param in declared.signature().parameters.items():
         annotation = hints.get(name, Any)
         if name in declared.positional and param.default is param.empty:
-            parser.add_argument(
-                name,
-                metavar=name.upper(),
-                type=_reader(annotation),
-                help="'-' reads standard input" if name == "content" else None,
-            )
+            metavar, text = option_help(name, annotation, param.default, positional=True, doc=declared.doc)
+            parser.add_argument(name, metavar=name.upper(), type=_reader(annotation, name), help=text)
             continue
         flags = [f"--{name.replace('_', '-')}"]
         extra = [f"--{aliases[name].replace('_', '-')}"] if name in aliases else []
         if _is_list(annotation) and name.endswith("s"):
             extra.append(f"--{name[:-1].replace('_', '-')}")
-        options: dict[str, Any] = {"dest": name, "default": None, "help": f"default: {param.default!r}"}
+        metavar, text = option_help(name, annotation, param.default, doc=declared.doc)
+        options: dict[str, Any] = {"dest": name, "default": None, "help": text}
         if _is_bool(annotation):
             parser.add_argument(*flags, action=argparse.BooleanOptionalAction, **options)
         elif _is_list(annotation):
-            parser.add_argument(*flags, action="append", **options)
+            parser.add_argument(*flags, action=CommaList, metavar=metavar, **options)
         else:
             choices = _choices(annotation)
-            reader = _reader(annotation)
+            reader = _reader(annotation, name)
             if param.default is KEEP and choices is None:  # not given keeps the setting; "none" clears it
                 reader = _clearable(reader)
-                options["help"] = "default: KEEP (unchanged); none clears it"
-            parser.add_argument(*flags, type=reader, choices=choices, **options)
+                options["help"] = f"{text + '; ' if text else ''}not given: unchanged; none clears it"
+            parser.add_argument(
+                *flags,
+                type=reader,
+                choices=choices,
+                metavar=None if choices else metavar,
+                **options,
+            )
         for alias in extra:  # old spellings: accepted, not advertised
             if _is_list(annotation):
-                parser.add_argument(alias, dest=name, action="append", help=argparse.SUPPRESS)
+                parser.add_argument(alias, dest=name, action=CommaList, help=argparse.SUPPRESS)
             else:
-                parser.add_argument(alias, dest=name, type=_reader(annotation), help=argparse.SUPPRESS)
+                parser.add_argument(alias, dest=name, type=_reader(annotation, name), help=argparse.SUPPRESS)
+    if declared.name in ID_OF:
+        parser.add_argument("--ids", action="store_true", help="print only the ids, one a line (for scripts)")
     parser.set_defaults(run=lambda args: _run(declared, args))
 
 
@@ -93,19 +228,49 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
         if value is _CLEAR:
             value = None
         arguments[name] = value
+    check_paths(declared.name, arguments)
     positional = [arguments.pop(name) for name in declared.positional if name in arguments]
     with Memory(home=args.home, database_url=args.database_url) as memory:
         if not memory.started and not args.json:  # the first run prepares the database and the model: say so
-            with console.status("Starting the memory engine (database, embedding model)…", spinner="dots"):
+            with errors.status("Starting the memory engine (database, embedding model)…", spinner="dots"):
                 memory.warmup()
         if declared.name in READS_A_BANK and not _bank_exists(memory, str(getattr(args, "bank_id", ""))):
             return 1
-        result = getattr(memory, declared.name)(*positional, **arguments)
-    if args.json or declared.name not in RENDERERS:
+        long_run = LONG_RUNS.get(declared.name)
+        if long_run is not None:
+            result = long_run(memory, args, positional, arguments)
+        else:
+            result = getattr(memory, declared.name)(*positional, **arguments)
+    if getattr(args, "ids", False):
+        sys.stdout.writelines(f"{found}\n" for found in ID_OF[declared.name](result))
+    elif args.json or declared.name not in RENDERERS:
         print_json(TypeAdapter(Any).dump_python(result, mode="json"))
     else:
         RENDERERS[declared.name](result, args)
     return 0
+
+
+def check_paths(verb: str, arguments: dict[str, Any]) -> None:
+    """The files a command reads or writes, checked before the engine starts: one line naming the path."""
+    if verb in ("import_memories", "import_bank"):
+        name = "memories" if verb == "import_memories" else "path"
+        source = Path(str(arguments.get(name, "")))
+        if not source.exists():
+            raise InvalidInputError(f"{source}: no such file. Give the path of the JSONL file to import.")
+        if not source.is_file():
+            raise InvalidInputError(f"{source}: not a file. Give the path of the JSONL file to import.")
+    if verb == "export_bank":
+        target = Path(str(arguments.get("path", "")))
+        if target.is_dir():
+            raise InvalidInputError(f"{target} is a directory: give a file name, e.g. {target / 'bank.jsonl'}.")
+        if not target.parent.is_dir():
+            raise InvalidInputError(
+                f"{target.parent}: no such directory. Create it first (mkdir -p {target.parent}) or write elsewhere."
+            )
+
+
+# Verbs whose command shows progress while it runs (memwrap/cli_long.py); set there, to keep this module light.
+LONG_RUNS: dict[str, Callable[[Memory, argparse.Namespace, list[Any], dict[str, Any]], Any]] = {}
 
 
 # Verbs that read a bank: on a bank that does not exist they would answer "nothing", which reads like an empty
@@ -131,7 +296,7 @@ def _bank_exists(memory: Memory, bank_id: str) -> bool:
         return True
     close = difflib.get_close_matches(bank_id, banks, n=3)
     hint = f" Did you mean {', '.join(repr(b) for b in close)}?" if close else " `memwrap banks` lists them."
-    console.print(f"[red]error[/]: there is no bank {bank_id!r}.{hint}")
+    errors.print(f"[red]error[/]: there is no bank {escape(repr(bank_id))}.{escape(hint)}", highlight=False)
     return False
 
 
@@ -142,7 +307,7 @@ def print_json(data: object) -> None:
 # --- reading options -------------------------------------------------------------------------------------------
 
 
-def _reader(annotation: Any) -> Callable[[str], Any]:
+def _reader(annotation: Any, name: str = "") -> Callable[[str], Any]:
     kinds = _members(annotation)
     if datetime in kinds:
         return read_time
@@ -155,6 +320,8 @@ def _reader(annotation: Any) -> Callable[[str], Any]:
         or annotation is Any
     ):
         return _read_json
+    if UUID in kinds:
+        return read_id
     return str
 
 
@@ -174,15 +341,30 @@ def read_time(text: str) -> datetime:
     try:
         value = datetime.fromisoformat(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO time (e.g. 2026-05-01 or 2026-05-01T09:30)") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO time: write e.g. 2026-05-01, 2026-05-01T09:30 or 2026-05-01T09:30+02:00"
+        ) from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def read_id(text: str) -> str:
+    try:
+        UUID(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an id: ids are UUIDs such as 0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b "
+            "(`memwrap list BANK_ID --ids` prints them)"
+        ) from None
+    return text
 
 
 def _read_json(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+        raise argparse.ArgumentTypeError(
+            f'{text!r} is not JSON ({exc}); write it in single quotes, e.g. \'{{"project": "apollo"}}\''
+        ) from None
 
 
 def _members(annotation: Any) -> list[Any]:
@@ -213,46 +395,61 @@ def _choices(annotation: Any) -> list[str] | None:
 
 
 # --- printing results ------------------------------------------------------------------------------------------
+# Tables never cut an id: an id column neither wraps nor shrinks below its longest id (a UUID is 36 characters),
+# so an id read off the screen pastes into `memwrap get`; the other cells wrap (fold) rather than lose their end.
+
+
+def table(title: str, columns: Sequence[str], ids: Sequence[str] = ("id",), **options: Any) -> Table:
+    """A table whose `ids` columns are kept whole and whose other columns wrap."""
+    made = Table(title=title, **options)
+    for column in columns:
+        if column in ids:
+            made.add_column(column, no_wrap=True, overflow="fold", min_width=_ID_WIDTH.get(column, 36))
+        else:
+            made.add_column(column, overflow="fold")
+    return made
+
+
+_ID_WIDTH = {"bank": 12}
 
 
 def _recall(recall: Any, args: argparse.Namespace) -> None:
-    table = Table(
-        title=f"Recall for {recall.query!r} in {recall.bank_id} ({recall.tokens}/{recall.token_budget} tokens)"
+    shown = table(
+        f"Recall for {recall.query!r} in {recall.bank_id} ({recall.tokens}/{recall.token_budget} tokens)",
+        ("#", "memory", "when", "arms", "score"),
+        ids=(),
     )
-    for column in ("#", "memory", "when", "arms", "score"):
-        table.add_column(column)
     for rank, m in enumerate(recall.memories, start=1):
         arms = ", ".join(f"{a}#{r}" for a, r in m.arms.items()) or ("neighbour" if m.neighbour_of else "")
         when = f"{m.mentioned_at:%Y-%m-%d}" if m.mentioned_at else ""
-        table.add_row(str(rank), m.text, when, arms, f"{m.score:.4f}")
-    console.print(table)
+        shown.add_row(str(rank), m.text, when, arms, f"{m.score:.4f}")
+    console.print(shown)
 
 
 def _retain(ids: list[Any], args: argparse.Namespace) -> None:
-    console.print(f"Retained {len(ids)} memor{'y' if len(ids) == 1 else 'ies'} in [cyan]{args.bank_id}[/].")
+    count = f"{len(ids)} memor{'y' if len(ids) == 1 else 'ies'}"
+    errors.print(f"Retained {count} in [cyan]{args.bank_id}[/]:", highlight=False)
+    for unit_id in ids:  # on stdout, one a line: `memwrap get BANK_ID ID` takes them as they are
+        sys.stdout.write(f"{unit_id}\n")
 
 
 def _banks(banks: list[Any], args: argparse.Namespace) -> None:
-    table = Table(title="Banks")
-    for column in ("bank", "memories", "created", "last retain"):
-        table.add_column(column)
+    shown = table("Banks", ("bank", "memories", "created", "last retain"), ids=("bank",))
     for b in banks:
-        table.add_row(
+        shown.add_row(
             b.bank_id,
             str(b.memories),
             f"{b.created_at:%Y-%m-%d %H:%M}" if b.created_at else "",
             f"{b.last_retain_at:%Y-%m-%d %H:%M}" if b.last_retain_at else "",
         )
-    console.print(table)
+    console.print(shown)
 
 
 def _memories(records: list[Any], args: argparse.Namespace) -> None:
-    table = Table(title=f"Memories in {args.bank_id}")
-    for column in ("id", "type", "text", "said"):
-        table.add_column(column)
+    shown = table(f"Memories in {args.bank_id}", ("id", "type", "text", "said"))
     for r in records:
-        table.add_row(str(r.id), r.type, r.text, f"{r.mentioned_at:%Y-%m-%d}" if r.mentioned_at else "")
-    console.print(table)
+        shown.add_row(str(r.id), r.type, r.text, f"{r.mentioned_at:%Y-%m-%d}" if r.mentioned_at else "")
+    console.print(shown)
 
 
 def _reflect(result: Any, args: argparse.Namespace) -> None:
@@ -271,9 +468,9 @@ def _stats(stats: Any, args: argparse.Namespace) -> None:
     def time(value: datetime | None) -> str:
         return f"{value:%Y-%m-%d %H:%M}" if value else ""
 
-    table = Table(title=f"Bank {stats.bank_id}", show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
+    shown = Table(title=f"Bank {stats.bank_id}", show_header=False)
+    shown.add_column(style="bold")
+    shown.add_column(overflow="fold")
     for label, value in (
         ("memories", f"{stats.memories:,} ({counts(stats.memories_by_type)})"),
         ("invalidated", f"{stats.invalidated:,}"),
@@ -285,19 +482,17 @@ def _stats(stats: Any, args: argparse.Namespace) -> None:
         ("last retain", time(stats.last_retain_at)),
         ("last activity", time(stats.last_activity_at)),
     ):
-        table.add_row(label, value)
-    console.print(table)
+        shown.add_row(label, value)
+    console.print(shown)
 
 
 def _entities(entities: list[Any], args: argparse.Namespace) -> None:
-    table = Table(title=f"Entities in {args.bank_id}")
-    for column in ("id", "name", "mentions", "aliases", "last seen"):
-        table.add_column(column)
+    shown = table(f"Entities in {args.bank_id}", ("id", "name", "mentions", "aliases", "last seen"))
     for e in entities:
-        table.add_row(
+        shown.add_row(
             str(e.id), e.name, f"{e.mentions:,}", ", ".join(e.aliases), f"{e.last_seen:%Y-%m-%d}" if e.last_seen else ""
         )
-    console.print(table)
+    console.print(shown)
 
 
 RENDERERS: dict[str, Callable[[Any, argparse.Namespace], None]] = {
@@ -308,4 +503,14 @@ RENDERERS: dict[str, Callable[[Any, argparse.Namespace], None]] = {
     "banks": _banks,
     "list": _memories,
     "reflect": _reflect,
+}
+
+# Commands that list things take `--ids`: the ids (or names) of what their result lists.
+ID_OF: dict[str, Callable[[Any], list[str]]] = {
+    "list": lambda found: [str(r.id) for r in found],
+    "banks": lambda found: [b.bank_id for b in found],
+    "entities": lambda found: [str(e.id) for e in found],
+    "observations": lambda found: [str(o.id) for o in found],
+    "recall": lambda found: [str(m.id) for m in found.memories],
+    "mental_models": lambda found: [m.name for m in found],
 }

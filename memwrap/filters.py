@@ -17,8 +17,9 @@ not have is false; `ne`, `not_in` and `not` therefore match memories without the
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from difflib import get_close_matches
 from typing import Any, Union
 
 from pydantic import (
@@ -69,6 +70,15 @@ class MetadataCondition(BaseModel):
     lt: Ordered | None = None
     lte: Ordered | None = None
     exists: bool | None = Field(default=None, description="true: the key is present (even as null); false: absent")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_operators(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            unknown = [k for k in value if k not in (*OPERATORS, "key", "in_")]
+            if unknown:
+                raise ValueError(_operators_message(value.get("key"), unknown))
+        return value
 
     @field_validator("key", mode="before")
     @classmethod
@@ -135,6 +145,9 @@ def _expand_shorthand(value: Any) -> Any:
     if isinstance(value, BaseModel) or not isinstance(value, dict):
         return value
     if "key" in value:
+        unknown = [k for k in value if k not in (*OPERATORS, "key", "in_")]
+        if unknown:
+            raise ValueError(_operators_message(value["key"], unknown))
         return value
     if set(value) & set(_COMPOUND):
         if len(value) != 1:
@@ -152,8 +165,56 @@ def _expand_shorthand(value: Any) -> Any:
         if isinstance(wanted, dict) and wanted and set(wanted) <= {*OPERATORS}:
             parts.append({"key": key, **wanted})
         else:
+            if isinstance(wanted, dict):
+                _refuse_operator_lookalikes(key, wanted)
             parts.append({"key": key, "eq": wanted})
     return parts[0] if len(parts) == 1 else {"and": parts}
+
+
+# Keys that are meant as operators but are not memwrap's (other stores' spellings, common slips). In the shorthand
+# an object value is compared whole (`{"owner": {"name": "bob"}}`), so `{"source": {"equals": "cli"}}` would be an
+# equality with the object {"equals": "cli"}, matching nothing, silently: these keys make it an error instead.
+OPERATOR_LOOKALIKES = frozenset(
+    {
+        "equals", "equal", "eq_", "is", "is_not", "isnot", "neq", "not_eq", "not_equal", "not_equals", "nin",
+        "notin", "not-in", "none_of", "any_of", "one_of", "oneof", "contains", "contain", "includes", "like",
+        "ilike", "regex", "match", "matches", "startswith", "starts_with", "endswith", "ends_with", "ge", "le",
+        "greater", "greater_than", "less", "less_than", "gteq", "lteq", "min", "max", "exist", "has", "present",
+        "missing", "and", "or", "not",
+    }
+)  # fmt: skip
+
+
+def _unknown_operators(keys: Any) -> list[str]:
+    """Keys of a condition that are neither operators nor `key`, and look like an attempt at an operator."""
+    return [
+        k
+        for k in keys
+        if isinstance(k, str)
+        and k not in OPERATORS
+        and k != "key"
+        and (k.startswith("$") or k.lower() in OPERATOR_LOOKALIKES or get_close_matches(k, OPERATORS, cutoff=0.75))
+    ]
+
+
+def _operators_message(key: Any, unknown: list[str]) -> str:
+    shown = key if isinstance(key, str) else ".".join(str(k) for k in key) if isinstance(key, list) else "?"
+    bad = ", ".join(repr(k) for k in unknown)
+    return (
+        f"{shown!r}: {bad} {'is not an operator' if len(unknown) == 1 else 'are not operators'}; "
+        f"the operators are {', '.join(OPERATORS)} "
+        f'(e.g. {{"{shown}": {{"eq": "value"}}}} or {{"{shown}": {{"in": ["a", "b"]}}}})'
+    )
+
+
+def _refuse_operator_lookalikes(key: str, wanted: dict[str, Any]) -> None:
+    unknown = _unknown_operators(wanted)
+    mixed = [k for k in wanted if k not in OPERATORS] if set(wanted) & set(OPERATORS) else []
+    if unknown or mixed:
+        raise ValueError(
+            _operators_message(key, unknown or mixed)
+            + f'. To match an object value exactly, write {{"key": "{key}", "eq": {{...}}}}'
+        )
 
 
 class RecallFilter(BaseModel):
@@ -232,7 +293,18 @@ __all__ = [
     "RecallFilter",
     "filter_from_json",
     "parse_filter",
+    "split_commas",
 ]
+
+
+def split_commas(values: Sequence[str] | str | None) -> list[str] | None:
+    """Tags (or types) as a command line or a query string gives them: repeated, comma-separated, or both —
+    `--tags work,move`, `--tags work --tags move` and `?tags=work,move` are the same two tags, as the memory
+    browser and the proxy's X-Memwrap-Tags header read them. Blank parts are dropped; None stays None."""
+    if values is None:
+        return None
+    given = [values] if isinstance(values, str) else list(values)
+    return [part.strip() for value in given for part in str(value).split(",") if part.strip()]
 
 
 def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:
@@ -245,7 +317,10 @@ def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter
     except ValueError as exc:
         if not isinstance(exc, ValidationError):
             raise InvalidInputError(f"Invalid recall filter: {exc}.") from None
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
         raise InvalidInputError(f"Invalid recall filter: {problems}.") from None
 
 

@@ -7,8 +7,9 @@ verb's: path parameters from the route, the rest from the body (POST, PATCH) or 
 handed to the `AsyncMemory` method of the same name. Routes with a shape of their own (a page, a bank's
 settings, a batch) are written out in their modules and use `body_model` for their bodies.
 
-A list parameter in a query string is repeated (`?tags=a&tags=b`); its singular (`?tag=a`) is accepted too,
-the name the API used before every surface said `tags`.
+A list parameter in a query string is repeated (`?tags=a&tags=b`) or comma-separated (`?tags=a,b`: the same two,
+as on the command line and in the memory browser); its singular (`?tag=a`) is accepted too, the name the API
+used before every surface said `tags`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, create_model, model_validator
 
 from memwrap import validate
 from memwrap.declare import Verb, VerbParams
+from memwrap.filters import split_commas
 from memwrap_server.deps import bank_access, get_memory
 from memwrap_server.schemas import ERRORS, Text, storable_text
 
@@ -120,6 +122,8 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
         for name in query:
             value = kwargs.get(name)
             value = value if value is not None else kwargs.get(_singular(name))
+            if isinstance(value, list):
+                value = split_commas(value)
             if value is not None:
                 arguments[name] = value
         result = await getattr(memory, verb.name)(**arguments)

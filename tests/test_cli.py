@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import threading
+import uuid
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin (a real `memwrap serve`)
 
+from memwrap import Memory
 from memwrap.cli import main
 from memwrap.demo import DEMO_SESSIONS
 
@@ -47,7 +58,9 @@ def test_retain_recall_banks_list(memwrap_home: Path, capsys: pytest.CaptureFixt
 
 def test_errors_are_readable(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["retain", "bad bank", "x", "--home", str(memwrap_home)]) == 2
-    assert "invalid_bank_id" in capsys.readouterr().out
+    assert "invalid_bank_id" in capsys.readouterr().err  # stderr: stdout is the command's data
+    assert main(["retain", "bad bank", "x", "--home", str(memwrap_home), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == "invalid_bank_id"
 
 
 def test_stats_and_entities_of_a_bank(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,4 +80,169 @@ def test_stats_and_entities_of_a_bank(memwrap_home: Path, capsys: pytest.Capture
     assert main(["entities", "cli-views", *home]) == 0
     assert "Maya" in capsys.readouterr().out
     assert main(["entities", "cli-viewz", *home]) == 1  # no such bank: said, not an empty table
-    assert "cli-views" in capsys.readouterr().out
+    assert "cli-views" in capsys.readouterr().err
+
+
+# --- help, suggestions, lists of tags, tables, progress, reembed (issue 31) -----------------------------------
+
+UUID_RE = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def memwrap(*argv: str, home: Path, columns: int = 80, **options: Any) -> subprocess.CompletedProcess[str]:
+    """A fresh `memwrap` process, as a user runs it (stdout and stderr captured: not a terminal)."""
+    env = {**os.environ, "MEMWRAP_HOME": str(home), "COLUMNS": str(columns)}
+    streams = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.run(
+        [sys.executable, "-m", "memwrap.cli", *argv], text=True, env=env, timeout=300, **(streams | options)
+    )
+
+
+def test_help_lists_commands_one_a_line_and_options_with_their_format(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = capsys.readouterr().out
+    assert "{demo," not in listing and "Remember and ask:" in listing and "Move data:" in listing
+    lines = {line.split()[0]: line for line in listing.splitlines() if line.startswith("  ")}
+    for name in ("retain", "recall", "list", "jobs", "reembed", "import-memories", "serve"):
+        assert len(lines[name].split()) > 2, name  # the command and its summary, on its own line
+    with pytest.raises(SystemExit):
+        main(["retain", "--help"])
+    text = " ".join(capsys.readouterr().out.split())  # as read, whatever the terminal's width
+    assert "default: None" not in text
+    assert "--metadata JSON" in text and "a JSON object" in text and '{"project": "apollo"' in text
+    assert "--timestamp TIME" in text and "ISO 8601" in text and "2026-05-01T09:30" in text
+    assert "--tags TAG" in text and "--tags a,b = two" in text
+    with pytest.raises(SystemExit):
+        main(["list", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default: 100" in text and "--ids" in text
+
+
+def test_comma_separated_and_repeated_tags_are_the_same_tags(
+    memwrap_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = ["--home", str(memwrap_home)]
+    assert main(["retain", "cli-tags", "Moved to Porto for the new job.", "--tags", "work,move", *home, "--json"]) == 0
+    assert main(["retain", "cli-tags", "Started at the Porto office.", "--tags", "work", "--tag", "move", *home]) == 0
+    assert main(["retain", "cli-tags", "Bought a bike.", "--tags", "hobby", *home]) == 0
+    capsys.readouterr()
+    assert main(["list", "cli-tags", *home, "--json"]) == 0
+    assert [r["tags"] for r in json.loads(capsys.readouterr().out)] == [["work", "move"], ["work", "move"], ["hobby"]]
+    assert main(["list", "cli-tags", "--tags", "move,hobby", *home, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 3
+
+
+def test_retain_prints_its_ids_and_a_table_never_cuts_one(fresh_home: Path) -> None:
+    """At 80 columns, with text long enough to wrap: every id `list` prints is whole and `get` takes it."""
+    long_text = "The spare key is under the blue flowerpot by the door, " * 4
+    retained = memwrap("retain", "a-bank-with-a-rather-long-name", long_text, home=fresh_home)
+    assert retained.returncode == 0, retained.stderr
+    [unit_id] = retained.stdout.split()  # without --json: the id, on stdout, alone
+    assert UUID_RE.fullmatch(unit_id)
+    shown = memwrap("list", "a-bank-with-a-rather-long-name", home=fresh_home)
+    assert shown.returncode == 0, shown.stderr
+    assert max(len(line) for line in shown.stdout.splitlines()) <= 80
+    assert UUID_RE.findall(shown.stdout) == [unit_id]
+    assert "…" not in shown.stdout and "flowerpot" in shown.stdout
+    got = memwrap("get", "a-bank-with-a-rather-long-name", UUID_RE.findall(shown.stdout)[0], "--json", home=fresh_home)
+    assert got.returncode == 0 and json.loads(got.stdout)["id"] == unit_id
+    banks = memwrap("banks", home=fresh_home)
+    assert "a-bank-with-a-rather-long-name" in banks.stdout  # a bank id is an id too: whole
+    ids = memwrap("list", "a-bank-with-a-rather-long-name", "--ids", home=fresh_home)
+    assert ids.stdout == f"{unit_id}\n"
+
+
+def test_an_unknown_filter_operator_is_an_error_naming_the_known_ones(
+    memwrap_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = ["--home", str(memwrap_home)]
+    assert main(["retain", "cli-ops", "From the CLI.", "--metadata", '{"source": "cli"}', *home, "--json"]) == 0
+    capsys.readouterr()
+    bad = '{"metadata": {"source": {"equals": "cli"}}}'
+    assert main(["recall", "cli-ops", "where from?", "--filters", bad, *home]) == 2
+    said = capsys.readouterr().err
+    assert "'equals' is not an operator" in said and "eq, ne, in, not_in, gt, gte, lt, lte, exists" in said
+    good = '{"metadata": {"source": {"eq": "cli"}}}'
+    assert main(["recall", "cli-ops", "where from?", "--filters", good, *home, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["memories"]
+
+
+def _jsonl(path: Path, rows: int, bank_word: str = "note") -> Path:
+    path.write_text(
+        "".join(json.dumps({"text": f"{bank_word} {i}: the meeting moved to room {i}."}) + "\n" for i in range(rows))
+    )
+    return path
+
+
+def test_progress_goes_to_a_terminal_on_stderr_and_never_into_stdout(fresh_home: Path, tmp_path: Path) -> None:
+    source = _jsonl(tmp_path / "notes.jsonl", 2500)
+    # stderr a terminal (a pseudo-terminal), stdout a pipe: the bar is drawn on the terminal, the count on stdout.
+    leader, follower = pty.openpty()
+    drawn: list[bytes] = []
+
+    def read_terminal() -> None:  # as it is drawn: a full terminal buffer would stop the command
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the last writer closed it
+                return
+            if not chunk:
+                return
+            drawn.append(chunk)
+
+    reader = threading.Thread(target=read_terminal)
+    reader.start()
+    done = memwrap("import-memories", "cli-progress", str(source), home=fresh_home, stderr=follower, columns=120)
+    os.close(follower)
+    reader.join(timeout=60)
+    os.close(leader)
+    drawn_text = b"".join(drawn)
+    terminal = drawn_text.decode("utf-8", "replace")
+    assert done.returncode == 0, terminal
+    assert done.stdout.strip() == "2500"
+    assert "2500/2500" in terminal and "memories/s" in terminal and "100%" in terminal
+    # Not a terminal (a pipe), or --json: no bar at all.
+    again = memwrap("import-memories", "cli-progress", str(source), home=fresh_home)
+    assert again.returncode == 0 and again.stdout.strip() == "0"  # all there already
+    assert "memories/s" not in again.stderr
+
+
+def test_reembed_skips_what_the_model_already_embedded_and_asks_before_redoing_all(fresh_home: Path) -> None:
+    retained = memwrap("retain", "cli-reembed", "Alice moved to Lisbon in March.", home=fresh_home)
+    assert retained.returncode == 0, retained.stderr
+    same = memwrap("reembed", "--json", home=fresh_home)
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout)["reembedded"] == 0  # the model has not changed: nothing to do
+    said = memwrap("reembed", home=fresh_home)
+    assert "Nothing to re-embed" in said.stdout
+    refused = memwrap("reembed", "--force", home=fresh_home)  # no terminal to ask on, no --yes
+    assert refused.returncode == 1 and "--yes" in refused.stderr and "Traceback" not in refused.stderr
+    forced = memwrap("reembed", "--force", "--yes", "--json", home=fresh_home)
+    assert forced.returncode == 0, forced.stderr
+    assert json.loads(forced.stdout)["reembedded"] == 1
+    # A memory that lost its vector (an interrupted load) is embedded again on its own, without asking.
+    with Memory(home=fresh_home) as mem:
+        eng = mem._run(mem.aio._get_engine())
+        mem._run(eng.store.pool.execute("UPDATE memory_units SET embedding = NULL"))
+    missing = memwrap("reembed", "--json", home=fresh_home)
+    assert missing.returncode == 0, missing.stderr
+    assert json.loads(missing.stdout)["reembedded"] == 1
+    recalled = memwrap("recall", "cli-reembed", "Where did Alice move?", "--json", home=fresh_home)
+    assert json.loads(recalled.stdout)["memories"][0]["text"].startswith("Alice moved")
+
+
+def test_rest_reads_tags_and_filter_operators_as_the_cli_does(admin: httpx.Client) -> None:
+    """`?tags=a,b` is two tags, as `--tags a,b` and the browser's tag field; an unknown operator is a 422 naming
+    the operators, in a query string and in a JSON body alike."""
+    bank = f"cli-rest-{uuid.uuid4().hex[:8]}"
+    for text, tags in (("Moved to Porto.", ["work", "move"]), ("Bought a bike.", ["hobby"]), ("Rainy day.", ["x"])):
+        admin.post(f"/v1/banks/{bank}/memories", json={"content": text, "tags": tags}).raise_for_status()
+    listed = admin.get(f"/v1/banks/{bank}/memories", params={"tags": "move,hobby"}).json()["items"]
+    assert sorted(m["text"] for m in listed) == ["Bought a bike.", "Moved to Porto."]
+    repeated = admin.get(f"/v1/banks/{bank}/memories", params=[("tags", "move"), ("tags", "hobby")]).json()["items"]
+    assert len(repeated) == 2
+    bad = {"metadata": {"source": {"equals": "cli"}}}
+    refused = admin.get(f"/v1/banks/{bank}/memories", params={"filters": json.dumps(bad)})
+    assert refused.status_code == 422 and "eq, ne, in, not_in" in refused.text
+    refused = admin.post("/v1/recall", json={"bank_id": bank, "query": "where?", "filters": bad})
+    assert refused.status_code == 422 and "'equals' is not an operator" in refused.text

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias
 from fastapi import APIRouter, Query, Request, status
 
 from memwrap import validate
-from memwrap.filters import filter_from_json
+from memwrap.filters import filter_from_json, split_commas
 from memwrap.models import MAX_PAGE, MAX_PAGE_OFFSET, MemoryType, Recall
 from memwrap.verbs import VERBS
 from memwrap_server.deps import BankDep, MemoryDep
@@ -58,7 +58,9 @@ async def list_memories(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
     types: Annotated[list[MemoryType] | None, Query(description="Only these types (repeatable)")] = None,
-    tags: Annotated[list[str] | None, Query(description="Only memories with one of these tags (repeatable)")] = None,
+    tags: Annotated[
+        list[str] | None, Query(description="Only memories with one of these tags (repeatable, or comma-separated)")
+    ] = None,
     document_id: Annotated[str | None, Query(max_length=512)] = None,
     filters: Annotated[str | None, Query(max_length=4_000, description="JSON, as recall's `filters`.")] = None,
     type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,
@@ -72,7 +74,7 @@ async def list_memories(
         memory.list,
         bank_id,
         types=types or type,
-        tags=tags or tag,
+        tags=split_commas(tags or tag),
         document_id=document_id,
         filters=where,
         include_expired=include_expired,

@@ -30,9 +30,13 @@ def _print_json(data: object) -> None:
 
 
 def configure_worker(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--concurrency", type=int, help="jobs run at once (MEMWRAP_WORKER_CONCURRENCY, default 1)")
-    parser.add_argument("--id", help="worker name shown in `memwrap jobs` (default host:pid)")
-    parser.add_argument("--kind", action="append", help="only run jobs of this kind (repeatable)")
+    parser.add_argument(
+        "--concurrency", type=int, metavar="N", help="jobs run at once (MEMWRAP_WORKER_CONCURRENCY, default 1)"
+    )
+    parser.add_argument("--id", metavar="NAME", help="worker name shown in `memwrap jobs` (default host:pid)")
+    parser.add_argument(
+        "--kind", action="append", metavar="KIND", help="only run jobs of this kind; repeat it, e.g. --kind consolidate"
+    )
     parser.add_argument("--drain", action="store_true", help="run the jobs that are due, then exit")
 
 
@@ -105,10 +109,15 @@ def _report(data: dict[str, Any], args: argparse.Namespace, text: str) -> None:
 
 
 def configure_jobs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bank")
-    parser.add_argument("--status", choices=["queued", "running", "done", "failed", "cancelled"])
-    parser.add_argument("--kind")
-    parser.add_argument("--limit", type=int, default=50)
+    parser.add_argument("--bank", metavar="BANK_ID", help="only this bank's jobs, e.g. alice")
+    parser.add_argument(
+        "--status", choices=["queued", "running", "done", "failed", "cancelled"], help="only jobs in this state"
+    )
+    parser.add_argument("--kind", metavar="KIND", help="only jobs of this kind, e.g. consolidate")
+    parser.add_argument(
+        "--limit", type=int, default=50, metavar="N", help="at most this many, newest first (default 50)"
+    )
+    parser.add_argument("--ids", action="store_true", help="print only the job ids, one a line")
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -121,22 +130,32 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     if args.json:
         _print_json([j.model_dump(mode="json") for j in jobs])
         return 0
+    if args.ids:
+        sys.stdout.writelines(f"{j.id}\n" for j in jobs)
+        return 0
     counts = Counter(j.status for j in jobs)
+    # Ids, banks and short fields whole (ids are pasted into other commands); the error or result wraps.
     table = Table(title="Jobs (newest first)  " + "  ".join(f"{s}: {n}" for s, n in sorted(counts.items())))
-    for column in ("id", "kind", "bank", "status", "attempts", "worker", "run after", "finished", "error / result"):
-        table.add_column(column)
+    for column in ("id", "kind", "bank", "status", "tries", "when (UTC)", "error / result"):
+        whole = column != "error / result"
+        table.add_column(column, no_wrap=whole, overflow="fold", min_width=len(column) if whole else 12)
     for j in jobs:
-        detail = j.last_error or (json.dumps(j.result, default=str) if j.result else "")
+        detail = j.last_error or (json.dumps(j.result, default=str, separators=(",", ":")) if j.result else "")
+        when = (
+            f"done {j.finished_at:%m-%d %H:%M}"
+            if j.finished_at
+            else f"due {j.run_after:%m-%d %H:%M}"
+            if j.run_after
+            else ""
+        )
         table.add_row(
             str(j.id),
             j.kind,
             j.bank_id or "",
-            j.status,
+            f"{j.status} ({j.locked_by})" if j.status == "running" and j.locked_by else j.status,
             f"{j.attempts}/{j.max_attempts}",
-            j.locked_by or "",
-            f"{j.run_after:%Y-%m-%d %H:%M:%S}" if j.run_after else "",
-            f"{j.finished_at:%Y-%m-%d %H:%M:%S}" if j.finished_at else "",
-            detail[:80],
+            when,
+            detail[:200],
         )
     Console().print(table)
     return 0
@@ -146,11 +165,23 @@ def cmd_jobs(args: argparse.Namespace) -> int:
 
 
 def configure_export(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("directory", help="where to write <bank>/mental-models/<name>.md and <bank>/observations.md")
-    parser.add_argument("--bank", help="only this bank")
+    parser.add_argument(
+        "directory", metavar="DIR", help="where to write <bank>/mental-models/<name>.md and <bank>/observations.md"
+    )
+    parser.add_argument("--bank", metavar="BANK_ID", help="only this bank, e.g. alice")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from memwrap.errors import InvalidInputError
+
+    target = Path(args.directory)
+    for place in (target, *target.parents):  # the first part that exists must be a directory
+        if place.exists():
+            if not place.is_dir():
+                raise InvalidInputError(f"{place} is a file, not a directory: give a directory to write into.")
+            break
     paths = asyncio.run(_with_engine(args, lambda e: e.export(args.directory, bank_id=args.bank)))
     if args.json:
         _print_json([str(p) for p in paths])
