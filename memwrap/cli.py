@@ -176,6 +176,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     )
 
 
+def port_number(text: str) -> int:
+    """A TCP port, 1-65535 (argparse names the value and the range when it is not)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number: write e.g. 8765") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (1-65535): write e.g. 8765")
+    return port
+
+
 def cmd_ui(args: argparse.Namespace) -> int:
     """The memory browser of this home: a memwrap server already serving it, or the sidecar on 127.0.0.1."""
     from memwrap_server.ui import launch
@@ -252,12 +263,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = command("serve", "run the sidecar: REST API, memory proxy, MCP (memwrap[server])")
     serve.add_argument("--host", help="interface to listen on (MEMWRAP_HOST, default 127.0.0.1)")
-    serve.add_argument("--port", type=int, metavar="N", help="port (MEMWRAP_PORT, default 8765)")
+    serve.add_argument("--port", type=port_number, metavar="N", help="port (MEMWRAP_PORT, default 8765)")
     serve.add_argument("--log-level", metavar="LEVEL", help="uvicorn log level (MEMWRAP_LOG_LEVEL, default info)")
     serve.set_defaults(run=cmd_serve)
 
     ui = command("ui", "browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
-    ui.add_argument("--port", type=int, metavar="N", help="port (default 8765; taken by another program: a free one)")
+    ui.add_argument("--port", type=port_number, metavar="N", help="port (default 8765; taken by another program: a free one)")
     ui.add_argument("--log-level", metavar="LEVEL", help="uvicorn log level (default info)")
     ui.add_argument("--no-browser", action="store_true", help="only print the address")
     ui.set_defaults(run=cmd_ui)
