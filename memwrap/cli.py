@@ -1,6 +1,7 @@
 """The `memwrap` command: one subcommand per declared verb (memwrap/cli_verbs.py: retain, recall, reflect, list,
 banks, ...), and the commands that are not verbs: demo, reembed, spool, serve (and worker, jobs, export from
-memwrap/engine/learn/cli.py; ui and bench where installed)."""
+memwrap/engine/learn/cli.py; hook from memwrap/integrations/claude_code.py; mcp from memwrap_server/mcp_stdio.py;
+ui and bench where installed)."""
 
 from __future__ import annotations
 
@@ -243,6 +244,19 @@ def _register_learning_commands() -> None:
 
 
 _register_learning_commands()
+
+
+def _register_agent_commands() -> None:
+    # hook (Claude Code's lifecycle hooks) and mcp (MCP over stdio): light to import, like the learning commands;
+    # `memwrap mcp` loads the server extra only when it runs.
+    from memwrap.integrations import claude_code
+    from memwrap_server import mcp_stdio
+
+    claude_code.register(register_command)
+    mcp_stdio.register(register_command)
+
+
+_register_agent_commands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
