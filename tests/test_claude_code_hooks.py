@@ -10,7 +10,6 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
