@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -211,3 +212,22 @@ def test_the_docs_hooks_block_runs(memwrap_home: Path, tmp_path: Path) -> None:
             assert (result.returncode, result.stderr) == (0, ""), result.stderr
             if event == "SessionStart" and result.stdout:
                 assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+async def test_stdio_through_a_sidecar(sidecar: ServerProcess, tmp_path: Path) -> None:  # noqa: F405
+    """With --url the stdio process is a client of the sidecar: what it retains is the sidecar's, in its bank."""
+    bank = f"stdio-url-{tmp_path.name[-6:]}".replace("_", "-")
+    params = StdioServerParameters(
+        command=MEMWRAP,
+        args=["mcp", "--bank", bank, "--url", sidecar.url],
+        env={"MEMWRAP_API_KEY": ADMIN_KEY, "MEMWRAP_HOME": str(tmp_path / "unused")},  # noqa: F405
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            stored = _payload(await client.call_tool("retain", {"content": "The VPN config lives in ops/vpn.ovpn."}))
+    listed = httpx.get(
+        f"{sidecar.url}/v1/banks/{bank}/memories",
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},  # noqa: F405
+    ).json()["items"]
+    assert [m["id"] for m in listed] == stored["ids"]
+    assert not (tmp_path / "unused").exists()  # no embedded database was started
