@@ -1,6 +1,7 @@
 """The `memwrap` command: one subcommand per declared verb (memwrap/cli_verbs.py: retain, recall, reflect, list,
 banks, ...), and the commands that are not verbs: demo, reembed, spool, serve (and worker, jobs, export from
-memwrap/engine/learn/cli.py; ui and bench where installed).
+memwrap/engine/learn/cli.py; hook from memwrap/integrations/claude_code.py; mcp from memwrap_server/mcp_stdio.py;
+ui and bench where installed).
 
 Every command, registered here or by another package (`register_command`), gets the same parser
 (memwrap/cli_parser.py: grouped `memwrap --help`, "did you mean" for commands and options) and the same
@@ -268,7 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=cmd_serve)
 
     ui = command("ui", "browse the memory in a browser: the sidecar on 127.0.0.1, at /ui")
-    ui.add_argument("--port", type=port_number, metavar="N", help="port (default 8765; taken by another program: a free one)")
+    ui.add_argument(
+        "--port", type=port_number, metavar="N", help="port (default 8765; taken by another program: a free one)"
+    )
     ui.add_argument("--log-level", metavar="LEVEL", help="uvicorn log level (default info)")
     ui.add_argument("--no-browser", action="store_true", help="only print the address")
     ui.set_defaults(run=cmd_ui)
@@ -288,6 +291,19 @@ def _register_learning_commands() -> None:
 
 
 _register_learning_commands()
+
+
+def _register_agent_commands() -> None:
+    # hook (Claude Code's lifecycle hooks) and mcp (MCP over stdio): light to import, like the learning commands;
+    # `memwrap mcp` loads the server extra only when it runs.
+    from memwrap.integrations import claude_code
+    from memwrap_server import mcp_stdio
+
+    claude_code.register(register_command)
+    mcp_stdio.register(register_command)
+
+
+_register_agent_commands()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

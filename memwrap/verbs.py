@@ -247,7 +247,7 @@ class MemoryVerbs:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         ...
 
-    @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), cli=True)
+    @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), mcp="delete_memory", cli=True)
     async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
         """Forget one memory (what was learnt from it forgets it first)."""
         ...
@@ -454,7 +454,7 @@ class MemoryVerbs:
         """Delete a mental model and its history."""
         ...
 
-    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/invalidate", status=204), cli=True)
+    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/invalidate", status=204), mcp="invalidate_memory", cli=True)
     async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = "") -> None:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         ...

@@ -4,6 +4,8 @@ One MCP server serves every bank. `McpEndpoint` (an ASGI app in front of it) tak
 checks the caller's key may use it, and hands it to the tools in a request header that it sets itself
 (any client-sent copy is removed first), so a tool never sees a bank the caller did not pass auth for.
 Stateless mode keeps the server free of session state: any of several `memwrap serve` processes can answer.
+The same tools serve one bank over stdio (`memwrap mcp --bank …`, memwrap_server/mcp_stdio.py): there the bank
+is the process's, given on its command line.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ INSTRUCTIONS = (
 )
 
 
-def _bank(ctx: Context) -> str:
+BankOf = Callable[[Context], str]  # the bank a tool call is for: the endpoint's (HTTP) or the process's (stdio)
+
+
+def bank_from_header(ctx: Context) -> str:
     headers = ctx.headers or {}
     bank = headers.get(BANK_HEADER)
     if not bank:  # only reachable if the server were mounted without McpEndpoint in front
@@ -62,6 +67,8 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
         ],
     },
     "retain": lambda ids: {"ids": [str(i) for i in ids]},
+    "invalidate": lambda _: {"invalidated": True},  # hidden from recall; `memwrap restore` brings it back
+    "delete": lambda _: {"deleted": True},
     "list": lambda records: {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]},
     "get": lambda record: record.model_dump(mode="json", exclude={"bank_id"}),
     "mental_models": lambda found: {
@@ -92,21 +99,22 @@ def tool_names() -> list[str]:
     return [declared.mcp for declared in VERBS.values() if declared.mcp]
 
 
-def build_server(memory_of: Callable[[], AsyncMemory]) -> MCPServer:
-    """One tool per verb declared with `mcp=` (memwrap/verbs.py): its parameters but the bank (the endpoint's)."""
+def build_server(memory_of: Callable[[], AsyncMemory], bank_of: BankOf = bank_from_header) -> MCPServer:
+    """One tool per verb declared with `mcp=` (memwrap/verbs.py): its parameters but the bank, which `bank_of`
+    gives (by default the endpoint's, from the header McpEndpoint sets)."""
     server: MCPServer = MCPServer(name="memwrap", instructions=INSTRUCTIONS)
     for declared in VERBS.values():
         if declared.mcp:
-            server.add_tool(_tool(declared, memory_of), name=declared.mcp, description=declared.doc)
+            server.add_tool(_tool(declared, memory_of, bank_of), name=declared.mcp, description=declared.doc)
     return server
 
 
-def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory]) -> Callable[..., Awaitable[Any]]:
+def _tool(declared: Verb, memory_of: Callable[[], AsyncMemory], bank_of: BankOf) -> Callable[..., Awaitable[Any]]:
     view = VIEWS.get(declared.name, _as_json)
 
     async def tool(ctx: Context, **arguments: Any) -> Any:
         try:
-            result = await getattr(memory_of(), declared.name)(_bank(ctx), **arguments)
+            result = await getattr(memory_of(), declared.name)(bank_of(ctx), **arguments)
         except MemwrapError as exc:  # the SDK hides other exceptions' text; ours reach the client with theirs
             raise ToolError(f"{exc.code}: {exc}") from None
         if declared.name == "recall":

@@ -242,7 +242,8 @@ ENVIRONMENT: dict[str, list[Variable]] = {
             "MEMWRAP_URL",
             "str",
             "—",
-            "A `memwrap serve` sidecar the LiteLLM callbacks and the Node example use (unset: the embedded engine).",
+            "A `memwrap serve` sidecar the LiteLLM callbacks, the Node example, `memwrap hook` and `memwrap mcp` "
+            "use (unset: the embedded engine).",
         ),
         Variable("MEMWRAP_RECALL_TIMEOUT", "float", "`0.5`", "The LiteLLM callbacks' recall deadline (s)."),
         Variable("MEMWRAP_BANK", "str", "`example-user`", "Whose memory the examples use."),

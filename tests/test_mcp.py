@@ -103,3 +103,34 @@ async def test_mcp_recall_shows_memory_text_only_inside_the_fence(sidecar: Serve
     assert all("OVERRIDE" not in block.text or block.text.count(OPEN_TAG) == 1 for block in result.content)
     # Other tools show records unfenced: no string in them reads as a tag.
     assert all(not find_tags(m["text"]) for m in listed["memories"]) and len(listed["memories"]) == len(items)
+
+
+async def test_mcp_invalidates_and_deletes_a_memory_of_its_bank_only(
+    sidecar: ServerProcess, admin: httpx.Client
+) -> None:
+    bank, other = f"mcp-forget-{uuid.uuid4().hex[:8]}", f"mcp-keep-{uuid.uuid4().hex[:8]}"
+    elsewhere = admin.post(f"/v1/banks/{other}/memories", json={"content": "The office plant is watered on Fridays."})
+    other_id = elsewhere.json()["ids"][0]
+    async with _client(sidecar, bank) as client:
+        stale = _payload(await client.call_tool("retain", {"content": "The office plant is watered on Mondays."}))
+        memory_id = stale["ids"][0]
+        assert (
+            "Mondays" in _payload(await client.call_tool("recall", {"query": "When is the plant watered?"}))["context"]
+        )
+
+        invalidated = await client.call_tool("invalidate_memory", {"memory_id": memory_id, "reason": "now Fridays"})
+        assert _payload(invalidated) == {"invalidated": True}
+        assert (
+            "Mondays"
+            not in _payload(await client.call_tool("recall", {"query": "When is the plant watered?"}))["context"]
+        )
+        context = admin.get(f"/v1/banks/{bank}/memories/{memory_id}/context").json()
+        assert "now Fridays" in json.dumps(context)  # the reason is kept with the invalidation
+
+        assert _payload(await client.call_tool("delete_memory", {"memory_id": memory_id})) == {"deleted": True}
+        assert admin.get(f"/v1/banks/{bank}/memories/{memory_id}").status_code == 404
+
+        # The endpoint's bank only: another bank's memory is not this bank's to forget.
+        refused = await client.call_tool("delete_memory", {"memory_id": other_id})
+        assert refused.is_error and "memory_not_found" in refused.content[0].text
+    assert admin.get(f"/v1/banks/{other}/memories/{other_id}").status_code == 200
