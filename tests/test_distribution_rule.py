@@ -37,12 +37,14 @@ INDEX_EXCEPTIONS = {
     "mental_models_sources": "GIN over source ids; every lookup also filters by bank_id",
     "extraction_queue_due": "the re-extraction worker's scan for due items across banks (a multi-shard query)",
     "response_sessions_created": "the proxy's pruning of old rows across banks (a multi-shard DELETE)",
+    "webhook_deliveries_finished": "the pruning of finished webhook deliveries across banks (a multi-shard DELETE)",
 }
 
 # Statements that may read or write several banks, by a fragment of their text, and why.
 CROSS_BANK_STATEMENTS = {
     "FROM banks": "the bank listing (banks(), an admin listing)",
     "FROM extraction_queue": "the re-extraction worker's scan for due items across banks",
+    "DELETE FROM webhook_deliveries WHERE status <> 'pending'": "pruning finished webhook deliveries, every bank",
     # The learning worker's periodic sweeps (memwrap/engine/learn): each joins its tables on bank_id, so a
     # sharded database runs them shard by shard (co-located multi-shard statements), never across banks' rows.
     "UPDATE learn_progress p SET watermark = s.low - 1": "consolidation's watermark repair, every bank at once",

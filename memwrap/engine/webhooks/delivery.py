@@ -44,9 +44,9 @@ WHERE d.id = $1 AND d.bank_id = $2
 """
 
 RECORD_ATTEMPT = """
-INSERT INTO webhook_attempts (delivery_id, attempt, status_code, error, duration_ms, started_at)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (delivery_id, attempt) DO UPDATE
+INSERT INTO webhook_attempts (bank_id, delivery_id, attempt, status_code, error, duration_ms, started_at)
+VALUES ($7, $1, $2, $3, $4, $5, $6)
+ON CONFLICT (bank_id, delivery_id, attempt) DO UPDATE
 SET status_code = EXCLUDED.status_code, error = EXCLUDED.error, duration_ms = EXCLUDED.duration_ms,
     started_at = EXCLUDED.started_at
 """
@@ -55,7 +55,7 @@ SET_STATUS = """
 UPDATE webhook_deliveries
 SET attempts = $2, last_status = $3, last_error = $4, status = $5,
     finished_at = CASE WHEN $5 = 'pending' THEN NULL ELSE now() END
-WHERE id = $1
+WHERE bank_id = $6 AND id = $1
 """
 
 
@@ -93,13 +93,16 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
     settings = ctx.engine.settings
     pool: asyncpg.Pool = ctx.engine.store.pool
     delivery_id = int(ctx.job.payload["delivery_id"])
-    row = await pool.fetchrow(LOAD, delivery_id, ctx.job.bank_id)
+    bank_id = ctx.job.bank_id
+    row = await pool.fetchrow(LOAD, delivery_id, bank_id)
     if row is None:
         return {"skipped": "the subscription or the delivery was deleted"}
     if row["status"] != "pending":
         return {"skipped": f"the delivery is {row['status']} already"}
     if not row["enabled"]:
-        await pool.execute(SET_STATUS, delivery_id, row["attempts"], None, "the subscription is disabled", "skipped")
+        await pool.execute(
+            SET_STATUS, delivery_id, row["attempts"], None, "the subscription is disabled", "skipped", bank_id
+        )
         return {"skipped": "the subscription is disabled"}
     attempt = row["attempts"] + 1
     outcome = await post(row["url"], row["secret"], str(row["event_id"]), row["event"], row["body"], settings)
@@ -118,8 +121,9 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
             outcome.error,
             outcome.duration_ms,
             outcome.started_at,
+            bank_id,
         )
-        await conn.execute(SET_STATUS, delivery_id, attempt, outcome.status_code, outcome.error, status)
+        await conn.execute(SET_STATUS, delivery_id, attempt, outcome.status_code, outcome.error, status, bank_id)
     if status == "pending":
         raise WebhookAttemptError(outcome.error or f"the receiver answered {outcome.status_code}")
     return {"delivery_id": delivery_id, "status": status, "attempts": attempt, "status_code": outcome.status_code}
@@ -161,9 +165,9 @@ SELECT d.id, d.bank_id, d.subscription_id, d.event_id, d.event, d.status, d.atte
            'attempt', a.attempt, 'status_code', a.status_code, 'error', a.error, 'duration_ms', a.duration_ms,
            'started_at', a.started_at) ORDER BY a.attempt) FILTER (WHERE a.attempt IS NOT NULL), '[]'::jsonb) AS log
 FROM webhook_deliveries d
-LEFT JOIN webhook_attempts a ON a.delivery_id = d.id
+LEFT JOIN webhook_attempts a ON a.bank_id = d.bank_id AND a.delivery_id = d.id
 WHERE d.bank_id = $1 AND ($2::uuid IS NULL OR d.subscription_id = $2) AND ($3::text IS NULL OR d.status = $3)
-GROUP BY d.id
+GROUP BY d.bank_id, d.id
 ORDER BY d.id DESC
 LIMIT $4
 """

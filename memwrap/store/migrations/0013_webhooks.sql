@@ -21,8 +21,8 @@ CREATE TABLE IF NOT EXISTS webhook_subscriptions (
 -- `event_id` (the idempotency key, the same on every retry) and where its delivery stands. A 'webhook' job of the
 -- queue carries it out (its payload names the row).
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
-    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     bank_id         text NOT NULL,
+    id              bigint GENERATED ALWAYS AS IDENTITY,
     subscription_id uuid NOT NULL,
     event_id        uuid NOT NULL,
     event           text NOT NULL,
@@ -33,23 +33,26 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     last_error      text,
     created_at      timestamptz NOT NULL DEFAULT now(),
     finished_at     timestamptz,
+    -- Every key leads with bank_id: the tables distribute by bank (tests/test_distribution_rule.py).
+    PRIMARY KEY (bank_id, id),
     FOREIGN KEY (bank_id, subscription_id) REFERENCES webhook_subscriptions (bank_id, id) ON DELETE CASCADE,
-    UNIQUE (subscription_id, event_id)
+    UNIQUE (bank_id, subscription_id, event_id)
 );
-CREATE INDEX IF NOT EXISTS webhook_deliveries_by_bank ON webhook_deliveries (bank_id, id DESC);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_by_subscription ON webhook_deliveries (bank_id, subscription_id, id DESC);
 -- Finished deliveries are pruned after a while (delivery.py, KEEP_FINISHED_DELIVERIES_SECONDS).
 CREATE INDEX IF NOT EXISTS webhook_deliveries_finished ON webhook_deliveries (finished_at) WHERE status <> 'pending';
 
 -- The delivery log: one row per attempt (its HTTP status, or the error when there was no answer, and how long).
 CREATE TABLE IF NOT EXISTS webhook_attempts (
-    delivery_id bigint NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+    bank_id     text NOT NULL,
+    delivery_id bigint NOT NULL,
     attempt     int NOT NULL,
     status_code int,
     error       text,
     duration_ms double precision NOT NULL,
     started_at  timestamptz NOT NULL,
-    PRIMARY KEY (delivery_id, attempt)
+    PRIMARY KEY (bank_id, delivery_id, attempt),
+    FOREIGN KEY (bank_id, delivery_id) REFERENCES webhook_deliveries (bank_id, id) ON DELETE CASCADE
 );
 
 -- Events look up the enabled subscriptions of a bank on every write: a bank without any answers from the index.
