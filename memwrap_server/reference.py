@@ -230,6 +230,12 @@ ENVIRONMENT: dict[str, list[Variable]] = {
             "embedding the engine), `all` (the default of `memwrap worker` and `memwrap serve`), or `none`.",
         ),
         Variable(
+            "MEMWRAP_DEBUG",
+            "bool",
+            "off",
+            "`1` makes the `memwrap` command print the traceback of an unexpected error (otherwise one line).",
+        ),
+        Variable(
             "MEMWRAP_EXIT_GC_FREEZE",
             "bool",
             "`1`",

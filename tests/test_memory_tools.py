@@ -76,8 +76,8 @@ def test_the_bank_is_the_tools_own(warm_memory: Any, bank: str) -> None:
         assert "bank" not in str(json_schema(spec)), spec.name
     tools = MemoryTools(bank, memory=warm_memory)
     with pytest.raises(MemoryToolError, match=r"bank_id: Extra inputs are not permitted"):
-        tools.run("retain_memory", {"text": "Bob likes tea.", "bank_id": "bob"})
-    assert warm_memory.list(bank) == [] and warm_memory.list("bob", limit=1) == []
+        tools.run("retain_memory", {"text": "Bob likes tea.", "bank_id": f"{bank}-bob"})
+    assert warm_memory.list(bank) == [] and warm_memory.list(f"{bank}-bob", limit=1) == []
     other = warm_memory.retain(f"{bank}-other", "Carol's cat is Miso.")[0]
     with pytest.raises(MemoryToolError, match="no memory with that id; call recall_memory"):
         tools.run("invalidate_memory", {"memory_id": str(other), "reason": "not yours"})

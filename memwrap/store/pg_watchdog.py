@@ -88,7 +88,11 @@ def ensure_watchdog(pgdata: Path) -> None:
         start_new_session=True,  # the app's process group gets its signals; the watchdog must outlive them
         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
-    (pgdata / PID_FILE).write_text(str(process.pid))
+    pid_file = pgdata / PID_FILE
+    # Its owner's only, like everything under the home (memwrap/private_files.py); written before it is filled.
+    pid_file.touch(mode=0o600, exist_ok=True)
+    os.chmod(pid_file, 0o600)
+    pid_file.write_text(str(process.pid))
     # Not waited for: its parent may exit first (it is then reparented and reaped by init). The Popen object
     # would warn at garbage collection that the child still runs; it is meant to.
     process.returncode = 0

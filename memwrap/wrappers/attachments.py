@@ -171,4 +171,13 @@ def attachment_text(part: Any) -> str | None:
     return known.render()
 
 
-__all__ = ["ATTACHMENT_PARTS", "attachment_text"]
+# A placeholder that names nothing (`[image]`, `[audio (audio/wav)]`): worth keeping in the memory (something was
+# shown), but no words for a recall query to look for. One with a name (`[file: q3-report.pdf]`) stays in a query.
+UNNAMED_PLACEHOLDER = re.compile(r"\[(?:image|audio|file)(?: \([^()\[\]]*\))?(?: from [^\s\[\]]+)?(?: — [^\[\]]*)?\]")
+
+
+def without_unnamed_placeholders(text: str) -> str:
+    return UNNAMED_PLACEHOLDER.sub("", text)
+
+
+__all__ = ["ATTACHMENT_PARTS", "UNNAMED_PLACEHOLDER", "attachment_text", "without_unnamed_placeholders"]

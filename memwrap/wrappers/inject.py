@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from memwrap.block.format import OPEN_TAG, footer, header
+from memwrap.wrappers.attachments import without_unnamed_placeholders
 from memwrap.wrappers.transcript import (
     Turn,
     anthropic_answer,
@@ -187,16 +188,22 @@ def build_query(turns: list[Turn], *, max_chars: int = 1000, short_chars: int = 
 
     Memory blocks are removed first; the result keeps its last `max_chars` characters (questions come last).
     """
-    users = [i for i, t in enumerate(turns) if t.role == "user" and strip_memory(t.text).strip()]
+
+    def said(turn: Turn) -> str:  # what a turn says: no memory block, no placeholder that names nothing
+        return "\n".join(
+            line for line in without_unnamed_placeholders(strip_memory(turn.text)).splitlines() if line.strip()
+        ).strip()
+
+    users = [i for i, t in enumerate(turns) if t.role == "user" and said(t)]
     if not users:
         return ""
     last = users[-1]
-    parts = [strip_memory(turns[last].text).strip()]
+    parts = [said(turns[last])]
     if len(parts[0]) < short_chars:
         j = last - 1
         while j >= 0 and len(parts) <= context_turns:
             turn = turns[j]
-            text = strip_memory(turn.text).strip()
+            text = said(turn)
             if turn.role in ("user", "assistant") and text:
                 parts.insert(0, text[:300])
             j -= 1
