@@ -8,7 +8,8 @@ From each declared `async def verb(self, ...) -> R` (same parameters, defaults, 
   HTTP client `HttpEngine` both satisfy (a type checker holds them to it);
 - memwrap/async_verbs.py: `AsyncMemory`'s method, which calls the engine's method of the same name with every
   parameter (old names of renamed parameters mapped, with a warning);
-- memwrap/client/http_verbs.py: `HttpEngine`'s method, one request built from the route (`HttpEngine.call`);
+- memwrap/client/http_verbs/: `HttpEngine`'s method, one request built from the route (`HttpEngine.call`), a
+  module per section of memwrap/verbs.py;
 - memwrap/sync_verbs.py: `Memory`'s sync twin, which runs AsyncMemory's on the memory's loop thread.
 Generated rather than built at import time so that type checkers and editors follow `Memory.recall` down to the
 engine's code (as httpcore generates its sync code from its async code).
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -251,9 +253,22 @@ class AsyncVerbs(MemoryVerbs):
 {body}
 '''
 
-HTTP_VERBS = '''\
-"""`HttpEngine`'s verbs (memwrap/client/http.py): each one request, built by `HttpEngine.call` from the verb's
-route; the verbs whose transport differs (batches, reflect's schema, files, composed verbs) are written there.
+# The HTTP client's requests, one module per section of memwrap/verbs.py (a `# --- title` comment in
+# MemoryVerbs): every verb is a method of the same shape, and one file of them all would pass 600 lines.
+HTTP_SECTIONS = {
+    "retain and recall": ("recall", "RecallRequests"),
+    "the catalog": ("catalog", "CatalogRequests"),
+    "looking at a bank": ("bank_views", "BankViewRequests"),
+    "learning": ("learning", "LearningRequests"),
+    "moving a bank": ("transfer", "TransferRequests"),
+    "webhooks": ("webhooks", "WebhookRequests"),
+    "where the database is": ("store", "StoreRequests"),
+}
+_SECTION = re.compile(r"^    # --- (.+?) -+$")
+
+HTTP_SECTION = '''\
+"""`HttpEngine`'s requests, each built by `HttpEngine.call` from the verb's route, for the verbs of
+memwrap/verbs.py's section "{title}".
 
 {notice}
 """
@@ -262,17 +277,53 @@ from __future__ import annotations
 
 {stdlib}from typing import Any
 
-from memwrap.declare import Verb
+from memwrap.client.http_verbs.requests import VerbRequests
 {imports}
 
 
-class HttpVerbs:
-    """Every declared verb, as one request to a `memwrap serve` sidecar."""
-
-    async def call(self, verb: Verb, arguments: Mapping[str, Any], **request: Any) -> Any:
-        raise NotImplementedError
+class {name}(VerbRequests):
+    """The verbs of "{title}", as requests to a `memwrap serve` sidecar."""
 
 {body}
+'''
+
+HTTP_REQUESTS = '''\
+"""What every generated request method calls: `HttpEngine.call` (memwrap/client/http.py).
+
+{notice}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memwrap.declare import Verb
+
+
+class VerbRequests:
+    async def call(self, verb: Verb, arguments: Mapping[str, Any], **request: Any) -> Any:
+        raise NotImplementedError
+'''
+
+HTTP_VERBS = '''\
+"""`HttpEngine`'s verbs (memwrap/client/http.py): each one request, built by `HttpEngine.call` from the verb's
+route, in a module per section of memwrap/verbs.py; the verbs whose transport differs (batches, reflect's schema,
+files, composed verbs) are written in http.py.
+
+{notice}
+"""
+
+{imports}
+
+
+class HttpVerbs(
+{bases}
+):
+    """Every declared verb, as one request to a `memwrap serve` sidecar."""
+
+
+__all__ = ["HttpVerbs"]
 '''
 
 SYNC_VERBS = '''\
@@ -338,12 +389,51 @@ def _file(
     return template.format(notice=NOTICE, stdlib=stdlib, imports=imports, body=body)
 
 
+def _sections(source: str, nodes: list[ast.AsyncFunctionDef]) -> dict[str, list[ast.AsyncFunctionDef]]:
+    """The declared verbs by the section of MemoryVerbs they stand in (its `# --- title` comment before them)."""
+    starts: list[tuple[int, str]] = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        found = _SECTION.match(line)
+        if found:
+            title = re.split(r"[:(]", found.group(1))[0].strip()
+            if title not in HTTP_SECTIONS:
+                raise SystemExit(f"memwrap/verbs.py line {number}: add the section {title!r} to HTTP_SECTIONS")
+            starts.append((number, title))
+    grouped: dict[str, list[ast.AsyncFunctionDef]] = {title: [] for title in HTTP_SECTIONS}
+    for node in nodes:
+        grouped[[title for number, title in starts if number < node.lineno][-1]].append(node)
+    return grouped
+
+
+def _http_files(source: str, nodes: list[ast.AsyncFunctionDef]) -> dict[Path, str]:
+    """memwrap/client/http_verbs/: a module of requests per section, and `HttpVerbs` made of them all."""
+    folder = HERE / "client" / "http_verbs"
+    files = {folder / "requests.py": HTTP_REQUESTS.format(notice=NOTICE)}
+    bases: list[tuple[str, str]] = []
+    for title, section in _sections(source, nodes).items():
+        module, name = HTTP_SECTIONS[title]
+        if not any(_http_method(node) for node in section):
+            continue
+        template = HTTP_SECTION.replace("{title}", title).replace("{name}", name)
+        text = _file(template, section, _http_method, extra=("VERBS",))
+        if "Any" not in text.split("class ", 1)[1]:  # the template imports it for the sections whose types use it
+            text = text.replace("from typing import Any\n", "").replace("annotations\n\n\n", "annotations\n\n")
+        files[folder / f"{module}.py"] = text
+        bases.append((module, name))
+    imports = "\n".join(f"from memwrap.client.http_verbs.{module} import {name}" for module, name in sorted(bases))
+    files[folder / "__init__.py"] = HTTP_VERBS.format(
+        notice=NOTICE, imports=imports, bases="\n".join(f"    {name}," for _, name in bases)
+    )
+    return files
+
+
 def generate() -> dict[Path, str]:
-    nodes = _declared_verbs(ast.parse(SOURCE.read_text()))
+    source = SOURCE.read_text()
+    nodes = _declared_verbs(ast.parse(source))
     return {
         HERE / "engine_verbs.py": _file(ENGINE_VERBS, nodes, _protocol_method),
         HERE / "async_verbs.py": _file(ASYNC_VERBS, nodes, _async_method, extra=("MemoryVerbs",)),
-        HERE / "client" / "http_verbs.py": _file(HTTP_VERBS, nodes, _http_method, extra=("VERBS", "Mapping")),
+        **_http_files(source, nodes),
         HERE / "sync_verbs.py": _file(SYNC_VERBS, nodes, _sync_method),
     }
 

@@ -12,7 +12,7 @@ tool's input, the CLI's options are typed by it); generated from its source by `
 (so that type checkers and editors follow every call to the code that runs): `AsyncMemory`'s method
 (memwrap/async_verbs.py: call the engine's method of the same name with every parameter; the engine checks the
 values, with errors that name them), the engine's face (memwrap/engine_verbs.py: the `EngineVerbs` protocol that
-`Engine` and `HttpEngine` satisfy), the HTTP client's request (memwrap/client/http_verbs.py: route, path
+`Engine` and `HttpEngine` satisfy), the HTTP client's request (memwrap/client/http_verbs/: route, path
 parameters, body or query string, result model) and `Memory`'s sync twin (memwrap/sync_verbs.py); the REST
 route's request model (memwrap_server/routes); the MCP tool's parameters (memwrap_server/mcp.py) and the CLI
 command's options (memwrap/cli_verbs.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface (the

@@ -8,7 +8,7 @@ budgets (`token_budget` of a recall's rendered block, `context_budget` of reflec
 of a mental model's answer). The body of each declaration is never run: `python -m memwrap._generate_verbs` writes
 `AsyncMemory`'s (memwrap/async_verbs.py: the engine's method of the same name, called with every parameter), the
 engine's typed face (memwrap/engine_verbs.py, the `EngineVerbs` protocol that `Engine` and `HttpEngine` satisfy),
-the HTTP client's requests (memwrap/client/http_verbs.py) and `Memory`'s sync twins (memwrap/sync_verbs.py).
+the HTTP client's requests (memwrap/client/http_verbs/) and `Memory`'s sync twins (memwrap/sync_verbs.py).
 A verb declared `custom=True` keeps the body written here.
 
 A bound declared on a parameter (`Field(ge=..., le=...)`) is the one bound of that parameter: the engine checks the

@@ -104,7 +104,7 @@ class HttpEngine(HttpVerbs):
     """The engine's verbs (`EngineVerbs`), each one request to the sidecar. One httpx connection pool, bound to
     one loop.
 
-    Every verb of memwrap/verbs.py is a method here, generated from its declaration (memwrap/client/http_verbs.py)
+    Every verb of memwrap/verbs.py is a method here, generated from its declaration (memwrap/client/http_verbs/)
     onto `call`: path parameters from the route, the rest as a JSON body or a query string, the result parsed into
     the declared type. Written out below are only the verbs whose transport differs: batches, reflect's schema,
     files, and `wait_for_jobs`, which the client composes from `jobs`.
