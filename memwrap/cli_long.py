@@ -222,6 +222,8 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     outcome = asyncio.run(_reembed(args, Console(stderr=True, highlight=False)))
     if args.json:
         print_json(outcome)
+    elif outcome["reembedded"] == 0 and outcome["stored_model"] != outcome["model"]:
+        sys.stdout.write(f"The store now holds {outcome['model']} vectors (it had no memories to re-embed).\n")
     elif outcome["reembedded"] == 0:
         sys.stdout.write(
             f"Nothing to re-embed: the {outcome['memories']} memories are embedded with {outcome['model']} "
@@ -250,10 +252,11 @@ async def _reembed(args: argparse.Namespace, console: Console) -> dict[str, Any]
             "memories": plan.memories,
         }
         todo = plan.to_embed(force=args.force)
-        if todo == 0:
+        if todo == 0 and not plan.model_changed:
             return outcome
         full = args.force or plan.model_changed
-        if full and not args.yes:
+        # An empty store on a new model has nothing to ask about: the run below only records the model.
+        if full and todo and not args.yes:
             why = (
                 f"--force: they are already {model}"
                 if not plan.model_changed

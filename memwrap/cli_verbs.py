@@ -156,8 +156,6 @@ def option_help(
 
 def _default_text(default: Any) -> str | None:
     """A default worth saying: not None (the configured default applies) and not KEEP (unchanged)."""
-    from memwrap.models import KEEP
-
     if default is None or default is inspect.Parameter.empty or default is KEEP:
         return None
     if isinstance(default, bool):

@@ -144,10 +144,7 @@ def _expand_shorthand(value: Any) -> Any:
     the explicit forms pass through (their nested parts expanded too)."""
     if isinstance(value, BaseModel) or not isinstance(value, dict):
         return value
-    if "key" in value:
-        unknown = [k for k in value if k not in (*OPERATORS, "key", "in_")]
-        if unknown:
-            raise ValueError(_operators_message(value["key"], unknown))
+    if "key" in value:  # MetadataCondition checks its operators
         return value
     if set(value) & set(_COMPOUND):
         if len(value) != 1:
@@ -299,12 +296,15 @@ __all__ = [
 
 def split_commas(values: Sequence[str] | str | None) -> list[str] | None:
     """Tags (or types) as a command line or a query string gives them: repeated, comma-separated, or both —
-    `--tags work,move`, `--tags work --tags move` and `?tags=work,move` are the same two tags, as the memory
-    browser and the proxy's X-Memwrap-Tags header read them. Blank parts are dropped; None stays None."""
+        `--tags work,move`, `--tags work --tags move` and `?tags=work,move` are the same two tags, as the memory
+        browser and the proxy's X-Memwrap-Tags header read them. Blank parts are dropped; None stays None. Nothing but
+    blank parts is returned as given, so that validation names the empty tag rather than the filter matching
+    nothing."""
     if values is None:
         return None
     given = [values] if isinstance(values, str) else list(values)
-    return [part.strip() for value in given for part in str(value).split(",") if part.strip()]
+    parts = [part.strip() for value in given for part in str(value).split(",") if part.strip()]
+    return parts if parts or not given else [str(value) for value in given]
 
 
 def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter | None:

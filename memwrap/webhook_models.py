@@ -4,22 +4,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, Field
 
 # Every event a subscription can ask for, in the order they happen to a memory.
 WebhookEvent = Literal["retained", "updated", "invalidated", "deleted", "observation.changed", "mental_model.refreshed"]
-WEBHOOK_EVENTS: tuple[str, ...] = (
-    "retained",
-    "updated",
-    "invalidated",
-    "deleted",
-    "observation.changed",
-    "mental_model.refreshed",
-)
+WEBHOOK_EVENTS: tuple[str, ...] = get_args(WebhookEvent)
 DeliveryStatus = Literal["pending", "delivered", "failed", "skipped"]
+DELIVERY_STATUSES: tuple[str, ...] = get_args(DeliveryStatus)
 MAX_DELIVERIES_PAGE = 500  # the most deliveries one read of the log returns
 
 

@@ -81,6 +81,7 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
         # Open the engine now: start-up fails loudly if the database is unreachable, and no call pays for it.
         await mem.warmup()
         state["memory"] = app.state.memory = mem
+        app.state.store_fingerprint = mem.settings.store_fingerprint  # /health says it; probed constantly
         await database.start()
         proxy = app.state.proxy = Proxy(settings, mem, database)
         metrics.add_stats_source("proxy", proxy.stats)

@@ -28,7 +28,13 @@ log = logging.getLogger("memwrap.mcp")
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bank", required=True, help="the bank every tool of this process reads and writes")
     parser.add_argument("--url", help="a `memwrap serve` sidecar (MEMWRAP_URL; default: the embedded engine)")
-    parser.add_argument("--log-level", default="warning", help="log level of what goes to stderr (default warning)")
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        choices=["debug", "info", "warning", "error"],
+        metavar="LEVEL",
+        help="log level of what goes to stderr: debug, info, warning (default) or error",
+    )
 
 
 async def serve_stdio(bank: str, *, url: str | None, home: str | None, database_url: str | None) -> None:
@@ -64,8 +70,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except ImportError:
         sys.stderr.write("memwrap mcp needs the server extra: pip install 'memwrap[server]'\n")
         return 2
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the embedding model is packaged: never reach for a hub
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     url = args.url or os.environ.get("MEMWRAP_URL") or None
     log.info("MCP over stdio for bank %r (%s)", bank, url or "embedded engine")
     try:

@@ -22,7 +22,15 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, RedirectResponse
 
 PREFIX = "/ui"
-DEFAULT_PORT = 8765
+
+
+def default_port() -> int:
+    """The sidecar's port when none is given: MEMWRAP_PORT, else 8765 (memwrap_server/config.py)."""
+    from memwrap_server.config import ServerSettings
+
+    return ServerSettings().port
+
+
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
     "font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -107,7 +115,7 @@ class PortInUseError(RuntimeError):
 def choose(port: int | None, store: str) -> tuple[int, bool]:
     """(port, already served): a memwrap server on this store at the port asked for (or the default) is reused;
     a default port held by something else gives way to a free one; a port asked for that is taken is an error."""
-    wanted = port or DEFAULT_PORT
+    wanted = port or default_port()
     if _serving_store(wanted) == store:
         return wanted, True
     if _port_free(wanted):
@@ -146,7 +154,7 @@ def launch(
         if open_browser:
             webbrowser.open(url)
         return 0
-    taken = "" if port or chosen == DEFAULT_PORT else f" (port {DEFAULT_PORT} is taken)"
+    taken = "" if port or chosen == default_port() else f" (port {default_port()} is taken)"
     print(f"memory browser at {url}{taken} (Ctrl+C stops it)", flush=True)
     if open_browser:
         threading.Thread(target=open_when_ready, args=(url,), daemon=True).start()

@@ -17,6 +17,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -396,3 +397,13 @@ def test_finished_deliveries_are_pruned_after_a_month(mem: Memory, bank: str, re
     )
     assert mem._run(reconcile.run(mem._run(mem.aio._get_engine()), deep=True)) >= 0
     assert [d.id for d in deliveries_of(mem, bank)] == [newer.id]
+
+
+def test_an_expiry_change_alone_is_an_update_and_the_same_expiry_is_none(mem: Memory, bank: str) -> None:
+    mem.create_webhook(bank, "http://127.0.0.1:9/never", events=["updated"])
+    [memory] = mem.retain(bank, "The hotel room number is 512.")
+    when = datetime(2027, 1, 1, tzinfo=UTC)
+    mem.update(bank, memory, expires_at=when)
+    mem.update(bank, memory, expires_at=when)  # the same again: nothing changed, nothing said
+    [delivery] = deliveries_of(mem, bank)
+    assert delivery.event == "updated" and delivery.payload["data"]["changed"] == ["expires_at"]

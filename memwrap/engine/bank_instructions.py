@@ -16,21 +16,11 @@ from __future__ import annotations
 
 import re
 
-from memwrap.store.pg_types import Executor
-
 SETTING = "extraction_instructions"
 OPEN = "<operator_instructions>"
 CLOSE = "</operator_instructions>"
 # Any spelling of either marker inside the operator's text: it could otherwise end the fence early.
 _MARKER = re.compile(r"<\s*/?\s*operator_instructions\s*>", re.IGNORECASE)
-
-READ = "SELECT config->>'extraction_instructions' FROM banks WHERE bank_id = $1"
-
-
-async def read(conn: Executor, bank_id: str) -> str | None:
-    """The bank's instructions, or None (no bank, or none set)."""
-    text = await conn.fetchval(READ, bank_id)
-    return str(text) if text else None
 
 
 def with_instructions(system: str, instructions: str | None, *, task: str) -> str:
@@ -50,4 +40,4 @@ def with_instructions(system: str, instructions: str | None, *, task: str) -> st
     )
 
 
-__all__ = ["CLOSE", "OPEN", "SETTING", "read", "with_instructions"]
+__all__ = ["CLOSE", "OPEN", "SETTING", "with_instructions"]

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 
 from memwrap.errors import BankExistsError, BankNotFoundError
+from memwrap.store.pg_types import Executor
 
 DEFENSE_POLICIES = ("redact", "block", "off")
 
@@ -44,6 +45,12 @@ async def update(pool: asyncpg.Pool, bank_id: str, changes: Mapping[str, Any]) -
         removed,
     )
     return dict(config or {})
+
+
+async def extraction_instructions(db: Executor, bank_id: str) -> str | None:
+    """The bank's extraction instructions (memwrap/engine/bank_instructions.py), or None (no bank, none set)."""
+    text = await db.fetchval("SELECT config->>'extraction_instructions' FROM banks WHERE bank_id = $1", bank_id)
+    return str(text) if text else None
 
 
 async def defense_policy(pool: asyncpg.Pool, bank_id: str, default: str) -> str:

@@ -82,7 +82,8 @@ async def update(
                 f"{memory_id} is an observation: consolidation writes those from their evidence. Update the "
                 "memories it rests on, or invalidate/delete it."
             )
-        if not isinstance(expires_at, Keep):
+        expiry_changed = not isinstance(expires_at, Keep) and new_expiry != old["expires_at"]
+        if expiry_changed:
             await conn.execute(SET_EXPIRY, bank_id, memory_id, new_expiry)
         final_text = defended.content if new_text is not None else old["text"]
         final_metadata = defended.metadata if new_metadata is not None else dict(old["metadata"] or {})
@@ -100,6 +101,9 @@ async def update(
             changed.append("occurred")
         if changed:
             await _apply(engine, conn, bank_id, memory_id, old, changed, (final_text, final_metadata, final_tags), span)
+        if changed or expiry_changed:  # an expiry alone adds no version, but subscribers are told
+            told = [*changed, "expires_at"] if expiry_changed else changed
+            await webhooks.emit(conn, bank_id, "updated", [memory_id], data={"changed": told})
     return await engine.get(bank_id, memory_id)
 
 
@@ -142,7 +146,6 @@ async def _apply(
         cited = await observations_citing(conn, bank_id, [memory_id])
     if "text" in changed or "tags" in changed:
         await _revisit(engine, conn, bank_id, memory_id, cited)
-    await webhooks.emit(conn, bank_id, "updated", [memory_id], data={"changed": changed})
 
 
 async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:

@@ -261,8 +261,6 @@ def cmd_hook(args: argparse.Namespace) -> int:
         if not isinstance(payload, dict):
             raise HookInputError("the hook payload on stdin is not a JSON object")
         event = event_name(args.event, payload)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the embedding model is packaged: never reach for a hub
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         with reserved_stdout() as out:  # the engine's noise (and its child processes') goes to stderr
             result = asyncio.run(_run(args, event, payload))
             out.write(output(event, result).encode())

@@ -13,7 +13,8 @@ import numpy as np
 from memwrap.store.pg_types import Connection
 
 LOCK_UNIT = """
-SELECT id, text, fact_type, metadata, tags, occurred_start, occurred_end, mentioned_at, created_at, session_key, seq
+SELECT id, text, fact_type, metadata, tags, occurred_start, occurred_end, mentioned_at, created_at, session_key, seq,
+       expires_at
 FROM memory_units WHERE bank_id = $1 AND id = $2
 FOR UPDATE
 """

@@ -169,55 +169,52 @@ class Retainer:
         """Wait until every retain queued so far was delivered (or refused), and the rows earlier processes left
         in the spool too. False on timeout (rows stay spooled); with `give_up_on_failure`, also at the first
         failed delivery attempt."""
-        deadline = None if timeout is None else time.monotonic() + timeout
         mark = self._spool_mark()
         with self._cond:
             target = self.stats.queued
             passes = self._passes
-            failures = self.stats.failures
-            self._wake.set()
-            self._deliver_wake.set()
             self._retry.set()  # cut a backoff short: the caller is waiting now
-            while not (
-                self._resolved >= target and self._passes > passes and (self._floor is None or self._floor > mark)
-            ):
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if (remaining is not None and remaining <= 0) or not self._thread.is_alive() or not self.reachable():
-                    return False
-                if give_up_on_failure and self.stats.failures > failures:
-                    return False
-                self._cond.wait(remaining if remaining is None else min(remaining, 0.5))
-            return True
+
+            def done() -> bool:
+                caught_up = self._floor is None or self._floor > mark
+                return self._resolved >= target and self._passes > passes and caught_up
+
+            return self._wait(done, timeout, give_up_on_failure=give_up_on_failure)
+
+    def _wait(self, done: Callable[[], bool], timeout: float | None, *, give_up_on_failure: bool) -> bool:
+        """Wait (holding `_cond`) until `done()`: False on timeout, when the worker or the memory is gone, and with
+        `give_up_on_failure` at the first failed delivery attempt from now."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = self.stats.failures
+        self._wake.set()
+        self._deliver_wake.set()
+        while not done():
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if (remaining is not None and remaining <= 0) or not self._thread.is_alive() or not self.reachable():
+                return False
+            if give_up_on_failure and self.stats.failures > failures:
+                return False
+            self._cond.wait(remaining if remaining is None else min(remaining, 0.5))
+        return True
 
     def pending_for(self, bank_id: str) -> bool:
         """This process has retains for `bank_id` not yet delivered."""
         with self._cond:  # the deliverer changes both while we look
-            return bank_id in self._own.values() or any(bank == bank_id for bank, _ in self._queue)
+            return self._has_pending(bank_id)
 
     def wait_delivered(self, bank_id: str, timeout: float) -> bool:
         """Read-your-writes: wait, at most `timeout`, until every retain for `bank_id` this process queued so far
         is delivered (or refused), so that a recall right after sees the exchange before it. False when it is
         not (the engine is slow or down: the recall then goes on without waiting longer)."""
-        deadline = time.monotonic() + timeout
+        if self.engine_down():  # the delivery would wait for a backoff: not worth waiting for
+            return False
         with self._cond:
-            waiting = {row_id for row_id, bank in self._own.items() if bank == bank_id}
-            failures = self.stats.failures
+            # Every row of the bank still pending, those written since included: a row the writer thread moves
+            # from the fallback queue into the file gets a new id, which a snapshot of ids would miss.
+            return self._wait(lambda: not self._has_pending(bank_id), timeout, give_up_on_failure=True)
 
-            def done() -> bool:
-                return not waiting.intersection(self._own) and not any(b == bank_id for b, _ in self._queue)
-
-            if done():
-                return True
-            self._wake.set()
-            self._deliver_wake.set()
-            while not done():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not self._thread.is_alive() or not self.reachable() or self.engine_down():
-                    return False
-                if self.stats.failures > failures:  # a failed delivery backs off: not worth waiting for
-                    return False
-                self._cond.wait(min(remaining, 0.5))
-            return True
+    def _has_pending(self, bank_id: str) -> bool:
+        return bank_id in self._own.values() or any(bank == bank_id for bank, _ in self._queue)
 
     def _spool_mark(self) -> int:
         """The newest row in the spool now (0 when the file cannot be read: then only this process's rows)."""

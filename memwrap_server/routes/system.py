@@ -29,7 +29,7 @@ def _health(request: Request) -> tuple[dict[str, Any], bool]:
         "version": memwrap.__version__,
         "engine": "postgres" if state.memory.settings.database_url else "embedded",
         **report,
-        "store": state.memory.settings.store_fingerprint,
+        "store": state.store_fingerprint,
     }
     return body, up
 

@@ -304,14 +304,10 @@ def pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return (mean / np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), 1e-12)).astype(np.float32)
 
 
-@functools.lru_cache(maxsize=1)
-def _weights() -> MiniLMWeights:
-    return MiniLMWeights(model_file())
-
-
 def graph(kind: Weights) -> bytes:
-    """The serialised graph for a backend, built from the checked model file."""
-    return build_graph(_weights(), kind)
+    """The serialised graph for a backend, built from the checked model file (read for this build only: a process
+    builds its graph once, and the decoded weights need not outlive it)."""
+    return build_graph(MiniLMWeights(model_file()), kind)
 
 
 def graph_file(kind: Weights, models_home: Path) -> Path | bytes:

@@ -86,10 +86,8 @@ async def _run_worker(args: argparse.Namespace) -> int:
 
 async def _with_engine(args: argparse.Namespace, call: Callable[[Any], Awaitable[T]]) -> T:
     """Run one engine call. Looking at the queue or exporting starts no worker and loads no embedding model."""
-    from memwrap import tracing
     from memwrap.engine.startup import open_engine
 
-    tracing.trace_every_bank_in_background()  # a worker's jobs are all it does: trace them all
     engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:
         return await call(engine)

@@ -22,6 +22,7 @@ from uuid import UUID
 import asyncpg
 
 from memwrap import tracing
+from memwrap.engine import bank_settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy
@@ -174,10 +175,11 @@ async def _batch(
     if llm is not None:
         # The LLM is asked outside any transaction (it may take seconds); we hold the bank's lock meanwhile.
         vectors = {r["id"]: r["embedding"] for r in rows if r["embedding"] is not None}
+        instructions = await bank_settings.extraction_instructions(pool, bank_id)
         for scope, group in _by_scope(facts).items():
             async with pool.acquire() as conn:
                 plan, usage = await llm_consolidate.plan_batch(
-                    engine, llm, conn, bank_id, group, vectors, list(scope), bank_size, now
+                    engine, llm, conn, bank_id, group, vectors, list(scope), bank_size, now, instructions
                 )
             plans.append(plan)
             report.llm_calls += usage.calls or 1

@@ -19,7 +19,6 @@ from uuid import UUID, uuid4
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memwrap.engine import bank_instructions
 from memwrap.engine.bank_instructions import with_instructions
 from memwrap.engine.language.text import search_text
 from memwrap.engine.learn.heuristic import Fact
@@ -199,10 +198,11 @@ async def plan_batch(
     scope: list[str],
     bank_size: int,
     now: datetime,
+    instructions: str | None,
 ) -> tuple[Plan, Any]:
-    """Ask the LLM about one batch of same-scope facts. Returns the plan and the call's usage."""
+    """Ask the LLM about one batch of same-scope facts (`instructions`: the bank's extraction instructions).
+    Returns the plan and the call's usage."""
     related = await related_observations(conn, bank_id, facts, vectors, scope, bank_size, now)
-    instructions = await bank_instructions.read(conn, bank_id)
     system = with_instructions(SYSTEM, instructions, task="what is worth keeping as knowledge and what to leave out")
     reply, usage = await llm.structured(system, render_prompt(facts, related), ConsolidationPlan, role="consolidation")
     plan = await _to_plan(engine, conn, bank_id, reply, facts, related, scope, bank_size)

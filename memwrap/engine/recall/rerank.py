@@ -8,6 +8,7 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
+from memwrap.engine.embed.encoders import SENTENCE_TRANSFORMERS_EXTRA
 from memwrap.errors import EmbeddingModelError
 
 
@@ -15,7 +16,11 @@ from memwrap.errors import EmbeddingModelError
 def _load(name: str):
     try:
         from sentence_transformers import CrossEncoder
-
+    except ImportError as exc:
+        raise EmbeddingModelError(
+            f"The reranker {name!r} needs torch and sentence-transformers: {SENTENCE_TRANSFORMERS_EXTRA}"
+        ) from exc
+    try:
         path = str(Path(name).expanduser()) if Path(name).expanduser().exists() else name
         return CrossEncoder(path, device="cpu")
     except Exception as exc:

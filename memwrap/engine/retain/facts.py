@@ -28,7 +28,7 @@ import numpy as np
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
-from memwrap.engine import bank_instructions, webhooks
+from memwrap.engine import bank_settings, webhooks
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import extract_entities
 from memwrap.engine.language.speakers import said_by
@@ -146,7 +146,7 @@ class Extractor:
             max_tokens=self.settings.extraction_tokens_per_call,
             earlier=earlier,
         )
-        instructions = await bank_instructions.read(self.pool, bank_id)
+        instructions = await bank_settings.extraction_instructions(self.pool, bank_id)
         outcomes = await asyncio.gather(*(self._extract(bank_id, chunk, instructions) for chunk in chunks))
         usage = sum((o.usage for o in outcomes if not isinstance(o, str)), Usage())
         tracing.set_attributes(

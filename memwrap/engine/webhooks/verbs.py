@@ -11,13 +11,11 @@ from memwrap import validate
 from memwrap.engine.webhooks import delivery, subscriptions
 from memwrap.engine.webhooks.urls import check_public, check_url
 from memwrap.errors import InvalidInputError
-from memwrap.webhook_models import MAX_DELIVERIES_PAGE, WebhookDelivery, WebhookSubscription
+from memwrap.webhook_models import DELIVERY_STATUSES, MAX_DELIVERIES_PAGE, WebhookDelivery, WebhookSubscription
 
 if TYPE_CHECKING:
     from memwrap.config import Settings
     from memwrap.store.db import Store
-
-DELIVERY_STATUSES = ("pending", "delivered", "failed", "skipped")
 
 
 class WebhookVerbs:

@@ -7,4 +7,4 @@
 -- per-bank `raw_ttl_days` deletes raw facts; this hides any memory, fact or raw, at a time of its own).
 -- The bank's extraction instructions (banks.config 'extraction_instructions') need no column: they are a setting.
 ALTER TABLE memory_units ADD COLUMN IF NOT EXISTS expires_at timestamptz;
-CREATE INDEX IF NOT EXISTS memory_units_expires ON memory_units (bank_id, expires_at) WHERE expires_at IS NOT NULL;
+-- No index: every reader filters on it beside an indexed condition (bank, ids, vector), never by range alone.

@@ -2,6 +2,7 @@ import { ApiError, api, bankPath } from "../api.js";
 import { badge, empty, field, h, link, notice, route, section, table, truncate, typeBadge, when } from "../dom.js";
 import { bulkBar, pageBox, rowBox, takeResult } from "./bulk.js";
 import { FilterError, buildFilter, metadataFields } from "./metadata_filter.js";
+import { splitTags } from "./memory_fields.js";
 import { sessionOf } from "./sessions.js";
 
 export const TYPES = ["raw", "world", "experience", "observation"];
@@ -35,8 +36,10 @@ export async function memoriesView({ bank, query, navigate }) {
   }
   const filters = filter ? JSON.stringify(filter) : null;
   try {
-    return h("div", {}, head, await instructions(bank), form, takeResult(),
-      await listOrSearch({ bank, q, types, tag, doc, since, until, meta, expired, offset, filters, navigate }));
+    // The bank's instructions and the memories are independent reads: both at once.
+    const [card, body] = await Promise.all([instructions(bank),
+      listOrSearch({ bank, q, types, tag, doc, since, until, meta, expired, offset, filters, navigate })]);
+    return h("div", {}, head, card, form, takeResult(), body);
   } catch (error) {
     // The server refused the filter (422: an unknown operator, a bad key): say so, with the form kept to fix it.
     if (error instanceof ApiError && error.status === 422 && (filter || tag || doc)) {
@@ -50,7 +53,7 @@ async function listOrSearch({ bank, q, types, tag, doc, since, until, meta, expi
   let body;
   if (q) {
     const result = await api("POST", bankPath(bank, "recall"), {
-      body: { query: q, token_budget: 4000, types: types.length ? types : null, tags: tag ? [tag] : null, explain: true,
+      body: { query: q, token_budget: 4000, types: types.length ? types : null, tags: tag ? splitTags(tag) : null, explain: true,
         filters: filters ? JSON.parse(filters) : null },
     });
     const considered = result.considered || [];
