@@ -64,6 +64,7 @@ def serve(
             log_level=settings.log_level,
             log_config=None,  # uvicorn's loggers write through ours
             timeout_graceful_shutdown=int(settings.graceful_timeout),
+            timeout_keep_alive=settings.keep_alive_timeout,
             # Our own /metrics counts requests; uvicorn's access log would print every call's path (bank ids).
             access_log=settings.log_level == "debug",
         )

@@ -16,6 +16,11 @@ class ServerSettings(BaseSettings):
     log_level: str = "info"
     # Seconds uvicorn lets in-flight requests (streams included) finish after SIGTERM/SIGINT.
     graceful_timeout: float = 30.0
+    # Seconds an idle keep-alive connection stays open. Above the clients' own pool expiry (httpx, which memwrap's
+    # HTTP client uses: 5 s; aiohttp: 15 s) and a load balancer's idle timeout (60 s is common), so the server is
+    # never the side that closes a connection a client is about to reuse: uvicorn's default, 5 s, equals httpx's,
+    # and a request sent on the connection as the server closes it fails with an empty read.
+    keep_alive_timeout: int = Field(default=75, ge=1)
 
     # Bearer keys, comma-separated; "key:bankA|bankB" limits a key to those banks (shell-style patterns allowed).
     # Unset: no authentication (the default bind is loopback only).

@@ -174,6 +174,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "port": "Port the server binds (`--port`).",
         "log_level": "uvicorn's and memwrap's log level (`--log-level`; `debug` adds the access log).",
         "graceful_timeout": "Seconds in-flight requests (streams included) may take to finish after SIGTERM/SIGINT.",
+        "keep_alive_timeout": "Seconds an idle keep-alive connection stays open; keep it above your clients' pool "
+        "expiry and your load balancer's idle timeout, so the server never closes a connection a client reuses.",
         "api_keys": "Bearer keys, comma-separated; `key:alice|team-*` limits a key to those banks (shell-style "
         "patterns). Unset: no authentication (docs/security.md).",
         "allowed_hosts": "Host names answered besides localhost and IP addresses (comma-separated; `.example.com` "

@@ -13,9 +13,12 @@ import asyncio
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar
@@ -76,3 +79,17 @@ def test_short_load_has_no_errors(sidecar: ServerProcess) -> None:
     result = asyncio.run(run_load(sidecar.url, bank="load-smoke", concurrency=200, duration=3.0, api_key=ADMIN_KEY))
     print(result.line())
     assert result.requests >= 200 and result.errors == 0, result.error_samples
+
+
+def test_an_idle_connection_outlives_the_clients_pool_expiry(sidecar: ServerProcess) -> None:
+    """httpx keeps an idle connection for 5 s and then reuses it. A server that closed it at 5 s too (uvicorn's
+    default) raced that reuse: the request went out as the server hung up, and the client read nothing
+    (ReadError('') under load). Past 5 s idle, the same socket still answers."""
+    address = urlsplit(sidecar.url)
+    request = f"GET /health HTTP/1.1\r\nHost: {address.hostname}\r\n\r\n".encode()
+    with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
+        connection.sendall(request)
+        assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+        time.sleep(5.5)  # longer than httpx's keepalive_expiry: a race no longer, the server keeps it open
+        connection.sendall(request)
+        assert connection.recv(65536).startswith(b"HTTP/1.1 200"), "the server closed an idle keep-alive connection"
