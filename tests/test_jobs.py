@@ -215,7 +215,7 @@ def test_stopping_a_worker_mid_job_gives_the_job_back(mem: Memory) -> None:
         await w.stop(timeout=0.2)
         return time.monotonic() - started
 
-    assert run(mem, start_then_stop()) < 2
+    assert run(mem, start_then_stop()) < 10  # the job sleeps 30 s: stop(timeout=0.2) cancelled it, not waited
     job = run(mem, jobs.list_jobs(pool))[0]
     assert job.status == "queued" and job.attempts == 0  # a shutdown does not use up an attempt
     assert runs(mem, job_id) == ["cancelled"]

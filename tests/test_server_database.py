@@ -27,7 +27,13 @@ import pytest
 from fakes.llm_server import FakeLLMServer
 from test_server_harness import *  # noqa: F403 - fixtures: upstream_server; ServerProcess, keys
 
+from memwrap.store.db import CONNECT_TIMEOUT
 from memwrap.wrappers.spool import Spool
+
+# "At once" against what waiting would cost: a request that waited on the database would take the connect timeout
+# (10 s) or the client's (30 s and more). Half the connect timeout tells the two apart on a loaded machine too; the
+# figures seen are printed (tens of milliseconds).
+AT_ONCE = CONNECT_TIMEOUT / 2
 
 SPOOLED_BANK = "spooled-at-start"
 
@@ -221,7 +227,7 @@ def test_database_down_is_503_at_once_and_recovers_without_restart(
         slowest = max(slowest, took)
         assert response.status_code == 503, (method, path, response.status_code, response.text[:200])
         assert response.json()["error"]["code"] == "store_unavailable"
-        assert took < 1.0, (method, path, took)
+        assert took < AT_ONCE, (method, path, took)
     print(f"{len(routes)} data routes answered 503 while the database was down; slowest {slowest * 1000:.0f} ms")
     health = client.get("/health").json()
     assert health["database"] == "down" and health["status"] == "degraded"
@@ -357,11 +363,12 @@ def test_frozen_database_is_noticed_within_seconds_and_recovers_by_itself(
         f"{waiting['seconds']:.1f}s; {len(routes)} data routes 503, slowest {slowest * 1000:.0f} ms; "
         f"frozen {frozen_for:.1f}s"
     )
-    assert noticed < 5.0, noticed
+    # The probe runs every second with a 2 s deadline: noticed in about 3 s; unnoticed, wait_until gives up at 30.
+    assert noticed < 2 * AT_ONCE, noticed
     assert health["database"] == "down" and health["status"] == "degraded"
     assert waiting["status"] == 503 and waiting["body"]["error"]["code"] == "store_unavailable", waiting
-    assert waiting["seconds"] < 5.0, waiting
-    assert slowest < 1.0, slowest
+    assert waiting["seconds"] < 2 * AT_ONCE, waiting  # answered when the probe noticed, not at its own timeout
+    assert slowest < AT_ONCE, slowest
     assert mcp.status_code == 503
 
     resumed_at = time.monotonic()
