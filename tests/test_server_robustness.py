@@ -10,10 +10,11 @@ Deeper fuzzing: MEMWRAP_SCHEMATHESIS_EXAMPLES=200 (default 25 cases per operatio
 from __future__ import annotations
 
 import asyncio
+import http.client
+import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -86,10 +87,17 @@ def test_an_idle_connection_outlives_the_clients_pool_expiry(sidecar: ServerProc
     default) raced that reuse: the request went out as the server hung up, and the client read nothing
     (ReadError('') under load). Past 5 s idle, the same socket still answers."""
     address = urlsplit(sidecar.url)
-    request = f"GET /health HTTP/1.1\r\nHost: {address.hostname}\r\n\r\n".encode()
-    with socket.create_connection((address.hostname, address.port), timeout=30) as connection:
-        connection.sendall(request)
-        assert connection.recv(65536).startswith(b"HTTP/1.1 200")
+    assert address.hostname is not None and address.port is not None
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        connection.request("GET", "/health")
+        first = connection.getresponse()
+        assert first.status == 200 and json.loads(first.read())["status"] == "ok"
+        socket_used = connection.sock
         time.sleep(5.5)  # longer than httpx's keepalive_expiry: a race no longer, the server keeps it open
-        connection.sendall(request)
-        assert connection.recv(65536).startswith(b"HTTP/1.1 200"), "the server closed an idle keep-alive connection"
+        connection.request("GET", "/health")  # RemoteDisconnected here if the server had closed it
+        second = connection.getresponse()
+        assert second.status == 200 and json.loads(second.read())["status"] == "ok"
+        assert connection.sock is socket_used  # the same connection, not a new one
+    finally:
+        connection.close()
