@@ -102,9 +102,14 @@ def test_a_process_killed_right_after_its_call_loses_nothing(script_home: Path, 
     bank = f"life-kill-{uuid.uuid4().hex[:8]}"
     killed = run_script("openai", llm_server, bank, "My bike is a red Brompton, remember that.", script_home, kill=True)
     assert_quiet(killed)
-    assert spool_counts(script_home).waiting_by_bank.get(bank) == 1  # on disk, although nothing ran at exit
+    # On disk, although nothing ran at exit. Almost always still waiting there: the kill comes microseconds after
+    # the call returned. On a busy machine the process's own deliverer can win that race and hand the row over
+    # first (nothing lost either); the next process must recall it in both cases.
+    left = spool_counts(script_home).waiting_by_bank.get(bank, 0)
+    assert left in (0, 1), left
     asked = run_script("openai", llm_server, bank, "Which bike do I ride?", script_home)
-    assert "Brompton" in memory_block(llm_server.requests[-1])  # the next process delivered it, first
+    block = memory_block(llm_server.requests[-1])
+    assert "Brompton" in block, f"left in the spool: {left}\n{block}\n{asked.stderr[-3000:]}"
     assert_quiet(asked)
     counts = spool_counts(script_home)
     assert counts.dead == 0 and counts.waiting_by_bank.get(bank, 0) == 0, counts
