@@ -25,10 +25,17 @@ Hits = list[tuple[UUID, float]]
 EXACT_SCAN_MAX = 4000
 # A keyword term found in this many memories or more adds little (low idf) and costs a lot: it is left out.
 TERM_SCAN_CAP = 2000
-# Entities mentioned more often than this are too common to tell memories apart.
 # A filtered graph arm checks its filter on this many times `limit` of the best reached memories first.
 FILTER_FIRST_PASS = 40
+# Entities mentioned in more than HUB_SHARE of a bank's memories (at least 20, at most ENTITY_FANOUT_CAP) are hubs:
+# too common to tell memories apart (a library name in every answer of a coding session). They lead nowhere.
 ENTITY_FANOUT_CAP = 3000
+HUB_SHARE = 0.05
+# The graph arm reads at most this many entity links in all, rarest entities first: a long technical message
+# names dozens of identifiers, and five seeds of them would otherwise reach most of the bank.
+REACH_BUDGET = 4000
+# Links followed from each seed (its entities; its session neighbours), a bound on a pathological seed.
+SEED_LINKS = 256
 
 
 @dataclass(frozen=True)
@@ -173,9 +180,35 @@ async def graph(
     """Memories reached from the best seeds — the query's own entities and its nearest memories — through shared
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
+    sql, args = graph_query(filters, query_vector, entity_keys, limit, bank_size, seeds)
+    rows = await conn.fetch(sql, *args)
+    return [(r["id"], float(r["score"])) for r in rows]
+
+
+def graph_query(
+    filters: Filters,
+    query_vector: np.ndarray,
+    entity_keys: list[str],
+    limit: int,
+    bank_size: int,
+    seeds: int = 5,
+) -> tuple[str, list[object]]:
+    """The graph arm's SQL and its arguments (apart from running it, for EXPLAIN in the plan tests).
+
+    Its cost is bounded by what the question touches, never by the bank's hubs or by other banks' rows, and its
+    plan does not depend on the planner's statistics: every step from the seeds outwards is a LATERAL lookup
+    with a LIMIT on an index that leads with bank_id, which the planner can only run as an index probe per
+    outer row. (Written as plain joins, the plan followed the statistics: right after another bank's bulk
+    retain, a bank the statistics did not know yet was estimated at a few rows and its joins became nested
+    loops over bank-wide scans — 2 s instead of 20 ms until autovacuum's next ANALYZE.)
+
+    The expansion reads at most REACH_BUDGET links: entities are taken rarest first (the highest weight) while
+    the mentions read so far stay within it, and each entity's own reach is capped at the hub limit too.
+    """
     # In a small bank a few seeds are already much of it; keep some memories left to be reached.
     seeds = max(1, min(seeds, bank_size // 4))
-    where, params = filters.sql("m", 8)
+    hub_limit = min(ENTITY_FANOUT_CAP, max(20, int(bank_size * HUB_SHARE)))
+    where, params = filters.sql("m", 9)
     order = (
         indexed_distance("embedding", "$2", dimensions(query_vector))
         if bank_size > EXACT_SCAN_MAX
@@ -183,34 +216,50 @@ async def graph(
     )
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred; but
-    # checking every memory reached is slow when many are (17k through common entities in a 100k bank: 85 ms).
-    # So the filter is checked on the best FILTER_FIRST_PASS × limit first (ties at the cut included, so nothing
-    # outside it can outrank what is inside), and on all of them only when that pass left fewer than `limit`:
-    # the result is the same as checking everything. (The seeds stay unfiltered: a memory outside the filter may
-    # still lead to ones inside it.)
+    # checking every memory reached is slow when many are. So the filter is checked on the best
+    # FILTER_FIRST_PASS × limit first (ties at the cut included, so nothing outside it can outrank what is
+    # inside), and on all of them only when that pass left fewer than `limit`: the result is the same as
+    # checking everything. (The seeds stay unfiltered: a memory outside the filter may still lead to ones
+    # inside it.)
     reach = f"""
-        WITH seeds AS (
+        WITH seeds AS MATERIALIZED (
             SELECT id FROM memory_units
             WHERE bank_id = $1 AND invalidated_at IS NULL
             ORDER BY {order}
             LIMIT $3
         ), seed_entities AS (
             SELECT ue.entity_id, 1.0 AS weight
-            FROM unit_entities ue JOIN seeds s ON ue.bank_id = $1 AND ue.unit_id = s.id
+            FROM seeds s CROSS JOIN LATERAL (
+                SELECT entity_id FROM unit_entities WHERE bank_id = $1 AND unit_id = s.id LIMIT $8
+            ) ue
             UNION ALL
             SELECT e.id, 2.0 FROM entities e WHERE e.bank_id = $1 AND e.name_key = ANY($4::text[])
-        ), entity_weights AS (
-            SELECT se.entity_id, sum(se.weight) * ln(1 + $5::float8 / greatest(e.mention_count, 1)) AS weight
-            FROM seed_entities se JOIN entities e ON e.bank_id = $1 AND e.id = se.entity_id
-            WHERE e.mention_count <= least($6, greatest(20, $5::float8 * 0.05))
-            GROUP BY se.entity_id, e.mention_count
+        ), entity_weights AS MATERIALIZED (
+            SELECT w.entity_id, w.weight, w.mentions,
+                   sum(w.mentions) OVER (ORDER BY w.weight DESC, w.entity_id ROWS UNBOUNDED PRECEDING) AS read_so_far
+            FROM (
+                SELECT se.entity_id, sum(se.weight) * ln(1 + $5::float8 / greatest(e.mention_count, 1)) AS weight,
+                       least(e.mention_count, $6) AS mentions
+                FROM seed_entities se CROSS JOIN LATERAL (
+                    SELECT mention_count FROM entities WHERE bank_id = $1 AND id = se.entity_id LIMIT 1
+                ) e
+                WHERE e.mention_count <= $6
+                GROUP BY se.entity_id, e.mention_count
+            ) w
         ), reached AS (
             SELECT ue.unit_id AS id, ew.weight AS score
-            FROM entity_weights ew JOIN unit_entities ue ON ue.bank_id = $1 AND ue.entity_id = ew.entity_id
+            FROM entity_weights ew CROSS JOIN LATERAL (
+                SELECT unit_id FROM unit_entities WHERE bank_id = $1 AND entity_id = ew.entity_id LIMIT $6
+            ) ue
+            WHERE ew.read_so_far - ew.mentions < {REACH_BUDGET}
             UNION ALL
-            SELECT l.to_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.from_id = s.id
+            SELECT l.to_id, 1.0 FROM seeds s CROSS JOIN LATERAL (
+                SELECT to_id FROM memory_links WHERE bank_id = $1 AND from_id = s.id LIMIT $8
+            ) l
             UNION ALL
-            SELECT l.from_id, 1.0 FROM memory_links l JOIN seeds s ON l.bank_id = $1 AND l.to_id = s.id
+            SELECT l.from_id, 1.0 FROM seeds s CROSS JOIN LATERAL (
+                SELECT from_id FROM memory_links WHERE bank_id = $1 AND to_id = s.id LIMIT $8
+            ) l
         ), scored AS (
             -- Rounded (a float sum's last bits follow the rows' order) and by id: which ties make the cut must
             -- not depend on where the rows happen to be stored.
@@ -218,21 +267,25 @@ async def graph(
             FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
             GROUP BY r.id
         )"""
+    # The memories' own rows are looked up one by one (LATERAL, primary key) for the same reason; the LIMIT keeps
+    # the planner from flattening the lookup into a join it could hash.
+    lookup = f"""CROSS JOIN LATERAL (
+                SELECT m.mentioned_at FROM memory_units m WHERE m.bank_id = $1 AND m.id = {{row}}.id AND {where}
+                LIMIT 1
+            ) m"""
     if not filters.narrowed:
         sql = f"""{reach}, best AS (SELECT * FROM scored ORDER BY score DESC, id LIMIT $7 * 4)
             SELECT s.id, s.score
-            FROM best s JOIN memory_units m ON m.bank_id = $1 AND m.id = s.id
-            WHERE {where}
+            FROM best s {lookup.format(row="s")}
             ORDER BY s.score DESC, m.mentioned_at DESC, s.id
             LIMIT $7
         """
     else:
         sql = f"""{reach}, best AS (
                 SELECT * FROM scored ORDER BY score DESC FETCH FIRST ($7 * {FILTER_FIRST_PASS}) ROWS WITH TIES
-            ), first_pass AS (
+            ), first_pass AS MATERIALIZED (
                 SELECT b.id, b.score, m.mentioned_at
-                FROM best b JOIN memory_units m ON m.bank_id = $1 AND m.id = b.id
-                WHERE {where}
+                FROM best b {lookup.format(row="b")}
             ), checked AS (
                 SELECT * FROM first_pass WHERE (SELECT count(*) FROM first_pass) >= $7
                 UNION ALL
@@ -247,10 +300,18 @@ async def graph(
             ORDER BY score DESC, mentioned_at DESC, id
             LIMIT $7
         """
-    rows = await conn.fetch(
-        sql, filters.bank_id, query_vector, seeds, entity_keys, max(bank_size, 1), ENTITY_FANOUT_CAP, limit, *params
-    )
-    return [(r["id"], float(r["score"])) for r in rows]
+    args: list[object] = [
+        filters.bank_id,
+        query_vector,
+        seeds,
+        entity_keys,
+        max(bank_size, 1),
+        hub_limit,
+        limit,
+        SEED_LINKS,
+        *params,
+    ]
+    return sql, args
 
 
 # A memory said inside a time window is about it unless it is dated more than this far from it: "Yesterday I
