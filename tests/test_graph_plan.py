@@ -13,6 +13,7 @@ memory of the bank mentions.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from database import Database
 
 from memwrap import Memory
 from memwrap.config import load_settings
-from memwrap.engine.recall import arms
+from memwrap.engine.recall import arms, details
 from memwrap.engine.recall.arms import Filters
 
 GRAPH_TABLES = ("memory_units", "unit_entities", "entities", "memory_links")
@@ -90,12 +91,14 @@ def _shown(plan: dict[str, Any], depth: int = 0) -> str:
     return "\n".join([line, *(_shown(child, depth + 1) for child in plan.get("Plans", []))])
 
 
-def _explain(memory: Memory, db: Database, query: str, *, analyze: bool, generic: bool) -> dict[str, Any]:
+def _graph_sql(memory: Memory, query: str, keys: list[str]) -> tuple[str, list[object]]:
     engine = memory._run(memory.aio._get_engine())
+    vector = memory._run(engine.embedder.embed_query(query))
+    return arms.graph_query(Filters("plan-c"), vector, keys, 20, 450)
 
+
+def _explain(db: Database, sql: str, args: list[object], *, analyze: bool, generic: bool) -> dict[str, Any]:
     async def run() -> dict[str, Any]:
-        vector = await engine.embedder.embed_query(query)
-        sql, args = arms.graph_query(Filters("plan-c"), vector, ["maya", "postgres"], 20, 450)
         async with db.connect() as conn:
             if generic:
                 await conn.execute("SET plan_cache_mode = force_generic_plan")
@@ -109,18 +112,13 @@ def _explain(memory: Memory, db: Database, query: str, *, analyze: bool, generic
             raw = await conn.fetchval(f"EXPLAIN ({options}) {sql}", *args)
         return json.loads(raw)[0]["Plan"]
 
-    return memory._run(run())
+    return asyncio.run(run())
 
 
-@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
-def test_the_graph_arm_probes_indexes_by_bank_whatever_the_statistics(
-    three_banks: tuple[Memory, Database], generic: bool
-) -> None:
-    memory, db = three_banks
-    plan = _explain(memory, db, "What did Maya change in the Billing service?", analyze=False, generic=generic)
+def _assert_index_probes(plan: dict[str, Any], tables: tuple[str, ...]) -> None:
     nodes = list(_nodes(plan))
     on_tables = [n for n in nodes if n.get("Relation Name") in GRAPH_TABLES]
-    assert {n["Relation Name"] for n in on_tables} == set(GRAPH_TABLES)
+    assert {n["Relation Name"] for n in on_tables} == set(tables), _shown(plan)
     for node in on_tables:
         assert node["Node Type"] in {"Index Scan", "Index Only Scan", "Bitmap Heap Scan"}, _shown(plan)
     keyed = [n for n in nodes if n["Node Type"] in {"Index Scan", "Index Only Scan", "Bitmap Index Scan"}]
@@ -133,24 +131,56 @@ def test_the_graph_arm_probes_indexes_by_bank_whatever_the_statistics(
     assert joins <= {"Nested Loop"}, _shown(plan)
 
 
-def test_the_graph_arm_reads_a_bounded_number_of_links_through_a_hub(three_banks: tuple[Memory, Database]) -> None:
-    """'postgres' is in every memory of plan-c: a hub the arm does not expand, so what it reads stays within
-    the seeds' own links and the reach budget however large the bank grows."""
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
+def test_the_graph_arm_probes_indexes_by_bank_whatever_the_statistics(
+    three_banks: tuple[Memory, Database], generic: bool
+) -> None:
     memory, db = three_banks
-    plan = _explain(memory, db, "Which service uses Postgres?", analyze=True, generic=False)
-    read = sum(
+    sql, args = _graph_sql(memory, "What did Maya change in the Billing service?", ["maya", "postgres"])
+    _assert_index_probes(_explain(db, sql, args, analyze=False, generic=generic), GRAPH_TABLES)
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
+def test_the_candidates_rows_are_read_by_key(three_banks: tuple[Memory, Database], generic: bool) -> None:
+    """After fusion: the candidates' rows with their session neighbours, then the names of their entities."""
+    memory, db = three_banks
+    ids = [r["id"] for r in db.blocking.fetch("SELECT id FROM memory_units WHERE bank_id = 'plan-c' LIMIT 60")]
+    where, params = Filters("plan-c").sql("m", 4)
+    rows_sql = details.ROWS_AND_NEIGHBOURS.format(columns=details._COLUMNS, filters=where)
+    plan = _explain(db, rows_sql, ["plan-c", ids, ids[:10], *params], analyze=False, generic=generic)
+    _assert_index_probes(plan, ("memory_units", "memory_links"))
+    plan = _explain(db, details.ENTITY_NAMES, ["plan-c", ids], analyze=False, generic=generic)
+    _assert_index_probes(plan, ("unit_entities", "entities"))
+
+
+def _links_read(plan: dict[str, Any]) -> int:
+    return sum(
         n["Actual Rows"] * n["Actual Loops"]
         for n in _nodes(plan)
         if n.get("Relation Name") == "unit_entities" or n.get("Index Name", "").startswith("unit_entities")
     )
-    assert 0 < read <= arms.REACH_BUDGET + 5 * arms.SEED_LINKS
-    # The hub alone would have been 450 links: the rows read come from the rarer names.
+
+
+def test_the_graph_arm_reads_a_bounded_number_of_links(
+    three_banks: tuple[Memory, Database], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The links the arm reads stop at its budget (the rarest entities first), however many the seeds' names
+    lead to; and a hub (a name in every memory: 'postgres') is never expanded at all."""
+    memory, db = three_banks
+    question = "Which service did Maya and Tomas move onto Postgres?"
+    # As if the bank were large: every name but the hub is then rare enough to expand.
     engine = memory._run(memory.aio._get_engine())
-    vector = memory._run(engine.embedder.embed_query("Which service uses Postgres?"))
+    vector = memory._run(engine.embedder.embed_query(question))
+    bank_size = 8000  # hub limit 400 (HUB_SHARE): 'postgres', in all 450 memories, is over it
 
-    async def hits() -> list[Any]:
-        async with db.connect() as conn:
-            return await arms.graph(conn, Filters("plan-c"), vector, ["postgres"], 20, 450)
+    def read(keys: list[str]) -> int:
+        sql, args = arms.graph_query(Filters("plan-c"), vector, keys, 20, bank_size)
+        return _links_read(_explain(db, sql, args, analyze=True, generic=False))
 
-    found = memory._run(hits())
-    assert 0 < len(found) <= 20
+    unbounded = read(["maya", "tomas"])
+    assert read(["maya", "tomas", "postgres"]) == unbounded  # the hub adds nothing to what is read
+    monkeypatch.setattr(arms, "REACH_BUDGET", 100)
+    hub_limit = int(bank_size * arms.HUB_SHARE)
+    seeds_own = 5 * 8  # the seeds' own links: a turn names at most 8 things here
+    bounded = read(["maya", "tomas"])
+    assert bounded <= arms.REACH_BUDGET + hub_limit + seeds_own < unbounded

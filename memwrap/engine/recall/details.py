@@ -41,15 +41,22 @@ WITH pairs AS (
     UNION ALL
     SELECT neighbour, hit FROM pairs
 )
-SELECT w.hit, {columns}
-FROM wanted w JOIN memory_units m ON m.bank_id = $1 AND m.id = w.id
-WHERE w.hit IS NULL OR ({filters})
+-- Each row by its primary key, one probe per id (LATERAL with a LIMIT cannot become a hash join): the cost follows
+-- the candidates, never the bank's size or what the planner's statistics believe it to be.
+SELECT w.hit, m.*
+FROM wanted w CROSS JOIN LATERAL (
+    SELECT {columns} FROM memory_units m
+    WHERE m.bank_id = $1 AND m.id = w.id AND (w.hit IS NULL OR ({filters}))
+    LIMIT 1
+) m
 ORDER BY w.hit IS NOT NULL, array_position($3::uuid[], w.hit), m.mentioned_at, m.id
 """
 
 ENTITY_NAMES = """
 SELECT ue.unit_id, array_agg(e.name ORDER BY e.name) AS names
-FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+FROM unit_entities ue CROSS JOIN LATERAL (
+    SELECT name FROM entities WHERE bank_id = $1 AND id = ue.entity_id LIMIT 1
+) e
 WHERE ue.bank_id = $1 AND ue.unit_id = ANY($2::uuid[])
 GROUP BY ue.unit_id
 """
