@@ -38,6 +38,38 @@ MB = 1024 * 1024
 LOCK_KEY = 0x6D656D77_7669  # pg advisory lock: "memw" "vi"
 
 
+# The index answers a bank's nearest memories only when the bank holds at least this share of all memories. A
+# filtered scan of the shared graph visits about limit / share entries (and pgvector stops at hnsw.max_scan_tuples,
+# 20,000 by default, with what it found), so for a bank that is a small part of a large table its own rows, read
+# by bank_id and sorted exactly, are fewer to read and always complete.
+INDEX_MIN_SHARE = 0.02
+TABLE_ROWS = "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memory_units'::regclass"
+
+
+async def index_serves(conn: Executor, bank_size: int, exact_max: int) -> bool:
+    """Whether a bank's nearest memories come from the index (a large bank, a good share of the table) or from
+    an exact scan of its own rows. The table's size is the planner's own estimate (kept by ANALYZE and VACUUM);
+    a bank larger than it counts as all of it."""
+    if bank_size <= exact_max:
+        return False
+    table = int(await conn.fetchval(TABLE_ROWS) or 0)
+    return bank_size >= INDEX_MIN_SHARE * max(table, bank_size)
+
+
+@asynccontextmanager
+async def index_order(conn: Connection) -> AsyncIterator[None]:
+    """A transaction in which the planner takes the index's order instead of sorting the bank's rows.
+
+    The choice is index_serves's, made from the bank's real size: the planner has no statistics on bank_id
+    (migration 19, so that no plan follows which banks the last ANALYZE saw) and takes every bank for a small
+    share of the table, which would always make reading the bank and sorting it look cheaper. With sorting
+    disabled, the one plan left without a Sort node for the nearest-first LIMIT is the index scan (PostgreSQL
+    counts disabled nodes before costs); sorts every plan needs (the final order) are disabled alike."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL enable_sort = off")
+        yield
+
+
 def indexed_distance(column: str, other: str, dim: int) -> str:
     """The ORDER BY expression the index answers: cosine distance in half precision. The table keeps full
     precision; callers re-sort the index's candidates by the exact distance.

@@ -17,7 +17,7 @@ import numpy as np
 from memwrap.engine.recall.filters import Params, compile_filter
 from memwrap.filters import RecallFilter
 from memwrap.store.pg_types import Connection
-from memwrap.store.vector_index import dimensions, indexed_distance
+from memwrap.store.vector_index import dimensions, index_order, index_serves, indexed_distance
 
 Hits = list[tuple[UUID, float]]
 
@@ -85,9 +85,8 @@ async def semantic(
     # A big bank asks the index (half precision) for its candidates; `dist`, and so the order they come back in,
     # is the exact distance.
     dim = dimensions(query_vector)
-    order = (
-        indexed_distance("m.embedding", "$2", dim) if bank_size > EXACT_SCAN_MAX else "(m.embedding <=> $2) + 0, m.id"
-    )
+    indexed = await index_serves(conn, bank_size, EXACT_SCAN_MAX)
+    order = indexed_distance("m.embedding", "$2", dim) if indexed else "(m.embedding <=> $2) + 0, m.id"
     sql = f"""
         SELECT id, 1 - dist AS score FROM (
             SELECT m.id, m.embedding <=> $2 AS dist, m.mentioned_at
@@ -99,7 +98,12 @@ async def semantic(
         WHERE 1 - dist >= $4
         ORDER BY dist, mentioned_at DESC, id
     """
-    rows = await conn.fetch(sql, filters.bank_id, query_vector, limit, min_similarity, *params)
+    args = (filters.bank_id, query_vector, limit, min_similarity, *params)
+    if indexed:
+        async with index_order(conn):
+            rows = await conn.fetch(sql, *args)
+    else:
+        rows = await conn.fetch(sql, *args)
     return [(r["id"], float(r["score"])) for r in rows]
 
 
@@ -180,8 +184,13 @@ async def graph(
     """Memories reached from the best seeds — the query's own entities and its nearest memories — through shared
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
     score, so a memory that is both near the query and well connected ranks above one that is only connected."""
-    sql, args = graph_query(filters, query_vector, entity_keys, limit, bank_size, seeds)
-    rows = await conn.fetch(sql, *args)
+    indexed = await index_serves(conn, bank_size, EXACT_SCAN_MAX)
+    sql, args = graph_query(filters, query_vector, entity_keys, limit, bank_size, seeds, indexed=indexed)
+    if indexed:
+        async with index_order(conn):
+            rows = await conn.fetch(sql, *args)
+    else:
+        rows = await conn.fetch(sql, *args)
     return [(r["id"], float(r["score"])) for r in rows]
 
 
@@ -192,6 +201,8 @@ def graph_query(
     limit: int,
     bank_size: int,
     seeds: int = 5,
+    *,
+    indexed: bool = False,
 ) -> tuple[str, list[object]]:
     """The graph arm's SQL and its arguments (apart from running it, for EXPLAIN in the plan tests).
 
@@ -209,11 +220,8 @@ def graph_query(
     seeds = max(1, min(seeds, bank_size // 4))
     hub_limit = min(ENTITY_FANOUT_CAP, max(20, int(bank_size * HUB_SHARE)))
     where, params = filters.sql("m", 9)
-    order = (
-        indexed_distance("embedding", "$2", dimensions(query_vector))
-        if bank_size > EXACT_SCAN_MAX
-        else "(embedding <=> $2) + 0, id"
-    )
+    # The seeds are the nearest memories, found as the semantic arm finds them (`indexed`: index_serves).
+    order = indexed_distance("embedding", "$2", dimensions(query_vector)) if indexed else "(embedding <=> $2) + 0, id"
     # Unfiltered, rank first and look up after: a few hundred rows beat joining every reached one. Filtered, the
     # cut must come after the filter, or a selective filter would leave nothing of the best few hundred; but
     # checking every memory reached is slow when many are. So the filter is checked on the best
