@@ -39,6 +39,7 @@ class EvidenceResult:
     evidence: int
     found: dict[int, int]  # budget -> evidence messages with a chunk in the block
     latency_ms: float
+    timings_ms: dict[str, float] = field(default_factory=dict)  # memwrap: the engine's steps, largest budget
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +51,7 @@ class EvidenceResult:
             "evidence": self.evidence,
             "found": {str(b): n for b, n in self.found.items()},
             "latency_ms": round(self.latency_ms, 2),
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
         }
 
 
@@ -135,16 +137,16 @@ def memwrap_results(
     memory.recall(bank_id, "warm-up query, not scored", token_budget=max(budgets))
     out = []
     for q in bank.questions:
-        found, spent = {}, 0.0
+        found, spent, timings = {}, 0.0, {}
         for budget in budgets:
             t0 = time.perf_counter()
             recall = memory.recall(bank_id, q.question, token_budget=budget, now=q.asked_at)
             spent += time.perf_counter() - t0
             shown = {m.document_id for m in recall.memories}
             found[budget] = sum(1 for e in q.evidence if e in shown)
-        out.append(
-            EvidenceResult(MEMWRAP, dataset, bank.name, q.id, q.type, len(q.evidence), found, spent * 1000 / len(budgets))
-        )
+            timings = dict(recall.timings_ms)
+        ms = spent * 1000 / len(budgets)
+        out.append(EvidenceResult(MEMWRAP, dataset, bank.name, q.id, q.type, len(q.evidence), found, ms, timings))
     return out
 
 

@@ -197,6 +197,8 @@ def generate_bank(seed: int, target_tokens: int, *, name: str | None = None, sta
     project = rng.choice(v.PROJECTS)
     writer = _Writer(rng, project)
     threads = all_threads(rng, project)
+    if target_tokens < 30_000:  # a small bank (smoke tests): one thread of each kind, or the threads alone fill it
+        threads = [next(t for t in threads if t.kind == kind) for kind in QUESTION_TYPES]
     sessions: list[_Session] = []
     when, total = start, 0
     budget = max(target_tokens - 120 * sum(len(t.statements) for t in threads), target_tokens // 2)

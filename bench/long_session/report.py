@@ -60,9 +60,9 @@ def throughput_rows(throughput: dict[str, Any]) -> list[list[str]]:
 def _conditions(latency: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for size in latency.get("sizes", []):
-        out.append((f"{size['memories']:,} quiet", size["quiet"]))
+        out.append((f"{size['memories']:,} memories", size["quiet"]))
         if "loaded" in size:
-            out.append((f"{size['memories']:,} load +{size['load_processes']}", size["loaded"]))
+            out.append((f"{size['memories']:,}, +{size['load_processes']} busy loops", size["loaded"]))
     return out
 
 
@@ -94,6 +94,10 @@ def markdown_section(long: dict[str, Any], md_table: Table) -> list[str]:
             "budget; hybrid: chunk texts walked within the budget).",
             "",
             md_table(recall_header(budgets), recall_rows(systems, budgets)),
+            "",
+            "memwrap recall per question, median ms (graph arm): "
+            + ", ".join(f"{b['bank']} {b.get('recall_ms_median')} ({b.get('graph_ms_median')})" for b in banks)
+            + " (banks retained one after another into one home, each recalled right after its retain).",
             "",
         ]
     if long.get("throughput"):

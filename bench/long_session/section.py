@@ -84,6 +84,11 @@ def config_from_args(args: argparse.Namespace, int_list: Callable[[str], list[in
     return c
 
 
+def _median(values: list[float | None]) -> float | None:
+    kept = sorted(v for v in values if v is not None)
+    return round(kept[len(kept) // 2], 1) if kept else None
+
+
 def _pool(embedder: Any, vectors: list[Any]) -> np.ndarray:
     """Real chunk embeddings to draw the imported banks' vectors from (those of the evidence part, or fresh)."""
     if vectors:
@@ -123,11 +128,14 @@ def run_long(
                     progress,
                 )  # fmt: skip
                 per_question += rows
+                ours = [r for r in rows if r.system == ev.MEMWRAP]
                 throughput.add(spent)
                 vectors.append(matrix)
                 described.append({
                     "bank": bank.name, "messages": len(bank.messages), "tokens": bank.tokens,
                     "sessions": bank.sessions, "questions": len(bank.questions), "memories": len(chunks.texts),
+                    "recall_ms_median": _median([r.latency_ms for r in ours]),
+                    "graph_ms_median": _median([r.timings_ms.get("arm.graph") for r in ours]),
                     **bank.info,
                 })  # fmt: skip
                 log(
