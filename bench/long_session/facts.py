@@ -46,6 +46,8 @@ class Thread:
 Pick = Callable[[tuple[str, ...]], str]
 
 
+# Thread builders are tables of wordings: kept in this dense layout on purpose.
+# fmt: off
 def _versions(rng: random.Random, steps: int) -> list[str]:
     major, minor = rng.randint(1, 4), rng.randint(0, 12)
     out = []
@@ -80,7 +82,7 @@ def single_facts(rng: random.Random, project: str) -> list[Thread]:
             "What port should I point my client at to reach staging?",
         ], str(port)),
         Thread("single-fact", "cron", [Statement("user", c((
-            f"The nightly export cron fires at {hour:02d}:{minute:02d} UTC, so don't deploy around then.",
+            f"The nightly export cron fires at {hour:02d}:{minute:02d} UTC, don't deploy around then.",
             f"Heads up: the scheduled dump job starts {hour:02d}:{minute:02d} UTC every night.",
         )))], [
             "At what time of night does the scheduled export kick off?",
@@ -101,7 +103,7 @@ def single_facts(rng: random.Random, project: str) -> list[Thread]:
             "After how many days are our logs deleted?",
         ], f"{days} days"),
         Thread("single-fact", "page-size", [Statement("assistant", c((
-            f"I set the default page size of the list endpoints to {size}, with a hard cap of {size * 4}.",
+            f"I set the list endpoints' default page size to {size}, with a hard cap of {size * 4}.",
             f"List endpoints now return {size} rows per page unless `limit` says otherwise.",
         )))], [
             "By default, how many rows does a list endpoint return per page?",
@@ -324,6 +326,9 @@ def counting(rng: random.Random) -> list[Thread]:
         )) for k in range(n)]
         out.append(Thread("counting", f"count-{i}", [Statement("user", t) for t in texts], [question], str(n)))
     return out
+
+
+# fmt: on
 
 
 def all_threads(rng: random.Random, project: str) -> list[Thread]:

@@ -139,7 +139,7 @@ class _Writer:
             else:
                 s = self.slots()
                 text += (
-                    f"\n\n```\nTraceback (most recent call last):\n  File \"{s['path']}\", line {r.randint(10, 400)}, "
+                    f'\n\n```\nTraceback (most recent call last):\n  File "{s["path"]}", line {r.randint(10, 400)}, '
                     f"in {s['func']}\n    return self._{s['noun']}s[key]\n{s['error']}: '{s['field']}'\n```"
                 )
         return text

@@ -55,7 +55,9 @@ def item_bank(item: dict[str, Any], index: int, *, other_sessions: int | None = 
     for sid, start, turns in kept:
         for t, turn in enumerate(turns):
             content = f"{turn['role']}: {turn['content']}"
-            message = Message(f"{sid}:{t}", sid, turn["role"], turn["content"], start + timedelta(minutes=t), _count(content))
+            message = Message(
+                f"{sid}:{t}", sid, turn["role"], turn["content"], start + timedelta(minutes=t), _count(content)
+            )
             messages.append(message)
             if sid in answer_ids:
                 answer_turns.append(message.id)
@@ -72,7 +74,9 @@ def item_bank(item: dict[str, Any], index: int, *, other_sessions: int | None = 
     return LongBank(f"lme-{index}", messages, [question], source="longmemeval", info={"item": item["question_id"]})
 
 
-def load_banks(path: Path | None = None, *, items: int | None = None, other_sessions: int | None = None) -> list[LongBank]:
+def load_banks(
+    path: Path | None = None, *, items: int | None = None, other_sessions: int | None = None
+) -> list[LongBank]:
     data_path = path or default_path()
     if not data_path.is_file():
         raise FileNotFoundError(f"LongMemEval data not found at {data_path}; pass --longmemeval PATH")

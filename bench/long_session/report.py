@@ -101,7 +101,12 @@ def markdown_section(long: dict[str, Any], md_table: Table) -> list[str]:
             "",
         ]
     if long.get("throughput"):
-        parts += ["### Retain of long messages", "", md_table(THROUGHPUT_HEADER, throughput_rows(long["throughput"])), ""]
+        parts += [
+            "### Retain of long messages",
+            "",
+            md_table(THROUGHPUT_HEADER, throughput_rows(long["throughput"])),
+            "",
+        ]
     if long.get("short_turns"):
         s = long["short_turns"]
         parts += [f"Short turns: {s['turns']:,} retained in {s['seconds']} s: **{s['turns_per_s']:.0f} turns/s** "
