@@ -207,7 +207,7 @@ def run_latency(
 
     for size in sorted(sizes):
         messages, rows = _take(stream, max(0, size - have))
-        tail_messages = messages[-tail:] if tail else []
+        tail_messages = messages if tail < 0 else messages[-tail:] if tail else []
         head_ids = {m.id for m in messages[: len(messages) - len(tail_messages)]}
         bulk = [r for r in rows if r["document_id"] in head_ids]
         seconds = import_rows(memory, target, bulk, pool, 90_000 + size) if bulk else 0.0

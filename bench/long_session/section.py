@@ -40,7 +40,7 @@ class LongConfig:
     sizes: list[int] = field(default_factory=lambda: [2_000, 10_000])
     others: int = 50
     other_size: int = 500
-    tail: int = 100  # messages retained through retain_many at each size, right before timing
+    tail: int = 100  # messages retained through retain_many at each size, right before timing (-1: all of them)
     queries: int = 60
     warmup: int = 5
     load: int = 0
@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--long-sizes", default=None, help="latency bank sizes in memories (default 2k,10k)")
     g.add_argument("--long-others", type=int, default=None, help="other banks in the home (default 50)")
     g.add_argument("--long-other-size", type=int, default=None, help="memories per other bank (default 500)")
+    g.add_argument(
+        "--long-tail", type=int, default=None, help="messages retained (not imported) per size; -1: all (default 100)"
+    )
     g.add_argument("--long-queries", type=int, default=None, help="timed recalls per size (default 60)")
     g.add_argument("--long-skip-evidence", action="store_true", help="latency and throughput only")
     g.add_argument("--long-skip-latency", action="store_true", help="evidence recall and throughput only")
@@ -77,6 +80,8 @@ def config_from_args(args: argparse.Namespace, int_list: Callable[[str], list[in
     for name, attr in (("long_seed", "seed"), ("long_others", "others"), ("long_other_size", "other_size")):
         if getattr(args, name) is not None:
             setattr(c, attr, getattr(args, name))
+    if args.long_tail is not None:
+        c.tail = args.long_tail
     if args.long_queries is not None:
         c.queries = args.long_queries
     c.longmemeval, c.load = args.longmemeval, args.load
