@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.locomo import CATEGORY_NAMES, OVERALL, SCORED_CATEGORIES
+from bench.long_session import report as long_report
 from bench.multilingual.compare import markdown_section, print_section
 
 MEMWRAP = "memwrap"
@@ -281,6 +282,8 @@ def markdown(results: dict[str, Any]) -> str:
                 _md_table(["probe", "bank size", "p50 / p95 / p99 ms", "note"], extra),
                 "",
             ]
+    if results.get("long_session"):
+        parts += long_report.markdown_section(results["long_session"], _md_table)
     if meta.get("warnings"):
         parts += ["## Warnings", "", *(f"- {w}" for w in meta["warnings"]), ""]
     return "\n".join(parts)
@@ -383,3 +386,5 @@ def print_tables(results: dict[str, Any], console: Any | None = None) -> None:
             for row in extra:
                 table.add_row(*row)
             console.print(table)
+    if results.get("long_session"):
+        long_report.print_section(results["long_session"], console)

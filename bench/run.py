@@ -33,6 +33,7 @@ from bench import report
 from bench.baselines import BASELINE_NAMES, Embedder, Retriever, baseline_embedder, make_baselines
 from bench.latency import PLANNED_PROBES, PROBES, LatencyConfig, load_probe_modules, run_latency
 from bench.locomo import Conversation, QuestionResult, Ranked, load_locomo, score_question, summarise
+from bench.long_session.section import LongConfig, add_arguments, config_from_args, run_long
 from bench.multilingual.compare import run_comparison
 
 ALL_SYSTEMS: tuple[str, ...] = ("memwrap", *BASELINE_NAMES)
@@ -68,6 +69,8 @@ class BenchConfig:
     database_url: str | None = None
     progress: bool = True
     command: str = "python -m bench"
+    skip_long: bool = False
+    long: LongConfig = field(default_factory=LongConfig)  # the long-session section (bench/long_session)
 
 
 def _int_list(text: str) -> list[int]:
@@ -127,6 +130,7 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--database-url", default=None, help="use this PostgreSQL instead of the embedded one")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_arguments(parser)
     args = parser.parse_args(argv)
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -148,6 +152,8 @@ def parse_args(argv: Sequence[str] | None = None) -> BenchConfig:
         home=args.home,
         database_url=args.database_url,
         progress=not args.no_progress,
+        skip_long=args.skip_long,
+        long=config_from_args(args, _int_list),
         command=" ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])]),
     )
     if args.quick:
@@ -477,6 +483,7 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
                     ("locomo", config.skip_locomo),
                     ("models", config.skip_models),
                     ("latency", config.skip_latency),
+                    ("long_session", config.skip_long),
                 )
                 if not skip
             ],
@@ -497,7 +504,9 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
             f"the machine was already {background['busy_cpu_percent_before_start']:.0f}% busy before the run started "
             f"(load average {background['loadavg_start'][0]:.1f}); latencies and throughput are inflated by other work"
         )
-    needs_memory = ("memwrap" in config.systems and not config.skip_locomo) or not config.skip_latency
+    needs_memory = (
+        ("memwrap" in config.systems and not config.skip_locomo) or not config.skip_latency or not config.skip_long
+    )
     memory, created_home, pgdata = _open_memory(config) if needs_memory else (None, None, None)
     per_question: list[QuestionResult] = []
     try:
@@ -560,6 +569,11 @@ def run_suite(config: BenchConfig, console: Console | None = None) -> dict[str, 
                 memory.delete_bank(bank)
             except Exception as exc:  # noqa: BLE001 - cleanup only
                 warnings.append(f"could not delete latency bank: {exc}")
+        if not config.skip_long and memory is not None:
+            with console.bars():
+                results["long_session"] = run_long(
+                    memory, embedder, config.long, run_id, console.log, console.bar, config.out
+                )
     finally:
         if memory is not None:
             memory.close()

@@ -67,6 +67,7 @@ def test_quick_suite_plumbing(tmp_path) -> None:
             "--max-distractors", "40",
             "--time-budget", "0",
             "--no-progress",
+            "--skip-long",  # its own smoke test: tests/test_bench_long_session.py
         ]
     )  # fmt: skip
     results = run_suite(config)
