@@ -5,6 +5,7 @@ commands and addresses they name answer an MCP client."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -24,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
+import memwrap
+
 MEMWRAP = str(Path(sys.executable).parent / "memwrap")
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "coding-agents.md"
@@ -38,9 +41,17 @@ def stdio_home() -> Iterator[Path]:
     shutil.rmtree(home, ignore_errors=True)
 
 
+def _env(**values: str) -> dict[str, str]:
+    """A child's environment: these values, and PYTHONPATH when the run has one (a checkout tested without
+    installing it: the console script must import the same memwrap as the tests)."""
+    if os.environ.get("PYTHONPATH"):
+        values.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    return values
+
+
 def _server(args: list[str], home: Path, errlog: Any) -> Client:
     command = MEMWRAP if args[0] == "memwrap" else args[0]
-    params = StdioServerParameters(command=command, args=args[1:], env={"MEMWRAP_HOME": str(home)})
+    params = StdioServerParameters(command=command, args=args[1:], env=_env(MEMWRAP_HOME=str(home)))
     return Client(stdio_client(params, errlog=errlog))
 
 
@@ -55,6 +66,8 @@ async def test_a_stdio_session_retains_recalls_invalidates_and_deletes(stdio_hom
         async with _server(["memwrap", "mcp", "--bank", "desk", "--home", str(stdio_home)], stdio_home, errlog) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
             assert {"retain", "recall", "list_memories", "invalidate_memory", "delete_memory"} <= tools
+            assert "reflect" not in tools  # no LLM configured: it could only fail
+            assert c.server_info is not None and c.server_info.version == memwrap.__version__
             assert "bank_id" not in json.dumps([t.input_schema for t in (await c.list_tools()).tools])
             ids = _payload(await c.call_tool("retain", {"content": "Staging is reset every Monday at 06:00 UTC."}))
             kept = _payload(await c.call_tool("retain", {"content": "Deploys go out on Thursdays after the standup."}))
@@ -62,9 +75,10 @@ async def test_a_stdio_session_retains_recalls_invalidates_and_deletes(stdio_hom
             assert "Monday at 06:00 UTC" in recalled["context"]
 
             gone = ids["ids"][0]
-            assert _payload(await c.call_tool("invalidate_memory", {"memory_id": gone, "reason": "now Tuesdays"})) == {
-                "invalidated": True
-            }
+            invalidated = _payload(
+                await c.call_tool("invalidate_memory", {"memory_id": gone, "reason": "now Tuesdays"})
+            )
+            assert invalidated["invalidated"] is True
             recalled = _payload(await c.call_tool("recall", {"query": "When is staging reset?"}))
             assert "Monday" not in recalled["context"]
             assert _payload(await c.call_tool("delete_memory", {"memory_id": gone})) == {"deleted": True}
@@ -104,7 +118,7 @@ def test_stdout_carries_json_rpc_only(stdio_home: Path, tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=errors,
         text=True,
-        env={"MEMWRAP_HOME": str(stdio_home), "PATH": "/usr/bin:/bin", "HOME": str(stdio_home)},
+        env=_env(MEMWRAP_HOME=str(stdio_home), PATH="/usr/bin:/bin", HOME=str(stdio_home)),
     )
     answers: list[dict[str, Any]] = []
     assert process.stdin is not None and process.stdout is not None
@@ -207,11 +221,32 @@ def test_the_docs_hooks_block_runs(memwrap_home: Path, tmp_path: Path) -> None:
                 capture_output=True,
                 text=True,
                 timeout=300,
-                env={"MEMWRAP_HOME": str(memwrap_home), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                env=_env(MEMWRAP_HOME=str(memwrap_home), PATH="/usr/bin:/bin", HOME=str(tmp_path)),
             )
             assert (result.returncode, result.stderr) == (0, ""), result.stderr
             if event == "SessionStart" and result.stdout:
                 assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+async def test_reflect_is_listed_when_an_llm_is_configured(
+    stdio_home: Path, tmp_path: Path, upstream_server: Any
+) -> None:
+    env = {
+        "MEMWRAP_HOME": str(stdio_home),
+        "MEMWRAP_LLM_PROVIDER": "openai",
+        "MEMWRAP_LLM_MODEL": "gpt-4o-mini",
+        "MEMWRAP_LLM_BASE_URL": upstream_server.openai_base_url,
+    }
+    params = StdioServerParameters(
+        command=MEMWRAP, args=["mcp", "--bank", "desk", "--home", str(stdio_home)], env=_env(**env)
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+    print("\n".join(f"{name}: {t.annotations}" for name, t in tools.items()))  # the acceptance note's table
+    assert "reflect" in tools
+    hints = tools["reflect"].annotations
+    assert hints is not None and (hints.read_only_hint, hints.open_world_hint) == (True, False)
 
 
 async def test_stdio_through_a_sidecar(sidecar: ServerProcess, tmp_path: Path) -> None:  # noqa: F405
@@ -220,7 +255,7 @@ async def test_stdio_through_a_sidecar(sidecar: ServerProcess, tmp_path: Path) -
     params = StdioServerParameters(
         command=MEMWRAP,
         args=["mcp", "--bank", bank, "--url", sidecar.url],
-        env={"MEMWRAP_API_KEY": ADMIN_KEY, "MEMWRAP_HOME": str(tmp_path / "unused")},  # noqa: F405
+        env=_env(MEMWRAP_API_KEY=ADMIN_KEY, MEMWRAP_HOME=str(tmp_path / "unused")),  # noqa: F405
     )
     with (tmp_path / "stderr.txt").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
