@@ -373,10 +373,12 @@ class Call:
     def _recall_span(self, query: str) -> Iterator[Any]:
         with tracing.span(
             spans.RECALL,
+            client=True,  # the app's call to its memory: the engine's own search span, if embedded, is inside
             bank_id=self.bank,
             provider=self.provider.name,
             token_budget=self.options.token_budget,
-            **tracing.content_attributes(query=query),
+            **tracing.memory_operation("search_memory", self.bank),
+            **tracing.memory_query(query),
         ) as current:
             spans.query_attributes(current, query, self._model())
             yield current
