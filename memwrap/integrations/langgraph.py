@@ -64,6 +64,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from memwrap.integrations import needs
+
+try:
+    from langgraph.store.base import BaseStore
+except ImportError as exc:  # the [langgraph] extra
+    raise ImportError(needs("langgraph", "langgraph", "langgraph")) from exc
 from langgraph.store.base import (
     BaseStore,
     GetOp,
