@@ -175,7 +175,7 @@ SERVER_MODULES = ("fastapi", "uvicorn", "mcp", "prometheus_client", "fastapi_off
 
 def missing_server_extra(command: str) -> int:
     """0 when the server extra is installed; else one line on stderr saying what to install, and exit code 2."""
-    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    missing = [name for name in SERVER_MODULES if not _installed(name)]
     if not missing:
         return 0
     sys.stderr.write(
@@ -183,6 +183,13 @@ def missing_server_extra(command: str) -> int:
         "pip install 'memwrap[server]'\n"
     )
     return 2
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module blocked (None in sys.modules) or broken: not usable
+        return False
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
