@@ -142,10 +142,23 @@ def span_name(name: str, attributes: Mapping[str, Any]) -> str:
 
 
 @contextlib.contextmanager
-def span(name: str, *, client: bool = False, **attributes: Any) -> Iterator[Any]:
+def span(name: str, **attributes: Any) -> Iterator[Any]:
     """`with span("recall", bank_id=...) as s: ... s.set_attribute(...)`. Errors are recorded and re-raised.
     A memory operation (attributes from `memory_operation()`) is named as the GenAI conventions say, its
-    `memwrap.step` the name given; `client`: the span is the app's call to memory (kind CLIENT)."""
+    `memwrap.step` the name given."""
+    with _span(name, attributes, client=False) as current:
+        yield current
+
+
+@contextlib.contextmanager
+def client_span(name: str, **attributes: Any) -> Iterator[Any]:
+    """As `span`, of kind CLIENT: the app's call to its memory (the wrapper's recall)."""
+    with _span(name, attributes, client=True) as current:
+        yield current
+
+
+@contextlib.contextmanager
+def _span(name: str, attributes: Mapping[str, Any], *, client: bool) -> Iterator[Any]:
     tracer = _tracer()
     if tracer is None or _quiet.get():
         yield _NO_SPAN
@@ -375,6 +388,7 @@ def traced(
 __all__ = [
     "background",
     "capture_content",
+    "client_span",
     "content_attributes",
     "embeddings",
     "llm_call",

@@ -134,6 +134,10 @@ async def test_mcp_invalidates_and_deletes_a_memory_of_its_bank_only(
         assert _payload(await client.call_tool("list_memories", {}))["memories"] == []
         listed = _payload(await client.call_tool("list_memories", {"include_invalidated": True}))["memories"]
         assert [(m["id"], m["invalidated"]) for m in listed] == [(memory_id, True)]
+        # The same flag and field over REST (and so the HTTP client).
+        assert admin.get(f"/v1/banks/{bank}/memories").json()["items"] == []
+        rest = admin.get(f"/v1/banks/{bank}/memories", params={"include_invalidated": "true"}).json()["items"]
+        assert [(m["id"], bool(m["invalidated_at"])) for m in rest] == [(memory_id, True)]
         # restore_memory undoes it.
         assert _payload(await client.call_tool("restore_memory", {"memory_id": memory_id})) == {"restored": True}
         got = _payload(await client.call_tool("get_memory", {"memory_id": memory_id}))

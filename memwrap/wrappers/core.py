@@ -371,9 +371,9 @@ class Call:
 
     @contextlib.contextmanager
     def _recall_span(self, query: str) -> Iterator[Any]:
-        with tracing.span(
+        # The app's call to its memory (kind CLIENT): the engine's own search span, if embedded, is inside it.
+        with tracing.client_span(
             spans.RECALL,
-            client=True,  # the app's call to its memory: the engine's own search span, if embedded, is inside
             bank_id=self.bank,
             provider=self.provider.name,
             token_budget=self.options.token_budget,
