@@ -120,6 +120,20 @@ class AsyncMemory(AsyncVerbs):
         if self._engine is not None:
             cast("Engine", self._engine).use_llm(llm)  # url is None: the engine is embedded
 
+    def llm_configured(self, role: str = "reflect") -> bool | None:
+        """Whether the engine has an LLM for `role` (reflect, extraction, consolidation): the started engine's,
+        else what it will start with (`use_llm`, MEMWRAP_LLM_* and the role's own settings). None for a sidecar:
+        its LLM is configured where it runs."""
+        if self.url is not None:
+            return None
+        llm = getattr(self._engine, "llm", None)
+        if llm is not None:
+            return bool(llm.configured(role))
+        if self._llm is not None:
+            return True
+        provider = getattr(self.settings, f"{role}_provider", None) or self.settings.llm_provider
+        return provider != "none"
+
     @property
     def closed(self) -> bool:
         return self._closed

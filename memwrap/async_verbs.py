@@ -204,10 +204,12 @@ class AsyncVerbs(MemoryVerbs):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
         include_expired: bool = False,
+        include_invalidated: bool = False,
     ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
 
-        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall).
+        `include_invalidated`: also the invalidated ones (`invalidated_at` says when; `restore` brings one back)."""
         engine = await self._get_engine()
         return await engine.list(
             bank_id,
@@ -218,10 +220,12 @@ class AsyncVerbs(MemoryVerbs):
             document_id=document_id,
             filters=filters,
             include_expired=include_expired,
+            include_invalidated=include_invalidated,
         )
 
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
-        """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
+        """One memory by id, invalidated or not (`invalidated_at` says when it was; MemoryNotFoundError if the bank
+        has no such memory)."""
         engine = await self._get_engine()
         return await engine.get(bank_id, memory_id)
 

@@ -12,6 +12,7 @@ traceback (MEMWRAP_DEBUG=1 shows the traceback of an unexpected one).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -168,8 +169,33 @@ def _report(args: argparse.Namespace, data: dict[str, object], text: str) -> Non
         console.print(text)
 
 
+# The top-level modules of the optional `server` extra (pyproject.toml): `memwrap serve` and `ui` need them all.
+SERVER_MODULES = ("fastapi", "uvicorn", "mcp", "prometheus_client", "fastapi_offline")
+
+
+def missing_server_extra(command: str) -> int:
+    """0 when the server extra is installed; else one line on stderr saying what to install, and exit code 2."""
+    missing = [name for name in SERVER_MODULES if not _installed(name)]
+    if not missing:
+        return 0
+    sys.stderr.write(
+        f"memwrap {command} needs the server extra ({', '.join(missing)} not installed): "
+        "pip install 'memwrap[server]'\n"
+    )
+    return 2
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module blocked (None in sys.modules) or broken: not usable
+        return False
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     # Imported here: the server's dependencies (FastAPI, uvicorn, mcp) are the optional `server` extra.
+    if missing := missing_server_extra("serve"):
+        return missing
     from memwrap_server.__main__ import serve
 
     return serve(
@@ -190,6 +216,8 @@ def port_number(text: str) -> int:
 
 def cmd_ui(args: argparse.Namespace) -> int:
     """The memory browser of this home: a memwrap server already serving it, or the sidecar on 127.0.0.1."""
+    if missing := missing_server_extra("ui"):
+        return missing
     from memwrap_server.ui import launch
 
     return launch(

@@ -135,6 +135,7 @@ class EngineVerbs(Protocol):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
         include_expired: bool = False,
+        include_invalidated: bool = False,
     ) -> Awaitable[list[MemoryRecord]]:
         ...
 

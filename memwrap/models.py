@@ -69,6 +69,9 @@ class MemoryRecord(BaseModel):
     created_at: datetime | None = None
     speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
     expires_at: datetime | None = Field(default=None, description="when it stops being recalled (None: never)")
+    invalidated_at: datetime | None = Field(
+        default=None, description="when it was invalidated (None: it is not); `restore` brings it back"
+    )
 
 
 class RecalledMemory(BaseModel):

@@ -5,13 +5,20 @@ OTel setup) sees memwrap's spans inside its own traces; without one the API hand
 without `opentelemetry-api` installed at all `span()` is an empty context manager.
 
 Attributes describe the work, never its content: bank ids, counts, token figures, arms, timings. Memory text
-and queries are left out, unless MEMWRAP_TRACE_CONTENT=1 asks for the query (`content_attributes()`).
+and queries are left out unless content capture is asked for: the GenAI conventions' standard switch
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT (true, SPAN_ONLY or SPAN_AND_EVENT), or memwrap's own
+MEMWRAP_TRACE_CONTENT, which decides when set (1 on, 0 off whatever the standard switch says). Then the query goes
+on the memory search spans as `gen_ai.memory.query.text` (`memory_query()`), and on reflect's as `memwrap.query`.
 
 Names: every attribute of ours is under `memwrap.`; the OpenTelemetry GenAI semantic conventions' own
-attributes (`gen_ai.*`, with `server.*` and `error.*`) keep their names, so GenAI dashboards read memwrap's
-memory operations (`search_memory`, `upsert_memory`, ...) and its LLM calls (`chat {model}` spans) as they
-read any instrumented app's. Span names stay memwrap's (`memwrap.recall`): they say which step of ours ran,
-which `search_memory` alone would not.
+attributes (`gen_ai.*`, with `server.*` and `error.*`) keep their names. A memory operation's span (recall:
+`search_memory`; retain: `upsert_memory`; update and invalidate: `update_memory`; delete: `delete_memory`) is
+named as the conventions say, `{gen_ai.operation.name} {gen_ai.memory.store.id}` (the bank; `search_memory a,b`
+for a recall over two), with `gen_ai.provider.name` "memwrap", so a backend that groups by the spec's names sees
+memwrap; `memwrap.step` says which step of ours it is (`recall`, `wrapper.recall`, `invalidate`, ...). The
+wrapper's recall is the app's call to its memory (kind CLIENT, as a database client span); the engine's, inside
+it when the engine is embedded, is INTERNAL. Other steps keep memwrap's names (`memwrap.recall.arm`,
+`memwrap.reflect`, `memwrap.job`), and the LLM calls are the conventions' `chat {model}` spans.
 
 What is whose: the engine's warm-up traces nothing (`quiet()`), and background work (the job worker) starts
 traces of its own (`background()`), only for banks this process has served in the foreground: an app that
@@ -38,6 +45,22 @@ except ImportError:  # pragma: no cover - exercised in environments without open
 
 INSTRUMENTATION_NAME = "memwrap"
 PREFIX = "memwrap."
+PROVIDER = "memwrap"  # gen_ai.provider.name of memwrap's memory operations
+# The GenAI conventions' memory operations (gen_ai.operation.name): spans doing one are named after it.
+MEMORY_OPERATIONS = frozenset(
+    {
+        "create_memory",
+        "search_memory",
+        "update_memory",
+        "upsert_memory",
+        "delete_memory",
+        "create_memory_store",
+        "delete_memory_store",
+    }
+)
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"  # the conventions' content switch
+CONTENT_ENV = "MEMWRAP_TRACE_CONTENT"  # memwrap's own: decides when set
+MAX_CONTENT_CHARS = 1000
 # Namespaces the OpenTelemetry semantic conventions define: their attributes keep their own names.
 CONVENTION_PREFIXES = ("gen_ai.", "server.", "error.")
 # OpenTelemetry's own flag (opentelemetry.context) that instrumentations honour: set during the warm-up so
@@ -108,17 +131,49 @@ def served(bank_id: str) -> bool:
     return bank_id in _served
 
 
+def span_name(name: str, attributes: Mapping[str, Any]) -> str:
+    """A memory operation's span is `{gen_ai.operation.name} {gen_ai.memory.store.id}` (the conventions' name);
+    any other is memwrap's own, `memwrap.<name>`."""
+    operation = attributes.get("gen_ai.operation.name")
+    if operation not in MEMORY_OPERATIONS:
+        return PREFIX + name
+    store = attributes.get("gen_ai.memory.store.id")
+    return f"{operation} {store}" if store else str(operation)
+
+
 @contextlib.contextmanager
 def span(name: str, **attributes: Any) -> Iterator[Any]:
-    """`with span("recall", bank_id=...) as s: ... s.set_attribute(...)`. Errors are recorded and re-raised."""
+    """`with span("recall", bank_id=...) as s: ... s.set_attribute(...)`. Errors are recorded and re-raised.
+    A memory operation (attributes from `memory_operation()`) is named as the GenAI conventions say, its
+    `memwrap.step` the name given."""
+    with _span(name, attributes, client=False) as current:
+        yield current
+
+
+@contextlib.contextmanager
+def client_span(name: str, **attributes: Any) -> Iterator[Any]:
+    """As `span`, of kind CLIENT: the app's call to its memory (the wrapper's recall)."""
+    with _span(name, attributes, client=True) as current:
+        yield current
+
+
+@contextlib.contextmanager
+def _span(name: str, attributes: Mapping[str, Any], *, client: bool) -> Iterator[Any]:
     tracer = _tracer()
     if tracer is None or _quiet.get():
         yield _NO_SPAN
         return
     _mark_served(attributes.get("bank_id"))
-    with tracer.start_as_current_span(PREFIX + name, record_exception=True, set_status_on_exception=True) as current:
-        if current.is_recording() and attributes:
-            current.set_attributes(_clean(attributes))
+    full_name = span_name(name, attributes)
+    if not full_name.startswith(PREFIX):
+        attributes = {**attributes, "step": name}
+    with tracer.start_as_current_span(
+        full_name,
+        kind=SpanKind.CLIENT if client else SpanKind.INTERNAL,
+        attributes=_clean(attributes),  # at creation: samplers read the operation and the store
+        record_exception=True,
+        set_status_on_exception=True,
+    ) as current:
         yield current
 
 
@@ -184,7 +239,7 @@ def memory_operation(operation: str, bank_id: str | Iterable[str] | None) -> dic
     """The GenAI conventions' memory attributes: `gen_ai.operation.name` (search_memory, upsert_memory,
     update_memory, delete_memory), and the store — the bank (banks, comma-joined, for a recall over several)."""
     store = bank_id if isinstance(bank_id, str) or bank_id is None else ",".join(bank_id)
-    attributes: dict[str, AttributeValue] = {"gen_ai.operation.name": operation}
+    attributes: dict[str, AttributeValue] = {"gen_ai.operation.name": operation, "gen_ai.provider.name": PROVIDER}
     if store:
         attributes["gen_ai.memory.store.id"] = store
     return attributes
@@ -283,11 +338,29 @@ def mark_error(current: Any, message: str) -> None:
         current.set_status(Status(StatusCode.ERROR, message))
 
 
+def capture_content() -> bool:
+    """Whether spans may carry user content: MEMWRAP_TRACE_CONTENT when set, else the GenAI conventions' switch
+    (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: true, or SPAN_ONLY / SPAN_AND_EVENT; EVENT_ONLY and
+    NO_CONTENT put nothing on spans)."""
+    ours = os.environ.get(CONTENT_ENV, "").strip().lower()
+    if ours:
+        return ours in ("1", "true", "yes", "on")
+    standard = os.environ.get(CAPTURE_ENV, "").strip().lower()
+    return standard in ("1", "true", "yes", "on", "span_only", "span_and_event")
+
+
 def content_attributes(**values: str) -> dict[str, str]:
-    """Attributes that carry user content (the query): only with MEMWRAP_TRACE_CONTENT=1."""
-    if os.environ.get("MEMWRAP_TRACE_CONTENT", "").strip().lower() not in ("1", "true", "yes", "on"):
+    """Attributes that carry user content under memwrap's names (reflect's query): only with capture on."""
+    if not capture_content():
         return {}
-    return {key: value[:1000] for key, value in values.items()}
+    return {key: value[:MAX_CONTENT_CHARS] for key, value in values.items()}
+
+
+def memory_query(query: str) -> dict[str, str]:
+    """A memory search's query as the conventions' `gen_ai.memory.query.text`: only with capture on."""
+    if not capture_content():
+        return {}
+    return {"gen_ai.memory.query.text": query[:MAX_CONTENT_CHARS]}
 
 
 def traced(
@@ -314,12 +387,15 @@ def traced(
 
 __all__ = [
     "background",
+    "capture_content",
+    "client_span",
     "content_attributes",
     "embeddings",
     "llm_call",
     "llm_result",
     "mark_error",
     "memory_operation",
+    "memory_query",
     "memory_record",
     "quiet",
     "served",

@@ -210,15 +210,18 @@ class MemoryVerbs:
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
         include_expired: bool = False,
+        include_invalidated: bool = False,
     ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
 
-        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall).
+        `include_invalidated`: also the invalidated ones (`invalidated_at` says when; `restore` brings one back)."""
         ...
 
     @verb(Route("GET", f"{BANK}/memories/{{memory_id}}"), mcp="get_memory", cli=True)
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
-        """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
+        """One memory by id, invalidated or not (`invalidated_at` says when it was; MemoryNotFoundError if the bank
+        has no such memory)."""
         ...
 
     @verb(Route("PATCH", f"{BANK}/memories/{{memory_id}}"), mcp="update_memory", cli=True, partial=True)
@@ -459,7 +462,7 @@ class MemoryVerbs:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         ...
 
-    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/restore", status=204), cli=True)
+    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/restore", status=204), mcp="restore_memory", cli=True)
     async def restore(self, bank_id: str, memory_id: MemoryId) -> None:
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         ...

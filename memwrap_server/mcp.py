@@ -20,9 +20,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import Tool as MCPTool
+from mcp.types import ToolAnnotations
 from pydantic import TypeAdapter
 from starlette.types import Receive, Scope, Send
 
+import memwrap
 from memwrap import validate
 from memwrap.api import AsyncMemory
 from memwrap.block.fence import neutralise
@@ -67,10 +70,11 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
         ],
     },
     "retain": lambda ids: {"ids": [str(i) for i in ids]},
-    "invalidate": lambda _: {"invalidated": True},  # hidden from recall; `memwrap restore` brings it back
+    "invalidate": lambda _: {"invalidated": True, "note": "hidden from recall; restore_memory brings it back"},
+    "restore": lambda _: {"restored": True},
     "delete": lambda _: {"deleted": True},
-    "list": lambda records: {"memories": [r.model_dump(mode="json", exclude={"bank_id"}) for r in records]},
-    "get": lambda record: record.model_dump(mode="json", exclude={"bank_id"}),
+    "list": lambda records: {"memories": [_record_view(r) for r in records]},
+    "get": lambda record: _record_view(record),
     "mental_models": lambda found: {
         "mental_models": [
             {"name": m.name, "question": m.question, "content": m.content, "status": m.status} for m in found
@@ -93,19 +97,89 @@ VIEWS: dict[str, Callable[[Any], Any]] = {
 }
 
 
+def _record_view(record: Any) -> dict[str, Any]:
+    """A stored memory for the agent: its fields, and `invalidated` said in words when it is (so a model reading a
+    record does not take an invalidated memory for a live one)."""
+    view: dict[str, Any] = record.model_dump(mode="json", exclude={"bank_id"})
+    view["invalidated"] = record.invalidated_at is not None
+    if record.invalidated_at is None:
+        view.pop("invalidated_at", None)
+    return view
+
+
+# The MCP spec's tool hints, per verb (clients show them; some ask before a destructive call or run read-only
+# tools without asking). Every tool works on this bank only: no open world. A verb with `mcp=` and no entry here
+# fails tests/test_mcp.py.
+def _hints(title: str, *, read_only: bool, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
+    return ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else destructive,  # the spec reads it only for tools that write
+        idempotent_hint=None if read_only else idempotent,
+        open_world_hint=False,
+    )
+
+
+ANNOTATIONS: dict[str, ToolAnnotations] = {
+    # A retain of what the bank holds already stores nothing and answers the same ids.
+    "retain": _hints("Remember", read_only=False, idempotent=True),
+    "recall": _hints("Recall memories", read_only=True),
+    "reflect": _hints("Answer from memory", read_only=True),
+    "list": _hints("List memories", read_only=True),
+    "get": _hints("Get a memory", read_only=True),
+    # The old version stays in the memory's history: not destructive.
+    "update": _hints("Update a memory", read_only=False, idempotent=True),
+    "delete": _hints("Delete a memory", read_only=False, destructive=True, idempotent=True),
+    "get_mental_model": _hints("Get a mental model", read_only=True),
+    "mental_models": _hints("List mental models", read_only=True),
+    "invalidate": _hints("Invalidate a memory", read_only=False, destructive=True, idempotent=True),
+    "restore": _hints("Restore an invalidated memory", read_only=False, idempotent=True),
+}
+
+
 def tool_names() -> list[str]:
     """The MCP tools, in declaration order: one per verb declared with `mcp=` (memwrap/verbs.py). The server's
-    description and the docs list them from here (memwrap_server/reference.py)."""
+    description and the docs list them from here (memwrap_server/reference.py). `reflect` is listed to a client
+    only when an LLM is configured (`available`)."""
     return [declared.mcp for declared in VERBS.values() if declared.mcp]
+
+
+def can_reflect(memory: AsyncMemory) -> bool:
+    """Whether `reflect` can answer: an embedded engine with an LLM for it (MEMWRAP_LLM_* / MEMWRAP_REFLECT_*, or
+    `use_llm`). A sidecar's LLM is its own to know: its tool is listed, and answers llm_not_configured without."""
+    configured = memory.llm_configured("reflect")
+    return configured is None or configured
+
+
+class MemwrapMCPServer(MCPServer):
+    """The SDK's server, listing only the tools that can work now (`reflect` with an LLM): a client that sees a
+    tool expects to call it. A hidden tool called anyway answers with its own error."""
+
+    def __init__(self, available: Callable[[str], bool], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._available = available
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [tool for tool in await super().list_tools() if self._available(tool.name)]
 
 
 def build_server(memory_of: Callable[[], AsyncMemory], bank_of: BankOf = bank_from_header) -> MCPServer:
     """One tool per verb declared with `mcp=` (memwrap/verbs.py): its parameters but the bank, which `bank_of`
     gives (by default the endpoint's, from the header McpEndpoint sets)."""
-    server: MCPServer = MCPServer(name="memwrap", instructions=INSTRUCTIONS)
+    reflect_tool = VERBS["reflect"].mcp
+
+    def available(name: str) -> bool:
+        return name != reflect_tool or can_reflect(memory_of())
+
+    server = MemwrapMCPServer(available, name="memwrap", version=memwrap.__version__, instructions=INSTRUCTIONS)
     for declared in VERBS.values():
         if declared.mcp:
-            server.add_tool(_tool(declared, memory_of, bank_of), name=declared.mcp, description=declared.doc)
+            server.add_tool(
+                _tool(declared, memory_of, bank_of),
+                name=declared.mcp,
+                description=declared.doc,
+                annotations=ANNOTATIONS[declared.name],
+            )
     return server
 
 

@@ -220,8 +220,10 @@ ENVIRONMENT: dict[str, list[Variable]] = {
         Variable(
             "MEMWRAP_TRACE_CONTENT",
             "bool",
-            "off",
-            "`1` (true, yes, on) adds the query to the recall spans; otherwise spans carry no memory text.",
+            "unset",
+            "`1` (true, yes, on) adds the query to the memory search spans (`gen_ai.memory.query.text`), `0` keeps "
+            "it off; unset, OpenTelemetry's `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT` decides (true, "
+            "`SPAN_ONLY` or `SPAN_AND_EVENT`). Otherwise spans carry no memory text.",
         ),
         Variable(
             "MEMWRAP_TRACE_BACKGROUND",

@@ -15,6 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
+import memwrap
 from memwrap.block.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags
 
 
@@ -119,13 +120,31 @@ async def test_mcp_invalidates_and_deletes_a_memory_of_its_bank_only(
         )
 
         invalidated = await client.call_tool("invalidate_memory", {"memory_id": memory_id, "reason": "now Fridays"})
-        assert _payload(invalidated) == {"invalidated": True}
+        assert _payload(invalidated)["invalidated"] is True
+        assert "restore_memory" in _payload(invalidated)["note"]
         assert (
             "Mondays"
             not in _payload(await client.call_tool("recall", {"query": "When is the plant watered?"}))["context"]
         )
         context = admin.get(f"/v1/banks/{bank}/memories/{memory_id}/context").json()
         assert "now Fridays" in json.dumps(context)  # the reason is kept with the invalidation
+        # get_memory says so, and when; list_memories leaves it out unless asked.
+        got = _payload(await client.call_tool("get_memory", {"memory_id": memory_id}))
+        assert got["invalidated"] is True and got["invalidated_at"]
+        assert _payload(await client.call_tool("list_memories", {}))["memories"] == []
+        listed = _payload(await client.call_tool("list_memories", {"include_invalidated": True}))["memories"]
+        assert [(m["id"], m["invalidated"]) for m in listed] == [(memory_id, True)]
+        # The same flag and field over REST (and so the HTTP client).
+        assert admin.get(f"/v1/banks/{bank}/memories").json()["items"] == []
+        rest = admin.get(f"/v1/banks/{bank}/memories", params={"include_invalidated": "true"}).json()["items"]
+        assert [(m["id"], bool(m["invalidated_at"])) for m in rest] == [(memory_id, True)]
+        # restore_memory undoes it.
+        assert _payload(await client.call_tool("restore_memory", {"memory_id": memory_id})) == {"restored": True}
+        got = _payload(await client.call_tool("get_memory", {"memory_id": memory_id}))
+        assert got["invalidated"] is False and "invalidated_at" not in got
+        assert (
+            "Mondays" in _payload(await client.call_tool("recall", {"query": "When is the plant watered?"}))["context"]
+        )
 
         assert _payload(await client.call_tool("delete_memory", {"memory_id": memory_id})) == {"deleted": True}
         assert admin.get(f"/v1/banks/{bank}/memories/{memory_id}").status_code == 404
@@ -133,4 +152,30 @@ async def test_mcp_invalidates_and_deletes_a_memory_of_its_bank_only(
         # The endpoint's bank only: another bank's memory is not this bank's to forget.
         refused = await client.call_tool("delete_memory", {"memory_id": other_id})
         assert refused.is_error and "memory_not_found" in refused.content[0].text
+        assert f"No memory with id {other_id} in bank {bank!r}." in refused.content[0].text
     assert admin.get(f"/v1/banks/{other}/memories/{other_id}").status_code == 200
+
+
+async def test_mcp_tools_carry_annotations_and_the_server_its_version(sidecar: ServerProcess) -> None:
+    """As the official client sees them. The session's sidecar has no LLM: `reflect` (which could only fail) is
+    not listed; with an LLM it is (tests/test_mcp_stdio.py)."""
+    async with _client(sidecar, f"mcp-hints-{uuid.uuid4().hex[:8]}") as client:
+        assert client.server_info is not None
+        assert (client.server_info.name, client.server_info.version) == ("memwrap", memwrap.__version__)
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    hints = {
+        name: (a.read_only_hint, a.destructive_hint, a.idempotent_hint, a.open_world_hint)
+        for name, t in tools.items()
+        if (a := t.annotations) is not None
+    }
+    print("\n".join(f"{name}: {t.annotations}" for name, t in tools.items()))  # the acceptance note's table
+    assert "reflect" not in tools and "restore_memory" in tools
+    assert set(hints) == set(tools)  # every tool has them
+    for name in ("recall", "list_memories", "get_memory", "mental_models", "get_mental_model"):
+        assert hints[name] == (True, None, None, False), name
+    assert hints["delete_memory"] == (False, True, True, False)
+    assert hints["invalidate_memory"] == (False, True, True, False)
+    assert hints["restore_memory"] == (False, False, True, False)
+    assert hints["retain"] == (False, False, True, False)
+    assert hints["update_memory"] == (False, False, True, False)
+    assert all(t.annotations and t.annotations.title for t in tools.values())

@@ -5,6 +5,7 @@ commands and addresses they name answer an MCP client."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -24,6 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin
 
+import memwrap
+
 MEMWRAP = str(Path(sys.executable).parent / "memwrap")
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "coding-agents.md"
@@ -38,9 +41,17 @@ def stdio_home() -> Iterator[Path]:
     shutil.rmtree(home, ignore_errors=True)
 
 
+def _env(**values: str) -> dict[str, str]:
+    """A child's environment: these values, and PYTHONPATH when the run has one (a checkout tested without
+    installing it: the console script must import the same memwrap as the tests)."""
+    if os.environ.get("PYTHONPATH"):
+        values.setdefault("PYTHONPATH", os.environ["PYTHONPATH"])
+    return values
+
+
 def _server(args: list[str], home: Path, errlog: Any) -> Client:
     command = MEMWRAP if args[0] == "memwrap" else args[0]
-    params = StdioServerParameters(command=command, args=args[1:], env={"MEMWRAP_HOME": str(home)})
+    params = StdioServerParameters(command=command, args=args[1:], env=_env(MEMWRAP_HOME=str(home)))
     return Client(stdio_client(params, errlog=errlog))
 
 
@@ -55,6 +66,8 @@ async def test_a_stdio_session_retains_recalls_invalidates_and_deletes(stdio_hom
         async with _server(["memwrap", "mcp", "--bank", "desk", "--home", str(stdio_home)], stdio_home, errlog) as c:
             tools = {t.name for t in (await c.list_tools()).tools}
             assert {"retain", "recall", "list_memories", "invalidate_memory", "delete_memory"} <= tools
+            assert "reflect" not in tools  # no LLM configured: it could only fail
+            assert c.server_info is not None and c.server_info.version == memwrap.__version__
             assert "bank_id" not in json.dumps([t.input_schema for t in (await c.list_tools()).tools])
             ids = _payload(await c.call_tool("retain", {"content": "Staging is reset every Monday at 06:00 UTC."}))
             kept = _payload(await c.call_tool("retain", {"content": "Deploys go out on Thursdays after the standup."}))
@@ -62,9 +75,10 @@ async def test_a_stdio_session_retains_recalls_invalidates_and_deletes(stdio_hom
             assert "Monday at 06:00 UTC" in recalled["context"]
 
             gone = ids["ids"][0]
-            assert _payload(await c.call_tool("invalidate_memory", {"memory_id": gone, "reason": "now Tuesdays"})) == {
-                "invalidated": True
-            }
+            invalidated = _payload(
+                await c.call_tool("invalidate_memory", {"memory_id": gone, "reason": "now Tuesdays"})
+            )
+            assert invalidated["invalidated"] is True
             recalled = _payload(await c.call_tool("recall", {"query": "When is staging reset?"}))
             assert "Monday" not in recalled["context"]
             assert _payload(await c.call_tool("delete_memory", {"memory_id": gone})) == {"deleted": True}
@@ -104,7 +118,7 @@ def test_stdout_carries_json_rpc_only(stdio_home: Path, tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=errors,
         text=True,
-        env={"MEMWRAP_HOME": str(stdio_home), "PATH": "/usr/bin:/bin", "HOME": str(stdio_home)},
+        env=_env(MEMWRAP_HOME=str(stdio_home), PATH="/usr/bin:/bin", HOME=str(stdio_home)),
     )
     answers: list[dict[str, Any]] = []
     assert process.stdin is not None and process.stdout is not None
@@ -139,8 +153,10 @@ def _blocks(language: str) -> list[str]:
 
 
 def _servers() -> list[dict[str, Any]]:
-    """Every MCP server entry the doc gives: Cursor's and Claude Desktop's JSON, Codex's TOML."""
+    """Every MCP server entry the doc gives: Cursor's, Claude Desktop's and `.mcp.json`'s JSON (`mcpServers`),
+    VS Code's (`servers`), Codex's TOML."""
     found = [json.loads(b)["mcpServers"]["memwrap"] for b in _blocks("json") if "mcpServers" in b]
+    found += [json.loads(b)["servers"]["memwrap"] for b in _blocks("json") if '"servers"' in b]
     found += [tomllib.loads(b)["mcp_servers"]["memwrap"] for b in _blocks("toml")]
     return found
 
@@ -151,11 +167,87 @@ def _claude_mcp_add() -> list[list[str]]:
 
 def test_the_doc_gives_every_client_both_ways() -> None:
     servers = _servers()
-    assert len(servers) == 5  # Cursor and Codex over HTTP and stdio, Claude Desktop over stdio
-    assert sum("url" in s for s in servers) == 2 and sum("command" in s for s in servers) == 3
+    # Over HTTP: Cursor, Codex and VS Code without and with a key, Claude Code's .mcp.json; over stdio: Claude
+    # Desktop, Cursor, Codex, VS Code.
+    assert len(servers) == 11
+    assert sum("url" in s for s in servers) == 7 and sum("command" in s for s in servers) == 4
+    keyed = [s for s in servers if "headers" in s or "bearer_token_env_var" in s]
+    assert len(keyed) == 4  # .mcp.json, Cursor, Codex, VS Code
     adds = _claude_mcp_add()
-    assert [a[:5] for a in adds if "--transport" in a] == [["claude", "mcp", "add", "--transport", "http"]]
+    assert [a[:5] for a in adds if "--transport" in a] == [["claude", "mcp", "add", "--transport", "http"]] * 2
+    assert any("--header" in a for a in adds)
     assert any(a[a.index("--") + 1 :][:2] == ["memwrap", "mcp"] for a in adds if "--" in a)
+
+
+def test_the_docs_project_and_vscode_entries_say_their_type() -> None:
+    """`.mcp.json` (claude mcp add --scope project) needs "type": "http" for a URL; VS Code's `servers` say theirs."""
+    project = [
+        json.loads(b)["mcpServers"]["memwrap"] for b in _blocks("json") if "mcpServers" in b and '"type": "http"' in b
+    ]
+    vscode = [json.loads(b)["servers"]["memwrap"] for b in _blocks("json") if '"servers"' in b]
+    assert any("url" in entry for entry in project) and len(vscode) == 3
+    assert {entry["type"] for entry in vscode} == {"http", "stdio"}
+
+
+def _keyed_entries(key: str) -> list[tuple[str, str, dict[str, str]]]:
+    """Each key-bearing HTTP snippet as (what, url, headers), the key supplied as that client supplies it: Claude
+    Code's shell and `.mcp.json` expand $VAR / ${VAR}, Cursor ${env:VAR}, VS Code an input's answer, Codex sends
+    the variable `bearer_token_env_var` names as a bearer token."""
+    env = {"MEMWRAP_API_KEY": key}
+    found: list[tuple[str, str, dict[str, str]]] = []
+    for add in _claude_mcp_add():
+        if "--header" in add:
+            name, _, value = add[add.index("--header") + 1].partition(":")
+            url = add[add.index("http") + 2]
+            found.append(
+                ("claude mcp add --header", url, {name: re.sub(r"\$(\w+)", lambda m: env[m[1]], value.strip())})
+            )
+    for block in _blocks("json"):
+        data = json.loads(block)
+        entry = (data.get("mcpServers") or data.get("servers") or {}).get("memwrap", {})
+        if "headers" in entry:
+            answers = {i["id"]: key for i in data.get("inputs", [])}  # VS Code asks, once, and keeps the answer
+
+            def expand(value: str, answers: dict[str, str] = answers) -> str:
+                value = re.sub(r"\$\{env:(\w+)\}", lambda m: env[m[1]], value)  # Cursor
+                value = re.sub(r"\$\{input:([\w-]+)\}", lambda m: answers[m[1]], value)  # VS Code
+                return re.sub(r"\$\{(\w+)\}", lambda m: env[m[1]], value)  # Claude Code's .mcp.json
+
+            what = "VS Code" if "servers" in data else ".mcp.json" if entry.get("type") == "http" else "Cursor"
+            found.append((what, entry["url"], {k: expand(v) for k, v in entry["headers"].items()}))
+    for block in _blocks("toml"):
+        entry = tomllib.loads(block)["mcp_servers"]["memwrap"]
+        if "bearer_token_env_var" in entry:
+            found.append(("Codex", entry["url"], {"Authorization": f"Bearer {env[entry['bearer_token_env_var']]}"}))
+    return found
+
+
+async def test_the_docs_key_bearing_snippets_reach_a_sidecar_that_requires_a_key(
+    sidecar: ServerProcess,  # noqa: F405
+) -> None:
+    entries = _keyed_entries(ADMIN_KEY)  # noqa: F405
+    assert sorted(what for what, _, _ in entries) == [
+        ".mcp.json",
+        "Codex",
+        "Cursor",
+        "VS Code",
+        "claude mcp add --header",
+    ]
+    for what, url, headers in entries:
+        assert "MEMWRAP_API_KEY" not in str(headers) and "${" not in str(headers), what  # all expanded
+        path = re.fullmatch(r"http://127\.0\.0\.1:8765(/mcp/[^/]+/)", url)
+        assert path, url
+        async with Client(
+            streamable_http_client(sidecar.url + path.group(1), http_client=create_mcp_http_client(headers=headers))
+        ) as client:
+            assert "recall" in {t.name for t in (await client.list_tools()).tools}, what
+    # The sidecar does require it: the same request without the header is refused.
+    refused = httpx.post(
+        f"{sidecar.url}/mcp/my-project/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert refused.status_code == 401
 
 
 def _stdio_commands() -> list[list[str]]:
@@ -207,11 +299,32 @@ def test_the_docs_hooks_block_runs(memwrap_home: Path, tmp_path: Path) -> None:
                 capture_output=True,
                 text=True,
                 timeout=300,
-                env={"MEMWRAP_HOME": str(memwrap_home), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+                env=_env(MEMWRAP_HOME=str(memwrap_home), PATH="/usr/bin:/bin", HOME=str(tmp_path)),
             )
             assert (result.returncode, result.stderr) == (0, ""), result.stderr
             if event == "SessionStart" and result.stdout:
                 assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+async def test_reflect_is_listed_when_an_llm_is_configured(
+    stdio_home: Path, tmp_path: Path, upstream_server: Any
+) -> None:
+    env = {
+        "MEMWRAP_HOME": str(stdio_home),
+        "MEMWRAP_LLM_PROVIDER": "openai",
+        "MEMWRAP_LLM_MODEL": "gpt-4o-mini",
+        "MEMWRAP_LLM_BASE_URL": upstream_server.openai_base_url,
+    }
+    params = StdioServerParameters(
+        command=MEMWRAP, args=["mcp", "--bank", "desk", "--home", str(stdio_home)], env=_env(**env)
+    )
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+    print("\n".join(f"{name}: {t.annotations}" for name, t in tools.items()))  # the acceptance note's table
+    assert "reflect" in tools
+    hints = tools["reflect"].annotations
+    assert hints is not None and (hints.read_only_hint, hints.open_world_hint) == (True, False)
 
 
 async def test_stdio_through_a_sidecar(sidecar: ServerProcess, tmp_path: Path) -> None:  # noqa: F405
@@ -220,7 +333,7 @@ async def test_stdio_through_a_sidecar(sidecar: ServerProcess, tmp_path: Path) -
     params = StdioServerParameters(
         command=MEMWRAP,
         args=["mcp", "--bank", bank, "--url", sidecar.url],
-        env={"MEMWRAP_API_KEY": ADMIN_KEY, "MEMWRAP_HOME": str(tmp_path / "unused")},  # noqa: F405
+        env=_env(MEMWRAP_API_KEY=ADMIN_KEY, MEMWRAP_HOME=str(tmp_path / "unused")),  # noqa: F405
     )
     with (tmp_path / "stderr.txt").open("w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:

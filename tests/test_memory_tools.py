@@ -79,7 +79,7 @@ def test_the_bank_is_the_tools_own(warm_memory: Any, bank: str) -> None:
         tools.run("retain_memory", {"text": "Bob likes tea.", "bank_id": f"{bank}-bob"})
     assert warm_memory.list(bank) == [] and warm_memory.list(f"{bank}-bob", limit=1) == []
     other = warm_memory.retain(f"{bank}-other", "Carol's cat is Miso.")[0]
-    with pytest.raises(MemoryToolError, match="no memory with that id; call recall_memory"):
+    with pytest.raises(MemoryToolError, match="No memory with id .* in bank .*; call recall_memory"):
         tools.run("invalidate_memory", {"memory_id": str(other), "reason": "not yours"})
     assert warm_memory.memory_context(f"{bank}-other", other).invalidated_at is None
 

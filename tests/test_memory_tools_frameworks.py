@@ -72,7 +72,7 @@ def test_agents_sdk_hands_the_model_its_mistake(llm_server: Any, warm_memory: An
     play(llm_server, [Reply(tool_calls=[ToolCall("invalidate_memory", call)]), Reply("Sorry.")])
     assert asyncio.run(agents.Runner.run(agent, "Forget Miso.")).final_output == "Sorry."
     (result,) = tool_outputs(llm_server.requests[-1])
-    assert result == "This memory holds no memory with that id; call recall_memory to see the ids."
+    assert result == f"No memory with id {other} in bank {bank!r}; call recall_memory to see the ids."
     assert warm_memory.memory_context(f"{bank}-other", other).invalidated_at is None  # the other bank is untouched
 
 

@@ -59,16 +59,46 @@ def _one(spans: Any, name: str) -> Any:
     return found
 
 
+def _step(spans: Any, step: str) -> Any:
+    """The one span of a memory operation's step (`recall`, `wrapper.recall`, ...): named as the GenAI
+    conventions say (`search_memory {bank}`), so found by its `memwrap.step`."""
+    [found] = [s for s in spans if (s.attributes or {}).get("memwrap.step") == step]
+    return found
+
+
+def tree(spans: Any) -> str:
+    """The spans as an indented tree, children in start order (docs/operations.md shows one)."""
+    by_parent: dict[Any, list[Any]] = {}
+    ids = {s.context.span_id for s in spans}
+    for s in sorted(spans, key=lambda s: s.start_time):
+        parent = s.parent.span_id if s.parent is not None and s.parent.span_id in ids else None
+        by_parent.setdefault(parent, []).append(s)
+    lines: list[str] = []
+
+    def walk(parent: Any, depth: int) -> None:
+        for s in by_parent.get(parent, []):
+            kind = " (CLIENT)" if s.kind == trace.SpanKind.CLIENT else ""
+            lines.append("  " * depth + s.name + kind)
+            walk(s.context.span_id, depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)
+
+
 async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExporter, bank: str) -> None:
     exporter.clear()
     await engine.retain_many(bank, [f"My locker code word is {SECRET_WORDS}.", "Maya likes the cello."])
     result = await engine.recall(bank, f"what is my locker code word {SECRET_WORDS} last week?", token_budget=300)
     spans = exporter.get_finished_spans()
-    names = [s.name for s in spans]
-    assert "memwrap.retain" in names and "memwrap.recall" in names
+    # Memory operations are named as the GenAI conventions say: `{gen_ai.operation.name} {gen_ai.memory.store.id}`.
+    assert _step(spans, "retain").name == f"upsert_memory {bank}"
+    assert _step(spans, "recall").name == f"search_memory {bank}"
+    assert _step(spans, "recall").kind == trace.SpanKind.INTERNAL  # in process; the wrapper's is the CLIENT span
+    assert _step(spans, "recall").attributes["gen_ai.provider.name"] == "memwrap"
+    assert "gen_ai.memory.query.text" not in _step(spans, "recall").attributes  # content capture is off
     arms = sorted(s.attributes["memwrap.arm"] for s in spans if s.name == "memwrap.recall.arm")
     assert arms == ["graph", "keyword", "semantic", "temporal"]  # "last week": the temporal arm runs too
-    recall = next(s for s in spans if s.name == "memwrap.recall")
+    recall = _step(spans, "recall")
     assert recall.attributes["memwrap.bank_id"] == bank
     assert recall.attributes["memwrap.tokens"] == result.tokens and recall.attributes["memwrap.memories"] == len(
         result.memories
@@ -77,7 +107,7 @@ async def test_retain_and_recall_spans(engine: Engine, exporter: InMemorySpanExp
     pack = next(s for s in spans if s.name == "memwrap.recall.pack")
     assert pack.parent.span_id == recall.context.span_id  # nested: the app's trace shows the steps in the recall
     assert all(s.parent.span_id == recall.context.span_id for s in spans if s.name == "memwrap.recall.arm")
-    retain = next(s for s in spans if s.name == "memwrap.retain")
+    retain = _step(spans, "retain")
     assert retain.attributes["memwrap.items"] == 2
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
 
@@ -111,14 +141,18 @@ async def test_update_invalidate_and_delete_are_memory_operations(
     await engine.delete(bank, first)
     spans = exporter.get_finished_spans()
     operations = {
-        s.name: (s.attributes["gen_ai.operation.name"], s.attributes["gen_ai.memory.record.id"])
+        s.attributes["memwrap.step"]: (
+            s.name,
+            s.attributes["gen_ai.operation.name"],
+            s.attributes["gen_ai.memory.record.id"],
+        )
         for s in spans
-        if s.name in ("memwrap.update", "memwrap.invalidate", "memwrap.delete")
+        if s.attributes.get("memwrap.step") in ("update", "invalidate", "delete")
     }
     assert operations == {
-        "memwrap.update": ("update_memory", str(first)),
-        "memwrap.invalidate": ("update_memory", str(second)),
-        "memwrap.delete": ("delete_memory", str(first)),
+        "update": (f"update_memory {bank}", "update_memory", str(first)),
+        "invalidate": (f"update_memory {bank}", "update_memory", str(second)),
+        "delete": (f"delete_memory {bank}", "delete_memory", str(first)),
     }
     assert all(s.attributes["gen_ai.memory.store.id"] == bank for s in spans if s.name in operations)
     _only_our_names(spans)
@@ -184,7 +218,7 @@ async def test_reflect_span(engine: Engine, fake: FakeLLMServer, exporter: InMem
     assert reflect.attributes["memwrap.llm_calls"] == result.usage.calls
     assert reflect.attributes["memwrap.prompt_tokens"] == result.usage.prompt_tokens > 0
     # The recall the agent ran is inside the reflect's span.
-    assert any(s.name == "memwrap.recall" and s.parent.span_id == reflect.context.span_id for s in spans)
+    assert _step(spans, "recall").parent.span_id == reflect.context.span_id
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
 
 
@@ -205,10 +239,21 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
     app_id = app.get_span_context().span_id
 
     # The app's span → the wrapper's three steps → the engine's recall → its arms, fusion and packing.
-    wrapper_recall, inject, retain = (_one(spans, f"memwrap.wrapper.{n}") for n in ("recall", "inject", "retain"))
+    print(tree(spans))  # the tree docs/operations.md shows
+    wrapper_recall = _step(spans, "wrapper.recall")
+    inject, retain = (_one(spans, f"memwrap.wrapper.{n}") for n in ("inject", "retain"))
     assert all(s.parent.span_id == app_id for s in (wrapper_recall, inject, retain))
-    recall = _one(spans, "memwrap.recall")
+    recall = _step(spans, "recall")
     assert recall.parent.span_id == wrapper_recall.context.span_id
+    # The wrapper's recall is the app's call to its memory, by the GenAI conventions: a CLIENT search_memory span.
+    assert wrapper_recall.name == recall.name == f"search_memory {bank}"
+    assert wrapper_recall.kind == trace.SpanKind.CLIENT
+    assert {
+        "gen_ai.operation.name": "search_memory",
+        "gen_ai.memory.store.id": bank,
+        "gen_ai.provider.name": "memwrap",
+        "gen_ai.memory.record.count": recall.attributes["gen_ai.memory.record.count"],
+    }.items() <= wrapper_recall.attributes.items()
     steps = [s for s in spans if s.parent is not None and s.parent.span_id == recall.context.span_id]
     model = "embeddings all-MiniLM-L6-v2"  # the query's embedding: the GenAI conventions' embeddings span
     assert {s.name for s in steps} == {model, "memwrap.recall.arm", "memwrap.recall.fuse", "memwrap.recall.pack"}
@@ -231,7 +276,7 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
     # The hand-off is all the call waits for; the engine's retain runs later, from the spool, in its own trace.
     _only_our_names(spans)
     assert client.memwrap.flush(30)
-    delivered = _one(exporter.get_finished_spans(), "memwrap.retain")
+    delivered = _step(exporter.get_finished_spans(), "retain")
     assert delivered.parent is None and delivered.attributes["memwrap.items"] == 1
     assert not any(SECRET_WORDS in str(v) for v in _attributes(exporter.get_finished_spans()))
 
@@ -246,13 +291,34 @@ def test_trace_content_puts_the_query_on_the_wrapper_span_only_when_asked(
     client = memwrap.wrap_openai(
         openai_sdk(llm_server), bank_id=bank, memory=warm_memory, recall_timeout=30, retain=False
     )
+    monkeypatch.delenv("MEMWRAP_TRACE_CONTENT", raising=False)
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+
+    def queries() -> list[Any]:
+        exporter.clear()
+        client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Which city, again?"}]
+        )
+        spans = exporter.get_finished_spans()
+        assert _step(spans, "wrapper.recall").parent is None  # no app span: the wrapper's spans are roots
+        assert _one(spans, "memwrap.wrapper.inject").attributes["memwrap.injected"] is False
+        assert not any("memwrap.query" in s.attributes for s in spans)  # the conventions' name only
+        return [_step(spans, step).attributes.get("gen_ai.memory.query.text") for step in ("wrapper.recall", "recall")]
+
+    assert queries() == [None, None]  # by default: no content
+    # The GenAI conventions' standard switch turns it on (spans: true, SPAN_ONLY, SPAN_AND_EVENT) ...
+    for value in ("true", "SPAN_ONLY", "span_and_event"):
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", value)
+        assert queries() == ["Which city, again?"] * 2, value
+    for value in ("false", "EVENT_ONLY", "NO_CONTENT"):
+        monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", value)
+        assert queries() == [None, None], value
+    # ... and memwrap's own setting, when set, decides either way.
     monkeypatch.setenv("MEMWRAP_TRACE_CONTENT", "1")
-    exporter.clear()
-    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Which city, again?"}])
-    spans = exporter.get_finished_spans()
-    assert _one(spans, "memwrap.wrapper.recall").attributes["memwrap.query"] == "Which city, again?"
-    assert _one(spans, "memwrap.wrapper.recall").parent is None  # no app span: the wrapper's spans are roots
-    assert _one(spans, "memwrap.wrapper.inject").attributes["memwrap.injected"] is False
+    assert queries() == ["Which city, again?"] * 2
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    monkeypatch.setenv("MEMWRAP_TRACE_CONTENT", "0")
+    assert queries() == [None, None]
 
 
 async def test_extraction_span(
@@ -273,7 +339,7 @@ async def test_extraction_span(
     assert chunk.parent.span_id == extract.context.span_id
     assert chunk.attributes["memwrap.turns"] == 1 and chunk.attributes["memwrap.facts"] == 1
     # Started by the retain: the extraction shows under it in the same trace.
-    assert extract.context.trace_id == _one(spans, "memwrap.retain").context.trace_id
+    assert extract.context.trace_id == _step(spans, "retain").context.trace_id
     assert not any(SECRET_WORDS in str(v) for v in _attributes(spans))
 
     # The LLM request: the GenAI conventions' inference span, a CLIENT span under the chunk it extracts.

@@ -39,6 +39,7 @@ NOT_VERBS = {
     "start",
     "started",
     "use_llm",
+    "llm_configured",  # whether use_llm or MEMWRAP_LLM_* gave it an LLM (the MCP tool list reads it)
     "close",
     "closed",
     "settings",
@@ -244,7 +245,8 @@ def openapi() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def mcp_tools() -> dict[str, dict[str, Any]]:
     async def listed() -> dict[str, dict[str, Any]]:
-        server = build_server(lambda: None)  # type: ignore[arg-type]  # no memory: listing only
+        # A sidecar's memory that is never called (listing only): with one, every tool is listed, reflect too.
+        server = build_server(lambda: AsyncMemory(url="http://127.0.0.1:9"))
         return {t.name: t.input_schema for t in await server.list_tools()}  # type: ignore[return-value]  # plain dicts
 
     return asyncio.run(listed())

@@ -120,7 +120,7 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
             memory_id,
         )
         if unit is None:
-            raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+            raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
         entities = await conn.fetch(UNIT_ENTITIES, bank_id, memory_id)
         links = await conn.fetch(LINKS, bank_id, memory_id, PREVIEW_CHARS)
         citing = await conn.fetch(CITING, bank_id, memory_id, PREVIEW_CHARS)

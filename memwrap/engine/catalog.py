@@ -13,7 +13,7 @@ from memwrap.models import BankInfo, MemoryRecord
 
 _RECORD_COLUMNS = """
     m.id, m.bank_id, m.text, m.fact_type, m.document_id, m.context, m.metadata, m.tags, m.occurred_start,
-    m.occurred_end, m.mentioned_at, m.created_at, m.speaker, m.expires_at,
+    m.occurred_end, m.mentioned_at, m.created_at, m.speaker, m.expires_at, m.invalidated_at,
     coalesce((SELECT array_agg(e.name ORDER BY e.name)
               FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
               WHERE ue.bank_id = m.bank_id AND ue.unit_id = m.id), '{}') AS entities
@@ -37,6 +37,7 @@ def _record(row: asyncpg.Record) -> MemoryRecord:
         created_at=row["created_at"],
         speaker=row["speaker"],
         expires_at=row["expires_at"],
+        invalidated_at=row["invalidated_at"],
     )
 
 
@@ -66,7 +67,7 @@ async def get_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> Memor
         f"SELECT {_RECORD_COLUMNS} FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2", bank_id, memory_id
     )
     if row is None:
-        raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+        raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
     return _record(row)
 
 
@@ -84,7 +85,7 @@ async def delete_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> No
             "DELETE FROM memory_units WHERE bank_id = $1 AND id = $2 RETURNING item_hash", bank_id, memory_id
         )
         if item_hash is None:
-            raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+            raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
         # Forget that the item was retained, so retaining it again stores it again.
         await conn.execute("DELETE FROM retained_items WHERE bank_id = $1 AND item_hash = $2", bank_id, item_hash)
         await conn.execute("UPDATE banks SET memory_count = memory_count - 1 WHERE bank_id = $1", bank_id)

@@ -385,6 +385,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
         include_expired: bool = False,
+        include_invalidated: bool = False,
     ) -> list[MemoryRecord]:
         limit = validate.bounded(limit, what="limit", low=1, high=MAX_PAGE)
         offset = validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET)
@@ -394,6 +395,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             validate.tags(tags),
             recall_filter(filters),
             include_expired=bool(include_expired),
+            include_invalidated=bool(include_invalidated),
         )
         if isinstance(document_id, str) and await self.defense_policy(selection.bank_id) != "off":
             document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it

@@ -76,7 +76,7 @@ async def update(
     async with pool.acquire() as conn, conn.transaction():
         old = await history_sql.lock_unit(conn, bank_id, memory_id)
         if old is None:
-            raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+            raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
         if old["fact_type"] == "observation":
             raise InvalidInputError(
                 f"{memory_id} is an observation: consolidation writes those from their evidence. Update the "
@@ -153,7 +153,7 @@ async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[M
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
     rows, current = await history_sql.versions(engine.store.pool, bank_id, memory_id)
     if current is None:
-        raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+        raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
     versions: list[MemoryVersion] = []
     previous_changes: list[MemoryField] = []
     for row in rows:

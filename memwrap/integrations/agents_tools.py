@@ -19,7 +19,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agents import FunctionTool, RunContextWrapper
+from memwrap.integrations import needs
+
+try:
+    from agents import FunctionTool, RunContextWrapper
+except ImportError as exc:  # the [agents] extra: the OpenAI Agents SDK is the `openai-agents` package
+    raise ImportError(needs("agents_tools", "openai-agents", "agents")) from exc
 from agents.strict_schema import ensure_strict_json_schema
 
 from memwrap.integrations.memory_tools import TOOLS, MemoryToolError, MemoryTools, ToolSpec, json_schema

@@ -17,13 +17,20 @@ change the request (no injection), and a wrapper model would have to re-implemen
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, TypeVar
 
+from memwrap.integrations import needs
 from memwrap.wrappers import wrap_openai
 from memwrap.wrappers.core import Memwrap
 from memwrap.wrappers.openai import OPENAI_TREE
 from memwrap.wrappers.options import WrapOptions, takes_options
 from memwrap.wrappers.proxies import ClientProxy
+
+# Nothing here imports LangChain (the model's clients are wrapped as they are), but the models it takes are
+# langchain-openai's: without it there is nothing to wrap, and the import says what to install.
+if importlib.util.find_spec("langchain_openai") is None:
+    raise ImportError(needs("langchain", "langchain-openai", "langchain"))
 
 M = TypeVar("M")
 

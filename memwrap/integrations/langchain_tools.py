@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
+from memwrap.integrations import needs
+
+try:
+    from langchain_core.tools import BaseTool, BaseToolkit, StructuredTool, ToolException
+except ImportError as exc:  # the [langchain] extra
+    raise ImportError(needs("langchain_tools", "langchain", "langchain")) from exc
 from pydantic import ConfigDict
 
 from memwrap.integrations.memory_tools import TOOLS, MemoryToolError, MemoryTools, ToolSpec, json_schema

@@ -28,8 +28,12 @@ version in its history: `Memory.history(bank, id)`); `delete` (a put of None) de
 learnt from it forgets it. Not invalidate: LangGraph's delete is final — the key is free and nothing of the value
 stays behind — while an invalidated memory keeps its text in the bank. An app that wants reversible forgetting
 calls memwrap's `invalidate` on the memory itself (the item is then hidden from `get` and `search`; a later put of
-its key brings the memory back, with the new value). `search` with a query is a recall (scores
-are recall's fused scores) filtered to the namespace prefix and the `filter`; without one, a listing, oldest first.
+its key brings the memory back, with the new value).
+
+`search` with a query ranks every item under the namespace prefix that matches the `filter`, as LangGraph's stores
+do: first what recall finds for the query (scores are recall's fused scores, best first), then the other matching
+items (those recall left out as irrelevant, and `index=False` ones), oldest first with score None, so a query
+search never returns fewer items than the same search without a query; without a query, a listing, oldest first.
 `filter` keys are value fields (dotted, or a nested dict, for nested ones), with a value or `{"$eq"|"$ne"|"$gt"|
 "$gte"|"$lt"|"$lte"|"$in"|"$nin": ...}` (numbers compare as numbers, strings as text); memwrap applies them in its
 query, on the stored value. `list_namespaces` is sorted, with LangGraph's prefix, suffix ("*" a wildcard label),
@@ -37,8 +41,13 @@ max_depth, limit and offset.
 
 `batch` answers its ops in their order. As in LangGraph's InMemoryStore and PostgresStore, its reads see the store
 as the batch found it and its writes come after them, in order (of several puts to one key the last stands).
-`abatch` runs the same core on the Memory's loop, awaited without blocking the caller's. No TTL (`supports_ttl` is
-False): a put's `ttl` is refused.
+`abatch` runs the same core on the Memory's loop, awaited without blocking the caller's.
+
+TTL (`supports_ttl` is True), on memwrap's own expiry: a put's `ttl` (minutes, or the store's `ttl={"default_ttl":
+..., "refresh_on_read": ...}`) sets the memories' `expires_at` to now + ttl (no ttl: they never expire); from then
+on the item is gone from `get`, `search` and `list_namespaces` (as from recall). A read with `refresh_ttl` (by
+default `refresh_on_read`, True) moves the expiry of the items it returns to now + their ttl again. memwrap hides an
+expired memory at once; its maintenance removes it later, so no sweeper runs in the store.
 
 memwrap's memory defense applies to a put as to any retain: a secret in the value is stored redacted (the put is
 refused under the bank's 'block' policy), and a key or namespace label that looks like a secret is refused
@@ -51,10 +60,16 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from memwrap.integrations import needs
+
+try:
+    from langgraph.store.base import BaseStore
+except ImportError as exc:  # the [langgraph] extra
+    raise ImportError(needs("langgraph", "langgraph", "langgraph")) from exc
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -66,6 +81,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
 )
 from langgraph.store.base.embed import get_text_at_path
 
@@ -95,7 +111,7 @@ class MemwrapStore(BaseStore):
     value), or a LangGraph `IndexConfig` ({"fields": [...], "dims": ..., "embed": ...}) whose `fields` are taken
     (memwrap embeds with its own model, so `dims` and `embed` are not used)."""
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -103,6 +119,7 @@ class MemwrapStore(BaseStore):
         *,
         bank_id: str | None,
         index: Sequence[str] | Mapping[str, Any] = ("$",),
+        ttl: TTLConfig | None = None,
         api_key: str | None = None,
     ) -> None:
         resolved = resolve_memory(memory, api_key=api_key)
@@ -112,12 +129,21 @@ class MemwrapStore(BaseStore):
                 f"{type(resolved).__name__}."
             )
         self._memory = resolved
-        if isinstance(index, Mapping):  # a LangGraph IndexConfig: its fields (memwrap embeds with its own model)
+        # `index_config`, as LangGraph's stores have it (apps and LangMem read it to know search is semantic): the
+        # IndexConfig given, or one naming the fields. memwrap embeds with its own model, so `dims` and `embed` are
+        # kept as given but not used.
+        config: dict[str, Any] = {}
+        if isinstance(index, Mapping):
+            config = dict(index)
             index = index.get("fields") or ["$"]
         if isinstance(index, str):
             raise TypeError(f'index is a list of field paths, e.g. ["$"] or ["text"], not the string {index!r}.')
         self.bank_id = bank_id
         self.index_fields = list(index)
+        self.index_config: dict[str, Any] = {**config, "fields": self.index_fields}
+        if ttl is not None and not isinstance(ttl, Mapping):
+            raise TypeError(f'ttl is a TTLConfig ({{"default_ttl": minutes, "refresh_on_read": True}}), not {ttl!r}.')
+        self.ttl_config = ttl
 
     @property
     def memory(self) -> Memory:
@@ -158,14 +184,18 @@ class MemwrapStore(BaseStore):
 
     async def _get(self, aio: AsyncMemory, op: GetOp) -> Item | None:
         records = await self._records_of(aio, tuple(op.namespace), op.key)
-        return _item(records[0]) if records else None
+        if not records:
+            return None
+        if op.refresh_ttl:
+            await self._refresh(aio, [records[0].metadata[META]], [records[0].bank_id])
+        return _item(records[0])
 
     async def _put(self, aio: AsyncMemory, op: PutOp) -> None:
         namespace = tuple(op.namespace)
-        if op.ttl is not None:
-            raise NotImplementedError("MemwrapStore has no per-item TTL (supports_ttl is False); put without ttl.")
+        ttl = _ttl_minutes(op.ttl)
         bank = self._bank_of(namespace)
-        existing = await self._records_of(aio, namespace, op.key)
+        # Expired memories of the key too: a put replaces them (a delete removes them), as a key is one item.
+        existing = await self._records_of(aio, namespace, op.key, include_expired=True)
         if op.value is None:
             for record in existing:
                 await aio.delete(bank, record.id)
@@ -175,8 +205,11 @@ class MemwrapStore(BaseStore):
         value = dict(op.value)
         fields = self.index_fields if op.index is None else (op.index or [])
         text = _text(value, fields) if fields else ""
-        now = datetime.now(UTC).isoformat()
-        created = existing[0].metadata[META].get("created_at", now) if existing else now
+        moment = datetime.now(UTC)
+        now = moment.isoformat()
+        live = [r for r in existing if r.expires_at is None or r.expires_at > moment]
+        created = live[0].metadata[META].get("created_at", now) if live else now  # an expired item was gone
+        expires_at = moment + timedelta(minutes=ttl) if ttl is not None else None
         metadata = {
             META: {
                 "namespace": list(namespace),
@@ -186,59 +219,89 @@ class MemwrapStore(BaseStore):
                 "indexed": bool(text),
                 "created_at": created,
                 "updated_at": now,
+                **({"ttl": ttl} if ttl is not None else {}),
             }
         }
         text = text or _text(value, ["$"]) or op.key  # a memory needs a text even when not indexed
         if not existing:
             ids = await aio.retain(
-                bank, text, document_id=_document_id(namespace, op.key), metadata=metadata, tags=[TAG]
+                bank,
+                text,
+                document_id=_document_id(namespace, op.key),
+                metadata=metadata,
+                tags=[TAG],
+                expires_at=expires_at,
             )
-            if not ids or await self._records_of(aio, namespace, op.key):
+            if not ids or await self._records_of(aio, namespace, op.key, include_expired=True):
                 return
             await self._unhide(aio, bank, namespace, op.key, ids)
             # retain knew the key and text and answered with the old memory: it takes this value as an update
-            existing = await self._records_of(aio, namespace, op.key)
+            existing = await self._records_of(aio, namespace, op.key, include_expired=True)
         first, *rest = existing
-        await aio.update(bank, first.id, text=text, metadata=metadata, tags=[TAG])
+        await aio.update(bank, first.id, text=text, metadata=metadata, tags=[TAG], expires_at=expires_at)
         for record in rest:  # the old text's other parts or extracted facts: the new text stands alone
             await aio.delete(bank, record.id)
 
     async def _search(self, aio: AsyncMemory, op: SearchOp) -> list[SearchItem]:
+        """LangGraph's contract: every item under the prefix that matches the filter, up to offset + limit. With a
+        query, recall's order first; the matching items recall left out follow (score None), as InMemoryStore
+        fills a page with the items it has no vector for."""
         prefix = tuple(op.namespace_prefix)
         conditions = _prefix_conditions(prefix) + _value_conditions(op.filter or {})
-        query = op.query
-        if query and query.strip():
-            banks = await self._banks_under(aio, prefix)
-            if not banks:
-                return []
-            conditions.append({"key": [META, "indexed"], "eq": True})
-            hits: list[RecalledMemory] = []
-            for start in range(0, len(banks), MAX_BANKS):  # one recall reads MAX_BANKS banks at most
-                group = banks[start : start + MAX_BANKS]
-                recall = await aio.recall(
-                    group if len(group) > 1 else group[0],
-                    query,
-                    top_k=min(MAX_TOP_K, (op.offset + op.limit) * OVERFETCH),
-                    tags=[TAG],
-                    filters={"metadata": {"and": conditions}},
-                    neighbours=False,
-                    prefer_observations=False,
-                )
-                hits.extend(recall.memories)
-            if len(banks) > MAX_BANKS:
-                hits.sort(key=lambda hit: hit.score, reverse=True)
-            found: dict[tuple[tuple[str, ...], str], SearchItem] = {}
-            for hit in hits:
-                if META in hit.metadata:
-                    item = _search_item(hit.metadata[META], hit.score)
-                    found.setdefault((item.namespace, item.key), item)
-            return list(found.values())[op.offset : op.offset + op.limit]
-        items: list[SearchItem] = []
-        async for record in self._listing(aio, prefix, conditions):
-            items.append(_search_item(record.metadata[META], None))
-            if len(items) >= op.offset + op.limit:
-                break
-        return items[op.offset : op.offset + op.limit]
+        wanted = op.offset + op.limit
+        found: dict[tuple[tuple[str, ...], str], tuple[SearchItem, dict[str, Any], str]] = {}
+        if op.query and op.query.strip():
+            for hit, bank in await self._recall(aio, prefix, op.query, conditions, wanted):
+                item = _search_item(hit.metadata[META], hit.score)
+                found.setdefault((item.namespace, item.key), (item, hit.metadata[META], bank))
+        if len(found) < wanted:
+            async for record in self._listing(aio, prefix, conditions):
+                stored = record.metadata[META]
+                identity = (tuple(stored["namespace"]), stored["key"])
+                if identity not in found:
+                    found[identity] = (_search_item(stored, None), stored, record.bank_id)
+                    if len(found) >= wanted:
+                        break
+        page = list(found.values())[op.offset : op.offset + op.limit]
+        if op.refresh_ttl:
+            await self._refresh(aio, [stored for _, stored, _ in page], [bank for _, _, bank in page])
+        return [item for item, _, _ in page]
+
+    async def _recall(
+        self, aio: AsyncMemory, prefix: tuple[str, ...], query: str, conditions: list[dict[str, Any]], wanted: int
+    ) -> list[tuple[RecalledMemory, str]]:
+        """Recall's hits for the query among the indexed items under the prefix, best first, with their banks."""
+        banks = await self._banks_under(aio, prefix)
+        hits: list[tuple[RecalledMemory, str]] = []
+        indexed = [*conditions, {"key": [META, "indexed"], "eq": True}]
+        for start in range(0, len(banks), MAX_BANKS):  # one recall reads MAX_BANKS banks at most
+            group = banks[start : start + MAX_BANKS]
+            recall = await aio.recall(
+                group if len(group) > 1 else group[0],
+                query,
+                top_k=min(MAX_TOP_K, wanted * OVERFETCH),
+                tags=[TAG],
+                filters={"metadata": {"and": indexed}},
+                neighbours=False,
+                prefer_observations=False,
+            )
+            for hit in recall.memories:
+                bank = hit.bank_id or group[0]
+                if isinstance(hit.metadata.get(META), dict) and self._own(hit.metadata[META], bank):
+                    hits.append((hit, bank))
+        if len(banks) > MAX_BANKS:
+            hits.sort(key=lambda pair: pair[0].score, reverse=True)
+        return hits
+
+    async def _refresh(self, aio: AsyncMemory, stored: list[dict[str, Any]], banks: list[str]) -> None:
+        """A read with refresh_ttl: the items with a ttl expire that many minutes from now again."""
+        for item, bank in zip(stored, banks, strict=True):
+            ttl = item.get("ttl")
+            if not isinstance(ttl, (int, float)):
+                continue
+            expires_at = datetime.now(UTC) + timedelta(minutes=float(ttl))
+            for record in await self._records_of(aio, tuple(item["namespace"]), item["key"], bank=bank):
+                await aio.update(bank, record.id, expires_at=expires_at)
 
     async def _list_namespaces(self, aio: AsyncMemory, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         conditions = list(op.match_conditions or ())
@@ -287,10 +350,30 @@ class MemwrapStore(BaseStore):
             return [prefix[0]]
         return [b.bank_id for b in await aio.banks() if b.memories]
 
-    async def _records_of(self, aio: AsyncMemory, namespace: tuple[str, ...], key: str) -> list[MemoryRecord]:
+    def _own(self, stored: dict[str, Any], bank: str) -> bool:
+        """With `bank_id=None` an item belongs to the bank its first label names: a memory another store (with a
+        bank of its own) wrote under ("alice", ...) into bank "bob" is not Alice's item, and not shown as one."""
+        namespace = stored.get("namespace") or [None]
+        return self.bank_id is not None or namespace[0] == bank
+
+    async def _records_of(
+        self,
+        aio: AsyncMemory,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        include_expired: bool = False,
+        bank: str | None = None,
+    ) -> list[MemoryRecord]:
         """The memories standing for one item, oldest first (none: no such item)."""
-        bank = self._bank_of(namespace)
-        records = await aio.list(bank, document_id=_document_id(namespace, key), tags=[TAG], limit=MAX_PAGE)
+        bank = bank or self._bank_of(namespace)
+        records = await aio.list(
+            bank,
+            document_id=_document_id(namespace, key),
+            tags=[TAG],
+            limit=MAX_PAGE,
+            include_expired=include_expired,
+        )
         return [
             r
             for r in records
@@ -304,8 +387,9 @@ class MemwrapStore(BaseStore):
     ) -> AsyncIterator[MemoryRecord]:
         """Each item under `prefix` matching `conditions` once (its first memory), oldest first, bank by bank."""
         seen: set[tuple[tuple[str, ...], str]] = set()
-        filters = {"metadata": {"and": conditions}} if conditions else None
         for bank in await self._banks_under(aio, prefix):
+            own = conditions if self.bank_id is not None else [*conditions, {"key": [META, "ns", "0"], "eq": bank}]
+            filters = {"metadata": {"and": own}} if own else None
             offset = 0
             while True:
                 page = await aio.list(bank, tags=[TAG], filters=filters, limit=MAX_PAGE, offset=offset)
@@ -323,6 +407,14 @@ class MemwrapStore(BaseStore):
 
 
 # --- items, texts and filters ---------------------------------------------------------------------------------
+
+
+def _ttl_minutes(ttl: Any) -> float | None:
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < 10**8:
+        raise ValueError(f"a put's ttl is a positive number of minutes (got {ttl!r}).")
+    return float(ttl)
 
 
 def _document_id(namespace: tuple[str, ...], key: str) -> str:

@@ -223,7 +223,8 @@ class MemoryTools:
             return invalidate_text(memory_id)
         except MemoryNotFoundError:
             raise MemoryToolError(
-                "This memory holds no memory with that id; call recall_memory to see the ids."
+                f"No memory with id {getattr(args, 'memory_id', '?')} in bank {self.bank_id!r}; call recall_memory to "
+                "see the ids."
             ) from None
         except InvalidInputError as exc:  # an empty text after cleaning, a secret the bank's policy refuses, ...
             # The engine's message can quote what the model sent: nothing in it may read as the fence's tags.

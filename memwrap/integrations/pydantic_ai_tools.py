@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai import FunctionToolset, ModelRetry, Tool
+from memwrap.integrations import needs
+
+try:
+    from pydantic_ai import FunctionToolset, ModelRetry, Tool
+except ImportError as exc:  # the [pydantic-ai] extra
+    raise ImportError(needs("pydantic_ai_tools", "pydantic-ai-slim", "pydantic-ai")) from exc
 
 from memwrap.integrations.memory_tools import TOOLS, MemoryToolError, MemoryTools, ToolSpec, json_schema
 from memwrap.wrappers.backend import MemoryLike

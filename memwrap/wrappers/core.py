@@ -371,12 +371,14 @@ class Call:
 
     @contextlib.contextmanager
     def _recall_span(self, query: str) -> Iterator[Any]:
-        with tracing.span(
+        # The app's call to its memory (kind CLIENT): the engine's own search span, if embedded, is inside it.
+        with tracing.client_span(
             spans.RECALL,
             bank_id=self.bank,
             provider=self.provider.name,
             token_budget=self.options.token_budget,
-            **tracing.content_attributes(query=query),
+            **tracing.memory_operation("search_memory", self.bank),
+            **tracing.memory_query(query),
         ) as current:
             spans.query_attributes(current, query, self._model())
             yield current

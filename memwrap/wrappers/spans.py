@@ -1,11 +1,12 @@
 """The wrapper's own OpenTelemetry spans: recall, inject and the retain hand-off of one wrapped call.
 
 They open in the app's context, so they are children of whatever span the app has current (its request, its
-agent step, a Logfire/Langfuse/LangSmith span) and the engine's recall span nests under `memwrap.wrapper.recall`
-(the Memory's loop thread and the sync memory's pool run the recall in a copy of the caller's context).
-Attributes are counts and token figures; the query and the injected block never go on a span unless
-MEMWRAP_TRACE_CONTENT=1 (then the query only, as the engine does). Token counts are computed only when a span
-records, so an app without a tracer provider pays nothing for them.
+agent step, a Logfire/Langfuse/LangSmith span). The recall span is the GenAI conventions' `search_memory {bank}`
+(kind CLIENT: the app's call to its memory; `memwrap.step` "wrapper.recall"), and the engine's recall span nests
+under it (the Memory's loop thread and the sync memory's pool run the recall in a copy of the caller's context).
+Attributes are counts and token figures; the query and the injected block never go on a span unless content
+capture is on (memwrap/tracing.py `capture_content`; then the query only, as `gen_ai.memory.query.text`). Token
+counts are computed only when a span records, so an app without a tracer provider pays nothing for them.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def recalled(current: Any, recall: Any) -> None:
         current,
         outcome="found" if get(recall, "context") else "empty",
         memories=len(memories),
+        **{"gen_ai.memory.record.count": len(memories)},
         tokens=get(recall, "tokens"),
         candidates=get(recall, "candidates"),
     )

@@ -66,6 +66,9 @@ async def list_memories(
     type: Annotated[list[MemoryType] | None, Query(deprecated=True, description="Use `types`.")] = None,
     tag: Annotated[list[str] | None, Query(deprecated=True, description="Use `tags`.")] = None,
     include_expired: Annotated[bool, Query(description="Also memories whose expires_at has passed.")] = False,
+    include_invalidated: Annotated[
+        bool, Query(description="Also invalidated memories (invalidated_at says when).")
+    ] = False,
 ) -> MemoryPage:
     if document_id is not None:
         document_id = validate.text_field(document_id, what="document_id", max_chars=512)
@@ -78,6 +81,7 @@ async def list_memories(
         document_id=document_id,
         filters=where,
         include_expired=include_expired,
+        include_invalidated=include_invalidated,
     )
     # One more than asked says whether there is a next page; at the longest page (the verb's bound), a second look.
     items = await page(limit=min(limit + 1, MAX_PAGE), offset=offset)

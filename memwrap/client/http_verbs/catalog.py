@@ -46,10 +46,12 @@ class CatalogRequests(VerbRequests):
         document_id: str | None = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
         include_expired: bool = False,
+        include_invalidated: bool = False,
     ) -> list[MemoryRecord]:
         """Stored memories of a bank, oldest first, `limit` at a time from `offset` (`filters` as for recall).
 
-        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall)."""
+        `include_expired`: also the memories whose `expires_at` has passed (hidden from recall).
+        `include_invalidated`: also the invalidated ones (`invalidated_at` says when; `restore` brings one back)."""
         result: list[MemoryRecord] = await self.call(
             VERBS["list"],
             {
@@ -61,12 +63,14 @@ class CatalogRequests(VerbRequests):
                 "document_id": document_id,
                 "filters": filters,
                 "include_expired": include_expired,
+                "include_invalidated": include_invalidated,
             },
         )
         return result
 
     async def get(self, bank_id: str, memory_id: MemoryId) -> MemoryRecord:
-        """One memory by id (MemoryNotFoundError if the bank has no such memory)."""
+        """One memory by id, invalidated or not (`invalidated_at` says when it was; MemoryNotFoundError if the bank
+        has no such memory)."""
         result: MemoryRecord = await self.call(VERBS["get"], {"bank_id": bank_id, "memory_id": memory_id})
         return result
 

@@ -239,7 +239,7 @@ async def _lock_unit(conn: Connection, bank_id: str, memory_id: UUID) -> asyncpg
         memory_id,
     )
     if row is None:
-        raise MemoryNotFoundError(f"No memory {memory_id} in bank {bank_id!r}.")
+        raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
     return row
 
 

@@ -46,6 +46,7 @@ class Filters:
     where: RecallFilter | None = None
     now: datetime | None = None  # a memory whose expires_at is not after this is left out (None: the clock's now)
     include_expired: bool = False  # list(include_expired=True): expired memories too
+    include_invalidated: bool = False  # list(include_invalidated=True): invalidated memories too
 
     @property
     def narrowed(self) -> bool:
@@ -54,7 +55,7 @@ class Filters:
 
     def sql(self, alias: str, first_param: int) -> tuple[str, list[object]]:
         """SQL conditions on memory_units `alias` and their parameters, numbered from `first_param`."""
-        conditions = [f"{alias}.invalidated_at IS NULL"]
+        conditions = [] if self.include_invalidated else [f"{alias}.invalidated_at IS NULL"]
         params = Params(first_param)
         if not self.include_expired:
             now = self.now or datetime.now(UTC)
@@ -67,7 +68,7 @@ class Filters:
             conditions.append(f"{alias}.tags && {params.add(self.tags, '::text[]')}")
         if self.where is not None:
             conditions.extend(compile_filter(self.where, alias, params))
-        return " AND ".join(conditions), params.values
+        return " AND ".join(conditions) or "TRUE", params.values
 
 
 async def semantic(

@@ -169,7 +169,7 @@ class Searcher:
             top_k=request.top_k,
             filtered=request.where is not None,
             **tracing.memory_operation("search_memory", banks),
-            **tracing.content_attributes(query=request.query),
+            **tracing.memory_query(request.query),
         ) as current:
             result = await self._recall(request)
             tracing.set_attributes(
