@@ -22,7 +22,7 @@ import json
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ BUDGETS = (512, 1024, 2048)
 def _when(text: str) -> datetime:
     """LongMemEval's "2023/07/12 (Wed) 10:14" as an aware datetime (UTC)."""
     day, _weekday, clock = text.split(" ")
-    return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=timezone.utc)
+    return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
 def items_of(entry: dict[str, Any]) -> tuple[list[Any], set[str]]:

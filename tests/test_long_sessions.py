@@ -27,7 +27,8 @@ NOW = datetime(2026, 11, 30, tzinfo=UTC)
 CODE_LINES = [f"    result_{i} = store.save(). Then(retry={i}) # attempt {i}. Backoff doubles here" for i in range(40)]
 LONG_ANSWER = (
     "The retry loop lives in worker/queue.py. It retries a failed job five times before giving up. "
-    "Each attempt waits twice as long as the one before, starting at 200 ms. " * 4
+    "Each attempt waits twice as long as the one before, starting at 200 ms. "
+    * 4
     + "\n\n```python\n"
     + "\n".join(CODE_LINES)
     + "\n```\n\n"
@@ -125,7 +126,9 @@ def test_the_packer_joins_a_messages_chunks_and_marks_the_gaps() -> None:
     ]
     packing = plan(ranked, max_tokens=400, now=NOW, encoding=ENC)
     body = [line for line in packing.context.splitlines() if line.startswith("- ")]
-    assert body[0] == f"- [2026-01-05] assistant: Part zero opens the answer. {GAP} Part two says the cap is 30 s. {GAP}"
+    assert (
+        body[0] == f"- [2026-01-05] assistant: Part zero opens the answer. {GAP} Part two says the cap is 30 s. {GAP}"
+    )
     assert body[1] == "- [2026-01-05] user: unrelated whole turn"
     assert packing.tokens == len(ENC.encode(packing.context)) <= 400
     assert sorted(packing.chosen) == [0, 1, 2]
@@ -284,8 +287,11 @@ def test_task_requests_have_domains() -> None:
 # --- Technical changes ----------------------------------------------------------------------------------------
 
 TECH_CHANGES = [
-    ("The search endpoint's p95 latency is 350 ms.", "After the index fix the p95 latency is now averaging 250 ms.",
-     "metric-now"),
+    (
+        "The search endpoint's p95 latency is 350 ms.",
+        "After the index fix the p95 latency is now averaging 250 ms.",
+        "metric-now",
+    ),
     ("Search p95 latency sits at 350 ms.", "Search p95 latency dropped to 250 ms after caching.", "metric-moved"),
     ("We keep the job queue in SQLite.", "We migrated the job queue from SQLite to Postgres.", "migrated-from-to"),
     ("All the helpers live in utils.py.", "Today I renamed utils.py to helpers.py.", "renamed"),

@@ -155,19 +155,26 @@ TECH_RULES: tuple[TechRule, ...] = (
     # "replaced Redux with Zustand", "swapped requests for httpx".
     _rule(
         "replaced-with",
-        r"\b(?:replaced|swapped|swapped\s+out)\s+" + _NAME.format("old") + r"\s+(?:with|for|by)\s+" + _NAME.format("new"),
+        r"\b(?:replaced|swapped|swapped\s+out)\s+"
+        + _NAME.format("old")
+        + r"\s+(?:with|for|by)\s+"
+        + _NAME.format("new"),
         _names_old,
     ),
     # "renamed utils.py to helpers.py", "renamed the `Job` class to `Task`".
     _rule(
         "renamed",
-        r"\brenamed\s+(?:the\s+)?(?:\w+\s+){0,2}?" + _NAME.format("old") + r"\s+(?:to|as|into)\s+" + _NAME.format("new"),
+        r"\brenamed\s+(?:the\s+)?(?:\w+\s+){0,2}?"
+        + _NAME.format("old")
+        + r"\s+(?:to|as|into)\s+"
+        + _NAME.format("new"),
         _names_old,
     ),
     # "`fetch_all` is now called `load_all`", "the service is now named billing-api".
     _rule(
         "now-called",
-        _NAME.format("old") + r"\s+(?:is|was|has\s+been|got)\s+(?:now\s+)?(?:called|named|renamed(?:\s+to)?)\s+"
+        _NAME.format("old")
+        + r"\s+(?:is|was|has\s+been|got)\s+(?:now\s+)?(?:called|named|renamed(?:\s+to)?)\s+"
         + _NAME.format("new"),
         _names_old,
     ),

@@ -48,7 +48,9 @@ SPAN_RULES: tuple[SpanRule, ...] = (
         r"go(?:ne)?|went|improve[sd]?|grow|grown|grew)\b",
     ),
     _rule("summarise", "summary", r"\b(?:summari[sz]e|summary\s+of|recap|overview\s+of|walk\s+me\s+through)\b"),
-    _rule("over-time", "summary", r"\b(?:over\s+(?:time|the\s+(?:months|weeks|years|sessions))|so\s+far|history\s+of)\b"),
+    _rule(
+        "over-time", "summary", r"\b(?:over\s+(?:time|the\s+(?:months|weeks|years|sessions))|so\s+far|history\s+of)\b"
+    ),
     _rule("how-many-times", "count", r"\bhow\s+(?:many\s+times|often)\b|\bnumber\s+of\s+times\b"),
     _rule("how-many", "count", r"\bhow\s+many\b|\bhow\s+much\s+(?:in\s+total|altogether|total)\b|\bin\s+total\b"),
     _rule("every-time", "count", r"\b(?:every|each)\s+time\b|\ball\s+(?:the\s+)?(?:times|sessions)\b"),
