@@ -89,6 +89,14 @@ class RecalledMemory(BaseModel):
     occurred_end: datetime | None = None
     mentioned_at: datetime | None = None
     speaker: str | None = Field(default=None, description='who said it: "user", "assistant", a participant\'s name')
+    session_id: str | None = Field(default=None, description="the conversation it belongs to (session_key)")
+    message_id: str | None = Field(
+        default=None,
+        description="the message a chunk belongs to: the same for every chunk of one long message (None when the "
+        "message is one memory)",
+    )
+    part: int | None = Field(default=None, description="which chunk of its message this is (0 = the first)")
+    parts: int | None = Field(default=None, description="how many chunks its message was split into")
     replaced_by: UUID | None = Field(
         default=None, description="a newer memory among those recalled that states a change of what this one says"
     )

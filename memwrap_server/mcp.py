@@ -32,6 +32,7 @@ from memwrap.block.fence import neutralise
 from memwrap.declare import Verb
 from memwrap.defense.policy import map_strings
 from memwrap.errors import InvalidBankIdError, MemwrapError
+from memwrap.models import RecalledMemory
 from memwrap.verbs import VERBS
 from memwrap_server.auth import allowed
 from memwrap_server.errors import error_response
@@ -58,17 +59,25 @@ def bank_from_header(ctx: Context) -> str:
 
 # What each tool returns (JSON for the model): the verb's result, trimmed to what an agent needs. A verb declared
 # with `mcp=` and not listed here returns its result as JSON, whole.
-# Recall gives the memories' text only inside the fenced block (`context`): beside it, each memory's id, type and
-# date, never its text, so nothing a memory says reaches the agent's model outside the fence.
+# Recall gives the memories' text only inside the fenced block (`context`): beside it, each memory's id, type,
+# date and provenance (its document, speaker, and for a chunk of a long message: the message and the chunk's place),
+# never its text, so nothing a memory says reaches the agent's model outside the fence. The document id and the
+# speaker are the caller's names, neutralised like the block's text (they cannot read as a fence tag).
+def _recalled(m: RecalledMemory) -> dict[str, Any]:
+    return {
+        "id": str(m.id),
+        "type": m.type,
+        "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None,
+        "document_id": neutralise(m.document_id) if m.document_id else None,
+        "speaker": neutralise(m.speaker) if m.speaker else None,
+        "message_id": m.message_id,
+        "part": m.part,
+        "parts": m.parts,
+    }
+
+
 VIEWS: dict[str, Callable[[Any], Any]] = {
-    "recall": lambda r: {
-        "context": r.context,
-        "tokens": r.tokens,
-        "memories": [
-            {"id": str(m.id), "type": m.type, "mentioned_at": m.mentioned_at.isoformat() if m.mentioned_at else None}
-            for m in r.memories
-        ],
-    },
+    "recall": lambda r: {"context": r.context, "tokens": r.tokens, "memories": [_recalled(m) for m in r.memories]},
     "retain": lambda ids: {"ids": [str(i) for i in ids]},
     "invalidate": lambda _: {"invalidated": True, "note": "hidden from recall; restore_memory brings it back"},
     "restore": lambda _: {"restored": True},

@@ -97,7 +97,10 @@ async def test_mcp_recall_shows_memory_text_only_inside_the_fence(sidecar: Serve
     assert [context[a:b] for a, b in spans] == [OPEN_TAG, CLOSE_TAG]
     assert all(f"<{n}> {REPLACEMENT} </{n}>" in context for n in range(len(forged)))
     assert len(recalled["memories"]) == len(items)
-    assert all(set(m) == {"id", "type", "mentioned_at"} for m in recalled["memories"])
+    assert all(
+        set(m) == {"id", "type", "mentioned_at", "document_id", "speaker", "message_id", "part", "parts"}
+        for m in recalled["memories"]
+    )
     beside = json.dumps({k: v for k, v in recalled.items() if k != "context"}, ensure_ascii=False)
     assert "OVERRIDE" not in beside and not any(f in beside for f in forged)
     # Every text the tool result holds (the unstructured copy too) is the fenced block or carries no memory text.

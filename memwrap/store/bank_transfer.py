@@ -43,6 +43,9 @@ MEMORY_COLUMNS = (
     "invalidated_at",
     "speaker",
     "expires_at",
+    "turn_part",  # 0017: a chunk's place in its long message (an older export has none: NULL, a whole message)
+    "turn_parts",
+    "standing",  # 0017: a standing instruction's domain
 )
 
 ENTITIES = Table(

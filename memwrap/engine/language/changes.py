@@ -29,6 +29,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from memwrap.engine.language.tech_changes import technical_change, technical_rules
+
 # A change said in the first person: "I switched to VS Code", "we moved to Berlin", "I'm no longer vegetarian",
 # "I don't drink coffee anymore", "I quit my job", "I got a new phone", "I now live in Porto". Past-tense narration
 # ("I used to …", "instead of giving up") and present states ("I'm currently reading …") are no change of a fact:
@@ -85,9 +87,15 @@ _SCENE = re.compile(
 
 
 @functools.lru_cache(maxsize=8192)
-def states_change(text: str) -> bool:
-    """Whether a statement says something changed ("switched to", "no longer", "搬到" …)."""
+def states_personal_change(text: str) -> bool:
+    """Whether a statement says something of its speaker changed ("switched to", "no longer", "搬到" …)."""
     return any(_SCENE.search(text, max(0, m.start() - 30), m.start()) is None for m in CHANGE_CUE.finditer(text))
+
+
+def states_change(text: str) -> bool:
+    """Whether a statement says something changed: a personal change (CHANGE_CUE) or a technical one ("now
+    averaging 250 ms", "moved from SQLite to Postgres", "renamed X to Y", "upgraded to 3.12": tech_changes.py)."""
+    return states_personal_change(text) or bool(technical_rules(text))
 
 
 def asks_present(question: str) -> bool:
@@ -404,10 +412,21 @@ def same_topic(a: Statement, b: Statement) -> bool:
 
 def replaces(newer: Statement, older: Statement) -> bool:
     """Whether `newer` states a change of what `older` said: said later, by the same speaker, of the same subject
-    and topic, in words of change."""
+    and topic, in words of change; or, said later by the same speaker, a technical change of what `older` says
+    (tech_changes.py: the same measure, the old name, the same tool)."""
+    return change_rule(newer, older) is not None
+
+
+def change_rule(newer: Statement, older: Statement) -> str | None:
+    """Why `newer` replaces `older`: "personal" (this module's rules) or the name of a technical rule; None when
+    it does not."""
     if newer.said_at is None or older.said_at is None or newer.said_at <= older.said_at:
-        return False
-    return states_change(_body(newer)) and same_topic(newer, older)
+        return None
+    if states_personal_change(_body(newer)) and same_topic(newer, older):
+        return "personal"
+    if newer.speaker and older.speaker and newer.speaker.casefold() != older.speaker.casefold():
+        return None
+    return technical_change(_body(newer), _body(older))
 
 
 __all__ = [
@@ -416,9 +435,11 @@ __all__ = [
     "Statement",
     "asks_past",
     "asks_present",
+    "change_rule",
     "replaces",
     "same_topic",
     "states_change",
+    "states_personal_change",
     "subject",
     "topic_terms",
 ]

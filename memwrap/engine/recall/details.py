@@ -24,8 +24,8 @@ NEIGHBOUR_DISCOUNT = 0.5
 # A memory across banks: (bank id, memory id). Ids are unique within a bank only (an imported copy keeps them).
 Key = tuple[str, UUID]
 
-_COLUMNS = """m.id, m.text, m.fact_type, m.document_id, m.metadata, m.tags, m.occurred_start, m.occurred_end,
-       m.mentioned_at, m.speaker"""
+COLUMNS = """m.id, m.text, m.fact_type, m.document_id, m.metadata, m.tags, m.occurred_start, m.occurred_end,
+       m.mentioned_at, m.speaker, m.session_key, m.item_hash, m.part_index, m.turn_part, m.turn_parts"""
 
 # $2: the bank's candidates; $3: the best of them, whose session neighbours (the turn before and after) come too
 # when they pass the filters (from $4 on). A hit's two neighbours come in the session's order.
@@ -76,7 +76,7 @@ async def candidates(
     for bank, ids in by_bank.items():
         best = [memory_id for b, memory_id in keys[:NEIGHBOUR_HITS] if b == bank] if with_neighbours else []
         where, params = filters[bank].sql("m", 4)
-        sql = ROWS_AND_NEIGHBOURS.format(columns=_COLUMNS, filters=where)
+        sql = ROWS_AND_NEIGHBOURS.format(columns=COLUMNS, filters=where)
         for row in await conn.fetch(sql, bank, ids, best, *params):
             if row["hit"] is None:
                 rows[(bank, row["id"])] = row
@@ -125,9 +125,21 @@ def memory(bank_id: str, row: asyncpg.Record, score: float, arm_ranks: dict[str,
         occurred_end=row["occurred_end"],
         mentioned_at=row["mentioned_at"],
         speaker=row["speaker"],
+        session_id=row["session_key"],
+        message_id=_message_id(row),
+        part=row["turn_part"],
+        parts=row["turn_parts"],
         score=score,
         arms=arm_ranks,
     )
 
 
-__all__ = ["NEIGHBOUR_DISCOUNT", "NEIGHBOUR_HITS", "add_entities", "candidates", "memory"]
+def _message_id(row: asyncpg.Record) -> str | None:
+    """The identity of a long message, the same for each of its chunks: its item and where its turn starts in it
+    (an item can hold several turns: "user: …\nassistant: …"). None for a message kept whole."""
+    if row["turn_part"] is None or row["item_hash"] is None:
+        return None
+    return f"{row['item_hash'][:16]}:{row['part_index'] - row['turn_part']}"
+
+
+__all__ = ["COLUMNS", "NEIGHBOUR_DISCOUNT", "NEIGHBOUR_HITS", "add_entities", "candidates", "memory"]

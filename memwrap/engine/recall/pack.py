@@ -4,6 +4,14 @@ Every line ends with a newline and tiktoken never merges a token across a line t
 block's token count is the sum of its lines' counts. That makes packing exact: walk the ranked memories, keep
 each one whose line still fits, skip (and keep going past) one that does not. The final string is counted once
 more as a guard, so `tokens == len(encode(context)) <= max_tokens` holds whatever happens.
+
+A long message is stored in chunks (retain/split.py). When several chunks of one message are chosen, the block
+shows them as one line at the place of the best of them, in message order: adjacent chunks joined, a gap shown as
+"[…]" (and "[…]" before or after when the message goes on). A chunk chosen alone carries the same marks, so the
+model can tell an excerpt from a whole message. Each further chunk costs what it adds to its message's line.
+
+`chronological=True` (questions that span sessions: recall/span.py) keeps the choice in ranked order and lays the
+chosen lines out in time order, so "in what order did I …" reads as a timeline.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import tiktoken
 
@@ -29,7 +38,34 @@ def _day(value: datetime | None) -> str | None:
     return f"{value:%Y-%m-%d}" if value else None
 
 
-def render_line(memory: RecalledMemory) -> str:
+GAP = "[…]"
+
+
+def _chunk_text(memory: RecalledMemory, chunks: Sequence[tuple[int, str]]) -> str:
+    """The text of some chunks of one message (part, text), in message order, with "[…]" where text is missing."""
+    ordered = sorted(chunks)
+    pieces: list[str] = [GAP] if ordered[0][0] > 0 else []
+    for index, (part, text) in enumerate(ordered):
+        if index and part > ordered[index - 1][0] + 1:
+            pieces.append(GAP)
+        pieces.append(text)
+    if memory.parts is not None and ordered[-1][0] < memory.parts - 1:
+        pieces.append(GAP)
+    return " ".join(pieces)
+
+
+def _chunk_of(memory: RecalledMemory) -> tuple[str | None, str] | None:
+    """Which message a chosen memory is a chunk of (bank, message), or None for a whole message or a fact."""
+    if memory.type != "raw" or memory.message_id is None or memory.part is None:
+        return None
+    return (memory.bank_id, memory.message_id)
+
+
+def render_line(memory: RecalledMemory, chunks: Sequence[tuple[int, str]] | None = None) -> str:
+    """One memory's line; `chunks` (part, text): the chosen chunks of its message, shown as one line."""
+    if chunks is None and _chunk_of(memory) is not None:
+        chunks = [(memory.part or 0, memory.text)]
+    text = memory.text if chunks is None else _chunk_text(memory, chunks)
     said = _day(memory.mentioned_at)
     start, end = _day(memory.occurred_start), _day(memory.occurred_end)
     when = said or ""
@@ -41,7 +77,7 @@ def render_line(memory: RecalledMemory) -> str:
         changed = f"; changed {_day(memory.replaced_at)}" if memory.replaced_at else ""
         label = f"(earlier{changed}) {label}"
     prefix = f"[{when}] " if when else ""
-    return f"- {prefix}{label}{_shown(memory.text, memory.speaker)}\n"
+    return f"- {prefix}{label}{_shown(text, memory.speaker)}\n"
 
 
 # The same memories come back recall after recall (a conversation's turns ask about the same things): their shown
@@ -53,6 +89,8 @@ _CACHED = 16384
 def _shown(text: str, speaker: str | None) -> str:
     """A memory's text as the block shows it: one line, its speaker's label, nothing that could read as a tag."""
     text = normalise_whitespace(text)
+    if text.startswith(GAP) and speaker and _labelled(text[len(GAP) :].lstrip(), speaker):
+        text = text[len(GAP) :].lstrip()  # a first chunk carries its label: "[…]" goes after it, not before
     if speaker and not _labelled(text, speaker):
         text = f"{speaker}: {text}"  # who said it shows, as in a transcript (the later parts of a long turn)
     # Memory text is data someone once said: it must never be able to close (or open) the fence.
@@ -114,8 +152,16 @@ class Packing:
         ]
 
 
-def plan(memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding) -> Packing:
-    """Choose and render memories, in the given order, within `max_tokens`."""
+def plan(
+    memories: Sequence[RecalledMemory],
+    *,
+    max_tokens: int,
+    now: datetime,
+    encoding: tiktoken.Encoding,
+    chronological: bool = False,
+) -> Packing:
+    """Choose and render memories, in the given order, within `max_tokens` (see the module's docstring for chunks
+    of one message and `chronological`)."""
     frame = header(now) + footer()
     frame_tokens = len(encoding.encode_ordinary(frame))
     remaining = max(max_tokens - frame_tokens, 0)  # 0: not even the frame fits, so no line does
@@ -127,18 +173,72 @@ def plan(memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, 
     line_tokens = [_tokens(encoding, line) for line in lines]
     chosen: list[int] = []
     budget_left: list[int] = []
+    groups: dict[tuple[str | None, str], list[int]] = {}  # a message's chosen chunks
+    group_cost: dict[tuple[str | None, str], int] = {}
     for index, cost in enumerate(line_tokens):
         budget_left.append(remaining)
+        key = _chunk_of(memories[index])
+        if key is not None and key in groups:
+            members = [*groups[key], index]
+            merged = _tokens(encoding, _group_line(memories, members))
+            cost = merged - group_cost[key]  # what this chunk adds to its message's line
+            if cost <= remaining:
+                groups[key], group_cost[key] = members, merged
+                line_tokens[index] = cost
+                chosen.append(index)
+                remaining -= cost
+            continue
         if cost <= remaining:
+            if key is not None:
+                groups[key], group_cost[key] = [index], cost
             chosen.append(index)
             remaining -= cost
     while chosen:
-        context = header(now) + "".join(lines[i] for i in chosen) + footer()
+        context = header(now) + "".join(_layout(memories, lines, chosen, chronological)) + footer()
         tokens = len(encoding.encode_ordinary(context))
         if tokens <= max_tokens:
             return Packing(context, tokens, lines, line_tokens, budget_left, chosen)
         chosen.pop()  # never expected (counts are additive), but the budget is a promise
     return Packing("", 0, lines, line_tokens, budget_left, [])
+
+
+def _group_line(memories: Sequence[RecalledMemory], members: Sequence[int]) -> str:
+    """The line of one message's chosen chunks: the best-ranked one's date and marks, every chunk's text."""
+    return render_line(memories[members[0]], [(memories[i].part or 0, memories[i].text) for i in members])
+
+
+def _layout(
+    memories: Sequence[RecalledMemory], lines: Sequence[str], chosen: Sequence[int], chronological: bool
+) -> list[str]:
+    """The block's lines: one per chosen whole memory, one per message of chosen chunks (at its best chunk's
+    place); in ranked order, or by the time they were said (then message order) when `chronological`."""
+    members: dict[tuple[str | None, str], list[int]] = {}
+    for index in chosen:
+        key = _chunk_of(memories[index])
+        if key is not None:
+            members.setdefault(key, []).append(index)
+    laid: list[tuple[int, str]] = []  # (the index that places it, its line)
+    done: set[tuple[str | None, str]] = set()
+    for index in chosen:
+        key = _chunk_of(memories[index])
+        if key is None:
+            laid.append((index, lines[index]))
+        elif key not in done:
+            done.add(key)
+            group = members[key]
+            laid.append((index, lines[index] if len(group) == 1 else _group_line(memories, group)))
+    if chronological:
+        oldest = datetime.min.replace(tzinfo=now_tz(memories))
+        laid.sort(key=lambda entry: (memories[entry[0]].mentioned_at or oldest, memories[entry[0]].part or 0))
+    return [line for _index, line in laid]
+
+
+def now_tz(memories: Sequence[RecalledMemory]) -> Any:
+    """The time zone of the memories' dates (aware datetimes compare only with aware ones)."""
+    for memory in memories:
+        if memory.mentioned_at is not None:
+            return memory.mentioned_at.tzinfo
+    return None
 
 
 def pack(

@@ -30,6 +30,8 @@ from memwrap.engine.recall.order import apply_changes, favour_named_speakers, go
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
+from memwrap.engine.recall.span import chronological, cover_sessions
+from memwrap.engine.recall.standing import standing_first
 from memwrap.filters import RecallFilter
 from memwrap.models import DEFAULT_TOKEN_BUDGET, Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -299,6 +301,8 @@ class Searcher:
             step = time.perf_counter()
             async with self.pool.acquire() as conn:
                 ranked = await details.candidates(conn, filters, fused, with_neighbours=request.neighbours)
+                # A task ("write a function that …") brings the user's standing instructions for it (standing.py).
+                ranked = await standing_first(conn, filters, ranked, request.query)
             timings["details"] = _ms(step)
             step = time.perf_counter()
             ranked = weigh_speakers(ranked, self.settings.assistant_weight)
@@ -308,6 +312,7 @@ class Searcher:
             if request.prefer_observations and ranked:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
+            ranked = cover_sessions(ranked, request.query)  # "in what order did I …": every session, not one
             ranked = apply_changes(ranked, request.query)
             ranked = window_first(ranked, ruling)
             if request.min_score is not None:
@@ -319,7 +324,13 @@ class Searcher:
 
         with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
             step = time.perf_counter()
-            packing = plan(ranked, max_tokens=request.token_budget, now=request.now, encoding=encoding)
+            packing = plan(
+                ranked,
+                max_tokens=request.token_budget,
+                now=request.now,
+                encoding=encoding,
+                chronological=chronological(request.query),
+            )
             timings["pack"] = _ms(step)
         shown = ranked if request.explain else [ranked[i] for i in packing.chosen]
         if shown:

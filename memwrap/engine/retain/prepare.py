@@ -11,6 +11,7 @@ from uuid import UUID, uuid4
 
 from memwrap.defense.policy import defend
 from memwrap.engine.language.entities import entity_key, extract_entities
+from memwrap.engine.language.instructions import standing_domain
 from memwrap.engine.language.speakers import keep_turn_breaks, said_by, split_turns
 from memwrap.engine.language.text import search_text
 from memwrap.engine.language.timeparse import extract_occurred
@@ -37,6 +38,9 @@ class PreparedUnit:
     embed_text: str
     speaker: str | None = None  # who said it ("user", "assistant", "Alice"): speakers.turn_speaker
     expires_at: datetime | None = None  # when recall stops finding it (None: never)
+    turn_part: int | None = None  # its place among the chunks of a long turn (None: the turn is one unit)
+    turn_parts: int | None = None  # how many chunks that turn has
+    standing: str | None = None  # the domain of a standing instruction it states (language/instructions.py)
 
 
 @dataclass
@@ -114,7 +118,9 @@ def prepare_defended(item: RetainItem, *, now: datetime) -> PreparedItem:
     index = 0
     for turn in split_turns(item.content):
         speaker: str | None = None
-        for part_number, part in enumerate(split_units(turn)):
+        parts = split_units(turn)
+        chunked = len(parts) > 1  # a long turn: each chunk records its place, so recall can join them again
+        for part_number, part in enumerate(parts):
             # Role labels keep their line: re-extraction reads the speakers back from this text.
             text = keep_turn_breaks(part)
             if not text:
@@ -146,6 +152,9 @@ def prepare_defended(item: RetainItem, *, now: datetime) -> PreparedItem:
                     embed_text=text,
                     speaker=speaker,
                     expires_at=item.expires_at,
+                    turn_part=part_number if chunked else None,
+                    turn_parts=len(parts) if chunked else None,
+                    standing=standing_domain(said, speaker),
                 )
             )
             index += 1

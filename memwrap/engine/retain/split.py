@@ -3,6 +3,11 @@
 A chat turn usually fits in one unit and is kept whole. Longer text (pasted documents, transcripts) is
 cut at sentence boundaries and the sentences are packed greedily, so each unit reads as coherent prose.
 Units are slices of the whitespace-normalised input: no non-whitespace character is lost or reordered.
+
+Fenced code (``` or ~~~) is cut only between lines: a period inside a line of code ("obj.save(). Then")
+ends no sentence, and a line of code is never split unless that one line is longer than a unit. Where a
+window holds code, a unit prefers to end where a block ends or starts (a fence, a blank line) when that
+still fills a third of it: the explanation and its code snippet stay apart rather than cut mid-snippet.
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ _DOTTED_ACRONYM_RE = re.compile(r"(?:[A-Za-z]\.)+[A-Za-z]")
 # How far back we look for the word before a period; longer "words" are never abbreviations.
 _ABBREVIATION_WINDOW = 12
 
+# A fence line of Markdown code: ``` or ~~~, with a language name or nothing after it.
+_FENCE_RE = re.compile(r"^ ?(?:```|~~~)[^\n]*$", re.MULTILINE)
+# Where a window holds code, a block boundary (a fence, a blank line) wins over a later line boundary when the
+# unit it ends fills at least this share of max_chars.
+_BLOCK_SHARE = 3
+
 # Characters that must not start a hard-cut piece (combining marks are detected by unicodedata).
 _JOINERS = frozenset("\u200d\ufe0e\ufe0f")
 
@@ -60,11 +71,13 @@ def split_units(text: str, max_chars: int = 1000) -> list[str]:
     text = _normalise(text)
     units: list[str] = []
     pos, length = 0, len(text)
+    code = code_spans(text) if length > max_chars else []
     while pos < length:
         if length - pos <= max_chars:
             units.append(text[pos:])
             break
-        end, pos_next = _unit_end(text, pos, max_chars)
+        spans = [(a, b) for a, b in code if a < pos + max_chars and b > pos]
+        end, pos_next = _code_unit_end(text, pos, max_chars, spans) if spans else _unit_end(text, pos, max_chars)
         units.append(text[pos:end])
         pos = pos_next
     return units
@@ -97,6 +110,43 @@ def _unit_end(text: str, pos: int, max_chars: int) -> tuple[int, int]:
         end = _boundary(text, match)
         if end is not None and pos < end <= limit:
             return _trim_end(text, pos, end), _skip_whitespace(text, end)
+    return _cut_point(text, pos, max_chars)
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each fenced code block, fences included; an unclosed fence runs to the end."""
+    fences = [m.span() for m in _FENCE_RE.finditer(text)]
+    spans = []
+    for opening, closing in zip(fences[::2], [*fences[1::2], (len(text), len(text))], strict=False):
+        spans.append((opening[0], closing[1]))
+    return spans
+
+
+def _code_unit_end(text: str, pos: int, max_chars: int, spans: list[tuple[int, int]]) -> tuple[int, int]:
+    """_unit_end for a window that holds code: inside a code block only a line break ends a unit; a block
+    boundary (a fence's edge, a blank line outside code) is preferred when it fills a third of the unit."""
+    limit = pos + max_chars
+
+    def inside(at: int) -> bool:  # strictly within a block: its edges are block boundaries
+        return any(a < at < b for a, b in spans)
+
+    blocks = {a for a, _b in spans if pos < a <= limit} | {b for _a, b in spans if pos < b <= limit}
+    lines: list[int] = []
+    for match in _BOUNDARY_RE.finditer(text, pos, limit + 1):
+        end = _boundary(text, match)
+        if end is None or not pos < end <= limit:
+            continue
+        if match.lastgroup != "newline" and inside(end):
+            continue  # a period or "?" inside a line of code ends nothing
+        lines.append(end)
+        if match.lastgroup == "newline" and text.startswith("\n\n", end) and not inside(end):
+            blocks.add(end)  # a paragraph break in prose
+    enough = pos + max(1, max_chars // _BLOCK_SHARE)
+    for choice in (max((b for b in blocks if b >= enough), default=None), max(lines, default=None)):
+        if choice is not None:
+            cut = _trim_end(text, pos, choice)
+            if cut > pos:
+                return cut, _skip_whitespace(text, choice)
     return _cut_point(text, pos, max_chars)
 
 

@@ -16,8 +16,9 @@ from memwrap.store.pg_types import Connection, Executor
 INSERT_UNIT = """
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
                           tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker,
-                          expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17, $18)
+                          expires_at, turn_part, turn_parts, standing)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17, $18,
+        $19, $20, $21)
 """
 
 UPSERT_ENTITIES = """
@@ -148,6 +149,9 @@ async def write_items(
                         u.search_text,
                         u.speaker,
                         u.expires_at,
+                        u.turn_part,
+                        u.turn_parts,
+                        u.standing,
                     )
                     for u, vector in zip(units, unit_vectors, strict=True)
                 ],

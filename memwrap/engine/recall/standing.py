@@ -1,0 +1,60 @@
+"""Standing instructions come back for the tasks they apply to.
+
+"Always format code with black" was said months ago; today's request, "write a function that dedupes the log
+lines", shares no word with it and little meaning, so no arm finds it. When the request is a task of a domain
+(language/instructions.py: code, writing, or any task), the bank's standing instructions of that domain (and of
+no particular domain) are read through their partial index (migration 0017) and lead the list: an instruction is
+short, and it governs how the answer is written. A question that is no task (the common case) costs one regex.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memwrap.engine.language.instructions import task_domains
+from memwrap.engine.recall import details
+from memwrap.engine.recall.arms import Filters
+from memwrap.models import RecalledMemory
+from memwrap.store.pg_types import Connection
+
+# At most this many instructions lead the list (the newest first): room is left for the memories the task is about.
+MAX_STANDING = 4
+
+STANDING = """
+SELECT NULL::uuid AS hit, {columns}
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.standing = ANY($2::text[]) AND m.standing IS NOT NULL AND ({filters})
+ORDER BY m.mentioned_at DESC
+LIMIT $3
+"""
+
+
+async def standing_first(
+    conn: Connection, filters: dict[str, Filters], ranked: Sequence[RecalledMemory], question: str
+) -> list[RecalledMemory]:
+    """`ranked` with the banks' standing instructions for this task first (those already in it move up)."""
+    domains = task_domains(question)
+    if not domains:
+        return list(ranked)
+    found: list[RecalledMemory] = []
+    for bank, bank_filters in filters.items():
+        where, params = bank_filters.sql("m", 4)
+        sql = STANDING.format(columns=details.COLUMNS, filters=where)
+        for row in await conn.fetch(sql, bank, domains, MAX_STANDING, *params):
+            found.append(details.memory(bank, row, 0.0, {}))
+    if not found:
+        return list(ranked)
+    found = found[:MAX_STANDING]
+    present = {(m.bank_id, m.id): m for m in ranked}
+    top = max((m.score for m in ranked), default=0.0)
+    lead: list[RecalledMemory] = []
+    for rank, memory in enumerate(found, start=1):
+        chosen = present.get((memory.bank_id, memory.id), memory)
+        chosen.score = max(chosen.score, top)
+        chosen.arms["standing"] = rank
+        lead.append(chosen)
+    placed = {(m.bank_id, m.id) for m in lead}
+    return lead + [m for m in ranked if (m.bank_id, m.id) not in placed]
+
+
+__all__ = ["MAX_STANDING", "standing_first"]
