@@ -146,7 +146,7 @@ def test_the_candidates_rows_are_read_by_key(three_banks: tuple[Memory, Database
     memory, db = three_banks
     ids = [r["id"] for r in db.blocking.fetch("SELECT id FROM memory_units WHERE bank_id = 'plan-c' LIMIT 60")]
     where, params = Filters("plan-c").sql("m", 4)
-    rows_sql = details.ROWS_AND_NEIGHBOURS.format(columns=details._COLUMNS, filters=where)
+    rows_sql = details.ROWS_AND_NEIGHBOURS.format(columns=details.COLUMNS, filters=where)
     plan = _explain(db, rows_sql, ["plan-c", ids, ids[:10], *params], analyze=False, generic=generic)
     _assert_index_probes(plan, ("memory_units", "memory_links"))
     plan = _explain(db, details.ENTITY_NAMES, ["plan-c", ids], analyze=False, generic=generic)
