@@ -5,6 +5,7 @@ commands and addresses they name answer an MCP client."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -219,6 +220,8 @@ def test_the_docs_hooks_blocks_run(memwrap_home: Path, tmp_path: Path) -> None:
                 stdin = stdin.replace("{fixtures}", str(HOOK_FIXTURES)).replace("{project}", str(project))
                 env = {"MEMWRAP_HOME": str(memwrap_home), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
                 env["MEMWRAP_HOOK_IDLE_SECONDS"] = "5"  # the hook service goes soon after the test
+                if os.environ.get("PYTHONPATH"):  # a checkout's tree, when the tests run against one
+                    env["PYTHONPATH"] = os.environ["PYTHONPATH"]
                 result = subprocess.run(
                     [MEMWRAP, *argv[1:]], input=stdin, capture_output=True, text=True, timeout=300, env=env
                 )
