@@ -99,7 +99,7 @@ async def import_lines(
         memories = grouped.get(sql.MEMORIES.kind, [])
         report.embedded = await _add_vectors(engine, header, memories)
         pool = engine.store.pool
-        bulk = await _rebuild_pays(pool, len(memories))
+        bulk = await _rebuild_pays(pool, await _new_memories(pool, bank_id, memories))
         async with index_down(pool, memory_cap=engine.store.index_memory_cap) if bulk else contextlib.nullcontext():
             pending = await _write(pool, bank_id, header, grouped, report, progress)
         engine.store.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
@@ -113,6 +113,16 @@ async def import_lines(
 # with it than without it plus a build over all n + k rows: k (1/427 - 1/1764) > (n + k) / 3300, i.e. k > n/4.
 _WITH_INDEX, _WITHOUT_INDEX, _BUILD = 427.0, 1764.0, 3300.0
 _MIN_BULK_ROWS = 2000
+
+
+async def _new_memories(pool: Any, bank_id: str, memories: list[dict[str, Any]]) -> int:
+    """How many of the file's memories the bank does not hold yet (a file imported again has none)."""
+    if len(memories) < _MIN_BULK_ROWS:
+        return len(memories)
+    ids = sorted({u for u in (_uuid(m.get("id")) for m in memories) if u is not None})
+    async with pool.acquire() as conn:
+        held = await sql.present_keys(conn, bank_id, "memory_units", "id", ids)
+    return len(ids) - len(held)
 
 
 async def _rebuild_pays(pool: Any, new_rows: int) -> bool:
