@@ -8,40 +8,67 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memwrap.api import AsyncMemory, Memory
-from memwrap.errors import (
-    BankExistsError,
-    BankNotFoundError,
-    EmbeddingModelMismatchError,
-    InvalidBankIdError,
-    InvalidBudgetError,
-    InvalidContentError,
-    InvalidInputError,
-    LLMNotConfiguredError,
-    MemoryNotFoundError,
-    MemwrapError,
-    SecretBlockedError,
-    StoreError,
-)
-from memwrap.models import BankInfo, Disposition, MemoryRecord, Recall, RecalledMemory, ReflectResult, RetainItem
-
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:  # what type checkers and editors see: the wrappers' own signatures, not __getattr__'s Any
+if TYPE_CHECKING:  # what type checkers and editors see; at run time each name is imported when first used
+    from memwrap.api import AsyncMemory, Memory
+    from memwrap.errors import (
+        BankExistsError,
+        BankNotFoundError,
+        EmbeddingModelMismatchError,
+        InvalidBankIdError,
+        InvalidBudgetError,
+        InvalidContentError,
+        InvalidInputError,
+        LLMNotConfiguredError,
+        MemoryNotFoundError,
+        MemwrapError,
+        SecretBlockedError,
+        StoreError,
+    )
+    from memwrap.models import BankInfo, Disposition, MemoryRecord, Recall, RecalledMemory, ReflectResult, RetainItem
     from memwrap.wrappers.anthropic import wrap_anthropic
     from memwrap.wrappers.openai import wrap_openai
     from memwrap.wrappers.scope import scope
 
-# The wrappers pull in the OpenAI/Anthropic SDKs; import them only when asked for.
-_WRAPPER_NAMES = ("wrap_openai", "wrap_anthropic", "scope")
+# Imported when first asked for: `import memwrap` alone stays light (a hook's process imports only what it
+# uses; the wrappers pull in the OpenAI/Anthropic SDKs, the API the engine).
+_LAZY = {
+    **dict.fromkeys(("AsyncMemory", "Memory"), "memwrap.api"),
+    **dict.fromkeys(
+        (
+            "BankExistsError",
+            "BankNotFoundError",
+            "EmbeddingModelMismatchError",
+            "InvalidBankIdError",
+            "InvalidBudgetError",
+            "InvalidContentError",
+            "InvalidInputError",
+            "LLMNotConfiguredError",
+            "MemoryNotFoundError",
+            "MemwrapError",
+            "SecretBlockedError",
+            "StoreError",
+        ),
+        "memwrap.errors",
+    ),
+    **dict.fromkeys(
+        ("BankInfo", "Disposition", "MemoryRecord", "Recall", "RecalledMemory", "ReflectResult", "RetainItem"),
+        "memwrap.models",
+    ),
+    **dict.fromkeys(("wrap_openai", "wrap_anthropic", "scope"), "memwrap.wrappers"),
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in _WRAPPER_NAMES:
-        from memwrap import wrappers
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memwrap' has no attribute {name!r}")
+    import importlib
 
-        return getattr(wrappers, name)
-    raise AttributeError(f"module 'memwrap' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

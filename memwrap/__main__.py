@@ -1,5 +1,5 @@
-"""`python -m memwrap ...`: the `memwrap` command (memwrap/cli.py), for environments without the console script."""
+"""`python -m memwrap ...`: the `memwrap` command (memwrap/launcher.py), for environments without the console script."""
 
-from memwrap.cli import main
+from memwrap.launcher import main
 
 raise SystemExit(main())

@@ -40,15 +40,17 @@ def register_command(name: str, configure: Callable[[argparse.ArgumentParser], N
     _EXTRA_COMMANDS[name] = (configure, run, help)
 
 
-def _memory(args: argparse.Namespace) -> Memory:
-    return Memory(home=args.home, database_url=args.database_url)
+def _memory(args: argparse.Namespace, bank: str | None = None) -> Memory:
+    from memwrap.cli_verbs import one_shot_settings
+
+    return Memory(settings=one_shot_settings(args, bank or getattr(args, "bank_id", None)))
 
 
 _print_json = print_json
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    with _memory(args) as mem:
+    with _memory(args, DEMO_BANK) as mem:
         stored, recalls = run_demo(mem, token_budget=args.token_budget)
         if args.json:
             _print_json(

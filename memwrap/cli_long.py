@@ -73,8 +73,9 @@ def progress(args: argparse.Namespace, description: str, total: int | None, unit
         TaskProgressColumn(),
         RateColumn(unit),
         TimeElapsedColumn(),
-        TextColumn("left"),
+        TextColumn("elapsed,"),  # "0:00:49 elapsed, 0:00:06 left": each time says what it is
         TimeRemainingColumn(),
+        TextColumn("left"),
         console=Console(stderr=True),
     )
     with bar:
@@ -89,9 +90,9 @@ class Progressing:
         if self.bar is not None:
             self.bar.advance(self.task, n)
 
-    def set(self, *, completed: int | None = None, total: int | None = None) -> None:
+    def set(self, *, completed: int | None = None, total: int | None = None, description: str | None = None) -> None:
         if self.bar is not None:
-            self.bar.update(self.task, completed=completed, total=total)
+            self.bar.update(self.task, completed=completed, total=total, description=description)
 
 
 def on_engine(memory: Memory, call: Callable[[Any], Awaitable[T]]) -> T:
@@ -290,8 +291,34 @@ def configure_reembed(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# --- import-bank ----------------------------------------------------------------------------------------------
+
+
+def import_bank(memory: Memory, args: argparse.Namespace, positional: list[Any], arguments: dict[str, Any]) -> Any:
+    """The file read (lines), then written (rows), on one bar whose description says which."""
+    from memwrap.engine import transfer
+
+    bank_id, source = positional
+    path = Path(str(source))
+    if not progress_wanted(args):
+        return memory.import_bank(bank_id, str(path))
+    lines = count_lines(path)
+    with progress(args, f"read {path.name}", lines, "lines") as bar:
+
+        def moved(phase: str, done: int, total: int) -> None:
+            if phase == "write":
+                bar.set(completed=done, total=total, description=f"write {bank_id}")
+            else:
+                bar.set(completed=done)
+
+        return on_engine(
+            memory, lambda engine: transfer.import_lines(engine, bank_id, transfer.read_lines(path), progress=moved)
+        )
+
+
 LONG_RUNS.update(
     {
+        "import_bank": import_bank,
         "import_memories": import_memories,
         "export_bank": export_bank,
         "consolidate": consolidate,

@@ -58,8 +58,15 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
 OTHER_GROUP = "More commands"
 
 
+# Words that name what several commands do: the one most people mean first (a JSONL file of memories).
+INTENDED = {"import": ("import-memories", "import-bank", "import-mem0")}
+
+
 def suggestions(word: str, known: Sequence[str]) -> list[str]:
     """The known words `word` is probably a slip for: close spellings first, then those it begins."""
+    intended = [k for k in INTENDED.get(word, ()) if k in known]
+    if intended:
+        return intended[:3]
     close = difflib.get_close_matches(word, known, n=3, cutoff=0.6)
     begun = [k for k in known if word and k.startswith(word) and k not in close]
     return (close + begun)[:3]

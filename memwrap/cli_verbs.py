@@ -215,6 +215,15 @@ def _add_command(sub: Any, common: argparse.ArgumentParser, declared: Verb) -> N
     parser.set_defaults(run=lambda args: _run(declared, args))
 
 
+def one_shot_settings(args: argparse.Namespace, bank: Any) -> Any:
+    """A command's engine settings: its inline worker runs the command's own bank's jobs only (a command without
+    a bank runs none), never other banks' queued work."""
+    from memwrap.config import load_settings
+
+    held = {"worker_bank": bank} if bank else {"worker": "off"}
+    return load_settings(home=args.home, database_url=args.database_url, **held)
+
+
 def _run(declared: Verb, args: argparse.Namespace) -> int:
     arguments: dict[str, Any] = {}
     for name in declared.signature().parameters:
@@ -227,8 +236,9 @@ def _run(declared: Verb, args: argparse.Namespace) -> int:
             value = None
         arguments[name] = value
     check_paths(declared.name, arguments)
+    bank = arguments.get("bank_id") if isinstance(arguments.get("bank_id"), str) else None
     positional = [arguments.pop(name) for name in declared.positional if name in arguments]
-    with Memory(home=args.home, database_url=args.database_url) as memory:
+    with Memory(settings=one_shot_settings(args, bank)) as memory:
         if not memory.started and not args.json:  # the first run prepares the database and the model: say so
             with errors.status("Starting the memory engine (database, embedding model)…", spinner="dots"):
                 memory.warmup()

@@ -139,6 +139,9 @@ class Settings(BaseSettings):
 
     # Learning (memwrap/engine/learn): background jobs, observations, mental models
     worker: Literal["inline", "off"] = "inline"  # inline: an asyncio worker runs inside the engine's process
+    # The inline worker runs only this bank's jobs and no server-wide pass: what a one-shot CLI command sets to its
+    # own bank (none: no worker), so `memwrap import-bank b` never runs other banks' queued work.
+    worker_bank: str | None = None
     worker_concurrency: int = 1  # jobs one worker runs at once
     worker_poll_seconds: float = 2.0  # idle wait between looks at the queue (enqueues in-process wake it at once)
     # The inline worker's first look at the queue waits this long after the engine starts: a short script does not

@@ -20,6 +20,7 @@ from memwrap.verbs import (
     BankStats,
     ConsolidationReport,
     DefensePolicy,
+    DeleteReport,
     DeliveriesLimit,
     DeliveryStatus,
     Disposition,
@@ -160,6 +161,18 @@ class EngineVerbs(Protocol):
         ...
 
     def delete(self, bank_id: str, memory_id: MemoryId) -> Awaitable[None]:
+        ...
+
+    def delete_memories(
+        self,
+        bank_id: str,
+        *,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        tags: Tags = None,
+        types: Tags = None,
+        document_id: str | None = None,
+        dry_run: bool = True,
+    ) -> Awaitable[DeleteReport]:
         ...
 
     def delete_bank(self, bank_id: str) -> Awaitable[int]:

@@ -395,6 +395,15 @@ class ImportReport(BaseModel):
     embedded: int = 0  # memories embedded on import (the file had no vector for them, or one of another size)
 
 
+class DeleteReport(BaseModel):
+    """What `delete_memories` found (`matched`) and removed (`deleted`: 0 on a dry run)."""
+
+    bank_id: str
+    matched: int
+    deleted: int
+    dry_run: bool
+
+
 # --- views of a bank for people (memwrap/engine/bank_views.py; the memory browser shows them) --------------------
 
 # Past this, OFFSET scans are slow and PostgreSQL's bigint is not far: page with filters instead (the lists of

@@ -43,6 +43,7 @@ from memwrap.models import (
     BankInfo,
     BankStats,
     ConsolidationReport,
+    DeleteReport,
     Disposition,
     EntityGraph,
     EntitySummary,
@@ -253,6 +254,22 @@ class MemoryVerbs:
     @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), mcp="delete_memory", cli=True)
     async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
         """Forget one memory (what was learnt from it forgets it first)."""
+        ...
+
+    @verb(Route("POST", f"{BANK}/memories/delete"), mcp="delete_memories", cli="delete-memories")
+    async def delete_memories(
+        self,
+        bank_id: str,
+        *,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        tags: Tags = None,
+        types: Tags = None,
+        document_id: str | None = None,
+        dry_run: bool = True,
+    ) -> DeleteReport:
+        """Forget every memory that matches (a tagged purge): `tags` (any of them), `types`, `filters` (as for
+        recall) and `document_id`, at least one of them. A dry run first (the default) only counts them
+        (`matched`); `dry_run=False` deletes them as `delete` deletes one (`deleted`)."""
         ...
 
     @verb(Route("DELETE", BANK, envelope="deleted"), cli=True)

@@ -133,6 +133,8 @@ MEANINGS: dict[str, dict[str, str]] = {
     "Learning (jobs, observations, mental models)": {
         "worker": "`inline`: a learning worker runs inside the engine's process; `off`: none here (run `memwrap "
         "worker` processes).",
+        "worker_bank": "The inline worker runs only this bank's jobs and no server-wide pass (what a one-shot CLI "
+        "command sets to its own bank; unset: every bank's).",
         "worker_concurrency": "Jobs one worker runs at once.",
         "worker_poll_seconds": "Idle wait between looks at the job queue (enqueues in the same process wake it at "
         "once).",
@@ -232,6 +234,19 @@ ENVIRONMENT: dict[str, list[Variable]] = {
             "Which background work (queued jobs: consolidation, extraction retries, ...) makes traces: `served` "
             "(the banks this process retained into, recalled from, ... in the foreground; the default of an app "
             "embedding the engine), `all` (the default of `memwrap worker` and `memwrap serve`), or `none`.",
+        ),
+        Variable(
+            "MEMWRAP_HOOK_SERVICE",
+            "str",
+            "on",
+            "`off` runs each `memwrap hook` in its own process instead of handing it to the resident hook service "
+            "(docs/coding-agents.md: each hook then opens the engine, seconds).",
+        ),
+        Variable(
+            "MEMWRAP_HOOK_IDLE_SECONDS",
+            "float",
+            "`600`",
+            "Seconds without a hook after which the hook service of a home exits.",
         ),
         Variable(
             "MEMWRAP_DEBUG",

@@ -35,13 +35,27 @@ def payload(name: str, project: Path) -> str:
 
 
 def hook(
-    args: list[str], stdin: str, home: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
+    args: list[str],
+    stdin: str,
+    home: Path,
+    *,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    binary: bytes | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """The hook run as the agent runs it (`binary`: these bytes on stdin instead of `stdin`)."""
     environment = {k: v for k, v in os.environ.items() if k not in {"CLAUDE_PROJECT_DIR", "MEMWRAP_URL"}}
-    environment.update({"MEMWRAP_HOME": str(home), **(env or {})})
-    return subprocess.run(
-        [MEMWRAP, "hook", *args], input=stdin, capture_output=True, text=True, cwd=cwd, env=environment, timeout=300
+    # The hook service outlives the hook; here it goes 5 s after the test's last hook (the default is 10 min).
+    environment.update({"MEMWRAP_HOME": str(home), "MEMWRAP_HOOK_IDLE_SECONDS": "5", **(env or {})})
+    done = subprocess.run(
+        [MEMWRAP, "hook", *args],
+        input=stdin.encode() if binary is None else binary,
+        capture_output=True,
+        cwd=cwd,
+        env=environment,
+        timeout=300,
     )
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
 
 def injected(result: subprocess.CompletedProcess[str], event: str) -> str:

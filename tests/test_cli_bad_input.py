@@ -107,6 +107,8 @@ def test_a_misspelt_command_or_option_gets_a_suggestion(fresh_home: Path) -> Non
     assert_refused(["recal"], done, says="did you mean recall")
     done = run(["retain", "alice", "x", "--tagz", "a"], fresh_home)
     assert_refused(["retain", "--tagz"], done, says="did you mean --tags")
+    done = run(["import", "x.jsonl"], fresh_home)  # a JSONL file of memories, most likely
+    assert_refused(["import"], done, says="did you mean import-memories or import-bank or import-mem0")
 
 
 @pytest.fixture(scope="module")

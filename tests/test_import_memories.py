@@ -128,3 +128,29 @@ def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -
         assert memory._run(vector_index_exists(_engine(memory).store.pool))
         hits = memory.recall("plots", "Who gives the user music lessons?", now=WHEN).memories
         assert hits and "cello" in hits[0].text
+
+
+def test_a_file_imported_again_is_not_embedded_again(memory: Memory, bank: str) -> None:
+    """What the bank holds is looked up before the model runs: a re-import costs a read, not the embedding."""
+    from memwrap.engine.import_memories import BulkLoadReport, import_batch
+
+    engine = _engine(memory)
+    embedded: list[str] = []
+
+    async def embed(texts: list[str]) -> np.ndarray:
+        embedded.extend(texts)
+        return await engine.embedder.embed(texts)
+
+    rows = [ImportedMemory.model_validate(r) for r in ROWS + [ROWS[2]]]  # the last one twice in the batch
+
+    async def load() -> tuple[int, int]:
+        report = BulkLoadReport()
+        async with engine.store.pool.acquire() as conn:
+            written = await import_batch(
+                conn, bank, rows, dim=engine.embedder.dim, embed=embed, defense_policy="off", report=report
+            )
+        return len(written), report.embedded
+
+    assert memory._run(load()) == (3, 3)  # the repeated row embedded once
+    embedded.clear()
+    assert memory._run(load()) == (0, 0) and embedded == []

@@ -157,7 +157,7 @@ def _servers() -> list[dict[str, Any]]:
     VS Code's (`servers`), Codex's TOML."""
     found = [json.loads(b)["mcpServers"]["memwrap"] for b in _blocks("json") if "mcpServers" in b]
     found += [json.loads(b)["servers"]["memwrap"] for b in _blocks("json") if '"servers"' in b]
-    found += [tomllib.loads(b)["mcp_servers"]["memwrap"] for b in _blocks("toml")]
+    found += [tomllib.loads(b)["mcp_servers"]["memwrap"] for b in _blocks("toml") if "mcp_servers" in b]
     return found
 
 
@@ -280,30 +280,45 @@ async def test_the_docs_urls_are_the_sidecars_mcp_endpoints(url: str, sidecar: S
         assert "delete_memory" in {t.name for t in (await client.list_tools()).tools}
 
 
-def test_the_docs_hooks_block_runs(memwrap_home: Path, tmp_path: Path) -> None:
-    settings = next(json.loads(b) for b in _blocks("json") if '"hooks"' in b)
-    assert set(settings["hooks"]) == {"SessionStart", "UserPromptSubmit", "Stop"}
+HOOK_FIXTURES_OF = {
+    "claude-code": {
+        "SessionStart": "session_start",
+        "UserPromptSubmit": "user_prompt_submit",
+        "Stop": "stop",
+        "SubagentStop": "subagent_stop",
+        "PreCompact": "pre_compact",
+        "SessionEnd": "session_end",
+    },
+    "codex": {"SessionStart": "session_start", "UserPromptSubmit": "codex_user_prompt_submit", "Stop": "codex_stop"},
+}
+
+
+def test_the_docs_hooks_blocks_run(memwrap_home: Path, tmp_path: Path) -> None:
+    blocks = [json.loads(b) for b in _blocks("json") if '"hooks"' in b]
+    assert len(blocks) == 2  # Claude Code's settings.json, Codex's hooks.json
     project = tmp_path / "my-project"
     project.mkdir()
-    for event, groups in settings["hooks"].items():
-        for entry in (h for group in groups for h in group["hooks"]):
-            assert entry["type"] == "command" and entry["timeout"] == 60
-            argv = shlex.split(entry["command"])
-            assert argv[:3] == ["memwrap", "hook", event]
-            fixture = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}[event]
-            stdin = (HOOK_FIXTURES / f"{fixture}.json").read_text()
-            stdin = stdin.replace("{fixtures}", str(HOOK_FIXTURES)).replace("{project}", str(project))
-            result = subprocess.run(
-                [MEMWRAP, *argv[1:]],
-                input=stdin,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                env=_env(MEMWRAP_HOME=str(memwrap_home), PATH="/usr/bin:/bin", HOME=str(tmp_path)),
-            )
-            assert (result.returncode, result.stderr) == (0, ""), result.stderr
-            if event == "SessionStart" and result.stdout:
-                assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    for settings, agent in zip(blocks, ("claude-code", "codex"), strict=True):
+        assert set(settings["hooks"]) == set(HOOK_FIXTURES_OF[agent])
+        for event, groups in settings["hooks"].items():
+            for entry in (h for group in groups for h in group["hooks"]):
+                assert entry["type"] == "command" and entry["timeout"] == 60
+                assert entry.get("async", False) == (event in {"Stop", "SubagentStop"} and agent == "claude-code")
+                argv = shlex.split(entry["command"])
+                assert argv[:3] == ["memwrap", "hook", event]
+                assert ("--agent" in argv) == (agent == "codex")
+                stdin = (HOOK_FIXTURES / f"{HOOK_FIXTURES_OF[agent][event]}.json").read_text()
+                stdin = stdin.replace("{fixtures}", str(HOOK_FIXTURES)).replace("{project}", str(project))
+                env = {"MEMWRAP_HOME": str(memwrap_home), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+                env["MEMWRAP_HOOK_IDLE_SECONDS"] = "5"  # the hook service goes soon after the test
+                if os.environ.get("PYTHONPATH"):  # a checkout's tree, when the tests run against one
+                    env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+                result = subprocess.run(
+                    [MEMWRAP, *argv[1:]], input=stdin, capture_output=True, text=True, timeout=300, env=env
+                )
+                assert (result.returncode, result.stderr) == (0, ""), result.stderr
+                if event == "SessionStart" and result.stdout:
+                    assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
 
 
 async def test_reflect_is_listed_when_an_llm_is_configured(

@@ -91,6 +91,51 @@ async def delete_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> No
         await conn.execute("UPDATE banks SET memory_count = memory_count - 1 WHERE bank_id = $1", bank_id)
 
 
+async def matching_ids(pool: asyncpg.Pool, filters: Filters, *, document_id: str | None) -> list[UUID]:
+    """The ids of every memory the filters select (what `list` would page through), oldest first."""
+    where, params = filters.sql("m", 2)
+    document_filter = ""
+    if document_id is not None:
+        params.append(document_id)
+        document_filter = f" AND m.document_id = ${1 + len(params)}"
+    rows = await pool.fetch(
+        f"SELECT m.id FROM memory_units m WHERE m.bank_id = $1 AND {where}{document_filter} ORDER BY m.seq",
+        filters.bank_id,
+        *params,
+    )
+    return [r["id"] for r in rows]
+
+
+async def delete_memories(pool: asyncpg.Pool, bank_id: str, ids: list[UUID]) -> int:
+    """Forget these memories at once, as `delete_memory` forgets one; returns how many were deleted."""
+    if not ids:
+        return 0
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            "UPDATE entities e SET mention_count = greatest(e.mention_count - c.n, 0) "
+            "FROM (SELECT entity_id, count(*) AS n FROM unit_entities WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) "
+            "GROUP BY entity_id) c WHERE e.bank_id = $1 AND e.id = c.entity_id",
+            bank_id,
+            ids,
+        )
+        await webhooks.emit(conn, bank_id, "deleted", ids)  # first: their texts are still there to send
+        hashes = [
+            r["item_hash"]
+            for r in await conn.fetch(
+                "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[]) RETURNING item_hash",
+                bank_id,
+                ids,
+            )
+        ]
+        await conn.execute(
+            "DELETE FROM retained_items WHERE bank_id = $1 AND item_hash = ANY($2::text[])", bank_id, hashes
+        )
+        await conn.execute(
+            "UPDATE banks SET memory_count = greatest(memory_count - $2, 0) WHERE bank_id = $1", bank_id, len(hashes)
+        )
+    return len(hashes)
+
+
 async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
     async with pool.acquire() as conn, conn.transaction():
         count = await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)

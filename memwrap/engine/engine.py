@@ -47,6 +47,7 @@ from memwrap.models import (
     MAX_PAGE,
     MAX_PAGE_OFFSET,
     BankInfo,
+    DeleteReport,
     Disposition,
     ImportReport,
     Keep,
@@ -415,6 +416,37 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         # What was learnt from it forgets it first (observations, mental models); then the memory goes.
         await self.learning.before_delete(bank_id, [memory_id])
         await catalog.delete_memory(self.store.pool, bank_id, memory_id)
+
+    async def delete_memories(
+        self,
+        bank_id: str,
+        *,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        tags: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+        document_id: str | None = None,
+        dry_run: bool = True,
+    ) -> DeleteReport:
+        selection = Filters(
+            validate.bank_id(bank_id),
+            validate.memory_types(types),
+            validate.tags(tags),
+            recall_filter(filters),
+            include_expired=True,  # an expired memory is still stored: a purge takes it too
+        )
+        if not (selection.narrowed or document_id):
+            raise validate.InvalidInputError(
+                "delete_memories needs filters, tags, types or a document_id; to delete every memory of the bank, "
+                "use delete_bank."
+            )
+        if isinstance(document_id, str) and await self.defense_policy(selection.bank_id) != "off":
+            document_id = apply_policy(document_id, "redact").text  # stored redacted: the id given finds it
+        ids = await catalog.matching_ids(self.store.pool, selection, document_id=document_id)
+        deleted = 0
+        if ids and not dry_run:
+            await self.learning.before_delete(selection.bank_id, ids)
+            deleted = await catalog.delete_memories(self.store.pool, selection.bank_id, ids)
+        return DeleteReport(bank_id=selection.bank_id, matched=len(ids), deleted=deleted, dry_run=bool(dry_run))
 
     async def delete_bank(self, bank_id: str) -> int:
         return await catalog.delete_bank(self.store.pool, validate.bank_id(bank_id))

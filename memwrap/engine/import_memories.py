@@ -134,6 +134,21 @@ def prepare_row(row: ImportedMemory, *, now: datetime, defense_policy: str) -> P
     )
 
 
+async def _embed_into(
+    vectors: list[np.ndarray | None],
+    units: Sequence[PreparedUnit],
+    which: list[int],
+    embed: Embed,
+    report: BulkLoadReport,
+) -> None:
+    if not which:
+        return
+    computed = await embed([units[i].embed_text for i in which])
+    for i, vector in zip(which, computed, strict=True):
+        vectors[i] = vector
+    report.embedded += len(which)
+
+
 async def import_batch(
     conn: Connection,
     bank_id: str,
@@ -167,12 +182,16 @@ async def import_batch(
                 f"model has {dim}. Import vectors of the configured embedding model, or leave `embedding` out."
             )
         vectors.append(np.asarray(row.embedding, dtype=np.float32) if row.embedding is not None else None)
-    missing = [i for i, v in enumerate(vectors) if v is None]
-    if missing:
-        computed = await embed([units[i].embed_text for i in missing])
-        for i, vector in zip(missing, computed, strict=True):
-            vectors[i] = vector
-        report.embedded += len(missing)
+    # What the bank holds already (a file imported again) is not embedded: looked up first, outside the write's
+    # transaction (a hint; the claim below decides), so re-importing a loaded file costs a read, not the model.
+    held = await existing_items(conn, bank_id, [u.item_hash for u in units], legacy)
+    seen: set[str] = set()
+    missing = []
+    for i, vector in enumerate(vectors):
+        if vector is None and units[i].item_hash not in held and units[i].item_hash not in seen:
+            missing.append(i)
+        seen.add(units[i].item_hash)
+    await _embed_into(vectors, units, missing, embed, report)
     report.read += len(rows)
 
     async with conn.transaction():
@@ -186,6 +205,8 @@ async def import_batch(
             first.setdefault(units[i].item_hash, i)
         keep = list(first.values())
         written = [units[i] for i in keep]
+        # Deleted since the look-up above (or a batch's repeat claimed in its first's place): embedded now.
+        await _embed_into(vectors, units, [i for i in keep if vectors[i] is None], embed, report)
         if written:
             fresh_names = await add_name_words(conn, bank_id, written)
             await conn.execute(CREATE_STAGING.format(dim=int(dim)))

@@ -14,12 +14,14 @@ Ids are kept and present rows are skipped, so importing a file twice is the same
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from memwrap import tracing, validate
 from memwrap.engine import bank_ids
@@ -28,6 +30,7 @@ from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql
+from memwrap.store.vector_index import index_down
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -37,6 +40,7 @@ FORMAT_VERSION = 1
 HEADER = "header"
 RECORD = "record"  # the key naming a line's kind ("kind" itself is a column of memory_links)
 INSERT_BATCH = 1000
+ANALYZE_AFTER = 500  # rows written into a parent table before its children's checks need fresh statistics
 EMBED_BATCH = 256
 
 
@@ -77,50 +81,135 @@ def _line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
+Progress = Callable[[str, int, int], None]  # (phase, done, total): "read" lines, then "write" rows
+
+
 async def import_lines(
-    engine: Engine, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
+    engine: Engine,
+    bank_id: str,
+    lines: AsyncIterable[str | bytes] | Iterable[str | bytes],
+    *,
+    progress: Progress | None = None,
 ) -> ImportReport:
     bank_id = validate.bank_id(bank_id)
     await bank_ids.admit(engine.store.pool, bank_id)
     with tracing.span("import", bank_id=bank_id) as current:
-        header, grouped = await _read(lines, max_metadata_bytes=engine.settings.max_metadata_bytes)
+        header, grouped = await _read(lines, max_metadata_bytes=engine.settings.max_metadata_bytes, progress=progress)
         report = ImportReport(bank_id=bank_id, read={kind: len(rows) for kind, rows in grouped.items()})
         memories = grouped.get(sql.MEMORIES.kind, [])
         report.embedded = await _add_vectors(engine, header, memories)
         pool = engine.store.pool
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING",
-                bank_id,
-                header.get("config") or {},
-            )
-            entity_map: dict[str, str] = {}
-            for table in sql.TABLES:
-                rows = grouped.get(table.kind, [])
-                if table.entity_columns:
-                    rows = [
-                        {**r, **{c: entity_map.get(str(r.get(c)), r.get(c)) for c in table.entity_columns}}
-                        for r in rows
-                    ]
-                written = 0
-                for start in range(0, len(rows), INSERT_BATCH):
-                    status = await conn.execute(sql.insert_sql(table), bank_id, rows[start : start + INSERT_BATCH])
-                    written += int(status.split()[-1])
-                if rows:
-                    report.written[table.kind] = written
-                if table is sql.ENTITIES and rows:
-                    # The bank may already name an entity of that key with another id: links follow the bank's.
-                    ours = await sql.entity_ids_by_key(conn, bank_id, sorted({str(r.get("name_key")) for r in rows}))
-                    entity_map = {str(r.get("id")): str(ours[r["name_key"]]) for r in rows if r.get("name_key") in ours}
-            pending = await sql.finish_import(conn, bank_id)
+        bulk = await _rebuild_pays(pool, await _new_memories(pool, bank_id, memories))
+        async with index_down(pool, memory_cap=engine.store.index_memory_cap) if bulk else contextlib.nullcontext():
+            pending = await _write(pool, bank_id, header, grouped, report, progress)
         engine.store.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
         await engine.learning.after_retain(bank_id, pending)
         tracing.set_attributes(current, memories=report.written.get(sql.MEMORIES.kind, 0), embedded=report.embedded)
         return report
 
 
+# Rows a second into memory_units on 2 cores with the vector index, without it, and rows a second of a build
+# (memwrap/store/vector_index.py: 427, 1,764, 10k in 3 s). Dropping the index pays when k new rows cost more
+# with it than without it plus a build over all n + k rows: k (1/427 - 1/1764) > (n + k) / 3300, i.e. k > n/4.
+_WITH_INDEX, _WITHOUT_INDEX, _BUILD = 427.0, 1764.0, 3300.0
+_MIN_BULK_ROWS = 2000
+
+
+async def _new_memories(pool: Any, bank_id: str, memories: list[dict[str, Any]]) -> int:
+    """How many of the file's memories the bank does not hold yet (a file imported again has none)."""
+    if len(memories) < _MIN_BULK_ROWS:
+        return len(memories)
+    ids = sorted({u for u in (_uuid(m.get("id")) for m in memories) if u is not None})
+    async with pool.acquire() as conn:
+        held = await sql.present_keys(conn, bank_id, "memory_units", "id", ids)
+    return len(ids) - len(held)
+
+
+async def _rebuild_pays(pool: Any, new_rows: int) -> bool:
+    """Whether writing `new_rows` memories costs less with the vector index dropped and built once after."""
+    if new_rows < _MIN_BULK_ROWS:
+        return False
+    async with pool.acquire() as conn:
+        stored = await conn.fetchval(
+            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memory_units'::regclass"
+        )
+    with_index = new_rows / _WITH_INDEX
+    rebuild = new_rows / _WITHOUT_INDEX + (int(stored or 0) + new_rows) / _BUILD
+    return with_index > rebuild
+
+
+async def _write(
+    pool: Any,
+    bank_id: str,
+    header: dict[str, Any],
+    grouped: dict[str, list[dict[str, Any]]],
+    report: ImportReport,
+    progress: Progress | None,
+) -> int:
+    """Every table's rows in one transaction, parents first; returns the facts still waiting for consolidation."""
+    total = sum(len(grouped.get(t.kind, [])) for t in sql.TABLES)
+    done = 0
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(
+            "INSERT INTO banks (bank_id, config) VALUES ($1, $2::jsonb) ON CONFLICT (bank_id) DO NOTHING",
+            bank_id,
+            header.get("config") or {},
+        )
+        entity_map: dict[str, str] = {}
+        for table in sql.TABLES:
+            rows = grouped.get(table.kind, [])
+            if table.entity_columns:
+                rows = [
+                    {**r, **{c: entity_map.get(str(r.get(c)), r.get(c)) for c in table.entity_columns}} for r in rows
+                ]
+            kept = await _with_parents(conn, bank_id, table, rows)
+            written = 0
+            for start in range(0, len(kept), INSERT_BATCH):
+                status = await conn.execute(sql.insert_sql(table), bank_id, kept[start : start + INSERT_BATCH])
+                written += int(status.split()[-1])
+                if progress is not None:
+                    progress("write", done + min(len(rows), start + INSERT_BATCH), total)
+            done += len(rows)
+            if rows:
+                report.written[table.kind] = written
+            if written >= ANALYZE_AFTER and table.table in _PARENTS:
+                # The children's foreign-key checks are planned from statistics that do not know this bank's new
+                # rows: a bank of "1 row" is read through (bank_id, seq) and filtered, once per child row, which
+                # made 40k entity links of a 10k import take minutes. ANALYZE in the transaction counts them.
+                await conn.execute(f"ANALYZE {table.table} (bank_id)")
+            if table is sql.ENTITIES and rows:
+                # The bank may already name an entity of that key with another id: links follow the bank's.
+                ours = await sql.entity_ids_by_key(conn, bank_id, sorted({str(r.get("name_key")) for r in rows}))
+                entity_map = {str(r.get("id")): str(ours[r["name_key"]]) for r in rows if r.get("name_key") in ours}
+        return await sql.finish_import(conn, bank_id)
+
+
+_PARENTS = {parent for table in sql.TABLES for _, parent, _ in table.parents}
+
+
+async def _with_parents(conn: Any, bank_id: str, table: sql.Table, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows whose every parent is in the bank (written just before, or there already); the others are
+    skipped, not an error (a link to a memory the export did not carry). One look-up per parent column."""
+    for column, parent, key in table.parents:
+        wanted = {str(r.get(column)): _uuid(r.get(column)) for r in rows}
+        ids = sorted({u for u in wanted.values() if u is not None})
+        present = {str(k) for k in await sql.present_keys(conn, bank_id, parent, key, ids)}
+        rows = [r for r in rows if str(wanted[str(r.get(column))]) in present]
+    return rows
+
+
+def _uuid(value: Any) -> UUID | None:
+    try:
+        return UUID(str(value))
+    except ValueError:
+        return None
+
+
 async def _read(
-    lines: AsyncIterable[str | bytes] | Iterable[str | bytes], *, max_metadata_bytes: int | None = None
+    lines: AsyncIterable[str | bytes] | Iterable[str | bytes],
+    *,
+    max_metadata_bytes: int | None = None,
+    progress: Progress | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
     """The header and the records by kind, every line checked before anything is written."""
     header: dict[str, Any] | None = None
@@ -128,6 +217,8 @@ async def _read(
     number = 0
     async for raw in _iterate(lines):
         number += 1
+        if progress is not None and number % 1000 == 0:
+            progress("read", number, 0)
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         if not text.strip():
             continue

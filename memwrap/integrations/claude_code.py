@@ -1,45 +1,45 @@
-"""`memwrap hook EVENT`: Claude Code's lifecycle hooks, so a coding session is remembered without the model
-having to call a tool.
+"""`memwrap hook EVENT`: Claude Code's (and Codex's) lifecycle hooks, so a coding session is remembered without the
+model having to call a tool.
 
-Claude Code runs the command with the hook's JSON payload on stdin (session_id, transcript_path, cwd,
-hook_event_name, and the event's own fields):
+The agent runs the command with the hook's JSON payload on stdin (session_id, transcript_path, cwd,
+hook_event_name, and the event's own fields). Codex CLI's hooks send the same contract (plus turn_id and model);
+`--agent codex` (or a payload with a turn_id) labels what is retained as Codex's.
 
 * UserPromptSubmit (`prompt`): the prompt is retained; with `--recall`, what memory holds for it is printed as
-  `hookSpecificOutput.additionalContext`, which Claude Code adds to the model's context.
-* Stop (`last_assistant_message` in recent versions, else the JSONL transcript at `transcript_path`): the
-  assistant's last answer is retained (its text blocks after the last prompt, tool calls and thinking left out).
+  `hookSpecificOutput.additionalContext`, which the agent adds to the model's context.
+* Stop: the assistant's answer is retained: every text of the last turn read from the transcript at
+  `transcript_path` (an `isMeta`, sidechain or tool-result entry never splits a turn; tool calls and thinking are
+  left out), or `last_assistant_message` when the transcript does not end with it (not written yet, or Codex's).
+* SubagentStop: the sub-agent's answer (its own transcript `agent_transcript_path`, else `last_assistant_message`,
+  else the sidechain entries of `transcript_path`), tagged `subagent`.
+* PreCompact (`trigger`: manual or auto) and SessionEnd (`reason`): every prompt and answer since the last
+  compaction, the part of the session a compaction is about to drop or an ending session leaves behind. What
+  UserPromptSubmit and Stop already retained is recognised (same document id and text) and not stored twice.
 * SessionStart (`source`: startup, resume, clear, compact): a recall of what matters for this project is printed
   as additionalContext.
 
-A hook must never get in the agent's way: any failure is one line on stderr and exit status 0 (Claude Code treats
-2 as "block"), and a hook gives up after `--timeout` seconds. Nothing waits on an LLM: the embedded engine is
-opened with no inline worker and an extraction deadline of 0, so retain stores the text at once and its
-extraction job (when an LLM is configured) is left queued for `memwrap serve` or `memwrap worker`.
-
-The bank is `--bank`, else one per project: the project directory's name and a hash of its path
-(`memwrap hook --show-bank` prints it). The engine is the embedded one under MEMWRAP_HOME (`--home`), or a
-`memwrap serve` sidecar with `--url` or MEMWRAP_URL (key: MEMWRAP_API_KEY).
+Everything here runs inside the hook service (memwrap/integrations/hook_service.py), a resident process per home
+that `memwrap hook` (memwrap/integrations/hook_client.py) talks to; this module is its engine side.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import hashlib
 import json
 import os
 import re
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-Register = Callable[[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str], None]
+from memwrap.integrations import agent_transcript as transcript
+from memwrap.integrations.hook_client import project_bank
 
-SOURCE = "claude-code"
-TAG = "claude-code"
-DEFAULT_TIMEOUT = 45.0  # under Claude Code's own 60 s default for a command hook
+__all__ = ["HookOptions", "HookResult", "answer_from_transcript", "project_bank", "register", "run_hook"]
+
+SOURCES = {"claude-code": "Claude Code", "codex": "Codex"}
+DEFAULT_AGENT = "claude-code"
 DEFAULT_TOKEN_BUDGET = 800
 # The most of one prompt or answer kept: a coding answer can carry whole files; memory wants what was said.
 MAX_TEXT_CHARS = 8000
@@ -48,11 +48,14 @@ SESSION_START_QUERY = (
     "what was being worked on and what is still open."
 )
 
-EVENTS = {"sessionstart": "SessionStart", "userpromptsubmit": "UserPromptSubmit", "stop": "Stop"}
+EVENTS = {
+    name.lower(): name
+    for name in ("SessionStart", "UserPromptSubmit", "Stop", "SubagentStop", "PreCompact", "SessionEnd")
+}
 
 
 class HookInputError(ValueError):
-    """The payload on stdin is not what Claude Code sends for this event."""
+    """The payload on stdin is not what the agent sends for this event."""
 
 
 @dataclass(frozen=True)
@@ -63,11 +66,24 @@ class HookResult:
     context: str | None
 
 
+@dataclass(frozen=True)
+class HookOptions:
+    """The command line's choices, as the hook service receives them."""
+
+    bank: str | None = None
+    agent: str | None = None
+    recall: bool = False
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    query: str | None = None
+    project_dir: str | None = None  # CLAUDE_PROJECT_DIR of the hook's environment
+    cwd: str | None = None  # the hook process's working directory
+
+
 # --- the payload ---------------------------------------------------------------------------------------------
 
 
 def event_name(given: str | None, payload: Mapping[str, Any]) -> str:
-    """The event as Claude Code names it, from the command line (any case, with - or _) or the payload."""
+    """The event as the agent names it, from the command line (any case, with - or _) or the payload."""
     raw = given or str(payload.get("hook_event_name") or "")
     event = EVENTS.get(re.sub(r"[-_\s]", "", raw).lower())
     if event is None:
@@ -75,78 +91,73 @@ def event_name(given: str | None, payload: Mapping[str, Any]) -> str:
     return event
 
 
-def project_dir(payload: Mapping[str, Any]) -> Path:
+def project_dir(payload: Mapping[str, Any], options: HookOptions) -> Path:
     """The project: CLAUDE_PROJECT_DIR (set by Claude Code for hooks; stable when the session changes directory),
-    else the payload's cwd, else this process's."""
-    found = os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd()
-    return Path(str(found)).expanduser().resolve()
+    else the payload's cwd, else the hook process's."""
+    return Path(str(options.project_dir or payload.get("cwd") or options.cwd or os.getcwd())).expanduser().resolve()
 
 
-def project_bank(project: Path) -> str:
-    """One bank per project directory: its name (lower case, letters, digits, . _ -) and 8 hex digits of its path,
-    so two checkouts called `api` stay apart."""
-    slug = re.sub(r"[^a-z0-9._-]+", "-", project.name.lower()).strip("-._")[:60] or "project"
-    digest = hashlib.sha256(str(project).encode()).hexdigest()[:8]
-    return f"{slug}-{digest}"
+def agent_of(options: HookOptions, payload: Mapping[str, Any]) -> str:
+    """`--agent`, else Codex when the payload carries Codex's turn_id, else Claude Code."""
+    if options.agent:
+        if options.agent not in SOURCES:
+            raise HookInputError(f"unknown agent {options.agent!r}: one of {', '.join(SOURCES)}")
+        return options.agent
+    return "codex" if "turn_id" in payload else DEFAULT_AGENT
+
+
+def _same_text(part: str, whole: str) -> bool:
+    return " ".join(part.split()) in " ".join(whole.split())
+
+
+def _pick_answer(from_transcript: str, given: Any) -> str:
+    """The turn's texts from the transcript, unless the agent's `last_assistant_message` is not among them (the
+    transcript is not written up to the end yet, or it is not in Claude Code's format): then that message."""
+    if isinstance(given, str) and given.strip() and not _same_text(given, from_transcript):
+        return given
+    return from_transcript
+
+
+def _lines(path: Any, max_bytes: int) -> list[str]:
+    return transcript.read_tail(str(path), max_bytes) if path else []
 
 
 def last_answer(payload: Mapping[str, Any]) -> str:
-    """The assistant's last answer: `last_assistant_message` when Claude Code gives it, else read from the
-    transcript."""
-    given = payload.get("last_assistant_message")
-    if isinstance(given, str) and given.strip():
-        return given
-    path = payload.get("transcript_path")
-    if not path:
+    """Stop: every text of the last turn (transcript) or `last_assistant_message`."""
+    path, given = payload.get("transcript_path"), payload.get("last_assistant_message")
+    if not path and not (isinstance(given, str) and given.strip()):
         raise HookInputError("the Stop payload has neither last_assistant_message nor transcript_path")
-    with open(Path(str(path)).expanduser(), encoding="utf-8", errors="replace") as lines:
-        return answer_from_transcript(lines)
+    lines = _lines(path, transcript.TURN_TAIL_BYTES)
+    return _pick_answer(transcript.last_answer_text(lines), given)
+
+
+def subagent_answer(payload: Mapping[str, Any]) -> str:
+    """SubagentStop: the sub-agent's last turn, from its own transcript (all sidechain entries) when named."""
+    given = payload.get("last_assistant_message")
+    own = payload.get("agent_transcript_path")
+    if own:
+        lines = _lines(own, transcript.TURN_TAIL_BYTES)
+        text = transcript.last_answer_text(lines, sidechain=True) or transcript.last_answer_text(lines)
+    elif isinstance(given, str) and given.strip():
+        text = ""
+    else:
+        text = transcript.last_answer_text(
+            _lines(payload.get("transcript_path"), transcript.TURN_TAIL_BYTES), sidechain=True
+        )
+    return _pick_answer(text, given)
 
 
 def answer_from_transcript(lines: Iterable[str]) -> str:
-    """The text of the assistant's turn after the last prompt of a Claude Code JSONL transcript.
-
-    One line per entry; an assistant message may be split over several entries (one content block each), and tool
-    calls and their results alternate with it. Text blocks are kept, tool calls, thinking and sub-agent
-    (sidechain) entries are not; a user entry carrying a real prompt (not a tool result) starts a new turn.
-    """
-    texts: list[str] = []
-    for line in lines:
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a line being written as we read, or not JSON at all
-        if not isinstance(entry, dict) or entry.get("isSidechain"):
-            continue
-        message = entry.get("message")
-        if not isinstance(message, dict):
-            continue
-        if entry.get("type") == "user" and _is_prompt(message.get("content")):
-            texts = []
-        elif entry.get("type") == "assistant":
-            texts += _text_blocks(message.get("content"))
-    return "\n\n".join(t.strip() for t in texts if t.strip())
+    """The text of the assistant's turn after the last prompt of a Claude Code JSONL transcript."""
+    return transcript.last_answer_text(lines)
 
 
-def _is_prompt(content: Any) -> bool:
-    if isinstance(content, str):
-        return bool(content.strip())
-    if isinstance(content, list):
-        return any(isinstance(b, dict) and b.get("type") == "text" for b in content) and not any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-        )
-    return False
+# --- what is retained ----------------------------------------------------------------------------------------
 
 
-def _text_blocks(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    if not isinstance(content, list):
-        return []
-    return [str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text"]
-
-
-def _item(role: str, text: str, payload: Mapping[str, Any], event: str, project: Path) -> dict[str, Any] | None:
+def _item(
+    role: str, text: str, payload: Mapping[str, Any], event: str, project: Path, agent: str, *, part: str | None = None
+) -> dict[str, Any] | None:
     from memwrap.wrappers.inject import strip_memory  # a memory block quoted back is not said again
     from memwrap.wrappers.transcript import Turn, render
 
@@ -156,144 +167,96 @@ def _item(role: str, text: str, payload: Mapping[str, Any], event: str, project:
     if len(said) > MAX_TEXT_CHARS:
         said = said[:MAX_TEXT_CHARS].rstrip() + " … (cut)"
     session = str(payload.get("session_id") or "no-session")
-    part = "prompt" if role == "user" else "answer"
-    digest = hashlib.sha256(said.encode()).hexdigest()[:12]
+    part = part or ("prompt" if role == "user" else "answer")
+    digest = hashlib.sha256(said.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    metadata = {"source": agent, "session_id": session, "hook": event, "cwd": str(payload.get("cwd") or "")}
+    for key in ("agent_type", "agent_id", "trigger", "reason"):
+        if isinstance(payload.get(key), str) and payload[key]:
+            metadata[key] = payload[key]
     return {
         "content": render([Turn(role, said)]),
-        "context": f"a Claude Code session in the project {project.name}",
-        # "session:part" groups a session's items (memwrap/models.py): the answer is read after its prompt.
-        "document_id": f"{SOURCE}-{session}:{part}-{digest}",
-        "metadata": {"source": SOURCE, "session_id": session, "hook": event, "cwd": str(payload.get("cwd") or "")},
-        "tags": [TAG],
+        "context": f"a {SOURCES[agent]} session in the project {project.name}",
+        # "session:part" groups a session's items (memwrap/models.py): the answer is read after its prompt. The
+        # digest makes the id the same whichever hook retains the same text, so it is stored once.
+        "document_id": f"{agent}-{session}:{part}-{digest}",
+        "metadata": metadata,
+        "tags": [agent, "subagent"] if part == "subagent" else [agent],
     }
+
+
+def sweep_items(payload: Mapping[str, Any], event: str, project: Path, agent: str) -> list[dict[str, Any]]:
+    """PreCompact and SessionEnd: every prompt and answer since the last compaction."""
+    path = payload.get("transcript_path")
+    if not path:
+        raise HookInputError(f"the {event} payload has no transcript_path")
+    items: list[dict[str, Any]] = []
+    for turn in transcript.turns(_lines(path, transcript.SWEEP_TAIL_BYTES)):
+        for role, text in (("user", turn.prompt or ""), ("assistant", turn.answer_text)):
+            item = _item(role, text, payload, event, project, agent)
+            if item is not None:
+                items.append(item)
+    return items
+
+
+def _storable(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Made storable as the proxy makes a turn storable (NUL and lone surrogates replaced, not refused)."""
+    from memwrap import validate
+
+    return [part for item in items for part in validate.storable_items(item)]
 
 
 # --- running a hook ------------------------------------------------------------------------------------------
 
 
-async def run_hook(
-    memory: Any,
-    event: str,
-    payload: Mapping[str, Any],
-    *,
-    bank: str,
-    project: Path,
-    recall_prompt: bool = False,
-    token_budget: int = DEFAULT_TOKEN_BUDGET,
-    query: str | None = None,
-) -> HookResult:
+async def run_hook(memory: Any, event: str, payload: Mapping[str, Any], options: HookOptions) -> HookResult:
     """Do what `event` asks of memory (`memory`: an AsyncMemory, embedded or over HTTP)."""
-    retained: list[dict[str, Any]] = []
+    project = project_dir(payload, options)
+    bank = options.bank or project_bank(project)
+    agent = agent_of(options, payload)
+    budget = options.token_budget
+    items: list[dict[str, Any] | None] = []
     context: str | None = None
     if event == "SessionStart":
-        recalled = await memory.recall(
-            bank, query or SESSION_START_QUERY.format(project=project.name), token_budget=token_budget
-        )
-        context = recalled.context.strip() or None
+        query = options.query or SESSION_START_QUERY.format(project=project.name)
+        context = (await memory.recall(bank, query, token_budget=budget)).context.strip() or None
     elif event == "UserPromptSubmit":
         prompt = payload.get("prompt")
         if not isinstance(prompt, str):
             raise HookInputError("the UserPromptSubmit payload has no prompt")
-        if recall_prompt and prompt.strip():  # before the prompt is retained: it would find itself first
-            context = (await memory.recall(bank, prompt, token_budget=token_budget)).context.strip() or None
-        item = _item("user", prompt, payload, event, project)
-        if item is not None:
-            await memory.retain_many(bank, [item])
-            retained.append(item)
+        from memwrap.validate import storable_text
+
+        if options.recall and prompt.strip():  # before the prompt is retained: it would find itself first
+            context = (await memory.recall(bank, storable_text(prompt), token_budget=budget)).context.strip() or None
+        items.append(_item("user", prompt, payload, event, project, agent))
     elif event == "Stop":
-        item = _item("assistant", last_answer(payload), payload, event, project)
-        if item is not None:
-            await memory.retain_many(bank, [item])
-            retained.append(item)
+        items.append(_item("assistant", last_answer(payload), payload, event, project, agent))
+    elif event == "SubagentStop":
+        items.append(_item("assistant", subagent_answer(payload), payload, event, project, agent, part="subagent"))
+    elif event in ("PreCompact", "SessionEnd"):
+        items += sweep_items(payload, event, project, agent)
+    retained = _storable([i for i in items if i is not None])
+    if retained:
+        await memory.retain_many(bank, retained)
     return HookResult(retained, context)
 
 
 def output(event: str, result: HookResult) -> str:
-    """What the hook prints: Claude Code's JSON hook output with the recalled block as additionalContext, or
-    nothing (Stop prints nothing: its output would be read as a decision about stopping)."""
-    if result.context is None or event == "Stop":
+    """What the hook prints: the agent's JSON hook output with the recalled block as additionalContext, or
+    nothing (Stop, SubagentStop and PreCompact print nothing: their output is read as a decision)."""
+    if result.context is None or event not in ("SessionStart", "UserPromptSubmit"):
         return ""
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": result.context}}) + "\n"
 
 
-def _memory(args: argparse.Namespace) -> Any:
-    from memwrap.api import AsyncMemory
-    from memwrap.config import load_settings
+def verbose_lines(result: HookResult) -> list[str]:
+    """`--verbose`: what was retained, secrets redacted (these lines land in the agent's debug log)."""
+    from memwrap.defense.policy import redact
 
-    url = args.url or os.environ.get("MEMWRAP_URL") or None
-    # No LLM in the hook's path: retain returns once the text is stored (extraction_deadline 0) and nothing runs
-    # in the background here (worker off); a queued extraction is left to the sidecar or `memwrap worker`.
-    settings = load_settings(home=args.home, database_url=args.database_url, extraction_deadline=0.0, worker="off")
-    return AsyncMemory(settings=settings, url=url)
+    return [f"memwrap hook: retained {redact(item['content'])[:200]!r}" for item in result.retained]
 
 
-async def _run(args: argparse.Namespace, event: str, payload: Mapping[str, Any]) -> HookResult:
-    project = project_dir(payload)
-    memory = _memory(args)
-    try:
-        return await asyncio.wait_for(
-            run_hook(
-                memory,
-                event,
-                payload,
-                bank=args.bank or project_bank(project),
-                project=project,
-                recall_prompt=args.recall,
-                token_budget=args.token_budget,
-                query=args.query,
-            ),
-            timeout=args.timeout,
-        )
-    finally:
-        await memory.close()
+def register(register_command: Any) -> None:
+    """`memwrap hook` in the full CLI (the launcher runs it without the CLI: memwrap/launcher.py)."""
+    from memwrap.integrations import hook_client
 
-
-def cmd_hook(args: argparse.Namespace) -> int:
-    """Exit status 0 whatever happens: a hook that fails must leave the agent alone (the reason on stderr)."""
-    from memwrap.integrations.reserved_stdout import reserved_stdout
-
-    try:
-        if args.show_bank:
-            sys.stdout.write((args.bank or project_bank(project_dir({}))) + "\n")
-            return 0
-        text = sys.stdin.read()
-        payload = json.loads(text) if text.strip() else {}
-        if not isinstance(payload, dict):
-            raise HookInputError("the hook payload on stdin is not a JSON object")
-        event = event_name(args.event, payload)
-        with reserved_stdout() as out:  # the engine's noise (and its child processes') goes to stderr
-            result = asyncio.run(_run(args, event, payload))
-            out.write(output(event, result).encode())
-            out.flush()
-        if args.verbose:
-            for item in result.retained:
-                sys.stderr.write(f"memwrap hook: retained {item['content'][:200]!r}\n")
-    except TimeoutError:
-        sys.stderr.write(f"memwrap hook: gave up after {args.timeout:g} s; nothing was injected.\n")
-    except Exception as exc:  # noqa: BLE001 - whatever went wrong, the agent goes on
-        sys.stderr.write(f"memwrap hook: {type(exc).__name__}: {exc}\n")
-    return 0
-
-
-def configure_hook(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "event",
-        nargs="?",
-        help="SessionStart, UserPromptSubmit or Stop (also session-start, ...); default: the payload's hook_event_name",
-    )
-    parser.add_argument("--bank", help="the bank (default: one per project, see --show-bank)")
-    parser.add_argument("--url", help="a `memwrap serve` sidecar (MEMWRAP_URL; default: the embedded engine)")
-    parser.add_argument(
-        "--recall", action="store_true", help="UserPromptSubmit: also inject what memory holds for the prompt"
-    )
-    parser.add_argument("--query", help="SessionStart: the recall query (default: what matters for this project)")
-    parser.add_argument("--token-budget", type=int, default=DEFAULT_TOKEN_BUDGET, help="tokens of injected memory")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds before the hook gives up")
-    parser.add_argument("--show-bank", action="store_true", help="print the bank this directory's hooks use, and exit")
-    parser.add_argument("--verbose", action="store_true", help="say on stderr what was retained")
-
-
-def register(register_command: Register) -> None:
-    register_command(
-        "hook", configure_hook, cmd_hook, "Claude Code hooks: retain prompts and answers, inject a recall (stdin JSON)"
-    )
+    hook_client.register(register_command)

@@ -91,6 +91,8 @@ async def list_memories(
     return MemoryPage(items=items[:limit], limit=limit, offset=offset, next_offset=offset + limit if more else None)
 
 
+# A tagged or filtered purge (dry run by default); before /memories/{memory_id}, whose path it would match.
+add_verb_route(router, VERBS["delete_memories"])
 add_verb_route(router, VERBS["get"])
 add_verb_route(router, VERBS["update"])
 add_verb_route(router, VERBS["history"])

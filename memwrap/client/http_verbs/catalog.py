@@ -16,6 +16,7 @@ from memwrap.verbs import (
     VERBS,
     BankInfo,
     DefensePolicy,
+    DeleteReport,
     Disposition,
     Instructions,
     Keep,
@@ -121,6 +122,32 @@ class CatalogRequests(VerbRequests):
     async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
         """Forget one memory (what was learnt from it forgets it first)."""
         await self.call(VERBS["delete"], {"bank_id": bank_id, "memory_id": memory_id})
+
+    async def delete_memories(
+        self,
+        bank_id: str,
+        *,
+        filters: RecallFilter | Mapping[str, Any] | None = None,
+        tags: Tags = None,
+        types: Tags = None,
+        document_id: str | None = None,
+        dry_run: bool = True,
+    ) -> DeleteReport:
+        """Forget every memory that matches (a tagged purge): `tags` (any of them), `types`, `filters` (as for
+        recall) and `document_id`, at least one of them. A dry run first (the default) only counts them
+        (`matched`); `dry_run=False` deletes them as `delete` deletes one (`deleted`)."""
+        result: DeleteReport = await self.call(
+            VERBS["delete_memories"],
+            {
+                "bank_id": bank_id,
+                "filters": filters,
+                "tags": tags,
+                "types": types,
+                "document_id": document_id,
+                "dry_run": dry_run,
+            },
+        )
+        return result
 
     async def delete_bank(self, bank_id: str) -> int:
         """Delete a bank and everything in it. Returns how many memories were removed."""

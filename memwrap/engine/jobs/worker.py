@@ -59,6 +59,7 @@ class Worker:
         registry: Mapping[str, JobKind],
         reconcile: Reconcile | None = None,
         start_delay: float = 0.0,
+        bank_id: str | None = None,
     ) -> None:
         self.engine = engine
         self.settings = engine.settings
@@ -70,6 +71,7 @@ class Worker:
         self.listen = listen
         self.reconcile = reconcile  # None: this worker does not reconcile
         self.start_delay = start_delay  # seconds before the first claim (and reconciliation) after start()
+        self.bank_id = bank_id  # only this bank's jobs (a one-shot command's worker); None: every bank's
         self.completed = 0
         self._wake = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -182,11 +184,16 @@ class Worker:
 
     async def run_one(self) -> bool:
         """Claim and run one due job. False when there was none."""
-        job = await jobs.claim(
-            self.pool, self.worker_id, lease_seconds=self.settings.worker_lease_seconds, kinds=self.kinds
+        claimed = await jobs.claim_many(
+            self.pool,
+            self.worker_id,
+            lease_seconds=self.settings.worker_lease_seconds,
+            kinds=self.kinds,
+            bank_id=self.bank_id,
         )
-        if job is None:
+        if not claimed:
             return False
+        job = claimed[0]
         await self.execute(job)
         return True
 

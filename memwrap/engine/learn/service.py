@@ -74,8 +74,10 @@ class Learning:
                 self.engine,
                 worker_id=default_worker_id("inline"),
                 registry=BUILTIN_KINDS,
-                reconcile=reconcile.run,
+                # A worker held to one bank (a one-shot CLI command's) does no server-wide pass either.
+                reconcile=None if self.settings.worker_bank else reconcile.run,
                 start_delay=self.settings.worker_start_delay_seconds,
+                bank_id=self.settings.worker_bank,
             )
             await self.worker.start()
 
