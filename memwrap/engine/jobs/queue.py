@@ -248,7 +248,12 @@ async def claim_many(
     last; None: from the first bank); a bank running `cap_per_bank` jobs of the `capped_kinds` gets no more of
     those until one ends."""
     token = uuid4()
+    capped = list(capped_kinds) if capped_kinds and cap_per_bank > 0 else None
     async with pool.acquire() as conn, conn.transaction():
+        if capped is not None:
+            # Claims that may take a capped kind take turns (a lock held for this one short transaction): each
+            # then counts the running jobs the ones before it committed, and a bank's cap holds under concurrency.
+            await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext('claim:capped'))", LOCK_NAMESPACE)
         rows = await conn.fetch(
             CLAIM,
             worker_id,
@@ -260,7 +265,7 @@ async def claim_many(
             list(ids) if ids is not None else None,
             any_time,
             after_bank,
-            list(capped_kinds) if capped_kinds and cap_per_bank > 0 else None,
+            capped,
             max(cap_per_bank, 1),
         )
         if rows:
