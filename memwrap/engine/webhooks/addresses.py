@@ -74,6 +74,8 @@ def refusal(address: str | IPAddress) -> str | None:
     if isinstance(address, ipaddress.IPv6Address):
         if address in NAT64_LOCAL:
             return "local-use NAT64"
+        if address in NAT64:  # the translator reaches the IPv4 address it carries, and only that (in ::/8, "reserved")
+            return refusal(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
         for inner in embedded_ipv4(address):
             reason = refusal(inner)
             if reason is not None:
