@@ -202,11 +202,18 @@ def test_a_poisoned_schedule_does_not_stop_another_banks_expiry(mem: Memory) -> 
     with pytest.raises(InvalidInputError, match="refresh_every"):
         mem.create_mental_model(hostile, "bad", "What?", refresh_every=1e300)
     # What an older version let through, or a hand-written row: past every check.
-    mem._run(pool.execute("UPDATE mental_models SET refresh_every = 1e300 WHERE bank_id = $1", hostile))
+    # Fresh, so the schedule is what decides (a pending model is queued whatever its schedule).
     mem._run(
         pool.execute(
-            "INSERT INTO mental_models (bank_id, id, name, question, tags, max_tokens, refresh_every) "
-            "SELECT bank_id, gen_random_uuid(), 'nan', 'q', '{}', 100, 'NaN'::float8 FROM banks WHERE bank_id = $1",
+            "UPDATE mental_models SET refresh_every = 1e300, status = 'fresh', refreshed_at = now() WHERE bank_id = $1",
+            hostile,
+        )
+    )
+    mem._run(
+        pool.execute(
+            "INSERT INTO mental_models (bank_id, id, name, question, tags, max_tokens, refresh_every, status, "
+            "refreshed_at) SELECT bank_id, gen_random_uuid(), 'nan', 'q', '{}', 100, 'NaN'::float8, 'fresh', now() "
+            "FROM banks WHERE bank_id = $1",
             hostile,
         )
     )
