@@ -157,7 +157,7 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
         )
         await conn.execute(SET_STATUS, delivery_id, attempt, outcome.status_code, outcome.error, status, bank_id)
     if not outcome.delivered:
-        log_failure(bank_id, str(row["subscription_id"]), delivery_id, attempt, outcome, status)
+        log_failure(bank_id or "", str(row["subscription_id"]), delivery_id, attempt, outcome, status)
     if status == "pending":
         raise WebhookAttemptError(outcome.error or f"the receiver answered {outcome.status_code}")
     return {"delivery_id": delivery_id, "status": status, "attempts": attempt, "status_code": outcome.status_code}
