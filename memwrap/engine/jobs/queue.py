@@ -30,12 +30,14 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
+from memwrap.engine.jobs.listing import list_jobs, open_jobs, prune
 from memwrap.engine.jobs.retry_policy import RetryPolicy
-from memwrap.models import Job
 from memwrap.store.pg_types import Connection, Executor
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
+
+__all__ = ["list_jobs", "open_jobs", "prune"]  # and the rest: the queue's reading lives in listing.py
 
 log = logging.getLogger("memwrap.worker")
 
@@ -454,47 +456,6 @@ async def serial_lock(pool: asyncpg.Pool, key: str, *, wait: bool) -> AsyncItera
                 # release runs pg_advisory_unlock_all(), and a closed session drops its locks anyway.
                 with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError):
                     await conn.execute("SELECT pg_advisory_unlock($1, hashtext($2))", LOCK_NAMESPACE, key)
-
-
-async def list_jobs(
-    db: Executor, *, bank_id: str | None = None, status: str | None = None, kind: str | None = None, limit: int = 100
-) -> list[Job]:
-    rows = await db.fetch(
-        """
-        SELECT id, kind, bank_id, status, attempts, max_attempts, payload, result, last_error, locked_by,
-               run_after, lease_until, created_at, started_at, finished_at
-        FROM jobs
-        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind =
-          $3)
-        ORDER BY id DESC
-        LIMIT $4
-        """,
-        bank_id,
-        status,
-        kind,
-        limit,
-    )
-    return [Job(**{**dict(r), "payload": r["payload"] or {}}) for r in rows]
-
-
-async def open_jobs(db: Executor, bank_id: str | None = None) -> int:
-    """Queued or running jobs (of a bank, or everywhere)."""
-    return int(
-        await db.fetchval(
-            "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running') AND ($1::text IS NULL OR bank_id = $1)",
-            bank_id,
-        )
-    )
-
-
-async def prune(db: Executor, *, older_than_seconds: float) -> int:
-    """Forget finished jobs after a while (their runs go with them)."""
-    status = await db.execute(
-        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 "
-        "second'",
-        older_than_seconds,
-    )
-    return int(status.split()[-1])
 
 
 class _transaction:
