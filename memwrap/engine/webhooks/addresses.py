@@ -161,6 +161,6 @@ def guarded_transport() -> httpx.AsyncHTTPTransport:
     transport = httpx.AsyncHTTPTransport(trust_env=False)
     context: ssl.SSLContext = httpx.create_ssl_context(trust_env=False)
     # httpx has no parameter for the network backend: the pool it would build, with ours (httpx 0.2x keeps it in
-    # `_pool`; tests/test_webhooks_fairness.py fails if a delivery to 127.0.0.1 ever gets through).
+    # `_pool`; tests/test_webhook_addresses.py fails if a delivery to 127.0.0.1 ever gets through).
     transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=GuardedBackend())
     return transport
