@@ -174,8 +174,12 @@ class Settings(BaseSettings):
     webhook_backoff_seconds: float = Field(default=5.0, ge=0)  # first retry wait, doubled per attempt, jitter...
     webhook_backoff_cap_seconds: float = Field(default=3600.0, ge=0)  # ...up to this
     webhook_timeout_seconds: float = Field(default=10.0, gt=0)  # per attempt: connect, send and the answer
-    # false: URLs must resolve to public addresses (no loopback, private, link-local; checked at each attempt)
-    webhook_allow_private_addresses: bool = True
+    # Unset: private addresses (loopback, RFC 1918, CGNAT, link-local, ULA, metadata) are refused to subscriptions
+    # made with a bank-scoped API key, allowed otherwise; true: allowed to all; false: refused to all. Checked when
+    # the URL is set and on the address each connection is made to (memwrap/engine/webhooks/urls.py).
+    webhook_allow_private_addresses: bool | None = None
+    # Deliveries of one bank in flight at once, over every worker: a bank's dead receivers hold no more slots.
+    webhook_max_in_flight_per_bank: int = Field(default=2, ge=1, le=100)
 
     @property
     def store_fingerprint(self) -> str:

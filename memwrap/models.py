@@ -416,6 +416,17 @@ MAX_PAGE = 10_000
 DEFAULT_TOKEN_BUDGET = 1024
 # The longest a bank keeps raw facts when told to forget them (`raw_ttl_days`, in days: a hundred years).
 MAX_TTL_DAYS = 36_500
+# Every bank-controlled number has a bound, declared here and on the verbs (memwrap/verbs.py), checked by the engine:
+# a number a caller picks must never reach SQL arithmetic (intervals, timestamps) that can overflow.
+MAX_BUDGET_TOKENS = 2_000_000  # a token budget larger than any model's context window
+MAX_TOP_K = 1000  # recall's list form
+MAX_RECALL_BANKS = 16  # banks one recall reads (each adds its four arms to the statement count)
+MAX_REFLECT_ITERATIONS = 100
+MAX_REFLECT_TIMEOUT_SECONDS = 3600.0
+# A mental model's schedule (`refresh_every`, seconds): at least a second, at most a year (workers reconcile
+# every MEMWRAP_RECONCILE_SECONDS anyway, so a shorter schedule only means "every pass").
+MIN_REFRESH_EVERY_SECONDS = 1.0
+MAX_REFRESH_EVERY_SECONDS = 365 * 86400.0
 # The longest extraction instructions a bank holds (memwrap/engine/bank_instructions.py): a paragraph or two of
 # what to keep and what to ignore, not a prompt of its own; every extraction and consolidation call carries them.
 MAX_EXTRACTION_INSTRUCTIONS_CHARS = 2000

@@ -20,7 +20,14 @@ from memwrap.errors import (
     InvalidInputError,
     MemoryNotFoundError,
 )
-from memwrap.models import MAX_EXTRACTION_INSTRUCTIONS_CHARS, MAX_TTL_DAYS, MEMORY_TYPES, Disposition, RetainItem
+from memwrap.models import (
+    MAX_BUDGET_TOKENS,
+    MAX_EXTRACTION_INSTRUCTIONS_CHARS,
+    MAX_TTL_DAYS,
+    MEMORY_TYPES,
+    Disposition,
+    RetainItem,
+)
 
 # One rule for every surface (REST path, MCP path, proxy header, Python API), always applied with fullmatch:
 # `$` would let a trailing newline through ("team-a\n"), creating banks no URL can name.
@@ -31,7 +38,6 @@ _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _BAD_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 # The largest context window of any model we know of; a bigger budget is surely a mistake.
-MAX_BUDGET_TOKENS = 2_000_000
 MAX_CONTENT_CHARS = 500_000
 MAX_QUERY_CHARS = 20_000
 MAX_DOCUMENT_ID_CHARS = 512

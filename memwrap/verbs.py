@@ -30,6 +30,7 @@ from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
     KEEP,
+    MAX_BUDGET_TOKENS,
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
@@ -37,9 +38,15 @@ from memwrap.models import (
     MAX_NEIGHBOURS,
     MAX_PAGE,
     MAX_PAGE_OFFSET,
+    MAX_RECALL_BANKS,
+    MAX_REFLECT_ITERATIONS,
+    MAX_REFLECT_TIMEOUT_SECONDS,
+    MAX_REFRESH_EVERY_SECONDS,
     MAX_SESSIONS_PAGE,
+    MAX_TOP_K,
     MAX_TTL_DAYS,
     MAX_USAGE_DAYS,
+    MIN_REFRESH_EVERY_SECONDS,
     BankInfo,
     BankStats,
     ConsolidationReport,
@@ -81,7 +88,7 @@ ItemLike = RetainItem | Mapping[str, Any] | str
 # Checked by the engine (memwrap/validate.py), with messages about the item at fault.
 Items = Annotated[Sequence[ItemLike], SkipValidation]
 Tags = Sequence[str] | str | None
-BankIds = str | Sequence[str]
+BankIds = str | Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECALL_BANKS)]
 MemoryId = UUID | str
 # A JSONL file (memwrap/engine/memories_jsonl.py) or the memories themselves, read lazily by the engine.
 ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
@@ -102,6 +109,12 @@ Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS
 WebhookEvents = Sequence[WebhookEvent] | WebhookEvent | None
 WebhookId = UUID | str
 DeliveriesLimit = Annotated[int, Field(ge=1, le=MAX_DELIVERIES_PAGE)]
+# Every number a bank's caller picks is bounded here (the engine checks the same constants: memwrap/models.py).
+TokenBudget = Annotated[int, Field(ge=1, le=MAX_BUDGET_TOKENS)]
+TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
+ReflectIterations = Annotated[int, Field(ge=1, le=MAX_REFLECT_ITERATIONS)]
+ReflectTimeout = Annotated[float, Field(gt=0, le=MAX_REFLECT_TIMEOUT_SECONDS)]
+RefreshEvery = Annotated[float, Field(ge=MIN_REFRESH_EVERY_SECONDS, le=MAX_REFRESH_EVERY_SECONDS)]
 
 BANK = "/v1/banks/{bank_id}"
 
@@ -146,12 +159,12 @@ class MemoryVerbs:
         bank_id: BankIds,
         query: str,
         *,
-        token_budget: int | None = None,
+        token_budget: TokenBudget | None = None,
         now: datetime | None = None,
         types: Tags = None,
         tags: Tags = None,
         filters: RecallFilter | Mapping[str, Any] | None = None,
-        top_k: int | None = None,
+        top_k: TopK | None = None,
         min_score: float | None = None,
         model: str | None = None,
         neighbours: bool | None = None,
@@ -178,13 +191,13 @@ class MemoryVerbs:
         bank_id: str,
         query: str,
         *,
-        context_budget: int | None = None,
+        context_budget: TokenBudget | None = None,
         context: str | None = None,
         response_schema: Any = None,
         tags: Tags = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
-        max_iterations: int | None = None,
-        timeout: float | None = None,
+        max_iterations: ReflectIterations | None = None,
+        timeout: ReflectTimeout | None = None,
         now: datetime | None = None,
     ) -> ReflectResult:
         """Answer `query` from memory: an LLM agent searches mental models, then observations, then raw facts,
@@ -441,10 +454,11 @@ class MemoryVerbs:
         question: str,
         *,
         tags: Tags = None,
-        max_answer_tokens: int = 512,
-        refresh_every: float | None = None,
+        max_answer_tokens: TokenBudget = 512,
+        refresh_every: RefreshEvery | None = None,
     ) -> MentalModel:
-        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
+        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds,
+        from 1 to 31,536,000, a year).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
         ...

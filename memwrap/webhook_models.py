@@ -34,12 +34,14 @@ class WebhookSubscription(BaseModel):
 
 
 class WebhookAttempt(BaseModel):
-    """One POST of a delivery: the receiver's status code, or the error when there was no answer."""
+    """One POST of a delivery: the receiver's status code, or the class of failure when there was no answer
+    (refused_address, timeout, connect_error; redirect_not_followed beside a 3xx). A bank-scoped API key reads
+    the class only (an answer's too: http_4xx, http_5xx), without status code or duration."""
 
     attempt: int
     status_code: int | None = None
     error: str | None = None
-    duration_ms: float
+    duration_ms: float | None = None
     started_at: datetime
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memwrap.engine.webhooks.urls import scoped_caller
 from memwrap_server.auth import PUBLIC_PATHS, Auth, is_public
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_response, unexpected
@@ -99,7 +100,10 @@ class Gate:
                 )
                 await response(scope, receive, send)
                 return
-            status = await self._answer(scope, receive, send)
+            # A bank-scoped key's webhooks reach public addresses only, and it reads their log as failure classes
+            # (memwrap/engine/webhooks/urls.py): the verbs it calls learn so from this context.
+            with scoped_caller(key.banks is not None):
+                status = await self._answer(scope, receive, send)
             if status is not None:
                 self.failures.charge(key, status)
             return

@@ -168,8 +168,12 @@ MEANINGS: dict[str, dict[str, str]] = {
         "webhook_backoff_cap_seconds": "The longest wait between two attempts of a delivery.",
         "webhook_timeout_seconds": "Seconds one attempt may take (connect, send, the answer's status) before it "
         "counts as no answer.",
-        "webhook_allow_private_addresses": "`false`: webhook URLs must resolve to public addresses (no loopback, "
-        "private or link-local; checked at creation and before every attempt).",
+        "webhook_allow_private_addresses": "Unset: webhooks made with a bank-scoped API key may reach public "
+        "addresses only (no loopback, RFC 1918, CGNAT, link-local, ULA or metadata address, in any IPv6 or numeric "
+        "spelling), others any; `true`: any address for all; `false`: public only for all. Checked when the URL "
+        "is set and on the address each connection is made to.",
+        "webhook_max_in_flight_per_bank": "Deliveries of one bank in flight at once over every worker, so one "
+        "bank's slow or dead receivers cannot hold every worker slot (banks are also served in turn).",
     },
     "Sidecar: `memwrap serve`": {
         "host": "Address the server binds (`--host`).",

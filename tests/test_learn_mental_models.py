@@ -140,7 +140,7 @@ def test_a_tagged_model_only_goes_stale_for_its_tags(mem: Memory, bank: str) -> 
 
 def test_a_schedule_refreshes_a_model_even_without_changes(mem: Memory, bank: str) -> None:
     mem.retain(bank, "I run every morning.", document_id="r")
-    mem.create_mental_model(bank, "habits", "What are the user's habits?", refresh_every=0.2)
+    mem.create_mental_model(bank, "habits", "What are the user's habits?", refresh_every=1)
     first = _wait(mem, bank, "habits", version=1)
     engine = _engine(mem)
     deadline = time.monotonic() + 20

@@ -294,14 +294,28 @@ def _bounded_calls() -> list[tuple[str, str, int, int]]:
 def test_the_engine_checks_the_declared_bounds(memory: Memory) -> None:
     """In Python nothing checks a value before the engine: the engine's own bounds must be the declared ones."""
     calls = _bounded_calls()
-    assert {("list", "limit"), ("jobs", "limit"), ("observations", "limit"), ("entities", "offset")} <= {
-        (verb, name) for verb, name, _, _ in calls
-    }
+    assert {
+        ("list", "limit"),
+        ("jobs", "limit"),
+        ("observations", "limit"),
+        ("entities", "offset"),
+        ("recall", "top_k"),
+        ("recall", "token_budget"),
+        ("create_mental_model", "refresh_every"),
+        ("create_mental_model", "max_answer_tokens"),
+        ("reflect", "timeout"),
+    } <= {(verb, name) for verb, name, _, _ in calls}
     memory.retain("drift-bounds", "Alice keeps bees on the roof.")
     for verb, name, at_bound, past in calls:
         declared = VERBS[verb]
-        required = {
-            n: (uuid4() if n.endswith("_id") and n != "bank_id" else "drift-bounds")
+        required = {  # a fresh name per call: a mental model made at one bound is not a duplicate at the next
+            n: (
+                uuid4()
+                if n.endswith("_id") and n != "bank_id"
+                else f"drift-{uuid4().hex[:8]}"
+                if n == "name"
+                else "drift-bounds"
+            )
             for n, info in declared.params.model_fields.items()
             if info.is_required()
         }

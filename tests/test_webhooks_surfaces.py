@@ -165,3 +165,30 @@ def _shots() -> Path:
     path = Path(__file__).resolve().parents[1] / "build" / "ui-screenshots"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def test_a_bank_scoped_key_reaches_public_addresses_only_and_reads_failure_classes(
+    sidecar: ServerProcess, admin: httpx.Client, memory: Memory, receiver: Receiver
+) -> None:
+    """Over REST, with the sidecar's keys: alice's key (alice, alice-*) may not point a webhook at 127.0.0.1 in
+    any spelling, nor at the metadata address; the admin key may; alice reads the delivery log as classes."""
+    bank = f"alice-ssrf-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=sidecar.url, headers={"Authorization": f"Bearer {ALICE_KEY}"}) as alice:
+        for host in ("127.0.0.1", "2130706433", "[::ffff:0:7f00:1]", "169.254.169.254", "[64:ff9b::a9fe:a9fe]"):
+            refused = alice.post(f"/v1/banks/{bank}/webhooks", json={"url": f"http://{host}:{receiver.port}/x"})
+            assert refused.status_code == 422, (host, refused.text)
+            assert "127.0.0.1" not in refused.json()["error"]["message"].replace(host, "")
+        created = admin.post(
+            f"/v1/banks/{bank}/webhooks", json={"url": f"{receiver.url}/admin", "events": ["retained"]}
+        )
+        assert created.status_code == 201, created.text
+        receiver.secrets["/admin"] = created.json()["secret"]
+        receiver.mode = "410"  # final at once
+        alice.post(f"/v1/banks/{bank}/memories", json={"content": "Alice's bike is in the shed."})
+        _delivered(memory, bank)
+        [seen] = alice.get(f"/v1/banks/{bank}/webhook-deliveries").json()
+        assert seen["log"] and all(
+            a["status_code"] is None and a["duration_ms"] is None and a["error"] == "http_4xx" for a in seen["log"]
+        ), seen["log"]
+        [full] = admin.get(f"/v1/banks/{bank}/webhook-deliveries").json()
+        assert {a["status_code"] for a in full["log"]} == {410}

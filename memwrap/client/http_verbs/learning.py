@@ -22,7 +22,9 @@ from memwrap.verbs import (
     ObservationVersion,
     PageLimit,
     PageOffset,
+    RefreshEvery,
     Tags,
+    TokenBudget,
     datetime,
 )
 
@@ -96,10 +98,11 @@ class LearningRequests(VerbRequests):
         question: str,
         *,
         tags: Tags = None,
-        max_answer_tokens: int = 512,
-        refresh_every: float | None = None,
+        max_answer_tokens: TokenBudget = 512,
+        refresh_every: RefreshEvery | None = None,
     ) -> MentalModel:
-        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds).
+        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds,
+        from 1 to 31,536,000, a year).
 
         `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
         result: MentalModel = await self.call(

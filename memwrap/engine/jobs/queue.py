@@ -30,12 +30,14 @@ from uuid import UUID, uuid4
 
 import asyncpg
 
+from memwrap.engine.jobs.listing import list_jobs, open_jobs, prune
 from memwrap.engine.jobs.retry_policy import RetryPolicy
-from memwrap.models import Job
 from memwrap.store.pg_types import Connection, Executor
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
+
+__all__ = ["list_jobs", "open_jobs", "prune"]  # and the rest: the queue's reading lives in listing.py
 
 log = logging.getLogger("memwrap.worker")
 
@@ -85,8 +87,19 @@ RETURNING id
 # The candidates are the first open jobs that are due (or whose claim's lease ran out) and whose serial key is
 # not held by a live claim; `any_time` also takes queued jobs that are not due yet (a retry asked for now).
 # SKIP LOCKED lets concurrent workers pass over each other's candidates.
+#
+# Fair across banks: the claim takes the next bank after the one this worker served last ($9), in bank order,
+# wrapping around, and within that bank the first job by priority. One bank's flood of jobs (or of slow webhook
+# attempts) therefore waits its turn: every other bank with due work is served once between two of its jobs.
+# A bank already running $11 jobs of the capped kinds ($10: webhook deliveries, whose receivers may be slow or
+# dead) gets no more of them until one ends, so it cannot hold every worker slot either.
 CLAIM = """
-WITH candidate AS (
+WITH busy AS (
+    SELECT r.bank_id FROM jobs r
+    WHERE r.status = 'running' AND r.lease_until >= now() AND $10::text[] IS NOT NULL AND r.kind = ANY($10::text[])
+    GROUP BY r.bank_id
+    HAVING count(*) >= $11
+), candidate AS (
     SELECT j.id
     FROM jobs j
     WHERE j.status IN ('queued', 'running')
@@ -98,9 +111,12 @@ WITH candidate AS (
       AND (j.serial_key IS NULL OR NOT EXISTS (
             SELECT 1 FROM jobs r
             WHERE r.serial_key = j.serial_key AND r.status = 'running' AND r.lease_until >= now() AND r.id <> j.id))
-    ORDER BY j.priority, j.run_after, j.id
+      AND NOT ($10::text[] IS NOT NULL AND j.kind = ANY($10::text[])
+               AND j.bank_id IN (SELECT b.bank_id FROM busy b))
+    ORDER BY ($9::text IS NULL OR coalesce(j.bank_id, '') > $9) DESC, coalesce(j.bank_id, ''),
+             j.priority, j.run_after, j.id
     LIMIT $5
-    FOR UPDATE SKIP LOCKED
+    FOR UPDATE OF j SKIP LOCKED
 ), lost AS (
     UPDATE job_runs r SET outcome = 'lost', finished_at = now(), error = 'lease expired: the worker stopped renewing it'
     FROM candidate c
@@ -223,11 +239,23 @@ async def claim_many(
     ids: Sequence[int] | None = None,
     any_time: bool = False,
     limit: int = 1,
+    after_bank: str | None = None,
+    capped_kinds: Sequence[str] | None = None,
+    cap_per_bank: int = 0,
 ) -> list[ClaimedJob]:
     """Take up to `limit` due jobs (of these kinds, of this bank, among these ids; `any_time`: due or not).
-    The claims and their job_runs rows commit together."""
+    The claims and their job_runs rows commit together.
+
+    Fairness (CLAIM above): banks are served in turn, starting after `after_bank` (the bank the caller served
+    last; None: from the first bank); a bank running `cap_per_bank` jobs of the `capped_kinds` gets no more of
+    those until one ends."""
     token = uuid4()
+    capped = list(capped_kinds) if capped_kinds and cap_per_bank > 0 else None
     async with pool.acquire() as conn, conn.transaction():
+        if capped is not None:
+            # Claims that may take a capped kind take turns (a lock held for this one short transaction): each
+            # then counts the running jobs the ones before it committed, and a bank's cap holds under concurrency.
+            await conn.execute("SELECT pg_advisory_xact_lock($1, hashtext('claim:capped'))", LOCK_NAMESPACE)
         rows = await conn.fetch(
             CLAIM,
             worker_id,
@@ -238,6 +266,9 @@ async def claim_many(
             bank_id,
             list(ids) if ids is not None else None,
             any_time,
+            after_bank,
+            capped,
+            max(cap_per_bank, 1),
         )
         if rows:
             await conn.execute(RECORD_RUNS, [r["id"] for r in rows], token, worker_id, [r["attempts"] for r in rows])
@@ -258,10 +289,25 @@ async def claim_many(
 
 
 async def claim(
-    pool: asyncpg.Pool, worker_id: str, *, lease_seconds: float, kinds: Sequence[str] | None = None
+    pool: asyncpg.Pool,
+    worker_id: str,
+    *,
+    lease_seconds: float,
+    kinds: Sequence[str] | None = None,
+    after_bank: str | None = None,
+    capped_kinds: Sequence[str] | None = None,
+    cap_per_bank: int = 0,
 ) -> ClaimedJob | None:
-    """Take the next due job, or None."""
-    claimed = await claim_many(pool, worker_id, lease_seconds=lease_seconds, kinds=kinds)
+    """Take the next due job (the next bank's turn after `after_bank`: claim_many), or None."""
+    claimed = await claim_many(
+        pool,
+        worker_id,
+        lease_seconds=lease_seconds,
+        kinds=kinds,
+        after_bank=after_bank,
+        capped_kinds=capped_kinds,
+        cap_per_bank=cap_per_bank,
+    )
     return claimed[0] if claimed else None
 
 
@@ -367,7 +413,11 @@ async def run_claimed(
         await asyncio.shield(release(pool, job, delay=0.0, outcome="cancelled"))
         raise
     except Exception as exc:  # any failure of the work becomes a retry, never a dead worker
-        log.warning(
+        # A handler that logs its own failures (webhook deliveries: one line per subscription, rate-limited)
+        # marks its exception `logged`: the queue then says it at debug only.
+        level = logging.DEBUG if getattr(exc, "logged", False) else logging.WARNING
+        log.log(
+            level,
             "job %s (%s, bank %s) attempt %s failed: %s",
             job.id,
             job.kind,
@@ -406,47 +456,6 @@ async def serial_lock(pool: asyncpg.Pool, key: str, *, wait: bool) -> AsyncItera
                 # release runs pg_advisory_unlock_all(), and a closed session drops its locks anyway.
                 with contextlib.suppress(asyncpg.PostgresError, asyncpg.InterfaceError):
                     await conn.execute("SELECT pg_advisory_unlock($1, hashtext($2))", LOCK_NAMESPACE, key)
-
-
-async def list_jobs(
-    db: Executor, *, bank_id: str | None = None, status: str | None = None, kind: str | None = None, limit: int = 100
-) -> list[Job]:
-    rows = await db.fetch(
-        """
-        SELECT id, kind, bank_id, status, attempts, max_attempts, payload, result, last_error, locked_by,
-               run_after, lease_until, created_at, started_at, finished_at
-        FROM jobs
-        WHERE ($1::text IS NULL OR bank_id = $1) AND ($2::text IS NULL OR status = $2) AND ($3::text IS NULL OR kind =
-          $3)
-        ORDER BY id DESC
-        LIMIT $4
-        """,
-        bank_id,
-        status,
-        kind,
-        limit,
-    )
-    return [Job(**{**dict(r), "payload": r["payload"] or {}}) for r in rows]
-
-
-async def open_jobs(db: Executor, bank_id: str | None = None) -> int:
-    """Queued or running jobs (of a bank, or everywhere)."""
-    return int(
-        await db.fetchval(
-            "SELECT count(*) FROM jobs WHERE status IN ('queued', 'running') AND ($1::text IS NULL OR bank_id = $1)",
-            bank_id,
-        )
-    )
-
-
-async def prune(db: Executor, *, older_than_seconds: float) -> int:
-    """Forget finished jobs after a while (their runs go with them)."""
-    status = await db.execute(
-        "DELETE FROM jobs WHERE status IN ('done', 'failed', 'cancelled') AND finished_at < now() - $1 * interval '1 "
-        "second'",
-        older_than_seconds,
-    )
-    return int(status.split()[-1])
 
 
 class _transaction:

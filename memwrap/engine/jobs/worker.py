@@ -45,6 +45,10 @@ class JobKind:
     run: Handler  # returns the job's result, a small JSON dict; raising is a failed attempt
     policy: Callable[[Settings], RetryPolicy] = RetryPolicy.for_jobs
     runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine run it?
+    # The most jobs of this kind one bank may have running at once, over every worker (None: no cap). Kinds whose
+    # work waits on someone else's server (webhook receivers) are capped, so one bank's slow or dead receivers
+    # cannot hold every worker slot; the claim's round-robin over banks does the rest (queue.CLAIM).
+    in_flight_per_bank: Callable[[Settings], int] | None = None
 
 
 class Worker:
@@ -77,6 +81,7 @@ class Worker:
         self._stopping = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._listener: Connection | None = None
+        self._last_bank: str | None = None  # the bank served last: the next claim starts after it (round-robin)
 
     # --- lifecycle -------------------------------------------------------------------------------------------
 
@@ -184,16 +189,23 @@ class Worker:
 
     async def run_one(self) -> bool:
         """Claim and run one due job. False when there was none."""
+        kinds = self.kinds
+        capped = {n: self.registry[n].in_flight_per_bank for n in kinds if self.registry[n].in_flight_per_bank}
+        caps = [cap(self.settings) for cap in capped.values() if cap is not None]
         claimed = await jobs.claim_many(
             self.pool,
             self.worker_id,
             lease_seconds=self.settings.worker_lease_seconds,
-            kinds=self.kinds,
+            kinds=kinds,
             bank_id=self.bank_id,
+            after_bank=self._last_bank,
+            capped_kinds=sorted(capped),
+            cap_per_bank=min(caps) if caps else 0,
         )
         if not claimed:
             return False
         job = claimed[0]
+        self._last_bank = job.bank_id or ""
         await self.execute(job)
         return True
 

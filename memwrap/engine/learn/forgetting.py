@@ -10,6 +10,7 @@ the worker, and — on delete — lose the versions that drew on it.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -33,6 +34,7 @@ from memwrap.engine.learn.observations import (
     set_text,
 )
 from memwrap.errors import MemoryNotFoundError
+from memwrap.models import MAX_TTL_DAYS
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
@@ -339,9 +341,10 @@ async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = Non
     pool: asyncpg.Pool = engine.store.pool
     config = await pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
     days = (config or {}).get("raw_ttl_days") if isinstance(config, dict) else None
-    if not days:
-        return 0
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=float(days))
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not math.isfinite(days) or days <= 0:
+        return 0  # none set, or a value no check let through (a hand-written row): nothing to expire by
+    # Clamped to the declared bound: a row written past the checks cannot overflow the date arithmetic.
+    cutoff = (now or datetime.now(UTC)) - timedelta(days=min(float(days), MAX_TTL_DAYS))
     removed = 0
     while True:
         ids = [

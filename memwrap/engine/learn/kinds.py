@@ -38,6 +38,10 @@ BUILTIN_KINDS: Mapping[str, JobKind] = MappingProxyType(
         forgetting.REVISE: JobKind(forgetting.run_revise),
         forgetting.EXPIRE: JobKind(forgetting.run_expire),
         reextract.KIND: JobKind(reextract.run_job, policy=RetryPolicy.for_extraction, runs_here=reextract.can_run),
-        WEBHOOK: JobKind(webhook_delivery.run_job, policy=webhook_delivery.retry_policy),
+        WEBHOOK: JobKind(
+            webhook_delivery.run_job,
+            policy=webhook_delivery.retry_policy,
+            in_flight_per_bank=webhook_delivery.in_flight_per_bank,
+        ),
     }
 )

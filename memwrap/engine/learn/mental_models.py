@@ -28,7 +28,12 @@ from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
-from memwrap.models import MentalModel, MentalModelVersion
+from memwrap.models import (
+    MAX_REFRESH_EVERY_SECONDS,
+    MIN_REFRESH_EVERY_SECONDS,
+    MentalModel,
+    MentalModelVersion,
+)
 from memwrap.store.pg_types import Connection, Executor
 from memwrap.tokens import encoding_for_model
 
@@ -96,6 +101,22 @@ def _check_name(name: object) -> str:
     return name.strip()
 
 
+def check_refresh_every(value: object) -> float | None:
+    """A schedule in seconds within the declared bounds (memwrap/models.py), or None (refresh only on change)."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not MIN_REFRESH_EVERY_SECONDS <= value <= MAX_REFRESH_EVERY_SECONDS
+    ):
+        raise InvalidInputError(
+            f"refresh_every is a number of seconds from {MIN_REFRESH_EVERY_SECONDS:g} to "
+            f"{MAX_REFRESH_EVERY_SECONDS:g} (a year), or None to refresh only on change; got {value!r}."
+        )
+    return float(value)
+
+
 # --- reading and writing -----------------------------------------------------------------------------------
 
 
@@ -110,8 +131,7 @@ async def create(
     refresh_every: float | None,
 ) -> MentalModel:
     name = _check_name(name)
-    if refresh_every is not None and refresh_every <= 0:
-        raise InvalidInputError("refresh_every is a number of seconds > 0 (or None: refresh only on change).")
+    refresh_every = check_refresh_every(refresh_every)
     pool: asyncpg.Pool = engine.store.pool
     await bank_ids.admit(pool, bank_id)
     async with pool.acquire() as conn, conn.transaction():

@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from memwrap import validate
 from memwrap.errors import InvalidBankIdError, InvalidInputError
+from memwrap.models import MAX_RECALL_BANKS, MAX_TOP_K
 
-# One recall reads at most this many banks (each adds its four arms to the statement count).
-MAX_BANKS = 16
-MAX_TOP_K = 1000
+# One recall reads at most this many banks (declared with the verbs' bounds: memwrap/models.py, memwrap/verbs.py).
+MAX_BANKS = MAX_RECALL_BANKS
+__all__ = ["MAX_BANKS", "MAX_TOP_K", "bank_ids", "min_score", "top_k"]
 
 
 def bank_ids(value: str | Sequence[str]) -> list[str]:

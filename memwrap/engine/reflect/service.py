@@ -17,7 +17,7 @@ from memwrap.engine.reflect.agent import Agent, ReflectRequest
 from memwrap.engine.reflect.budget import Limits
 from memwrap.engine.reflect.output import OutputSchema
 from memwrap.errors import InvalidInputError, LLMNotConfiguredError
-from memwrap.models import Disposition, ReflectResult
+from memwrap.models import MAX_REFLECT_ITERATIONS, MAX_REFLECT_TIMEOUT_SECONDS, Disposition, ReflectResult
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -28,7 +28,7 @@ NOT_CONFIGURED = (
     "server such as vLLM or Ollama), or MEMWRAP_REFLECT_PROVIDER/_MODEL/_API_KEY for reflect only; or reuse your "
     "app's client: memory.use_llm(llm_from_client(client, 'gpt-4o-mini')), or wrap_openai(client, llm='gpt-4o-mini')."
 )
-MAX_ITERATIONS = 100
+MAX_ITERATIONS = MAX_REFLECT_ITERATIONS
 MAX_CONTEXT_CHARS = 200_000
 
 
@@ -58,8 +58,12 @@ async def reflect(
     if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
         raise InvalidInputError(f"max_iterations is an integer from 1 to {MAX_ITERATIONS}, not {iterations!r}.")
     seconds = settings.reflect_timeout if timeout is None else timeout
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds <= 0:
-        raise InvalidInputError(f"timeout is a number of seconds > 0, not {seconds!r}.")
+    # The caller's timeout is bounded (declared on the verb); the operator's MEMWRAP_REFLECT_TIMEOUT is not.
+    high = MAX_REFLECT_TIMEOUT_SECONDS if timeout is not None else float("inf")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= high:
+        raise InvalidInputError(
+            f"timeout is a number of seconds > 0 and at most {MAX_REFLECT_TIMEOUT_SECONDS:g}, not {seconds!r}."
+        )
     output = OutputSchema.build(response_schema)
     checked_tags = validate.tags(tags)
     if disposition is not None:

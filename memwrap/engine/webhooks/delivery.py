@@ -9,11 +9,21 @@ same answer. Every attempt is a row of webhook_attempts, whatever came of it.
 
 A delivery is only ever sent to the subscription it was written for, in the bank it was written in: the job, the
 delivery and the subscription must all name the same bank.
+
+What an attempt's log keeps of a failure is its class: refused_address, timeout, connect_error or
+redirect_not_followed (and the status code of an answer); never the exception's text, which may name the
+addresses a host resolved to. A bank-scoped key reads even less (as_classes): no status code, no timing.
+A failed attempt is one warning line per subscription per FAILURE_LOG_SECONDS (the others at debug, with the
+traceback), so one bank's dead receivers cannot flood the log.
+
+Fairness: the queue serves banks in turn and caps a bank's running deliveries (in_flight_per_bank, the
+worker's JobKind), so another bank's dead receivers delay a delivery by about one timeout at most.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,18 +36,25 @@ import httpx
 from memwrap.config import Settings
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.jobs.retry_policy import RetryPolicy
+from memwrap.engine.webhooks.addresses import BlockedAddressError, guarded_transport
 from memwrap.engine.webhooks.signing import signature_headers
-from memwrap.engine.webhooks.urls import BlockedAddressError, check_public
+from memwrap.engine.webhooks.urls import private_allowed_for_delivery
 from memwrap.store.pg_types import Executor
-from memwrap.webhook_models import WebhookDelivery
+from memwrap.webhook_models import WebhookAttempt, WebhookDelivery
+
+log = logging.getLogger("memwrap.webhooks")
 
 USER_AGENT = "memwrap-webhooks/1"
 MAX_ERROR_CHARS = 500
 # Finished deliveries (delivered, failed, skipped) stay in the log this long; reconciliation's deep pass prunes them.
 KEEP_FINISHED_DELIVERIES_SECONDS = 30 * 86400.0
+# One warning line per subscription this often at most; the failures between are counted into the next one.
+FAILURE_LOG_SECONDS = 60.0
+_last_logged: dict[str, tuple[float, int]] = {}  # subscription id -> (when it was last logged, failures since)
 
 LOAD = """
-SELECT d.id, d.event_id, d.event, d.body, d.status, d.attempts, s.url, s.secret, s.enabled
+SELECT d.id, d.event_id, d.event, d.body, d.status, d.attempts, d.subscription_id, s.url, s.secret, s.enabled,
+       s.allow_private
 FROM webhook_deliveries d
 JOIN webhook_subscriptions s ON s.bank_id = d.bank_id AND s.id = d.subscription_id
 WHERE d.id = $1 AND d.bank_id = $2
@@ -61,6 +78,13 @@ WHERE bank_id = $6 AND id = $1
 
 class WebhookAttemptError(Exception):
     """An attempt that is worth repeating failed (the queue retries the job after its backoff)."""
+
+    logged = True  # said once, here (log_failure): the queue logs it at debug only
+
+
+def in_flight_per_bank(settings: Settings) -> int:
+    """The most deliveries one bank may have in flight over every worker (MEMWRAP_WEBHOOK_MAX_IN_FLIGHT_PER_BANK)."""
+    return settings.webhook_max_in_flight_per_bank
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:
@@ -105,7 +129,15 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
         )
         return {"skipped": "the subscription is disabled"}
     attempt = row["attempts"] + 1
-    outcome = await post(row["url"], row["secret"], str(row["event_id"]), row["event"], row["body"], settings)
+    outcome = await post(
+        row["url"],
+        row["secret"],
+        str(row["event_id"]),
+        row["event"],
+        row["body"],
+        settings,
+        private_allowed=private_allowed_for_delivery(settings, row["allow_private"]),
+    )
     if outcome.delivered:
         status = "delivered"
     elif outcome.retryable and attempt < min(settings.webhook_max_attempts, ctx.job.max_attempts):
@@ -124,38 +156,106 @@ async def run_job(ctx: JobContext) -> dict[str, Any]:
             bank_id,
         )
         await conn.execute(SET_STATUS, delivery_id, attempt, outcome.status_code, outcome.error, status, bank_id)
+    if not outcome.delivered:
+        log_failure(bank_id or "", str(row["subscription_id"]), delivery_id, attempt, outcome, status)
     if status == "pending":
         raise WebhookAttemptError(outcome.error or f"the receiver answered {outcome.status_code}")
     return {"delivery_id": delivery_id, "status": status, "attempts": attempt, "status_code": outcome.status_code}
 
 
-async def post(url: str, secret: str, event_id: str, event: str, body: str, settings: Settings) -> Outcome:
-    """POST the body once, signed now; the receiver's status code, or what kept it from answering."""
+async def post(
+    url: str,
+    secret: str,
+    event_id: str,
+    event: str,
+    body: str,
+    settings: Settings,
+    *,
+    private_allowed: bool | None = None,
+) -> Outcome:
+    """POST the body once, signed now; the receiver's status code, or the class of what kept it from answering.
+    Unless private addresses are allowed, the connection is made through addresses.GuardedBackend: the address
+    it connects to is the one it checked."""
+    if private_allowed is None:
+        private_allowed = private_allowed_for_delivery(settings, None)
     started_at = datetime.now(UTC)
     start = time.perf_counter()
     status_code: int | None = None
     error: str | None = None
     final = False
+    failure: BaseException | None = None
     try:
-        if not settings.webhook_allow_private_addresses:
-            await check_public(url)  # again at each attempt: the name may resolve elsewhere now
         headers = {**signature_headers(secret, event_id, event, body), "User-Agent": USER_AGENT}
         timeout = settings.webhook_timeout_seconds
         async with (
-            httpx.AsyncClient(timeout=timeout, follow_redirects=False) as client,
+            httpx.AsyncClient(
+                timeout=timeout, follow_redirects=False, transport=None if private_allowed else guarded_transport()
+            ) as client,
             client.stream("POST", url, content=body.encode(), headers=headers) as response,
         ):
             status_code = response.status_code  # the answer's body is never read: it is the receiver's business
             if 300 <= status_code < 400:
-                error = f"redirect to {response.headers.get('location', '?')!r} not followed"
+                error = "redirect_not_followed"
     except BlockedAddressError as exc:
-        error, final = str(exc), True
+        error, final, failure = BlockedAddressError.failure_class, True, exc
     except httpx.TimeoutException as exc:
-        error = f"timed out after {settings.webhook_timeout_seconds:g} s ({type(exc).__name__})"
+        error, failure = "timeout", exc
     except (httpx.HTTPError, OSError) as exc:
-        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        error, failure = "connect_error", exc
     duration_ms = round((time.perf_counter() - start) * 1000, 1)
+    if failure is not None:
+        log.debug("webhook attempt to a subscription failed (%s)", error, exc_info=failure)
     return Outcome(status_code, error[:MAX_ERROR_CHARS] if error else None, duration_ms, started_at, final)
+
+
+def log_failure(
+    bank_id: str, subscription_id: str, delivery_id: int, attempt: int, outcome: Outcome, status: str
+) -> None:
+    """One warning line per subscription per FAILURE_LOG_SECONDS; the failures in between at debug, counted."""
+    what = outcome.error or f"http_{(outcome.status_code or 0) // 100}xx"
+    now = time.monotonic()
+    last, since = _last_logged.get(subscription_id, (float("-inf"), 0))
+    if now - last < FAILURE_LOG_SECONDS:
+        _last_logged[subscription_id] = (last, since + 1)
+        log.debug(
+            "webhook %s of bank %r: delivery %s attempt %s failed: %s",
+            subscription_id,
+            bank_id,
+            delivery_id,
+            attempt,
+            what,
+        )
+        return
+    if len(_last_logged) > 100_000:  # a bound on what a long-running process remembers
+        _last_logged.clear()
+    _last_logged[subscription_id] = (now, 0)
+    log.warning(
+        "webhook %s of bank %r: delivery %s attempt %s failed: %s (%s)%s",
+        subscription_id,
+        bank_id,
+        delivery_id,
+        attempt,
+        what,
+        "will retry" if status == "pending" else "gave up" if status == "failed" else status,
+        f"; {since} more failure(s) of this webhook since the last line" if since else "",
+    )
+
+
+def as_classes(found: WebhookDelivery) -> WebhookDelivery:
+    """A delivery as a bank-scoped key sees it: each attempt's failure class, no status code, no timing."""
+
+    def cls(code: int | None, error: str | None) -> str | None:
+        if error:
+            return error
+        return f"http_{code // 100}xx" if code is not None and not 200 <= code < 300 else None
+
+    log_ = [
+        WebhookAttempt(attempt=a.attempt, error=cls(a.status_code, a.error), duration_ms=None, started_at=a.started_at)
+        for a in found.log
+    ]
+    return found.model_copy(
+        update={"last_status": None, "last_error": cls(found.last_status, found.last_error), "log": log_}
+    )
 
 
 DELIVERIES = """

@@ -1,4 +1,7 @@
-"""A bank's webhook subscriptions: create (with a fresh secret, returned this once), list, change, delete."""
+"""A bank's webhook subscriptions: create (with a fresh secret, returned this once), list, change, delete.
+
+A description is free text a caller may paste a token into: it is stored redacted (memwrap/defense). A URL is
+stored whole (the receiver may need its query), and shown with its query hidden (urls.shown_url)."""
 
 from __future__ import annotations
 
@@ -9,8 +12,10 @@ from uuid import UUID, uuid4
 import asyncpg
 
 from memwrap import validate
+from memwrap.defense.policy import redact
 from memwrap.engine import bank_ids
 from memwrap.engine.webhooks.signing import new_secret
+from memwrap.engine.webhooks.urls import shown_url
 from memwrap.errors import InvalidInputError, WebhookNotFoundError
 from memwrap.store.pg_types import Executor
 from memwrap.webhook_models import WEBHOOK_EVENTS, WebhookSubscription
@@ -22,8 +27,9 @@ MAX_DESCRIPTION_CHARS = 500
 COLUMNS = "bank_id, id, url, events, include_text, enabled, description, created_at, updated_at"
 
 INSERT = f"""
-INSERT INTO webhook_subscriptions (bank_id, id, url, events, secret, include_text, enabled, description)
-SELECT $1, $2, $3, $4, $5, $6, $7, $8
+INSERT INTO webhook_subscriptions (bank_id, id, url, events, secret, include_text, enabled, description,
+                                   allow_private)
+SELECT $1, $2, $3, $4, $5, $6, $7, $8, $10
 WHERE (SELECT count(*) FROM webhook_subscriptions WHERE bank_id = $1) < $9
 RETURNING {COLUMNS}, secret
 """
@@ -31,7 +37,8 @@ RETURNING {COLUMNS}, secret
 UPDATE = f"""
 UPDATE webhook_subscriptions
 SET url = coalesce($3, url), events = coalesce($4, events), include_text = coalesce($5, include_text),
-    enabled = coalesce($6, enabled), description = CASE WHEN $7 THEN $8 ELSE description END, updated_at = now()
+    enabled = coalesce($6, enabled), description = CASE WHEN $7 THEN $8 ELSE description END,
+    allow_private = CASE WHEN $3::text IS NULL THEN allow_private ELSE $9 END, updated_at = now()
 WHERE bank_id = $1 AND id = $2
 RETURNING {COLUMNS}
 """
@@ -54,7 +61,7 @@ def check_events(events: Sequence[str] | str | None) -> list[str]:
 def check_description(description: object) -> str | None:
     if description is None or (isinstance(description, str) and not description.strip()):
         return None
-    return validate.text_field(description, what="description", max_chars=MAX_DESCRIPTION_CHARS)
+    return redact(validate.text_field(description, what="description", max_chars=MAX_DESCRIPTION_CHARS))
 
 
 def webhook_id(value: UUID | str) -> UUID:
@@ -68,6 +75,7 @@ def webhook_id(value: UUID | str) -> UUID:
 
 def _subscription(row: asyncpg.Record, *, secret: bool = False) -> WebhookSubscription:
     fields: dict[str, Any] = {k: row[k] for k in COLUMNS.split(", ")}
+    fields["url"] = shown_url(fields["url"])
     return WebhookSubscription(**fields, secret=row["secret"] if secret else None)
 
 
@@ -80,6 +88,7 @@ async def create(
     include_text: bool,
     enabled: bool,
     description: str | None,
+    allow_private: bool,
 ) -> WebhookSubscription:
     """Create the bank if needed, then the subscription; its secret is in the result, and only there."""
     await bank_ids.admit(pool, bank_id)
@@ -98,6 +107,7 @@ async def create(
             enabled,
             description,
             MAX_SUBSCRIPTIONS_PER_BANK,
+            allow_private,
         )
     if row is None:
         raise InvalidInputError(
@@ -115,7 +125,8 @@ async def list_subscriptions(db: Executor, bank_id: str) -> list[WebhookSubscrip
 
 
 async def update(db: Executor, bank_id: str, subscription_id: UUID, changes: Mapping[str, Any]) -> WebhookSubscription:
-    """Change the fields in `changes` (url, events, include_text, enabled, description); the others stay."""
+    """Change the fields in `changes` (url, events, include_text, enabled, description); the others stay. A new
+    url comes with its allow_private (who set it decides)."""
     row = await db.fetchrow(
         UPDATE,
         bank_id,
@@ -126,6 +137,7 @@ async def update(db: Executor, bank_id: str, subscription_id: UUID, changes: Map
         changes.get("enabled"),
         "description" in changes,
         changes.get("description"),
+        changes.get("allow_private"),
     )
     if row is None:
         raise not_found(bank_id, subscription_id)

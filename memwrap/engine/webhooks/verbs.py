@@ -9,7 +9,12 @@ from uuid import UUID
 
 from memwrap import validate
 from memwrap.engine.webhooks import delivery, subscriptions
-from memwrap.engine.webhooks.urls import check_public, check_url
+from memwrap.engine.webhooks.urls import (
+    caller_is_scoped,
+    check_public,
+    check_url,
+    private_allowed_for_caller,
+)
 from memwrap.errors import InvalidInputError
 from memwrap.webhook_models import DELIVERY_STATUSES, MAX_DELIVERIES_PAGE, WebhookDelivery, WebhookSubscription
 
@@ -43,6 +48,7 @@ class WebhookVerbs:
             include_text=_flag(include_text, "include_text"),
             enabled=_flag(enabled, "enabled"),
             description=subscriptions.check_description(description),
+            allow_private=private_allowed_for_caller(self.settings),
         )
 
     async def webhooks(self, bank_id: str) -> list[WebhookSubscription]:
@@ -65,6 +71,7 @@ class WebhookVerbs:
         changes: dict[str, Any] = {}
         if url is not None:
             changes["url"] = await self._webhook_url(url)
+            changes["allow_private"] = private_allowed_for_caller(self.settings)
         if events is not None:
             changes["events"] = subscriptions.check_events(events)
         if include_text is not None:
@@ -95,17 +102,20 @@ class WebhookVerbs:
             raise subscriptions.not_found(bank_id, subscription_id)
         if status is not None and status not in DELIVERY_STATUSES:
             raise InvalidInputError(f"status must be one of {', '.join(DELIVERY_STATUSES)}, not {status!r}.")
-        return await delivery.deliveries(
+        found = await delivery.deliveries(
             self.store.pool,
             bank_id,
             subscription_id=subscription_id,
             status=status,
             limit=validate.bounded(limit, what="limit", low=1, high=MAX_DELIVERIES_PAGE),
         )
+        # A bank-scoped key sees what became of each attempt as a failure class, not the receiver's status,
+        # error or timing: the log must not be an oracle of the server's network.
+        return [delivery.as_classes(d) for d in found] if caller_is_scoped() else found
 
     async def _webhook_url(self, url: object) -> str:
         checked = check_url(url)
-        if not self.settings.webhook_allow_private_addresses:
+        if not private_allowed_for_caller(self.settings):
             await check_public(checked)
         return checked
 
