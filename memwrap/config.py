@@ -99,8 +99,9 @@ class Settings(BaseSettings):
     weight_temporal: float = 1.0
     weight_speaker: float = 1.0  # the nearest memories said by a speaker the question names (recall/search.py)
     arm_limit: int = 60
-    # Semantic hits less similar than this are noise, not memories (MiniLM puts unrelated text near 0.0-0.1).
-    min_similarity: float = 0.15
+    # Semantic hits less similar than this are noise, not memories. None: the model's own floor
+    # (memwrap/engine/embed/profiles.py: 0.10 for multilingual-e5-small, 0.15 for all-MiniLM-L6-v2).
+    min_similarity: float | None = None
     reranker: str | None = None
     neighbours: bool = True
     # The assistant's own turns ("Noted: vegetarian") stay recallable but weigh this share of their fused score:

@@ -297,15 +297,17 @@ def test_a_home_of_the_former_default_keeps_it_until_reembed_then_moves_to_the_d
             found = _ranking(mem, "b", "Which city does my brother live in?")
             assert found and found[0] == "s0:2"
             assert "memwrap reembed" in caplog.text and ENGLISH_EMBEDDING_MODEL in caplog.text
-            assert Database.of(mem).blocking.fetchval(
-                "SELECT value FROM store_meta WHERE key = 'embedding_model'"
-            ) == ENGLISH_EMBEDDING_MODEL
+            assert (
+                Database.of(mem).blocking.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'")
+                == ENGLISH_EMBEDDING_MODEL
+            )
             assert mem.reembed() == 6  # from the engine opened on the old model: to the default
         caplog.clear()
         with caplog.at_level("WARNING", logger="memwrap.embed"), Memory(settings=load_settings(home=home)) as mem:
-            assert Database.of(mem).blocking.fetchval(
-                "SELECT value FROM store_meta WHERE key = 'embedding_model'"
-            ) == load_settings().embedding_space
+            assert (
+                Database.of(mem).blocking.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'")
+                == load_settings().embedding_space
+            )
             assert _ranking(mem, "b", "我哥哥住在哪里？")[0] == "s0:2"  # cross-language: the default's vectors
             assert "memwrap reembed" not in caplog.text
         # A model the user names is never overridden: the mismatch is theirs to settle, and the error says how.

@@ -16,6 +16,7 @@ import numpy as np
 from memwrap import tracing, validate
 from memwrap.config import Settings
 from memwrap.engine.bank_names import han_names, names_in, with_names
+from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
@@ -127,6 +128,12 @@ class Searcher:
         self.pool = pool
         self.embed_query = embed_query
         self.settings = settings
+        # The semantic arm's floor: the setting, else the embedding model's own (engine/embed/profiles.py).
+        self.min_similarity = (
+            settings.min_similarity
+            if settings.min_similarity is not None
+            else similarity_profile(settings.embedding_model).min_similarity
+        )
         self.reranker = Reranker(settings.reranker) if settings.reranker else None
         self.common_terms = CommonTerms(pool, arms.TERM_SCAN_CAP)
 
@@ -258,7 +265,7 @@ class Searcher:
                 vector,
                 limit,
                 size,
-                self.settings.min_similarity,
+                self.min_similarity,
             )
             tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
             tasks[("graph", bank)] = self._arm(
