@@ -78,7 +78,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "weight_temporal": "Weight of the temporal arm (the question's time range) in fusion.",
         "weight_speaker": "Weight of the nearest memories said by a speaker the question names.",
         "arm_limit": "Candidates each arm returns before fusion.",
-        "min_similarity": "Semantic hits less similar (cosine) than this are noise and dropped. Unset: the embedding model's own floor "
+        "min_similarity": "Semantic hits less similar (cosine) than this are noise and dropped. "
+        "Unset: the embedding model's own floor "
         "(0.10 for multilingual-e5-small, 0.15 for all-MiniLM-L6-v2; memwrap/engine/embed/profiles.py).",
         "reranker": "A CrossEncoder name or directory that reranks the fused candidates; off when unset.",
         "neighbours": "Attach a recalled memory's neighbouring turns of its session.",
