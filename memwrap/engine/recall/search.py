@@ -252,7 +252,7 @@ class Searcher:
             raise
         # The arms that need only the vector start now, while the names (and the keyword arm) may still run;
         # the graph arm waits for the names too.
-        early: dict[tuple[str, str], asyncio.Future[Hits]] = {}
+        early: dict[tuple[str, str], asyncio.Task[Hits]] = {}
         for bank in searched:
             size, bank_filters = sizes[bank], filters[bank]
             early[("semantic", bank)] = asyncio.ensure_future(
