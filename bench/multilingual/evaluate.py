@@ -165,12 +165,12 @@ def query_embedding_ms(
 
 def other_models(configured: str, requested: Sequence[str] | None) -> list[str]:
     """The models to compare with the configured one: the requested ones, else the other packaged model."""
-    from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
+    from memwrap.config import ENGLISH_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL, load_settings
 
     canonical = [load_settings(embedding_model=m).embedding_model for m in (requested or [])]
     if not canonical:
         canonical = [
-            MULTILINGUAL_EMBEDDING_MODEL if configured != MULTILINGUAL_EMBEDDING_MODEL else DEFAULT_EMBEDDING_MODEL
+            MULTILINGUAL_EMBEDDING_MODEL if configured != MULTILINGUAL_EMBEDDING_MODEL else ENGLISH_EMBEDDING_MODEL
         ]
     return [m for m in dict.fromkeys(canonical) if m != configured]
 

@@ -77,7 +77,7 @@ def _recall_at_5(questions: list[Any], rankings: list[list[str]]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from memwrap.config import DEFAULT_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
+    from memwrap.config import ENGLISH_EMBEDDING_MODEL, MULTILINGUAL_EMBEDDING_MODEL
     from memwrap.store.embedded_pg import stop_embedded_server
 
     parser = argparse.ArgumentParser(
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--source", default=DEFAULT_EMBEDDING_MODEL)
+    parser.add_argument("--source", default=ENGLISH_EMBEDDING_MODEL)
     parser.add_argument("--target", default=MULTILINGUAL_EMBEDDING_MODEL)
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=50, help="synthetic questions besides the set's own")

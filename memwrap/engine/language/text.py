@@ -13,6 +13,8 @@ import logging
 import re
 from types import ModuleType
 
+from memwrap.engine.language.spanish import spanish_terms
+
 # Han ideographs (CJK Unified + Extension A + compatibility + astral extensions B–H): jieba segments these.
 _HAN_CLASS = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 # Scripts that count as "CJK" for has_cjk: Han plus kana and Hangul.
@@ -195,11 +197,14 @@ def search_text(text: str) -> str:
     Han runs are segmented with jieba and joined with spaces, in cut_for_search style: a long word is
     preceded by its dictionary sub-words, so 北京大学 yields "北京 大学 北京大学" and a query for any
     of them matches.
-    Chinese stopwords and CJK punctuation are dropped. Text without CJK comes back unchanged.
+    Chinese stopwords and CJK punctuation are dropped. Spanish text gets its Spanish stems appended
+    (language/spanish.py). Other text comes back unchanged.
     """
+    spanish = spanish_terms(text)  # Spanish stems beside the words (language/spanish.py)
     if _SEARCH_RE.search(text) is None:
-        return text
-    return _SEARCH_RE.sub(_search_replacement, text).strip()
+        return f"{text} {spanish}" if spanish else text
+    segmented = _SEARCH_RE.sub(_search_replacement, text).strip()
+    return f"{segmented} {spanish}" if spanish else segmented
 
 
 def _search_replacement(match: re.Match[str]) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from memwrap import tracing, validate
 from memwrap.config import Settings
 from memwrap.engine.bank_names import han_names, names_in, with_names
+from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
@@ -129,6 +130,12 @@ class Searcher:
         self.pool = pool
         self.embed_query = embed_query
         self.settings = settings
+        # The semantic arm's floor: the setting, else the embedding model's own (engine/embed/profiles.py).
+        self.min_similarity = (
+            settings.min_similarity
+            if settings.min_similarity is not None
+            else similarity_profile(settings.embedding_model).min_similarity
+        )
         self.reranker = Reranker(settings.reranker) if settings.reranker else None
         self.common_terms = CommonTerms(pool, arms.TERM_SCAN_CAP)
 
@@ -241,44 +248,61 @@ class Searcher:
         }
         try:
             vector = request.query_vector if embedding is None else await embedding
-            related = {bank: await names[bank] for bank in searched}
         except BaseException:
             for future in [*keyword.values(), *names.values()]:
                 _discard(future)
             raise
-        tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
+        # The arms that need only the vector start now, while the names (and the keyword arm) may still run;
+        # the graph arm waits for the names too.
+        early: dict[tuple[str, str], asyncio.Task[Hits]] = {}
         for bank in searched:
             size, bank_filters = sizes[bank], filters[bank]
-            graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
-            tasks[("semantic", bank)] = self._arm(
-                "semantic",
-                bank,
-                timings,
-                self._on_connection,
-                arms.semantic,
-                bank_filters,
-                vector,
-                limit,
-                size,
-                self.settings.min_similarity,
+            early[("semantic", bank)] = asyncio.ensure_future(
+                self._arm(
+                    "semantic",
+                    bank,
+                    timings,
+                    self._on_connection,
+                    arms.semantic,
+                    bank_filters,
+                    vector,
+                    limit,
+                    size,
+                    self.min_similarity,
+                )
             )
+            if window is not None:
+                early[("temporal", bank)] = asyncio.ensure_future(
+                    self._arm(
+                        "temporal",
+                        bank,
+                        timings,
+                        self._on_connection,
+                        arms.temporal,
+                        bank_filters,
+                        vector,
+                        window.start,
+                        window.end,
+                        limit,
+                    )
+                )
+        try:
+            related = {bank: await names[bank] for bank in searched}
+        except BaseException:
+            for future in [*keyword.values(), *names.values(), *early.values()]:
+                _discard(future)
+            raise
+        tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
+        for bank in searched:  # in the arms' usual order: fusion breaks ties by it
+            size, bank_filters = sizes[bank], filters[bank]
+            graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
+            tasks[("semantic", bank)] = early[("semantic", bank)]
             tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
             tasks[("graph", bank)] = self._arm(
                 "graph", bank, timings, self._on_connection, arms.graph, bank_filters, vector, graph_keys, limit, size
             )
-            if window is not None:
-                tasks[("temporal", bank)] = self._arm(
-                    "temporal",
-                    bank,
-                    timings,
-                    self._on_connection,
-                    arms.temporal,
-                    bank_filters,
-                    vector,
-                    window.start,
-                    window.end,
-                    limit,
-                )
+            if ("temporal", bank) in early:
+                tasks[("temporal", bank)] = early[("temporal", bank)]
         results = _merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
         timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Cosine (all-MiniLM-L6-v2) at which a sentence and a fact say the same thing in other words.
+# Cosine (all-MiniLM-L6-v2) at which a sentence and a fact say the same thing in other words; the model's own value
+# comes from memwrap/engine/embed/profiles.py (`uncovered(similar=…)`; 0.85 for multilingual-e5-small).
 SIMILAR = 0.75
 # Part of a sentence's content words the facts must contain for it to count as carried word for word.
 LEXICAL = 0.5
@@ -138,7 +139,7 @@ Embed = Callable[[list[str]], Awaitable[np.ndarray]]
 
 
 async def uncovered(
-    turns: Sequence[tuple[str, str, str, str]], facts: dict[str, list[str]], embed: Embed
+    turns: Sequence[tuple[str, str, str, str]], facts: dict[str, list[str]], embed: Embed, *, similar: float = SIMILAR
 ) -> dict[str, list[tuple[str, str]]]:
     """Per item: the (speaker, text) of its turns' sentences no fact carries, in order.
 
@@ -160,7 +161,7 @@ async def uncovered(
         for s in pending
         if facts.get(s.item_hash) and not mostly_han(s.text) and _keys_present(s.text, facts[s.item_hash])
     ]
-    close = await _similar(checkable, facts, embed) if checkable else set()
+    close = await _similar(checkable, facts, embed, similar) if checkable else set()
     out: dict[str, list[tuple[str, str]]] = {}
     for unit in pending:
         if id(unit) not in close:
@@ -172,7 +173,7 @@ def _keys_present(sentence: str, texts: list[str]) -> bool:
     return lexically_covered(sentence, "\n".join(texts))[1]
 
 
-async def _similar(pending: list[Sentence], facts: dict[str, list[str]], embed: Embed) -> set[int]:
+async def _similar(pending: list[Sentence], facts: dict[str, list[str]], embed: Embed, similar: float) -> set[int]:
     """ids of the sentences one of their item's facts says in other words."""
     fact_texts = list(dict.fromkeys(t for s in pending for t in facts[s.item_hash]))
     vectors: np.ndarray = np.asarray(await embed([s.text for s in pending] + fact_texts), dtype=np.float32)
@@ -183,7 +184,7 @@ async def _similar(pending: list[Sentence], facts: dict[str, list[str]], embed: 
     close: set[int] = set()
     for row, sentence in enumerate(pending):
         rows = [index[t] for t in facts[sentence.item_hash]]
-        if rows and float(np.max(fact_vectors[rows] @ sentence_vectors[row])) >= SIMILAR:
+        if rows and float(np.max(fact_vectors[rows] @ sentence_vectors[row])) >= similar:
             close.add(id(sentence))
     return close
 

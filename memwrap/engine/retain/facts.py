@@ -29,6 +29,7 @@ from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
 from memwrap.engine import bank_settings, webhooks
+from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import extract_entities
 from memwrap.engine.language.speakers import said_by
@@ -117,6 +118,7 @@ class Extractor:
         self.pool = pool
         self.embed = embed
         self.settings = settings
+        self.similarity = similarity_profile(settings.embedding_model)  # the model's cosine thresholds
 
     async def translate(
         self, bank_id: str, items: Sequence[PreparedItem], *, now: datetime, policy: str
@@ -168,7 +170,12 @@ class Extractor:
         # A fact survives only if every item it came from was extracted: a failed item is redone whole later.
         facts = [f for r in results for f in r.facts if not any(t.item.item_hash in failed for t in f.turns)]
         resolution = await resolve(
-            self.pool, self.embed, bank_id, [f.entities for f in facts], [g for r in results for g in r.aliases]
+            self.pool,
+            self.embed,
+            bank_id,
+            [f.entities for f in facts],
+            [g for r in results for g in r.aliases],
+            typo_cosine=self.similarity.typo_cosine,
         )
         out: dict[str, ExtractedItem] = {}
         for item in items:
@@ -246,7 +253,7 @@ class Extractor:
                 said.setdefault(item.item_hash, turn.said_at)
         if not turns:
             return
-        missing = await uncovered(turns, carriers, self.embed)
+        missing = await uncovered(turns, carriers, self.embed, similar=self.similarity.coverage)
         for item_hash, parts in missing.items():
             owner = out[item_hash]
             for line in raw_lines(parts):

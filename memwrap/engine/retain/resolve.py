@@ -32,7 +32,9 @@ from memwrap.store.pg_types import Connection, Executor
 # Thresholds for merging an unknown name into an existing entity (see the module docstring).
 TYPO_RATIO = 0.85  # difflib ratio of the keys
 TYPO_MIN_CHARS = 5  # "anna"/"hanna" are two names, not a typo
-TYPO_COSINE = 0.35  # a veto: below it the names mean different things
+# A veto: below it the names mean different things. all-MiniLM-L6-v2's; the model's own value comes from
+# memwrap/engine/embed/profiles.py (0.45 for multilingual-e5-small; short forms: 0.60 for both).
+TYPO_COSINE = 0.35
 SHORT_FORM_COSINE = 0.60
 CANDIDATES_PER_NAME = 3
 
@@ -128,6 +130,8 @@ async def resolve(
     bank_id: str,
     mentions: Sequence[Sequence[str]],
     groups: Sequence[EntityNames],
+    *,
+    typo_cosine: float = TYPO_COSINE,
 ) -> Resolution:
     """Resolve the entity names of a batch of facts (`mentions`: one list of names per fact)."""
     surfaces: dict[str, str] = {}
@@ -156,7 +160,7 @@ async def resolve(
 
     unknown = [k for k in surfaces if k not in resolution.names and not has_cjk(k)]
     if unknown:
-        await _resolve_similar(conn, embed, bank_id, unknown, surfaces, mentions, resolution)
+        await _resolve_similar(conn, embed, bank_id, unknown, surfaces, mentions, resolution, typo_cosine)
     for key, name in surfaces.items():
         resolution.names.setdefault(key, Canonical(key, name))
     return resolution
@@ -170,6 +174,7 @@ async def _resolve_similar(
     surfaces: dict[str, str],
     mentions: Sequence[Sequence[str]],
     resolution: Resolution,
+    typo_cosine: float = TYPO_COSINE,
 ) -> None:
     rows = await conn.fetch(SIMILAR, bank_id, unknown, CANDIDATES_PER_NAME)
     if not rows:
@@ -195,7 +200,7 @@ async def _resolve_similar(
         key, candidate = row["key"], row["name_key"]
         cosine = float(np.dot(vectors[index[key]], vectors[index[candidate]]))
         shared_company = any((candidate, other) in together for other in company.get(key, ()))
-        if _same_entity(key, candidate, cosine, shared_company):
+        if _same_entity(key, candidate, cosine, shared_company, typo_cosine):
             score = cosine + float(row["sim"])
             if key not in best or score > best[key][0]:
                 best[key] = (score, Canonical(candidate, row["name"]))
@@ -204,12 +209,14 @@ async def _resolve_similar(
         resolution.aliases.append(Alias(key, surfaces[key], canonical, "similar"))
 
 
-def _same_entity(key: str, candidate: str, cosine: float, shared_company: bool) -> bool:
+def _same_entity(
+    key: str, candidate: str, cosine: float, shared_company: bool, typo_cosine: float = TYPO_COSINE
+) -> bool:
     if not shared_company or has_cjk(candidate):
         return False
     if (
         min(len(key), len(candidate)) >= TYPO_MIN_CHARS
-        and cosine >= TYPO_COSINE
+        and cosine >= typo_cosine
         and difflib.SequenceMatcher(None, key, candidate).ratio() >= TYPO_RATIO
     ):
         return True  # a spelling variant

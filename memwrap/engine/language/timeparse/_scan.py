@@ -28,11 +28,12 @@ from memwrap.engine.language.timeparse._english import (
     _norm,
 )
 from memwrap.engine.language.timeparse._rule import _Rule
+from memwrap.engine.language.timeparse._spanish import _ES_RULES
 
 # What an early/mid/late modifier may narrow: "early 2023" is a third of a year, "early last week" stays the week.
 _NARROWABLE = frozenset({"year", "month", "decade", "season"})
 
-_RULES: tuple[_Rule, ...] = _EN_RULES + _CN_RULES
+_RULES: tuple[_Rule, ...] = _EN_RULES + _CN_RULES + _ES_RULES
 
 
 @dataclass(slots=True)
