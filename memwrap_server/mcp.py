@@ -139,6 +139,8 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
     # The old version stays in the memory's history: not destructive.
     "update": _hints("Update a memory", read_only=False, idempotent=True),
     "delete": _hints("Delete a memory", read_only=False, destructive=True, idempotent=True),
+    # A dry run (the default) only counts; a second real run finds nothing left to delete.
+    "delete_memories": _hints("Delete memories by filter", read_only=False, destructive=True, idempotent=True),
     "get_mental_model": _hints("Get a mental model", read_only=True),
     "mental_models": _hints("List mental models", read_only=True),
     "invalidate": _hints("Invalidate a memory", read_only=False, destructive=True, idempotent=True),
