@@ -12,8 +12,9 @@ engine closes last.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -62,6 +63,18 @@ def _database_url(memory: AsyncMemory) -> str | None:
     return embedded_database_url(memory.settings.pgdata)  # started by warmup already: this only reads its URL
 
 
+def _store_failure(memory: AsyncMemory) -> Callable[[], str | None]:
+    """What /health asks on every call: why the store is down for good (the embedded server stopped and every
+    restart attempt failed: memwrap/store/embedded_pg.py), or None. An external database is never down for good
+    here: restarting this process would not bring it back."""
+    if getattr(memory, "url", None) or memory.settings.database_url:
+        return lambda: None
+    from memwrap.store.embedded_pg import restart_failure
+
+    pgdata = Path(memory.settings.pgdata).expanduser().resolve()
+    return lambda: restart_failure(pgdata)
+
+
 def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | None = None) -> FastAPI:
     """The app. `memory` defaults to `AsyncMemory()` on MEMWRAP_HOME / MEMWRAP_DATABASE_URL, opened at start-up."""
     settings = settings or ServerSettings()
@@ -82,6 +95,7 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
         await mem.warmup()
         state["memory"] = app.state.memory = mem
         app.state.store_fingerprint = mem.settings.store_fingerprint  # /health says it; probed constantly
+        app.state.store_failure = _store_failure(mem)
         await database.start()
         proxy = app.state.proxy = Proxy(settings, mem, database)
         metrics.add_stats_source("proxy", proxy.stats)

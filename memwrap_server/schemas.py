@@ -152,7 +152,10 @@ class BankDeleted(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "degraded"] = Field(description="degraded: the database is unreachable.")
+    status: Literal["ok", "degraded", "down"] = Field(
+        description="degraded: the database is unreachable. down (answered 503): the embedded database stopped and "
+        "this process could not start it again; restart the process."
+    )
     version: str
     engine: Literal["embedded", "postgres"]
     database: Literal["up", "down"]
