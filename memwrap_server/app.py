@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 import memwrap
 from memwrap.api import AsyncMemory
-from memwrap_server import docs, ui
+from memwrap_server import docs, openapi_rules, ui
 from memwrap_server import errors as server_errors
 from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
@@ -127,6 +127,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     app.include_router(proxy_router)
     app.include_router(docs.router)
     docs.declare_security(app, keys_set=auth.enabled)
+    build_openapi = app.openapi
+    app.openapi = lambda: openapi_rules.amend(build_openapi())  # type: ignore[method-assign]  # idempotent
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).

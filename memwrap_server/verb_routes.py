@@ -23,12 +23,13 @@ from uuid import UUID
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, create_model, model_validator
+from starlette.convertors import Convertor, register_url_convertor
 
 from memwrap import validate
 from memwrap.declare import Verb, VerbParams
 from memwrap.filters import split_commas
 from memwrap_server.deps import bank_access, get_memory
-from memwrap_server.schemas import ERRORS, Text, storable_text
+from memwrap_server.schemas import ERRORS, Text, date_time_text, storable_text
 
 PATH_TYPES: dict[str, Any] = {
     "memory_id": UUID,
@@ -44,11 +45,24 @@ class RestBody(VerbParams):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _dates_as_text(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for name, info in cls.model_fields.items():
+                if name in data and _holds_datetime(info.annotation):
+                    date_time_text(data[name])
+        return data
+
     @model_validator(mode="after")
     def _storable(self) -> RestBody:
         for name in type(self).model_fields:
             _check_storable(getattr(self, name), name)
         return self
+
+
+def _holds_datetime(annotation: Any) -> bool:
+    return annotation is datetime or any(_holds_datetime(arg) for arg in get_args(annotation))
 
 
 def _check_storable(value: Any, where: str) -> None:
@@ -144,7 +158,30 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
         options["response_class"] = Response
     else:
         options["response_model"] = verb.result
-    router.add_api_route(route.path.removeprefix(router.prefix), endpoint, **(options | route_options))
+    path = route.path.removeprefix(router.prefix)
+    for name in route.path_params:
+        if PATH_TYPES.get(name) is UUID:  # only a UUID matches: /memories/batch is not memory "batch" (405, not 422)
+            path = path.replace("{" + name + "}", "{" + name + ":" + UUID_CONVERTOR + "}")
+    router.add_api_route(path, endpoint, **(options | route_options))
+
+
+UUID_CONVERTOR = "memwrap_uuid"
+
+
+class _UuidConvertor(Convertor[str]):
+    """A UUID in any case, with or without hyphens or braces (what uuid.UUID reads), kept as text: the route's own
+    validation makes it a UUID. Starlette's `uuid` convertor takes lower case only."""
+
+    regex = r"\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return str(value)
+
+
+register_url_convertor(UUID_CONVERTOR, _UuidConvertor())
 
 
 def _query_parameters(name: str, annotation: Any, default: Any) -> list[inspect.Parameter]:
