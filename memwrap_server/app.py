@@ -44,7 +44,8 @@ DESCRIPTION = f"""Long-term memory as a service.
 * **MCP**: `/mcp/{{bank_id}}/` (streamable HTTP; tools {", ".join(tool_names())}; same key rules).
 * **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
-Errors are `{{"error": {{"code", "message", "type"}}}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every
+Errors are `{{"error": {{"code", "message", "type"}}}}` with a stable `code`. Text anywhere in a request may not hold
+a NUL character or a lone surrogate (PostgreSQL cannot store them: 422). With `MEMWRAP_API_KEYS` set, every
 route but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
 routes take only the latter). Without keys, only requests to localhost, an IP address or `MEMWRAP_ALLOWED_HOSTS`
 are answered (421 otherwise: DNS rebinding). While the database is unreachable or does not answer, data routes

@@ -27,6 +27,7 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
     (errors.EntityNotFoundError, 404),
     (errors.WebhookNotFoundError, 404),
     (errors.BankExistsError, 409),
+    (errors.ConflictError, 409),  # before InvalidInputError, its base
     (errors.ContextOverflowError, 422),
     (errors.InvalidInputError, 422),
     (errors.LLMNotConfiguredError, 409),

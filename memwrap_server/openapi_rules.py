@@ -11,7 +11,15 @@ accepted. The rules, added to the generated document once:
 * query-string parameters the engine matches against a pattern (a job `kind`, a `bank_id`): the pattern;
 * a query string's `filters` is JSON text: declared as such (`content: application/json` with the filter's
   schema), so a client sends a filter object, not any string;
-* an update needs at least one field: its body is required and has `minProperties: 1`.
+* an update needs at least one field: its body is required and has `minProperties: 1`; its `occurred_end`
+  needs its `occurred_start`;
+* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length;
+* lengths and numbers the engine bounds (text limits, a mental model's name, `top_k`, `timeout`,
+  `refresh_every`, a filter's lists of ids) where the declaration does not say so already.
+
+Not said by the document, and told to a generator instead (tests/test_server_fuzz.py): no text may hold a NUL
+character or a lone surrogate (PostgreSQL cannot store them; every such request is a 422, as the API's
+description says).
 
 The rules name what they amend; a name the document no longer has is skipped (the document then says less, the
 server still checks).
@@ -22,13 +30,40 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from memwrap import validate
+from memwrap.filters import MAX_ID_VALUES
+
 NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
 # Properties of request bodies whose text the engine refuses when blank (strings, or lists of strings).
 NONBLANK_PROPERTIES = frozenset({"query", "question", "content", "document_id", "text", "tags", "directives"})
-# Properties of request bodies the engine matches against a pattern.
-PATTERN_PROPERTIES = {"url": r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+([/?#]\S*)?$"}  # a webhook's: http(s), a host
+# Their lengths (validate.text_field's limits; a list's limit is each item's).
+MAX_LENGTHS = {
+    "query": validate.MAX_QUERY_CHARS,
+    "question": validate.MAX_QUERY_CHARS,
+    "content": validate.MAX_CONTENT_CHARS,
+    "text": validate.MAX_CONTENT_CHARS,
+    "document_id": validate.MAX_DOCUMENT_ID_CHARS,
+    "tags": validate.MAX_TAG_CHARS,
+    "directives": 2000,
+}
+# Properties of request bodies the engine matches against a pattern (a webhook's url: http(s), an ASCII host).
+PATTERN_PROPERTIES = {
+    "url": r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#][!-~]*)?$",
+    "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # /v1/recall's bank (or banks), as the path parameter declares it
+}
+# A mental model's name: 1-200 characters (engine/learn: "A mental model's name is 1-200 characters").
+LENGTH_PROPERTIES = {"name": (1, 200)}
+# Numbers the engine bounds where the declaration does not (yet) say so; a bound declared in memwrap/verbs.py wins.
+NUMBER_BOUNDS: dict[str, dict[str, int]] = {
+    "top_k": {"minimum": 1, "maximum": 1000},  # engine/recall/options.py MAX_TOP_K
+    "timeout": {"exclusiveMinimum": 0},  # reflect: seconds > 0
+    "refresh_every": {"exclusiveMinimum": 0},  # a mental model's: seconds > 0
+    "max_iterations": {"minimum": 1, "maximum": 100},  # reflect
+}
+# A recall filter's lists of ids: 1 to MAX_ID_VALUES items (filters.RecallFilter._ids).
+FILTER_ID_LISTS = ("document_ids", "session_ids", "speakers")
 # Query-string parameters the same (strings, or lists of strings).
-NONBLANK_PARAMETERS = frozenset({"tags", "tag", "search"})
+NONBLANK_PARAMETERS = frozenset({"tags", "tag"})
 # Query-string parameters checked against a pattern by the engine (ECMA-262 forms of its regular expressions;
 # the bank id's `\\w` is ASCII there, narrower than the server's: what the document allows, the server accepts).
 PATTERN_PARAMETERS = {
@@ -48,8 +83,22 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
         for prop, value in components[name].get("properties", {}).items():
             if prop in NONBLANK_PROPERTIES:
                 _nonblank(value)
+                _strings(value, maxLength=MAX_LENGTHS[prop])
             elif prop in PATTERN_PROPERTIES:
                 _pattern(value, PATTERN_PROPERTIES[prop])
+            elif prop in LENGTH_PROPERTIES:
+                low, high = LENGTH_PROPERTIES[prop]
+                _strings(value, minLength=low, maxLength=high)
+            elif prop in NUMBER_BOUNDS:
+                _numbers(value, NUMBER_BOUNDS[prop])
+    condition = components.get("MetadataCondition", {}).get("properties", {}).get("key")
+    if isinstance(condition, dict):  # filters.MetadataCondition._path: non-empty keys of at most 200 characters
+        _strings(condition, minLength=1, maxLength=200)
+        _arrays(condition, minItems=1)
+    for prop in FILTER_ID_LISTS:
+        node = components.get(FILTER_SCHEMA, {}).get("properties", {}).get(prop)
+        if isinstance(node, dict):
+            _arrays(node, minItems=1, maxItems=MAX_ID_VALUES)
     for path, method, operation in _operations(schema):
         for parameter in operation.get("parameters", []):
             if parameter.get("in") != "query":
@@ -70,6 +119,13 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                 target = media.get("schema", {})
                 ref = target.get("$ref") or next((s.get("$ref") for s in target.get("anyOf", []) if "$ref" in s), None)
                 media["schema"] = {"$ref": ref, "minProperties": 1} if ref else {**target, "minProperties": 1}
+                if ref:
+                    update = components.get(ref.rsplit("/", 1)[1], {})
+                    if "occurred_end" in update.get("properties", {}):
+                        update.setdefault("dependentSchemas", {})["occurred_end"] = {
+                            "required": ["occurred_start"],
+                            "properties": {"occurred_start": {"type": "string"}},
+                        }
     return schema
 
 
@@ -103,9 +159,41 @@ def _request_components(schema: dict[str, Any], components: dict[str, Any]) -> s
     return seen
 
 
+def _options(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The node and, for a union (anyOf), each of its options."""
+    yield node
+    for option in node.get("anyOf", []):
+        if isinstance(option, dict):
+            yield option
+
+
+def _strings(node: dict[str, Any], **bounds: int) -> None:
+    for option in _options(node):
+        if option.get("type") == "string":
+            for key, value in bounds.items():
+                option.setdefault(key, value)
+        elif option.get("type") == "array" and isinstance(option.get("items"), dict):
+            _strings(option["items"], **bounds)
+
+
+def _numbers(node: dict[str, Any], bounds: dict[str, int]) -> None:
+    for option in _options(node):
+        if option.get("type") in ("integer", "number") and not {"minimum", "exclusiveMinimum"} & set(option):
+            option.update(bounds)
+
+
+def _arrays(node: dict[str, Any], **bounds: int) -> None:
+    for option in _options(node):
+        if option.get("type") == "array":
+            for key, value in bounds.items():
+                option.setdefault(key, value)
+
+
 def _pattern(node: dict[str, Any], pattern: str) -> None:
     if node.get("type") == "string":
         node["pattern"] = pattern
+    elif node.get("type") == "array" and isinstance(node.get("items"), dict):
+        _pattern(node["items"], pattern)
     for option in node.get("anyOf", []):
         if isinstance(option, dict):
             _pattern(option, pattern)

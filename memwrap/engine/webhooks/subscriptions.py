@@ -11,7 +11,7 @@ import asyncpg
 from memwrap import validate
 from memwrap.engine import bank_ids
 from memwrap.engine.webhooks.signing import new_secret
-from memwrap.errors import InvalidInputError, WebhookNotFoundError
+from memwrap.errors import ConflictError, InvalidInputError, WebhookNotFoundError
 from memwrap.store.pg_types import Executor
 from memwrap.webhook_models import WEBHOOK_EVENTS, WebhookSubscription
 
@@ -100,7 +100,7 @@ async def create(
             MAX_SUBSCRIPTIONS_PER_BANK,
         )
     if row is None:
-        raise InvalidInputError(
+        raise ConflictError(
             f"bank {bank_id!r} has {MAX_SUBSCRIPTIONS_PER_BANK} webhooks already, the most a bank may have; "
             "delete one first (or send one URL every event)."
         )
