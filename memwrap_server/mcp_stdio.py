@@ -122,8 +122,8 @@ class _CheckedLines:
 
         try:
             message = json.loads(line)
-        except ValueError as error:
-            code, text, message = types.PARSE_ERROR, f"Parse error: the line is not JSON ({error}).", None
+        except ValueError as not_json:
+            code, text, message = types.PARSE_ERROR, f"Parse error: the line is not JSON ({not_json}).", None
         except RecursionError:
             code, text, message = types.PARSE_ERROR, "Parse error: the line nests too deeply.", None
         else:
@@ -140,9 +140,9 @@ class _CheckedLines:
         if not _is_answerable_id(request_id):
             request_id = None  # JSON-RPC: an id that cannot be read back is answered as null
         log.warning("answered %s to a line the SDK cannot read: %s", code, text)
-        error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=text))
+        answer = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=text))
         await self._ready.wait()
-        await self._out.send(SessionMessage(error))
+        await self._out.send(SessionMessage(answer))
 
 
 def _is_answerable_id(value: object) -> bool:
