@@ -46,9 +46,9 @@ MAX_LENGTHS = {
     "tags": validate.MAX_TAG_CHARS,
     "directives": 2000,
 }
-# Properties of request bodies the engine matches against a pattern (a webhook's url: http(s), an ASCII host).
+# Properties of request bodies the engine matches against a pattern.
 PATTERN_PROPERTIES = {
-    "url": r"^[Hh][Tt][Tt][Pp][Ss]?://[A-Za-z0-9.-]+(:[0-9]{1,5})?([/?#][!-~]*)?$",
+    "url": r"^[Hh][Tt][Tt][Pp][Ss]?://\S",  # the scheme and a host; the server parses the rest
     "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # /v1/recall's bank (or banks), as the path parameter declares it
 }
 # A mental model's name: 1-200 characters (engine/learn: "A mental model's name is 1-200 characters").
