@@ -17,6 +17,13 @@ class InvalidInputError(MemwrapError, ValueError):
     code = "invalid_input"
 
 
+class ConflictError(InvalidInputError):
+    """The request is well formed, but the bank's state refuses it now (a name taken, a limit reached): 409 over
+    HTTP. An InvalidInputError too, so code that caught that still does."""
+
+    code = "conflict"
+
+
 class InvalidBankIdError(InvalidInputError):
     code = "invalid_bank_id"
 

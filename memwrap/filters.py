@@ -100,7 +100,8 @@ class MetadataCondition(BaseModel):
             raise ValueError(f"a condition needs an operator: one of {', '.join(OPERATORS)}")
         for name in ("in_", "not_in"):
             values = getattr(self, name)
-            if values is not None and not 0 < len(values) <= MAX_IN_VALUES:
+            given_as_null = values is None and name in self.model_fields_set  # {"in": null}: no values to match
+            if given_as_null or (values is not None and not 0 < len(values) <= MAX_IN_VALUES):
                 raise ValueError(f"'{name.rstrip('_')}' takes 1 to {MAX_IN_VALUES} values")
         for name in ("gt", "gte", "lt", "lte"):
             value = getattr(self, name)

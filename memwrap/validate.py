@@ -67,6 +67,27 @@ def nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
+# An import line (a record of an export, a memory, a mem0 file): metadata's own bound plus the record around it.
+MAX_IMPORT_DEPTH = MAX_METADATA_DEPTH + 8
+
+
+def json_document(text: str | bytes, *, what: str, max_depth: int = MAX_IMPORT_DEPTH) -> Any:
+    """`text` parsed as JSON, nested at most `max_depth` deep. InvalidInputError names `what` and says what is
+    wrong: not JSON, or nested too deeply (json raises RecursionError past the interpreter's limit, and a value
+    just under it would overflow the encoders and checkers further down)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise InvalidInputError(f"{what} nests deeper than {max_depth} levels.") from None
+    except json.JSONDecodeError as exc:
+        raise InvalidInputError(f"{what} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+    except ValueError as exc:  # bytes that are not UTF-8 (or UTF-16/32)
+        raise InvalidInputError(f"{what} is not JSON: {exc}.") from None
+    if nesting_depth(value, max_depth) > max_depth:
+        raise InvalidInputError(f"{what} nests deeper than {max_depth} levels.")
+    return value
+
+
 def bank_id(value: object) -> str:
     if not isinstance(value, str) or not BANK_ID_RE.fullmatch(value):
         raise InvalidBankIdError(

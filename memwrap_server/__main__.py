@@ -44,6 +44,7 @@ def serve(
     from memwrap import tracing
     from memwrap_server.app import create_app
     from memwrap_server.config import ServerSettings
+    from memwrap_server.http_protocol import MemwrapHttpProtocol
     from memwrap_server.logs import ServerLogging
 
     tracing.trace_every_bank_in_background()  # the sidecar's exporter is the operator's: every bank's jobs
@@ -67,6 +68,7 @@ def serve(
             timeout_keep_alive=settings.keep_alive_timeout,
             # Our own /metrics counts requests; uvicorn's access log would print every call's path (bank ids).
             access_log=settings.log_level == "debug",
+            http=MemwrapHttpProtocol,  # keeps an absolute-form request target for the Host check
         )
     finally:
         logs.stop()

@@ -12,15 +12,16 @@ engine closes last.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
 
 import memwrap
 from memwrap.api import AsyncMemory
-from memwrap_server import docs, ui
+from memwrap_server import docs, openapi_rules, ui
 from memwrap_server import errors as server_errors
 from memwrap_server.auth import Auth, parse_api_keys
 from memwrap_server.config import ServerSettings
@@ -43,7 +44,8 @@ DESCRIPTION = f"""Long-term memory as a service.
 * **MCP**: `/mcp/{{bank_id}}/` (streamable HTTP; tools {", ".join(tool_names())}; same key rules).
 * **Memory browser**: `/ui` (static pages over this API; the key is asked for once per tab).
 
-Errors are `{{"error": {{"code", "message", "type"}}}}` with a stable `code`. With `MEMWRAP_API_KEYS` set, every
+Errors are `{{"error": {{"code", "message", "type"}}}}` with a stable `code`. Text anywhere in a request may not hold
+a NUL character or a lone surrogate (PostgreSQL cannot store them: 422). With `MEMWRAP_API_KEYS` set, every
 route but `/health`, `/ready` and this description needs `Authorization: Bearer <key>` (or `X-Memwrap-Key`; the proxy
 routes take only the latter). Without keys, only requests to localhost, an IP address or `MEMWRAP_ALLOWED_HOSTS`
 are answered (421 otherwise: DNS rebinding). While the database is unreachable or does not answer, data routes
@@ -60,6 +62,18 @@ def _database_url(memory: AsyncMemory) -> str | None:
     from memwrap.store.embedded_pg import embedded_database_url
 
     return embedded_database_url(memory.settings.pgdata)  # started by warmup already: this only reads its URL
+
+
+def _store_failure(memory: AsyncMemory) -> Callable[[], str | None]:
+    """What /health asks on every call: why the store is down for good (the embedded server stopped and every
+    restart attempt failed: memwrap/store/embedded_pg.py), or None. An external database is never down for good
+    here: restarting this process would not bring it back."""
+    if getattr(memory, "url", None) or memory.settings.database_url:
+        return lambda: None
+    from memwrap.store.embedded_pg import restart_failure
+
+    pgdata = Path(memory.settings.pgdata).expanduser().resolve()
+    return lambda: restart_failure(pgdata)
 
 
 def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | None = None) -> FastAPI:
@@ -82,6 +96,7 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
         await mem.warmup()
         state["memory"] = app.state.memory = mem
         app.state.store_fingerprint = mem.settings.store_fingerprint  # /health says it; probed constantly
+        app.state.store_failure = _store_failure(mem)
         await database.start()
         proxy = app.state.proxy = Proxy(settings, mem, database)
         metrics.add_stats_source("proxy", proxy.stats)
@@ -113,6 +128,8 @@ def create_app(settings: ServerSettings | None = None, *, memory: AsyncMemory | 
     app.include_router(proxy_router)
     app.include_router(docs.router)
     docs.declare_security(app, keys_set=auth.enabled)
+    build_openapi = app.openapi
+    app.openapi = lambda: openapi_rules.amend(build_openapi())  # type: ignore[method-assign]  # idempotent
     app.include_router(ui.router)
     # Starlette builds the middleware stack at start-up: Gate runs first (auth, MCP), MetricsMiddleware inside it
     # sees every answered request, MCP and 401s included, because it is added last (outermost).

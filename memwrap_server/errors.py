@@ -27,6 +27,7 @@ STATUS: list[tuple[type[errors.MemwrapError], int]] = [
     (errors.EntityNotFoundError, 404),
     (errors.WebhookNotFoundError, 404),
     (errors.BankExistsError, 409),
+    (errors.ConflictError, 409),  # before InvalidInputError, its base
     (errors.ContextOverflowError, 422),
     (errors.InvalidInputError, 422),
     (errors.LLMNotConfiguredError, 409),
@@ -109,7 +110,30 @@ def install(app: FastAPI) -> None:
                 "invalid_json",
                 "The request body could not be read as JSON (malformed, or nested too deeply).",
             )
-        return error_response(exc.status_code, code, message, path=request.url.path, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405 and (allowed := _allowed_methods(request)):
+            headers = {**(headers or {}), "Allow": allowed}
+        return error_response(exc.status_code, code, message, path=request.url.path, headers=headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route of this path takes: Starlette's 405 names only the first route that matched the
+    path, and a path's methods are several routes here (GET and POST /v1/banks are two)."""
+    from starlette.routing import Match
+
+    scope = {**request.scope, "method": "\x00"}  # no route takes it: a route whose path matches says PARTIAL
+    methods: set[str] = set()
+
+    def visit(routes: Any) -> None:
+        for route in routes:
+            inner = getattr(getattr(route, "original_router", None), "routes", None)  # an included router
+            if inner is not None:
+                visit(inner)
+            elif route.matches(scope)[0] is not Match.NONE:
+                methods.update(getattr(route, "methods", None) or ())
+
+    visit(request.app.router.routes)
+    return ", ".join(sorted(methods - {"HEAD"}))
 
 
 def unexpected(scope: Mapping[str, Any], exc: BaseException, database: Any) -> JSONResponse:

@@ -24,7 +24,7 @@ from memwrap.engine.webhooks.urls import scoped_caller
 from memwrap_server.auth import PUBLIC_PATHS, Auth, is_public
 from memwrap_server.database import DatabaseMonitor
 from memwrap_server.errors import error_response, unexpected
-from memwrap_server.hosts import HostCheck
+from memwrap_server.hosts import TARGET_EXTENSION, HostCheck
 from memwrap_server.logs import is_client_disconnect
 from memwrap_server.throttle import FailureBudget
 
@@ -68,7 +68,10 @@ class Gate:
             return
         path = scope["path"]
         if path not in PUBLIC_PATHS:
-            refused = self.hosts.refusal(scope["headers"])
+            target = scope.get("extensions", {}).get(TARGET_EXTENSION)
+            if target is None and not path.startswith("/"):  # h11 leaves an absolute-form target in the path
+                target = path.encode("latin-1", "replace")
+            refused = self.hosts.refusal(scope["headers"], target)
             if refused is not None:
                 await error_response(421, "host_not_allowed", refused, path=path)(scope, receive, send)
                 return

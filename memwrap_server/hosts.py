@@ -16,6 +16,12 @@ the server answers only requests whose Host is
 and, from a browser, whose `Origin` is this server itself (same host and port), a loopback origin, or one of
 those names: a page elsewhere cannot post to it either (a form or a `text/plain` fetch needs no preflight).
 
+A `Host` is read strictly, as browsers write it (`name[:port]`, `[v6]:port`, `ip:port`): an empty Host, one with
+anything else in it (`localhost:8795@evil.example`, a path, spaces), two Host headers, or a request line in
+absolute form naming another host (`GET http://evil.example/v1/banks`, which HTTP says overrides Host; the
+sidecar's own uvicorn protocol, memwrap_server/http_protocol.py, keeps that target for this check) are refused too:
+no browser sends them, and a lenient reading is how a foreign name slips past.
+
 Everything else gets 421 `host_not_allowed` (what the MCP SDK answered before this guard covered every route).
 `/health` and `/ready` answer any Host: orchestrators probe them by service name, and they hold no data.
 
@@ -27,10 +33,15 @@ which case it applies as well.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 LOOPBACK_NAMES = ("localhost",)
+# What a browser puts in Host: a DNS name or IPv4 address, or a bracketed IPv6 address, then an optional port.
+_HOST_RE = re.compile(r"(?:[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_.])?|\[[0-9a-f:.]+\])(?::[0-9]{1,5})?", re.IGNORECASE)
+# Where the sidecar's uvicorn protocol leaves a request target that is not a path (absolute form, or `*`).
+TARGET_EXTENSION = "memwrap.request_target"
 
 
 def _split_host(value: str) -> str:
@@ -65,16 +76,33 @@ class HostCheck:
             return True
         return any(name == n or (n.startswith(".") and (name.endswith(n) or name == n[1:])) for n in self.configured)
 
-    def refusal(self, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
-        """Why a request with these headers is refused, or None when it may pass."""
+    def refusal(self, headers: Iterable[tuple[bytes, bytes]], target: bytes | None = None) -> str | None:
+        """Why a request with these headers (and this request target, when it is not a path) is refused, or None
+        when it may pass."""
         if not self.enabled:
             return None
         host = origin = None
+        hosts = 0
         for key, value in headers:
             if key == b"host":
                 host = value.decode("latin-1")
+                hosts += 1
             elif key == b"origin":
                 origin = value.decode("latin-1")
+        if hosts > 1:
+            return "Two Host headers: a request names one host (no browser sends two)."
+        if host is not None and not _HOST_RE.fullmatch(host.strip()):
+            return (
+                f"Host {host!r} is not a host name with an optional port, as browsers send it "
+                "(e.g. localhost:8765 or 127.0.0.1:8765)."
+            )
+        if target is not None:
+            authority = _target_authority(target)
+            if authority is None or not self.name_allowed(_split_host(authority)):
+                return (
+                    f"The request target {target[:200].decode('latin-1')!r} names a host this server does not "
+                    "answer (send a path, with the name in Host)."
+                )
         if host is not None and not self.name_allowed(_split_host(host)):
             return (
                 f"Host {host!r} is not allowed: without API keys this server answers only localhost, IP "
@@ -100,3 +128,12 @@ class HostCheck:
         if _is_ip(name):
             return ipaddress.ip_address(name).is_loopback
         return any(name == n or (n.startswith(".") and (name.endswith(n) or name == n[1:])) for n in self.configured)
+
+
+def _target_authority(target: bytes) -> str | None:
+    """`http://name:port/path` → `name:port`; None when the target is no absolute URL (`*`, garbage) or its
+    authority is not a plain host (userinfo, empty)."""
+    parts = urlsplit(target.decode("latin-1"))
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or "@" in parts.netloc:
+        return None
+    return parts.netloc if _HOST_RE.fullmatch(parts.netloc) else None

@@ -62,6 +62,19 @@ class RetainBody(RetainItem):
     def _timestamp_in_range(cls, value: datetime | None) -> datetime | None:
         return validate.timestamp(value)
 
+    @field_validator("timestamp", "expires_at", mode="before")
+    @classmethod
+    def _timestamp_as_text(cls, value: Any) -> Any:
+        return date_time_text(value)
+
+
+def date_time_text(value: Any) -> Any:
+    """A date-time in a JSON body is ISO 8601 text, as the OpenAPI document says (`format: date-time`): pydantic
+    would also read a number as Unix seconds, which no client of the document sends on purpose (0 is 1970)."""
+    if isinstance(value, (int, float)):
+        raise ValueError("must be an ISO 8601 date-time string, e.g. 2026-03-02T09:00:00Z (not a number)")
+    return value
+
 
 class RetainBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -152,7 +165,10 @@ class BankDeleted(BaseModel):
 
 
 class Health(BaseModel):
-    status: Literal["ok", "degraded"] = Field(description="degraded: the database is unreachable.")
+    status: Literal["ok", "degraded", "down"] = Field(
+        description="degraded: the database is unreachable. down (answered 503): the embedded database stopped and "
+        "this process could not start it again; restart the process."
+    )
     version: str
     engine: Literal["embedded", "postgres"]
     database: Literal["up", "down"]

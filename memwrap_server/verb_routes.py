@@ -15,6 +15,7 @@ used before every surface said `tags`.
 from __future__ import annotations
 
 import inspect
+import re
 import types
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,13 +23,14 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from uuid import UUID
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
-from pydantic import BaseModel, ConfigDict, create_model, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, create_model, model_validator
+from starlette.convertors import Convertor, register_url_convertor
 
 from memwrap import validate
 from memwrap.declare import Verb, VerbParams
 from memwrap.filters import split_commas
 from memwrap_server.deps import bank_access, get_memory
-from memwrap_server.schemas import ERRORS, Text, storable_text
+from memwrap_server.schemas import ERRORS, Text, date_time_text, storable_text
 
 PATH_TYPES: dict[str, Any] = {
     "memory_id": UUID,
@@ -44,11 +46,40 @@ class RestBody(VerbParams):
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _json_types(cls, data: Any) -> Any:
+        """JSON's own types, as the OpenAPI document declares them: pydantic would also read "true" or 1 as a
+        boolean, "5" as a number and 0 as a date (1970), which a client of the document never means."""
+        if isinstance(data, Mapping):
+            for name, info in cls.model_fields.items():
+                if name in data and data[name] is not None:
+                    _json_type(name, info.annotation, data[name])
+        return data
+
     @model_validator(mode="after")
     def _storable(self) -> RestBody:
         for name in type(self).model_fields:
             _check_storable(getattr(self, name), name)
         return self
+
+
+def _holds(annotation: Any, kind: type) -> bool:
+    return annotation is kind or any(_holds(arg, kind) for arg in get_args(annotation))
+
+
+def _json_type(name: str, annotation: Any, value: Any) -> None:
+    """Refuse a value of another JSON type where the field takes only a boolean, a number or a date-time."""
+    if _holds(annotation, datetime):
+        date_time_text(value)
+    scalars = (bool, int, float)
+    if _holds(annotation, str) or not any(_holds(annotation, kind) for kind in scalars):
+        return  # a string is among the choices (or no scalar is): pydantic's own checks suffice
+    if _holds(annotation, bool) and not any(_holds(annotation, kind) for kind in (int, float)):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, not {value!r}")
+    elif isinstance(value, (str, bool)):
+        raise ValueError(f"{name} must be a JSON number, not {value!r}")
 
 
 def _check_storable(value: Any, where: str) -> None:
@@ -144,7 +175,30 @@ def add_verb_route(router: APIRouter, verb: Verb, **route_options: Any) -> None:
         options["response_class"] = Response
     else:
         options["response_model"] = verb.result
-    router.add_api_route(route.path.removeprefix(router.prefix), endpoint, **(options | route_options))
+    path = route.path.removeprefix(router.prefix)
+    for name in route.path_params:
+        if PATH_TYPES.get(name) is UUID:  # only a UUID matches: /memories/batch is not memory "batch" (405, not 422)
+            path = path.replace("{" + name + "}", "{" + name + ":" + UUID_CONVERTOR + "}")
+    router.add_api_route(path, endpoint, **(options | route_options))
+
+
+UUID_CONVERTOR = "memwrap_uuid"
+
+
+class _UuidConvertor(Convertor[str]):
+    """A UUID in any case, with or without hyphens or braces (what uuid.UUID reads), kept as text: the route's own
+    validation makes it a UUID. Starlette's `uuid` convertor takes lower case only."""
+
+    regex = r"\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return str(value)
+
+
+register_url_convertor(UUID_CONVERTOR, _UuidConvertor())
 
 
 def _query_parameters(name: str, annotation: Any, default: Any) -> list[inspect.Parameter]:
@@ -162,11 +216,22 @@ def _query_parameters(name: str, annotation: Any, default: Any) -> list[inspect.
                 default=None,
             ),
         ]
+    if _holds(annotation, datetime):  # "0" would be read as Unix seconds: the document says date-time text
+        annotation = Annotated[annotation, BeforeValidator(_date_time_query)]
     return [
         inspect.Parameter(
             name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[annotation, Query()], default=default
         )
     ]
+
+
+def _date_time_query(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        raise ValueError("must be an ISO 8601 date-time, e.g. 2026-03-02T09:00:00Z (not a number)")
+    return value
+
+
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def _is_list(annotation: Any) -> bool:

@@ -139,6 +139,63 @@ def test_stdout_carries_json_rpc_only(stdio_home: Path, tmp_path: Path) -> None:
     assert "MCP over stdio for bank 'raw'" in stderr  # the log went to stderr
 
 
+def test_every_line_with_an_id_is_answered(stdio_home: Path, tmp_path: Path) -> None:
+    """What the SDK cannot read (not JSON, a lone surrogate escape, nesting past its parser) is answered with a
+    JSON-RPC error (-32700, or -32600 with the call's id), and the session goes on."""
+    errors = (tmp_path / "stderr.txt").open("w+")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memwrap", "mcp", "--bank", "raw"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        env={
+            "MEMWRAP_HOME": str(stdio_home),
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(stdio_home),
+            "PYTHONPATH": str(ROOT),
+        },
+    )
+    assert process.stdin is not None and process.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        process.stdin.write(line + b"\n")
+        process.stdin.flush()
+        return dict(json.loads(process.stdout.readline()))
+
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+    }
+    try:
+        assert ask(json.dumps(init).encode())["id"] == 1
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        not_json = ask(b'{"jsonrpc": "2.0", "id": 2, "method": ')
+        assert not_json["id"] is None and not_json["error"]["code"] == -32700, not_json
+        call = (
+            b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"recall","arguments":{"query":"\\ud800"}}}'
+        )
+        surrogate = ask(call)
+        assert surrogate["id"] == 3 and surrogate["error"]["code"] == -32600, surrogate
+        assert "surrogate" in surrogate["error"]["message"]
+        deep = ask(b"[" * 5000 + b"]" * 5000)
+        assert deep["id"] is None and deep["error"]["code"] == -32700, deep
+        fine = {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "recall", "arguments": {"query": "x"}},
+        }
+        answer = ask(json.dumps(fine).encode())
+        assert answer["id"] == 4 and not answer["result"].get("isError"), answer  # the session goes on
+    finally:
+        process.stdin.close()
+        process.wait(timeout=120)
+    errors.seek(0)
+    assert "Traceback" not in errors.read()
+
+
 def test_a_bad_bank_is_refused_before_anything_starts(stdio_home: Path) -> None:
     result = subprocess.run([MEMWRAP, "mcp", "--bank", "two words"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stdout == ""

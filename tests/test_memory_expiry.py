@@ -76,6 +76,23 @@ def test_an_expired_turn_is_no_neighbour(memory: Memory, bank: str) -> None:
     assert ids[0] in gone
 
 
+def test_a_live_memorys_context_view_shows_no_expired_neighbour(memory: Memory, bank: str) -> None:
+    """The browser's context view of a live memory (its links, the observations citing it) never shows the text of a
+    neighbour that has expired (the maintenance pass deletes it later; until then it is gone to every reader)."""
+    turns = ["user: We booked the Porto trip.", "user: The booking reference is QX7-552.", "user: Custard tarts."]
+    ids = [
+        memory.retain(bank, text, timestamp=T0 + timedelta(minutes=i), document_id=f"porto:{i}")[0]
+        for i, text in enumerate(turns)
+    ]
+    linked = memory.memory_context(bank, ids[0]).links
+    assert ids[1] in {link.id for link in linked} and any("QX7-552" in link.text for link in linked)
+    memory.update(bank, ids[1], expires_at=datetime.now(UTC) - timedelta(minutes=1))
+    for neighbour in (ids[0], ids[2]):
+        context = memory.memory_context(bank, neighbour)
+        assert ids[1] not in {link.id for link in context.links}, context
+        assert "QX7-552" not in context.model_dump_json()
+
+
 def test_list_shows_expired_memories_on_request_and_update_sets_and_clears(memory: Memory, bank: str) -> None:
     past = datetime.now(UTC) - timedelta(hours=1)
     [old] = memory.retain(bank, "The conference wifi password was printed on the badge.", expires_at=past)

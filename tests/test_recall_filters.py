@@ -195,6 +195,8 @@ def test_shorthand_is_the_explicit_form() -> None:
         {"metadata": {"key": "", "eq": 1}},
         {"metadata": {"key": "p", "gt": True}},
         {"metadata": {"key": "p", "in": []}},
+        {"metadata": {"key": "p", "in": None}},  # given, with nothing to match: was an AssertionError (a 500)
+        {"metadata": {"not": {"or": [{"and": [{"key": "p", "not_in": None}]}]}}},
         {"metadata": {"and": [], "or": []}},
         {"metadata": {}},
         {"occurred_after": "2026-01-01T00:00:00"},  # naive

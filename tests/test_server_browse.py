@@ -51,10 +51,12 @@ def test_stats_context_entities_and_explain(admin: httpx.Client) -> None:
         (f"/v1/banks/{bank}/entities", {"limit": 501}),
         (f"/v1/banks/{bank}/entities", {"search": "x" * 201}),
         (f"/v1/banks/{bank}/entities/{maya[0]['id']}/graph", {"neighbours": 51}),
-        (f"/v1/banks/{bank}/entities/not-a-uuid/graph", {}),
     ):
         refused = admin.get(path, params=params)
         assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_request", (path, params)
+    # A segment that is no UUID names no entity: no route takes it (as /memories/batch is not a memory id).
+    missing = admin.get(f"/v1/banks/{bank}/entities/not-a-uuid/graph")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
     body = {"query": "Where did Alice move?", "token_budget": 120, "explain": True}
     explained = admin.post(f"/v1/banks/{bank}/recall", json=body).json()

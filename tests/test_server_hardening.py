@@ -108,6 +108,29 @@ def test_proxy_body_nested_5000_deep_is_400(sidecar: ServerProcess, upstream: Fa
 # -- 7. the proxy: refuse up front, or store; never drop --------------------------------------------------
 
 
+@pytest.mark.parametrize("depth", [41, 999, 1000, 5000, 100_000])
+def test_an_import_line_nested_too_deeply_is_4xx(admin: httpx.Client, bank: str, depth: int, tmp_path: Any) -> None:
+    """Past the interpreter's recursion limit json raises RecursionError (a 500 before); just under it, the checks
+    and encoders further down would. Either way the answer names the line and stores nothing; the CLI the same."""
+    header = json.dumps({"record": "header", "format": "memwrap.bank", "version": 1})
+    deep = '{"record": "memory", "metadata": ' + "[" * depth + "]" * depth + "}"
+    response = admin.post(f"/v1/banks/{bank}/import", content=f"{header}\n{deep}\n".encode())
+    assert response.status_code == 422, response.text[:300]
+    assert "line 2" in response.json()["error"]["message"] and "nests deeper" in response.json()["error"]["message"]
+    assert bank not in {b["bank_id"] for b in admin.get("/v1/banks").json()}
+
+    from memwrap.engine.mem0_export import read_mem0_file
+    from memwrap.engine.memories_jsonl import read_jsonl
+    from memwrap.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="nests deeper"):
+        list(read_jsonl([deep], source="memories.jsonl"))  # `memwrap import-memories`
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text("[" * depth + "]" * depth)
+    with pytest.raises(InvalidInputError, match="nests deeper"):
+        read_mem0_file(mem0)  # `memwrap import-mem0`
+
+
 @pytest.mark.parametrize(
     ("header", "value"),
     [

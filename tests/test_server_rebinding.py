@@ -7,6 +7,7 @@ memwrap_server/hosts.py).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,6 +140,45 @@ def test_a_cross_site_origin_cannot_write_without_keys(
     else:
         assert response.status_code == 421 and response.json()["error"]["code"] == "host_not_allowed"
         assert stored == []
+
+
+def _raw(port: int, head: bytes) -> tuple[int, bytes]:
+    """One request written byte for byte (what httpx would normalise), and the status and body of its answer."""
+    import http.client
+
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(head)
+        response = http.client.HTTPResponse(sock)
+        response.begin()
+        return response.status, response.read()
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/banks/{bank}/memories HTTP/1.1\r\nHost: \r\n\r\n",  # empty
+        b"GET /v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost:{port}@evil.example\r\n\r\n",
+        b"GET /v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost/evil.example\r\n\r\n",
+        b"GET /v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n",
+        b"GET /v1/banks/{bank}/memories HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n\r\n",
+        b"GET http://evil.example/v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n",
+        b"GET http://localhost@evil.example/v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    ],
+)
+def test_host_forms_no_browser_sends_are_refused(open_server: ServerProcess, bank: str, head: bytes) -> None:
+    with httpx.Client(base_url=open_server.url, timeout=30) as client:
+        assert client.post(f"/v1/banks/{bank}/memories", json={"content": "Alice likes green tea."}).status_code == 201
+    status, body = _raw(
+        open_server.port, head.replace(b"{bank}", bank.encode()).replace(b"{port}", str(open_server.port).encode())
+    )
+    assert status in (400, 421), (status, body[:300])
+    assert b"green tea" not in body
+
+
+def test_an_absolute_form_target_naming_this_server_is_answered(open_server: ServerProcess, bank: str) -> None:
+    head = f"GET http://127.0.0.1:{open_server.port}/v1/banks/{bank}/memories HTTP/1.1\r\nHost: localhost\r\n\r\n"
+    status, body = _raw(open_server.port, head.encode())
+    assert status == 200, body[:300]
 
 
 def test_with_keys_any_host_is_answered_with_the_key_and_none_without(sidecar: ServerProcess, bank: str) -> None:

@@ -84,23 +84,27 @@ def _json(value: Any) -> dict[str, Any]:
     return dict(value or {})
 
 
-LINKS = """
+# A memory past its expires_at is gone to every reader (recall, lists, reflect) until the maintenance pass deletes
+# it: a view of its neighbours must not show its text either.
+LIVE = "(m.expires_at IS NULL OR m.expires_at > now())"
+
+LINKS = f"""
 SELECT l.kind, 'out' AS direction, m.id, m.fact_type, left(m.text, $3) AS text, m.invalidated_at
 FROM memory_links l JOIN memory_units m ON m.bank_id = l.bank_id AND m.id = l.to_id
-WHERE l.bank_id = $1 AND l.from_id = $2
+WHERE l.bank_id = $1 AND l.from_id = $2 AND {LIVE}
 UNION ALL
 SELECT l.kind, 'in', m.id, m.fact_type, left(m.text, $3), m.invalidated_at
 FROM memory_links l JOIN memory_units m ON m.bank_id = l.bank_id AND m.id = l.from_id
-WHERE l.bank_id = $1 AND l.to_id = $2
+WHERE l.bank_id = $1 AND l.to_id = $2 AND {LIVE}
 LIMIT 50
 """
 
-CITING = """
+CITING = f"""
 SELECT o.id, left(m.text, $3) AS text, oe.quote, oe.stance, o.proof_count, m.invalidated_at
 FROM observation_evidence oe
 JOIN observations o ON o.bank_id = oe.bank_id AND o.id = oe.observation_id
 JOIN memory_units m ON m.bank_id = o.bank_id AND m.id = o.id
-WHERE oe.bank_id = $1 AND oe.memory_id = $2
+WHERE oe.bank_id = $1 AND oe.memory_id = $2 AND {LIVE}
 ORDER BY o.proof_count DESC
 LIMIT 50
 """
@@ -193,10 +197,10 @@ FROM ranked r JOIN entities e ON e.bank_id = $1 AND e.id = r.entity_id
 ORDER BY r.co_mentions DESC, r.links DESC, e.name
 """
 
-ENTITY_MEMORIES = """
+ENTITY_MEMORIES = f"""
 SELECT m.id, m.fact_type, left(m.text, $4) AS text, m.mentioned_at
 FROM unit_entities ue JOIN memory_units m ON m.bank_id = ue.bank_id AND m.id = ue.unit_id
-WHERE ue.bank_id = $1 AND ue.entity_id = $2 AND m.invalidated_at IS NULL
+WHERE ue.bank_id = $1 AND ue.entity_id = $2 AND m.invalidated_at IS NULL AND {LIVE}
 ORDER BY m.mentioned_at DESC LIMIT $3
 """
 

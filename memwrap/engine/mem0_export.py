@@ -13,7 +13,6 @@ under `metadata["mem0"]`. mem0's memories are already extracted facts, so they c
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memwrap import validate
 from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.errors import InvalidInputError
 
@@ -98,7 +98,8 @@ def read_mem0(data: Any, *, source: str = "mem0 export") -> list[ImportedMemory]
 def read_mem0_file(path: str | Path) -> list[ImportedMemory]:
     """A mem0 export file (JSON), checked whole before anything is imported."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, ValueError) as exc:
         raise InvalidInputError(f"{path}: cannot read it as JSON ({exc}).") from exc
+    data = validate.json_document(text, what=str(path))  # not JSON, or nested too deeply
     return read_mem0(data, source=str(path))

@@ -20,6 +20,7 @@ from uuid import UUID
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
+from memwrap import validate
 from memwrap.errors import InvalidInputError
 
 ImportedType = Literal["raw", "world", "experience"]
@@ -48,8 +49,9 @@ def read_jsonl(lines: Iterable[str], *, source: str = "input") -> Iterator[Impor
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        value = validate.json_document(line, what=f"{source}, line {number}")  # not JSON, or nested too deeply
         try:
-            yield ImportedMemory.model_validate(json.loads(line))
+            yield ImportedMemory.model_validate(value)
         except (ValueError, ValidationError) as exc:
             raise InvalidInputError(
                 f"{source}, line {number}: not a memory ({exc}). Nothing after it was read."

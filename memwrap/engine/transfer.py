@@ -222,10 +222,7 @@ async def _read(
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         if not text.strip():
             continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"Import line {number} is not JSON: {exc.msg} (column {exc.colno}).") from None
+        record = validate.json_document(text, what=f"Import line {number}")
         if not isinstance(record, dict) or not isinstance(record.get(RECORD), str):
             raise InvalidInputError(f'Import line {number} is not a record: an object with a "{RECORD}" is expected.')
         kind = record.pop(RECORD)

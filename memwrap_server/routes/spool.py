@@ -33,7 +33,9 @@ class SpoolSummary(BaseModel):
 
 
 # A spool row's id: SQLite's rowid, a positive 64-bit integer (a larger number is a 422, not an overflow in SQLite).
-RowId = Annotated[int, Field(ge=1, le=2**63 - 1)]
+# Bounded at 2**53 - 1, the largest integer a JSON number holds exactly: at 2**63 - 1 a reader of the document
+# that compares as doubles (JavaScript, JSON Schema validators) took 2**63 + 191 for the maximum itself.
+RowId = Annotated[int, Field(ge=1, le=2**53 - 1)]
 
 
 class SpoolIds(BaseModel):

@@ -1,7 +1,10 @@
 """/health and /ready (no key needed), /metrics (Prometheus text format).
 
 /health is liveness: the process answers, and says whether its database does (`database: up|down`, status
-`degraded` while it is down); it stays 200, since restarting the process would not bring a database back.
+`degraded` while it is down); it stays 200 while a restart of the process would not bring the database back. The
+exception is the embedded database when it stopped and this process could not start it again (every attempt
+failed: memwrap/store/embedded_pg.py): then /health answers 503, status `down`, so that a supervisor or a
+liveness probe restarts the process, which starts the database anew.
 /ready is readiness: 200 while the database is reachable, 503 while it is not (take the instance out of a
 load balancer's rotation; it comes back by itself).
 """
@@ -24,8 +27,9 @@ def _health(request: Request) -> tuple[dict[str, Any], bool]:
     state = request.app.state
     report = state.database.report()
     up = report["database"] == "up"
+    failed = not up and state.store_failure() is not None
     body = {
-        "status": "ok" if up else "degraded",
+        "status": "ok" if up else "down" if failed else "degraded",
         "version": memwrap.__version__,
         "engine": "postgres" if state.memory.settings.database_url else "embedded",
         **report,
@@ -34,9 +38,16 @@ def _health(request: Request) -> tuple[dict[str, Any], bool]:
     return body, up
 
 
-@router.get("/health", response_model=Health, summary="Liveness, and whether the database is reachable")
+@router.get(
+    "/health",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "The embedded database stopped and could not be started again"}},
+    summary="Liveness, and whether the database is reachable",
+)
 async def health(request: Request) -> Response:
     body, _ = _health(request)
+    if body["status"] == "down":
+        return JSONResponse(body, status_code=503)
     return JSONResponse(body)
 
 

@@ -13,7 +13,11 @@ router = APIRouter(prefix="/v1/banks/{bank_id}", tags=["webhooks"], responses=ER
 
 _NOT_FOUND = {404: ERRORS[422] | {"description": "No such webhook in this bank"}}
 
-add_verb_route(router, VERBS["create_webhook"])
+add_verb_route(
+    router,
+    VERBS["create_webhook"],
+    responses={409: ERRORS[422] | {"description": "The bank has as many webhooks as a bank may have"}},
+)
 add_verb_route(router, VERBS["webhooks"])
 add_verb_route(router, VERBS["update_webhook"], responses=_NOT_FOUND)
 add_verb_route(router, VERBS["delete_webhook"], responses=_NOT_FOUND)

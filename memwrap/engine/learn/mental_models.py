@@ -27,7 +27,7 @@ from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.recall.pack import render_line
-from memwrap.errors import InvalidInputError, MemoryNotFoundError
+from memwrap.errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import (
     MAX_REFRESH_EVERY_SECONDS,
     MIN_REFRESH_EVERY_SECONDS,
@@ -140,7 +140,7 @@ async def create(
             INSERT, bank_id, uuid4(), name, question, sorted(set(tags or [])), max_tokens, refresh_every
         )
         if row is None:
-            raise InvalidInputError(
+            raise ConflictError(
                 f"Bank {bank_id!r} already has a mental model named {name!r}; delete it first or pick another name."
             )
         await enqueue_refresh(conn, engine.settings, bank_id, row["id"], delay=0.0)

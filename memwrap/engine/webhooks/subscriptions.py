@@ -16,7 +16,7 @@ from memwrap.defense.policy import redact
 from memwrap.engine import bank_ids
 from memwrap.engine.webhooks.signing import new_secret
 from memwrap.engine.webhooks.urls import shown_url
-from memwrap.errors import InvalidInputError, WebhookNotFoundError
+from memwrap.errors import ConflictError, InvalidInputError, WebhookNotFoundError
 from memwrap.store.pg_types import Executor
 from memwrap.webhook_models import WEBHOOK_EVENTS, WebhookSubscription
 
@@ -110,7 +110,7 @@ async def create(
             allow_private,
         )
     if row is None:
-        raise InvalidInputError(
+        raise ConflictError(
             f"bank {bank_id!r} has {MAX_SUBSCRIPTIONS_PER_BANK} webhooks already, the most a bank may have; "
             "delete one first (or send one URL every event)."
         )

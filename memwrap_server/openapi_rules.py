@@ -1,0 +1,210 @@
+"""What the server enforces beyond its models' types, said in the OpenAPI document too.
+
+The models declare types and bounds; a few rules live in the engine's checks (memwrap/validate.py) and would be
+invisible to a client generated from the document, or to a fuzzer that reads it (schemathesis' conformance checks
+in tests/test_server_fuzz.py): a schema-valid request must not be refused, a schema-violating one must not be
+accepted. The rules, added to the generated document once:
+
+* text the engine refuses when blank (`validate.text_field`: recall's and reflect's `query`, a mental model's
+  `question`, retain's `content`, `document_id` and `tags`, an update's `text`, a disposition's `directives`, tag
+  filters): `pattern: "\\S"`, at least one character that is not white space (ECMA-262 `\\S`, unanchored);
+* query-string parameters the engine matches against a pattern (a job `kind`, a `bank_id`): the pattern;
+* a query string's `filters` is JSON text: declared as such (`content: application/json` with the filter's
+  schema), so a client sends a filter object, not any string;
+* an update needs at least one field: its body is required and has `minProperties: 1`; its `occurred_end`
+  needs its `occurred_start`;
+* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length;
+* lengths and numbers the engine bounds (text limits, a mental model's name, `top_k`, `timeout`,
+  `refresh_every`, a filter's lists of ids) where the declaration does not say so already.
+
+Not said by the document, and told to a generator instead (tests/test_server_fuzz.py): no text may hold a NUL
+character or a lone surrogate (PostgreSQL cannot store them; every such request is a 422, as the API's
+description says).
+
+The rules name what they amend; a name the document no longer has is skipped (the document then says less, the
+server still checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from memwrap import validate
+from memwrap.filters import MAX_ID_VALUES
+
+NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
+# Properties of request bodies whose text the engine refuses when blank (strings, or lists of strings).
+NONBLANK_PROPERTIES = frozenset({"query", "question", "content", "document_id", "text", "tags", "directives"})
+# Their lengths (validate.text_field's limits; a list's limit is each item's).
+MAX_LENGTHS = {
+    "query": validate.MAX_QUERY_CHARS,
+    "question": validate.MAX_QUERY_CHARS,
+    "content": validate.MAX_CONTENT_CHARS,
+    "text": validate.MAX_CONTENT_CHARS,
+    "document_id": validate.MAX_DOCUMENT_ID_CHARS,
+    "tags": validate.MAX_TAG_CHARS,
+    "directives": 2000,
+}
+# Properties of request bodies the engine matches against a pattern.
+PATTERN_PROPERTIES = {
+    "url": r"^[Hh][Tt][Tt][Pp][Ss]?://\S",  # the scheme and a host; the server parses the rest
+    "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # /v1/recall's bank (or banks), as the path parameter declares it
+}
+# A mental model's name: 1-200 characters (engine/learn: "A mental model's name is 1-200 characters").
+LENGTH_PROPERTIES = {"name": (1, 200)}
+# Numbers the engine bounds where the declaration does not (yet) say so; a bound declared in memwrap/verbs.py wins.
+NUMBER_BOUNDS: dict[str, dict[str, int]] = {
+    "top_k": {"minimum": 1, "maximum": 1000},  # engine/recall/options.py MAX_TOP_K
+    "timeout": {"exclusiveMinimum": 0},  # reflect: seconds > 0
+    "refresh_every": {"exclusiveMinimum": 0},  # a mental model's: seconds > 0
+    "max_iterations": {"minimum": 1, "maximum": 100},  # reflect
+}
+# A recall filter's lists of ids: 1 to MAX_ID_VALUES items (filters.RecallFilter._ids).
+FILTER_ID_LISTS = ("document_ids", "session_ids", "speakers")
+# Query-string parameters the same (strings, or lists of strings).
+NONBLANK_PARAMETERS = frozenset({"tags", "tag"})
+# Query-string parameters checked against a pattern by the engine (ECMA-262 forms of its regular expressions;
+# the bank id's `\\w` is ASCII there, narrower than the server's: what the document allows, the server accepts).
+PATTERN_PARAMETERS = {
+    "kind": r"^[A-Za-z0-9_.:-]{1,100}$",  # engine/learn/verbs.py: a job kind
+    "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # validate.BANK_ID_RE, as the path parameter declares it
+}
+FILTER_PARAMETERS = frozenset({"filters"})
+FILTER_SCHEMA = "RecallFilter"
+# Bodies of which at least one property must be given ("update needs at least one of ...").
+NON_EMPTY_BODIES = {("/v1/banks/{bank_id}/memories/{memory_id}", "patch")}
+
+
+def amend(schema: dict[str, Any]) -> dict[str, Any]:
+    """Apply the rules to a generated OpenAPI document, in place; returns it."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name in sorted(_request_components(schema, components)):
+        for prop, value in components[name].get("properties", {}).items():
+            if prop in NONBLANK_PROPERTIES:
+                _nonblank(value)
+                _strings(value, maxLength=MAX_LENGTHS[prop])
+            elif prop in PATTERN_PROPERTIES:
+                _pattern(value, PATTERN_PROPERTIES[prop])
+            elif prop in LENGTH_PROPERTIES:
+                low, high = LENGTH_PROPERTIES[prop]
+                _strings(value, minLength=low, maxLength=high)
+            elif prop in NUMBER_BOUNDS:
+                _numbers(value, NUMBER_BOUNDS[prop])
+    condition = components.get("MetadataCondition", {}).get("properties", {}).get("key")
+    if isinstance(condition, dict):  # filters.MetadataCondition._path: non-empty keys of at most 200 characters
+        _strings(condition, minLength=1, maxLength=200)
+        _arrays(condition, minItems=1)
+    for prop in FILTER_ID_LISTS:
+        node = components.get(FILTER_SCHEMA, {}).get("properties", {}).get(prop)
+        if isinstance(node, dict):
+            _arrays(node, minItems=1, maxItems=MAX_ID_VALUES)
+    for path, method, operation in _operations(schema):
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") != "query":
+                continue
+            if parameter["name"] in NONBLANK_PARAMETERS and "schema" in parameter:
+                _nonblank(parameter["schema"])
+            elif parameter["name"] in PATTERN_PARAMETERS and "schema" in parameter:
+                _pattern(parameter["schema"], PATTERN_PARAMETERS[parameter["name"]])
+            elif parameter["name"] in FILTER_PARAMETERS and FILTER_SCHEMA in components:
+                parameter.pop("schema", None)
+                parameter["content"] = {
+                    "application/json": {"schema": {"$ref": f"#/components/schemas/{FILTER_SCHEMA}"}}
+                }
+        if (path, method) in NON_EMPTY_BODIES and "requestBody" in operation:
+            body = operation["requestBody"]
+            body["required"] = True
+            for media in body.get("content", {}).values():
+                target = media.get("schema", {})
+                ref = target.get("$ref") or next((s.get("$ref") for s in target.get("anyOf", []) if "$ref" in s), None)
+                media["schema"] = {"$ref": ref, "minProperties": 1} if ref else {**target, "minProperties": 1}
+                if ref:
+                    update = components.get(ref.rsplit("/", 1)[1], {})
+                    if "occurred_end" in update.get("properties", {}):
+                        update.setdefault("dependentSchemas", {})["occurred_end"] = {
+                            "required": ["occurred_start"],
+                            "properties": {"occurred_start": {"type": "string"}},
+                        }
+    return schema
+
+
+def _operations(schema: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, operations in schema.get("paths", {}).items():
+        for method, operation in operations.items():
+            if isinstance(operation, dict):
+                yield path, method, operation
+
+
+def _request_components(schema: dict[str, Any], components: dict[str, Any]) -> set[str]:
+    """The component schemas a request body can reach ($ref by $ref): responses keep their own."""
+    seen: set[str] = set()
+    stack = [
+        media.get("schema", {})
+        for _, _, operation in _operations(schema)
+        for media in operation.get("requestBody", {}).get("content", {}).values()
+    ]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[1]
+                if name not in seen and name in components:
+                    seen.add(name)
+                    stack.append(components[name])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return seen
+
+
+def _options(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The node and, for a union (anyOf), each of its options."""
+    yield node
+    for option in node.get("anyOf", []):
+        if isinstance(option, dict):
+            yield option
+
+
+def _strings(node: dict[str, Any], **bounds: int) -> None:
+    for option in _options(node):
+        if option.get("type") == "string":
+            for key, value in bounds.items():
+                option.setdefault(key, value)
+        elif option.get("type") == "array" and isinstance(option.get("items"), dict):
+            _strings(option["items"], **bounds)
+
+
+def _numbers(node: dict[str, Any], bounds: dict[str, int]) -> None:
+    for option in _options(node):
+        if option.get("type") in ("integer", "number") and not {"minimum", "exclusiveMinimum"} & set(option):
+            option.update(bounds)
+
+
+def _arrays(node: dict[str, Any], **bounds: int) -> None:
+    for option in _options(node):
+        if option.get("type") == "array":
+            for key, value in bounds.items():
+                option.setdefault(key, value)
+
+
+def _pattern(node: dict[str, Any], pattern: str) -> None:
+    if node.get("type") == "string":
+        node["pattern"] = pattern
+    elif node.get("type") == "array" and isinstance(node.get("items"), dict):
+        _pattern(node["items"], pattern)
+    for option in node.get("anyOf", []):
+        if isinstance(option, dict):
+            _pattern(option, pattern)
+
+
+def _nonblank(node: dict[str, Any]) -> None:
+    """A string schema, a list of them, or a nullable one of those: its strings need a non-blank character."""
+    if node.get("type") == "string" and "enum" not in node and "format" not in node:
+        node.setdefault("pattern", NONBLANK)
+    elif node.get("type") == "array" and isinstance(node.get("items"), dict):
+        _nonblank(node["items"])
+    for option in node.get("anyOf", []):
+        if isinstance(option, dict):
+            _nonblank(option)
