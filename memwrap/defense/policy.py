@@ -311,8 +311,9 @@ def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
 
 def defend(fields: Mapping[str, Any], policy: str) -> dict[str, Any]:
     """`fields` (name -> a string or a JSON-like value) with the memory-defense `policy` applied to every string
-    in them, mapping keys included, and to every large number (map_values): what every writer runs on what a person or an agent wrote before storing it
-    (retain items, update, invalidation reasons, mental models, bank directives).
+    in them, mapping keys included, and to every large number (map_values): what every writer runs on what a
+    person or an agent wrote before storing it (retain items, update, invalidation reasons, mental models, bank
+    directives).
 
     Raises SecretBlockedError under 'block', naming the kinds and the fields (never the secret)."""
     kinds: dict[str, set[str]] = {}
