@@ -13,8 +13,8 @@ base64url (`T1BFTkFJX0FQSV9LRVk9c2stcHJvai0…`, `data:text/plain;base64,…`). 
 * the card view: digit groups with any short separator between them (`/ _ , : ; | •`) read with a space, for
   the card rule only (Luhn, issuer range and printed grouping stay its guard).
 * the skeleton view: each non-ASCII character that Unicode's confusables (UTS #39) give an ASCII letter, digit,
-  '_' or '-' as prototype is that character (`ghр_` with a Cyrillic р reads `ghp_`); findings count only where
-  such a character sits inside them.
+  '_' or '-' as prototype is that character (`ghр_` with a Cyrillic р reads `ghp_`, `раssword` reads
+  `password`), for the rules of keys, tokens and labelled secrets.
 * the markup view: HTML tags and comments removed, and the quote marks of an e-mail reply after a line break
   (`ghp_<b>abc</b>def`, `ghp_abc\\n> def`); findings count only where something removed sat inside them.
 
@@ -300,7 +300,8 @@ def _ascii_like() -> dict[str, str]:
         for homoglyph in homoglyphs:
             target = homoglyph["c"]
             if len(target) == 1 and target.isascii() and (target.isalnum() or target in "_-"):
-                out[char] = target
+                # UTS #39 reads I and l as one prototype, l: a capital (Cyrillic І, Greek Ι) is an I.
+                out[char] = "I" if target == "l" and char.isupper() else target
                 break
     return out
 
@@ -309,8 +310,7 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 
 def skeleton_view(view: View) -> View | None:
-    """`view` with each non-ASCII character read as the ASCII character it passes for; `joins` marks them (each
-    position and the one after, so a finding holding one anywhere counts). None when there is none."""
+    """`view` with each non-ASCII character read as the ASCII character it passes for; None when there is none."""
     if view.text.isascii():
         return None
     table = _ascii_like()
@@ -321,9 +321,7 @@ def skeleton_view(view: View) -> View | None:
             edits.append((match.start(), match.end(), target))
     if not edits:
         return None
-    out = _edited(view, edits)
-    marks = sorted({p for start, _, _ in edits for p in (start, start + 1)})
-    return View(out.text, out.starts, out.ends, marks)
+    return _edited(view, edits)
 
 
 _MARKUP = re.compile(r"<!--.{0,200}?-->|</?[A-Za-z][A-Za-z0-9]{0,15}(?:\s[^<>]{0,200})?/?>|\n[ \t]*(?:>[ \t]?)+", re.S)

@@ -187,7 +187,7 @@ def _encoded_candidates(text: str, view: View, digits: int) -> list[tuple[int, i
             found += _candidates(cards, _CARD_RULES)
     skeleton = skeleton_view(view)
     if skeleton is not None:
-        found += _candidates(skeleton, _WORD_RULES, crossing=True)
+        found += _candidates(skeleton, _WORD_RULES)
     markup = markup_view(text)
     if markup is not None:
         found += _candidates(markup, _ANCHORED_TOKEN_RULES, crossing=True)
