@@ -1,10 +1,12 @@
 """Memory defense on encoded secrets: false positives on real conversation, and the cost per short turn.
 
-    PYTHONPATH=. python bench/defense_encodings.py [--turns 2000]
+    PYTHONPATH=. python bench/defense_encodings.py [--turns 2000] [--retain 2000]
 
 Counts the texts of /work/shared/data/memorybank/*.json and LoCoMo (dev) that `scan` flags (with the kinds), and
 times `scan` on short chat turns (median of 5 passes). Run it on two trees (PYTHONPATH=<tree>) to compare
-before and after; the figures are of the machine it runs on.
+before and after; the figures are of the machine it runs on. `--retain N` also retains N short turns (LoCoMo,
+100 to a call, each with a session id so the split-secret joint is read too) into a new bank of MEMWRAP_HOME
+and prints items/s.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def locomo_texts() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--retain", type=int, default=0)
     args = parser.parse_args()
     corpora = {"memorybank": memorybank_texts(), "locomo": locomo_texts()}
     for name, texts in corpora.items():
@@ -62,6 +65,31 @@ def main() -> None:
         passes.append(time.perf_counter() - began)
     median = statistics.median(passes)
     print(f"scan: {len(turns)} short turns in {median * 1000:.1f} ms (median of 5): {len(turns) / median:,.0f} turns/s")
+    if args.retain:
+        retain(corpora["locomo"][: args.retain])
+
+
+def retain(turns: list[str]) -> None:
+    import uuid
+
+    from memwrap import Memory
+
+    memory = Memory()
+    bank = f"bench-defense-{uuid.uuid4().hex[:8]}"
+    try:
+        memory.retain(bank, "warm up", metadata={"session_id": "warm"})
+        began = time.perf_counter()
+        for start in range(0, len(turns), 100):
+            items = [
+                {"content": text, "metadata": {"session_id": f"s{(start + i) // 20}"}}
+                for i, text in enumerate(turns[start : start + 100])
+            ]
+            memory.retain_many(bank, items)
+        elapsed = time.perf_counter() - began
+        print(f"retain: {len(turns)} short turns in {elapsed:.1f} s: {len(turns) / elapsed:,.0f} items/s")
+    finally:
+        memory.delete_bank(bank)
+        memory.close()
 
 
 if __name__ == "__main__":

@@ -52,8 +52,9 @@ def test_a_secret_split_over_two_retains_is_redacted_in_both(memory: Memory, ban
     stored = _texts(memory, bank)
     _clean(stored, secret)
     assert stored.count("[REDACTED:") == 2, stored
-    path_text = json.dumps([r.model_dump(mode="json") for r in memory.recall(bank, "what you asked for").memories])
-    _clean(path_text, secret)
+    recalled = json.dumps([r.model_dump(mode="json") for r in memory.recall(bank, "what you asked for").memories])
+    _clean(recalled, secret)
+    _clean(" ".join(e.name for e in memory.entities(bank)), secret)  # the half was read as a name: gone too
 
 
 def test_a_secret_split_within_one_call_is_redacted_in_both(memory: Memory, bank: str) -> None:

@@ -14,7 +14,8 @@ Limits: a session is what retain already calls one (metadata `session_id`, or th
 is found only where two of them make a shape the rules know), and only across 64 characters on each side (a
 longer token split near its middle is found when its prefix and enough of its body are within the window). The
 previous turn's vector is not recomputed (it holds no text), and facts an LLM already extracted from the
-previous turn are left as they are. Two retains of the same session at the same moment may each miss the
+previous turn are left as they are. An entity read from the half (a name of 16 mixed characters) is dropped
+when no memory mentions it any more. Two retains of the same session at the same moment may each miss the
 other's half.
 """
 
@@ -25,8 +26,11 @@ from typing import Any
 from uuid import UUID
 
 from memwrap.defense.policy import scan
+from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.text import search_text
+from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import session_key
+from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import SecretBlockedError
 from memwrap.models import RetainItem
 
@@ -44,6 +48,21 @@ UPDATE memory_units SET text = $4, search_tsv = to_tsvector('english', $5)
 WHERE bank_id = $1 AND id = $2 AND text = $3
 """
 
+# The unit's entities unlinked (the half may have been read as a name), to be found again in the mended text.
+UNLINK = """
+WITH gone AS (DELETE FROM unit_entities WHERE bank_id = $1 AND unit_id = $2 RETURNING entity_id)
+UPDATE entities e SET mention_count = greatest(e.mention_count - 1, 0)
+FROM gone WHERE e.bank_id = $1 AND e.id = gone.entity_id
+RETURNING e.id
+"""
+
+# An entity no memory mentions any more goes (its name may be the half: "zmroepQPei3e0Lo5").
+DROP_UNMENTIONED = """
+DELETE FROM entities e
+WHERE e.bank_id = $1 AND e.id = ANY($2::uuid[]) AND e.mention_count = 0
+  AND NOT EXISTS (SELECT 1 FROM unit_entities u WHERE u.bank_id = $1 AND u.entity_id = e.id)
+"""
+
 
 def split_secret(before: str, after: str) -> tuple[int, int, int, int, str] | None:
     """A secret that starts at the end of `before` and ends at the start of `after`: (start, end) of its part in
@@ -56,13 +75,19 @@ def split_secret(before: str, after: str) -> tuple[int, int, int, int, str] | No
     lead = len(after) - len(head)
     head = head[:WINDOW]
     end_before = len(before.rstrip())
+    # What either side holds by itself is its own defense's (a whole token, then "and" glued to it, is no joint).
+    own = [(f.start, f.end) for f in scan(tail)]
+    own_head = [(f.start, f.end) for f in scan(head)]
     # Glued (a token cut in two) or with a space (a card's groups, "4111 1111" then "1111 1111").
     for glue in ("", " "):
         joint = len(tail) + len(glue)
         for finding in scan(tail + glue + head):
-            if finding.start < len(tail) and finding.end > joint:
-                back = len(tail) - finding.start
-                return end_before - back, end_before, lead, lead + finding.end - joint, finding.kind
+            if not (finding.start < len(tail) and finding.end > joint):
+                continue
+            if any(end > finding.start for _, end in own) or any(start < finding.end - joint for start, _ in own_head):
+                continue
+            back = len(tail) - finding.start
+            return end_before - back, end_before, lead, lead + finding.end - joint, finding.kind
     return None
 
 
@@ -105,5 +130,16 @@ async def mend(pool: Any, bank_id: str, items: Sequence[RetainItem], policy: str
 
 
 async def _redact_stored(pool: Any, bank_id: str, unit_id: UUID, text: str, mended: str) -> None:
-    # Only if the text is still what was read (a concurrent update wins; its own defense ran on it).
-    await pool.execute(REDACT_TAIL, bank_id, unit_id, text, mended, search_text(mended))
+    """The stored turn's text, search terms and entities as the mended text has them."""
+    async with pool.acquire() as conn, conn.transaction():
+        # Only if the text is still what was read (a concurrent update wins; its own defense ran on it).
+        status = await conn.execute(REDACT_TAIL, bank_id, unit_id, text, mended, search_text(mended))
+        if status.endswith(" 0"):
+            return
+        unlinked = [r["id"] for r in await conn.fetch(UNLINK, bank_id, unit_id)]
+        entities: dict[str, str] = {}
+        for name in extract_entities(mended):
+            entities.setdefault(entity_key(name), name)
+        await write_unit_entities(conn, bank_id, [(unit_id, entities)])
+        await link_names(conn, bank_id, entities)
+        await conn.execute(DROP_UNMENTIONED, bank_id, unlinked)
