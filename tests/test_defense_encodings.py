@@ -298,10 +298,13 @@ def readings(text: str) -> list[str]:
 
 
 def leaks(secret: Secret, text: str, prose: str = "") -> str | None:
-    for reading in readings(text):
-        found = leaked(secret.secret, reading, prose)
-        if found is not None:
-            return found
+    """A run of the secret left readable in `text`, read every way above. Line by line: the lines of a listing are
+    separate strings, and six digits of a card are found by chance where the digits of many ids run together."""
+    for line in text.splitlines() or [text]:
+        for reading in readings(line):
+            found = leaked(secret.secret, reading, prose)
+            if found is not None:
+                return f"{found} in {line[:200]!r}"
     return None
 
 
@@ -434,11 +437,11 @@ def _text(value: Any) -> str:
 
 
 @settings(
-    max_examples=4,
+    max_examples=3,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(batch=st.lists(encoded(), min_size=40, max_size=50))
+@given(batch=st.lists(encoded(), min_size=25, max_size=35))
 def test_nothing_readable_is_stored_listed_or_exported_in_any_encoding(
     memory: Memory, tmp_path: Path, batch: list[Case]
 ) -> None:
@@ -458,8 +461,8 @@ def test_nothing_readable_is_stored_listed_or_exported_in_any_encoding(
         memory.delete_bank(bank)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=st.lists(encoded(), min_size=30, max_size=40))
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(encoded(), min_size=25, max_size=35))
 def test_nothing_readable_is_spooled_in_any_encoding(tmp_path: Path, batch: list[Case]) -> None:
     def down(bank_id: str, items: list[dict[str, Any]]) -> None:
         raise ConnectionError("engine down")

@@ -212,10 +212,15 @@ def _candidates(
             haystack = lowered if rule.folded else text
             if not any(needle in haystack for needle in rule.needles):
                 continue
-        for match in rule.regex.finditer(text):
+        position = 0
+        while (match := rule.regex.search(text, position)) is not None:
+            position = match.end() if match.end() > match.start() else match.start() + 1
             start, end = _secret_span(match)
             span = (start, end) if rule.refine is None else rule.refine(text, start, end)
             if span is None or span[1] <= span[0]:
+                # Rejected: a shorter match may start inside it ("doc 22 4443 4929 1750 6780": not a card from
+                # "22", a card from "4443"), so look again from the next character.
+                position = match.start() + 1
                 continue
             if crossing:
                 at = bisect_right(view.joins, span[0])
