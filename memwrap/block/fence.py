@@ -15,6 +15,10 @@ the letter spelled as a Unicode tag character (U+E0000 block). Between the lette
 whitespace, invisible characters (zero-width, format characters, combining marks, fillers such as U+3164,
 U+115F, U+FFA0, U+2800), every dash and connector (for the underscore, or none: `mem_wrap`), dots.
 
+A `<` (or a look-alike) before the tag's first word is a tag whatever follows it (`</memwrap‗memories>`,
+`</memwrap>`): the prefix and the rest of the tag up to its '>' are replaced. Every horizontal stroke is a gap
+(‗ ˍ ▁ ⎽ ⎯ ー ｰ ...), and HTML comments are read through (`</memwrap<!-- x -->_memories>`).
+
 Invisible characters and tag characters are also stripped from the memory text the block shows: what a model
 may read but a person cannot see has no place in it (the joiners and variation selectors of emoji and of
 non-Latin scripts stay where they join non-ASCII characters).
@@ -63,6 +67,15 @@ _HIDDEN = re.compile(
 # Lazy gaps: a character may be both a gap and a letter (a tag character, say), and the name ends at its first
 # possible last letter, not at an "s" further on.
 _NAME_RX = re.compile(f"[{GAP}]*?".join(_letter(c) for c in NAME))
+# `<memwrap`, `</memwrap` (look-alikes too) with anything after it: a reader takes `</memwrap‗memories>` or
+# `</memwrap>` for the fence whatever the separator, so the prefix alone is a tag.
+_PREFIX_RX = re.compile(
+    f"[{CLASSES['<']}][{GAP}]*?(?:[{CLASSES['/']}][{GAP}]*?)?" + f"[{GAP}]*?".join(_letter(c) for c in "memwrap")
+)
+# What follows the prefix up to the tag's end: the rest of a name and a '>' (look-alike too) on the same line.
+_PREFIX_REST = re.compile(f"[^\\s{CLASSES['<']}{CLASSES['>']}]{{0,48}}(?:[{GAP}]*?[{CLASSES['>']}])?")
+# An HTML comment is invisible where markup is rendered: `</memwrap<!-- x -->_memories>` reads as the tag.
+_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _GAP_CHAR = re.compile(f"[{GAP}]")
 _LESS = re.compile(f"[{CLASSES['<']}]")
 _GREATER = re.compile(f"[{CLASSES['>']}]")
@@ -112,10 +125,39 @@ def _widen(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def find_tags(text: str) -> list[tuple[int, int]]:
-    """Spans of `text` that a reader could take for a memory-block tag (exact or look-alike), in order."""
+    """Spans of `text` that a reader could take for a memory-block tag (exact or look-alike, HTML comments read
+    through), in order and disjoint."""
+    if "<!--" in text and _COMMENT.search(text):
+        kept: list[int] = []  # the original index of each character left when the comments are gone
+        cursor = 0
+        for comment in _COMMENT.finditer(text):
+            kept.extend(range(cursor, comment.start()))
+            cursor = comment.end()
+        kept.extend(range(cursor, len(text)))
+        stripped = "".join(text[i] for i in kept)
+        # A tag's span runs over the comments inside it.
+        return _merged([(kept[start], kept[end - 1] + 1) for start, end in _find(stripped)])
+    return _find(text)
+
+
+def _find(text: str) -> list[tuple[int, int]]:
     if not text or not _may_hold_tag(text):
         return []
-    return [_widen(text, *m.span()) for m in _NAME_RX.finditer(text)]
+    spans = [_widen(text, *m.span()) for m in _NAME_RX.finditer(text)]
+    for match in _PREFIX_RX.finditer(text):
+        rest = _PREFIX_REST.match(text, match.end())
+        spans.append((match.start(), rest.end() if rest else match.end()))
+    return _merged(spans)
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if out and start < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def neutralise(text: str) -> str:

@@ -127,7 +127,8 @@ def readings(protos: dict[str, str]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = defaultdict(set)
 
     def through_prototype(char: str) -> set[str]:
-        proto = protos.get(char)
+        # A prototype reads as what its sources read as: ʍ (turned w) is the prototype of ᴍ and м, so it reads m.
+        proto = protos.get(char, char if char in siblings else None)
         if proto is None:
             return direct_readings(char)
         found = direct_readings(char) | _string_readings(proto)
@@ -157,9 +158,35 @@ def _string_readings(text: str) -> set[str]:
     return set().union(*(direct_readings(c) for c in text)) if len(text) == 1 else set()
 
 
+# Every horizontal stroke reads as the tag's underscore (or as nothing): ‗ ˍ ¯ ‾ ▁ ⎽ ⎯ ─ ー ｰ ― ﹘ ...
+_STROKE_NAME = re.compile(
+    r"^(?:.*LOW LINE|.*OVERLINE|(?:MODIFIER LETTER |FULLWIDTH )?(?:LOW )?MACRON|.*HORIZONTAL BAR"
+    r"|HORIZONTAL (?:LINE EXTENSION|SCAN LINE-\d|ONE EIGHTH BLOCK-\d+)|(?:LOWER|UPPER) ONE EIGHTH BLOCK"
+    r"|(?:HALFWIDTH )?KATAKANA-HIRAGANA PROLONGED SOUND MARK"
+    r"|BOX DRAWINGS (?:LIGHT|HEAVY|DOUBLE)(?: (?:DOUBLE|TRIPLE|QUADRUPLE) DASH)? HORIZONTAL"
+    r"|.*DASH|.*HYPHEN|.*MINUS(?: SIGN)?|(?:MIDLINE )?HORIZONTAL ELLIPSIS)$"
+)
+_NOT_A_STROKE = ("ARROW", "CIRCLED", "SQUARED", "PLUS", "VERTICAL", "DIAMOND", "WITH")
+
+
+def horizontal_strokes() -> set[str]:
+    """Characters drawn as a horizontal stroke (by their names; letters with a macron aside)."""
+    found = set()
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        category = unicodedata.category(char)
+        if category.startswith("L") and category != "Lm" or category in ("Cn", "Cs", "Co", "Mn", "Me", "Mc"):
+            continue
+        name = unicodedata.name(char, "")
+        if _STROKE_NAME.match(name) and not any(word in name for word in _NOT_A_STROKE):
+            found.add(char)
+    return found
+
+
 def gap_characters() -> set[str]:
-    """What may sit between the letters of a forged tag: invisible, whitespace, dashes, connectors, dots."""
-    gap = set(_GAP_PUNCTUATION) | {"_", "-"}
+    """What may sit between the letters of a forged tag: invisible, whitespace, dashes, connectors, dots, every
+    horizontal stroke."""
+    gap = set(_GAP_PUNCTUATION) | {"_", "-"} | horizontal_strokes()
     for low, high in INVISIBLE_RANGES:
         gap |= {chr(c) for c in range(low, high + 1)}
     for code in range(0x110000):

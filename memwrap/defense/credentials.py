@@ -6,6 +6,8 @@ secrets (key blocks, JWTs, URLs), and generic `password=` / `api_key: ...` assig
 
 from __future__ import annotations
 
+import re
+
 from memwrap.defense.checks import (
     _discord_token_ok,
     _mixed,
@@ -416,6 +418,24 @@ _SECRET_LABEL = (
 )
 _CJK_VALUE = r"""["'“]?(?P<secret>[A-Za-z0-9!#$%&*+\-./:<=>?@^_~]{6,128})"""
 
+# Password labels in the major languages other than English and Chinese, as the normalised view writes them
+# (view.py drops the accents of Latin letters: contraseña reads "contrasena", lösenord "losenord", şifre
+# "sifre"; ł, Greek and other scripts keep theirs). Lower case: the rule folds case (Unicode, so Пароль too).
+_PASSWORD_WORDS = (
+    "passwort", "kennwort", "mot de passe", "contrasena", "senha", "palavra-passe", "palavra passe",
+    "wachtwoord", "losenord", "passord", "adgangskode", "kodeord", "salasana", "haslo", "hasło", "heslo",
+    "jelszo", "sifre", "parola", "parool", "lozinka", "geslo", "slaptazodis", "parole", "пароль", "пароля",
+    "κωδικός", "κωδικος", "συνθηματικό", "סיסמה", "סיסמא", "كلمة المرور", "كلمة السر", "رمز عبور", "パスワード",
+    "暗証番号", "密碼", "비밀번호", "암호", "पासवर्ड", "mat khau", "kata sandi", "kata laluan", "รหัสผ่าน",
+)  # fmt: skip
+_PASSWORD_WORDS_RX = re.compile(
+    r"(?<![A-Za-z0-9])(?:" + "|".join(re.escape(w) for w in _PASSWORD_WORDS) + r")"
+    # "Passwort: …", "mot de passe = …", "Passwort ist …", "la contraseña es …", "パスワードは…"
+    r"(?:\s*[:：=]\s*|\s+(?:ist|est|es|e|er|ar|is|jest|je|ja|on|c'est)\s*:?\s*|\s*(?:は|が|是|为)\s*)"
+    r"""["'“„«]?(?P<secret>[^\s"'”“„«»,;<>()\[\]{}。，、]{4,128})""",
+    re.IGNORECASE,
+)
+
 _ASSIGNMENT_RULES: tuple[_Rule, ...] = (
     _Rule(
         "password",
@@ -443,6 +463,14 @@ _ASSIGNMENT_RULES: tuple[_Rule, ...] = (
         _rx(r"(?:密码|口令)\s*(?:[:：=]|是|为)\s*" + _CJK_VALUE),
         _R_ASSIGN,
         needles=("密码", "口令"),
+        refine=_refine_password,
+    ),
+    _Rule(
+        "password",
+        _PASSWORD_WORDS_RX,
+        _R_ASSIGN,
+        needles=tuple(sorted({w.lower() for w in _PASSWORD_WORDS})),
+        folded=True,
         refine=_refine_password,
     ),
     _Rule(

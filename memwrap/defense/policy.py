@@ -50,8 +50,9 @@ from memwrap.defense.credentials import (
     _MESSAGING_PAYMENT_RULES,
     _STRUCTURED_RULES,
 )
+from memwrap.defense.decode import card_view, decoded, markup_view, skeleton_view
 from memwrap.defense.personal import _PERSONAL_DATA_RULES
-from memwrap.defense.rule import _R_BLOCK, _R_GENERIC, _Rule, _secret_span
+from memwrap.defense.rule import _R_ASSIGN, _R_BLOCK, _R_GENERIC, _Rule, _secret_span
 from memwrap.defense.view import View, joined, normalised
 from memwrap.errors import SecretBlockedError
 
@@ -64,6 +65,7 @@ __all__ = [
     "apply_policy",
     "defend",
     "map_strings",
+    "map_values",
     "redact",
     "redact_item",
     "scan",
@@ -118,6 +120,12 @@ def _unanchored(rule: _Rule) -> _Rule:
 # assignment rules read prose, where a line break is a line break.
 _TOKEN_RULES: tuple[_Rule, ...] = tuple(_unanchored(rule) for rule in _RULES if _R_GENERIC <= rule.rank < _R_BLOCK)
 
+# The views of decode.py read with these: the card view with the card rule alone; the skeleton view (homoglyphs)
+# with the rules for keys, tokens and labelled secrets; the markup view with the token rules, anchored.
+_CARD_RULES: tuple[_Rule, ...] = tuple(rule for rule in _RULES if rule.kind == "credit_card")
+_WORD_RULES: tuple[_Rule, ...] = tuple(rule for rule in _RULES if rule.rank >= _R_ASSIGN)
+_ANCHORED_TOKEN_RULES: tuple[_Rule, ...] = tuple(rule for rule in _RULES if _R_GENERIC <= rule.rank < _R_BLOCK)
+
 _ASCII_DIGITS = "0123456789"
 
 
@@ -140,11 +148,13 @@ def scan(text: str) -> list[Finding]:
     if not text:
         return []
     view = normalised(text)
-    candidates = _candidates(view, _RULES)
+    digits = _digit_count(view.text)
+    candidates = _candidates(view, _RULES, digits=digits)
     wrapped = joined(view, text)
     if wrapped is not None:
         # Only what crosses a removed line break is new; the rest the normalised view found already.
         candidates += _candidates(wrapped, _TOKEN_RULES, crossing=True)
+    candidates += _encoded_candidates(text, view, digits)
     if not candidates:
         return []
     # Most specific first, then longest, then leftmost; keep what does not overlap a better one.
@@ -164,13 +174,36 @@ def scan(text: str) -> list[Finding]:
     return [Finding(kind=kind, start=start, end=end) for start, end, kind in taken]
 
 
-def _candidates(view: View, rules: tuple[_Rule, ...], *, crossing: bool = False) -> list[tuple[int, int, int, str]]:
+def _encoded_candidates(text: str, view: View, digits: int) -> list[tuple[int, int, int, str]]:
+    """What the decoded, card, skeleton and markup views (decode.py) find, as spans of the original text."""
+    found: list[tuple[int, int, int, str]] = []
+    for base in (view, decoded(text)):
+        if base is None:
+            continue
+        if base is not view:
+            found += _candidates(base, _RULES)
+        cards = card_view(base, digits if base is view else _digit_count(base.text))
+        if cards is not None:
+            found += _candidates(cards, _CARD_RULES)
+    skeleton = skeleton_view(view)
+    if skeleton is not None:
+        found += _candidates(skeleton, _WORD_RULES)
+    markup = markup_view(text)
+    if markup is not None:
+        found += _candidates(markup, _ANCHORED_TOKEN_RULES, crossing=True)
+    return found
+
+
+def _candidates(
+    view: View, rules: tuple[_Rule, ...], *, crossing: bool = False, digits: int | None = None
+) -> list[tuple[int, int, int, str]]:
     """(rank, start, end, kind) of every rule match on `view`, as spans of the original text. `crossing`: only
     matches that cross a line break the view removed."""
     text = view.text
     length = len(text)
     lowered = text.lower()
-    digits = _digit_count(text)
+    if digits is None:
+        digits = _digit_count(text)
     found: list[tuple[int, int, int, str]] = []
     for rule in rules:
         if length < rule.min_len or digits < rule.min_digits:
@@ -179,10 +212,15 @@ def _candidates(view: View, rules: tuple[_Rule, ...], *, crossing: bool = False)
             haystack = lowered if rule.folded else text
             if not any(needle in haystack for needle in rule.needles):
                 continue
-        for match in rule.regex.finditer(text):
+        position = 0
+        while (match := rule.regex.search(text, position)) is not None:
+            position = match.end() if match.end() > match.start() else match.start() + 1
             start, end = _secret_span(match)
             span = (start, end) if rule.refine is None else rule.refine(text, start, end)
             if span is None or span[1] <= span[0]:
+                # Rejected: a shorter match may start inside it ("doc 22 4443 4929 1750 6780": not a card from
+                # "22", a card from "4443"), so look again from the next character.
+                position = match.start() + 1
                 continue
             if crossing:
                 at = bisect_right(view.joins, span[0])
@@ -239,6 +277,29 @@ def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
+# A number this large may be a card, an account or an ID number written as a JSON number ({"card":
+# 4111111111111111}): it is scanned as the digits it is written with. Smaller ones (ages, counts, prices, years,
+# timestamps in seconds: under 10**8 is before 1973) hold nothing the rules look for.
+_SCANNED_NUMBER = 10**8
+
+
+def map_values(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` (a JSON-like structure) with `change` applied to every string in it, mapping keys included, and to
+    every large number as its digits: a number `change` alters becomes the string it returns (a redacted card
+    number is no number any more)."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) >= _SCANNED_NUMBER:
+        written = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+        changed = change(written)
+        return value if changed == written else changed
+    if isinstance(value, Mapping):
+        return {(change(k) if isinstance(k, str) else k): map_values(v, change) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [map_values(v, change) for v in value]
+    return value
+
+
 def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A retain item (as a plain dict) with every secret redacted in every field that would be stored:
     content, context, document_id, tags and metadata (keys and values, at any depth). For copies of items
@@ -249,14 +310,15 @@ def redact_item(item: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = redact(out[key])
     for key in ("tags", "metadata"):
         if out.get(key):
-            out[key] = map_strings(out[key], redact)
+            out[key] = map_values(out[key], redact)
     return out
 
 
 def defend(fields: Mapping[str, Any], policy: str) -> dict[str, Any]:
     """`fields` (name -> a string or a JSON-like value) with the memory-defense `policy` applied to every string
-    in them, mapping keys included: what every writer runs on what a person or an agent wrote before storing it
-    (retain items, update, invalidation reasons, mental models, bank directives).
+    in them, mapping keys included, and to every large number (map_values): what every writer runs on what a
+    person or an agent wrote before storing it (retain items, update, invalidation reasons, mental models, bank
+    directives).
 
     Raises SecretBlockedError under 'block', naming the kinds and the fields (never the secret)."""
     kinds: dict[str, set[str]] = {}
@@ -267,7 +329,7 @@ def defend(fields: Mapping[str, Any], policy: str) -> dict[str, Any]:
             kinds.setdefault(where, set()).update(f.kind for f in result.findings)
         return result.text
 
-    out = {name: map_strings(value, partial(one, where=name)) for name, value in fields.items()}
+    out = {name: map_values(value, partial(one, where=name)) for name, value in fields.items()}
     if policy == "block" and kinds:
         found = "; ".join(f"{where}: {', '.join(sorted(k))}" for where, k in sorted(kinds.items()))
         raise SecretBlockedError(

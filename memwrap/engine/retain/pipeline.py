@@ -1,7 +1,7 @@
 """Retain's pipeline, top-down: checked items are defended, hashed, deduplicated, prepared, given their session
 context, embedded and written in batches, then extracted (when an LLM is configured) or handed to learning.
 
-    defend_item, item_hash (prepare.py) → existing_items (write.py) → prepare_defended (prepare.py)
+    mend (joints.py) → defend_item, item_hash (prepare.py) → existing_items (write.py) → prepare_defended (prepare.py)
     → add_session_context (here; embed/unit_text.py) → embed ∥ write (write.py, facts.py)
     → the extraction started inline (reextract.py) or learning's after_retain (learn/service.py)
 
@@ -23,6 +23,7 @@ from memwrap.config import Settings
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
+from memwrap.engine.retain.joints import mend
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
@@ -68,7 +69,9 @@ class Retainer:
         """The ids of the units the items stand for, in order (an item already stored gives its existing ids)."""
         now = datetime.now(UTC)
         # Everything is validated, defended and prepared before anything is written: bad input stores nothing
-        # (under 'block', an item with a secret refuses the whole call).
+        # (under 'block', an item with a secret refuses the whole call). A secret split between two turns of a
+        # session is redacted first (joints.py; the stored turn before too).
+        checked = await mend(self.store.pool, bank_id, checked, policy)
         defended = [defend_item(i, policy) for i in checked]
         hashes = [item_hash(i) for i in defended]
         legacy = (
