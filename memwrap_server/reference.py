@@ -298,6 +298,12 @@ ENVIRONMENT: dict[str, list[Variable]] = {
         ),
         Variable("MEMWRAP_FUZZ_EXAMPLES", "int", "`12`", "Cases per operation in tests/test_server_fuzz.py."),
         Variable(
+            "MEMWRAP_CONFORMANCE_EXAMPLES",
+            "int",
+            "`10`",
+            "Fuzzed cases per operation in tests/test_server_fuzz.py's conformance run.",
+        ),
+        Variable(
             "MEMWRAP_SCHEMATHESIS_EXAMPLES",
             "int",
             "`25`",
