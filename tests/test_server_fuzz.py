@@ -10,7 +10,8 @@ MEMWRAP_FUZZ_EXAMPLES (default 12) cases per operation; the counts are printed (
 A second test holds the document and the server to each other: schemathesis' own runner (its examples, coverage
 and fuzzing phases, deterministic) with its conformance checks: a schema-violating request is refused, every
 status, content type, header and body is the documented one, and a method a path does not have is a 405 with the
-right `Allow` (that every schema-valid request is accepted is not asserted yet: see CONFORMANCE_CHECKS). MEMWRAP_CONFORMANCE_EXAMPLES (default 10) fuzzed cases per operation.
+right `Allow` (that every schema-valid request is accepted is not asserted yet: see CONFORMANCE_CHECKS).
+MEMWRAP_CONFORMANCE_EXAMPLES (default 10) fuzzed cases per operation.
 """
 
 from __future__ import annotations
