@@ -57,12 +57,9 @@ refused under the bank's 'block' policy), and a key or namespace label that look
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote
 
 from memwrap.integrations import needs
 
@@ -75,7 +72,6 @@ from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -83,23 +79,28 @@ from langgraph.store.base import (
     SearchOp,
     TTLConfig,
 )
-from langgraph.store.base.embed import get_text_at_path
 
 from memwrap.api import AsyncMemory, Memory
 from memwrap.engine.recall.options import MAX_BANKS, MAX_TOP_K  # the bounds of one recall
 from memwrap.errors import InvalidInputError
+from memwrap.integrations.langgraph_items import (
+    META,
+    as_item,
+    as_search_item,
+    document_id_of,
+    indexed_text,
+    matches,
+    prefix_conditions,
+    ttl_minutes,
+    until_wildcard,
+    value_conditions,
+)
 from memwrap.models import MAX_PAGE, MemoryRecord, RecalledMemory
-from memwrap.validate import MAX_DOCUMENT_ID_CHARS
 from memwrap.wrappers.memories import default_memory, resolve_memory
 
 TAG = "langgraph"  # on every memory the store writes
-META = "langgraph"  # the metadata key holding the item
-DOCUMENT_PREFIX = "langgraph/"
 # A recall over-fetches: a few memories may stand for one item (a split text, extracted facts).
 OVERFETCH = 3
-
-_OPERATORS = {"$eq": "eq", "$ne": "ne", "$gt": "gt", "$gte": "gte", "$lt": "lt", "$lte": "lte"}
-_SET_OPERATORS = {"$in": "in", "$nin": "not_in"}
 
 
 class MemwrapStore(BaseStore):
@@ -188,11 +189,11 @@ class MemwrapStore(BaseStore):
             return None
         if op.refresh_ttl:
             await self._refresh(aio, [records[0].metadata[META]], [records[0].bank_id])
-        return _item(records[0])
+        return as_item(records[0])
 
     async def _put(self, aio: AsyncMemory, op: PutOp) -> None:
         namespace = tuple(op.namespace)
-        ttl = _ttl_minutes(op.ttl)
+        ttl = ttl_minutes(op.ttl)
         bank = self._bank_of(namespace)
         # Expired memories of the key too: a put replaces them (a delete removes them), as a key is one item.
         existing = await self._records_of(aio, namespace, op.key, include_expired=True)
@@ -204,7 +205,7 @@ class MemwrapStore(BaseStore):
             raise TypeError(f"a LangGraph store value is a dict, not {type(op.value).__name__}.")
         value = dict(op.value)
         fields = self.index_fields if op.index is None else (op.index or [])
-        text = _text(value, fields) if fields else ""
+        text = indexed_text(value, fields) if fields else ""
         moment = datetime.now(UTC)
         now = moment.isoformat()
         live = [r for r in existing if r.expires_at is None or r.expires_at > moment]
@@ -222,12 +223,12 @@ class MemwrapStore(BaseStore):
                 **({"ttl": ttl} if ttl is not None else {}),
             }
         }
-        text = text or _text(value, ["$"]) or op.key  # a memory needs a text even when not indexed
+        text = text or indexed_text(value, ["$"]) or op.key  # a memory needs a text even when not indexed
         if not existing:
             ids = await aio.retain(
                 bank,
                 text,
-                document_id=_document_id(namespace, op.key),
+                document_id=document_id_of(namespace, op.key),
                 metadata=metadata,
                 tags=[TAG],
                 expires_at=expires_at,
@@ -247,19 +248,19 @@ class MemwrapStore(BaseStore):
         query, recall's order first; the matching items recall left out follow (score None), as InMemoryStore
         fills a page with the items it has no vector for."""
         prefix = tuple(op.namespace_prefix)
-        conditions = _prefix_conditions(prefix) + _value_conditions(op.filter or {})
+        conditions = prefix_conditions(prefix) + value_conditions(op.filter or {})
         wanted = op.offset + op.limit
         found: dict[tuple[tuple[str, ...], str], tuple[SearchItem, dict[str, Any], str]] = {}
         if op.query and op.query.strip():
             for hit, bank in await self._recall(aio, prefix, op.query, conditions, wanted):
-                item = _search_item(hit.metadata[META], hit.score)
+                item = as_search_item(hit.metadata[META], hit.score)
                 found.setdefault((item.namespace, item.key), (item, hit.metadata[META], bank))
         if len(found) < wanted:
             async for record in self._listing(aio, prefix, conditions):
                 stored = record.metadata[META]
                 identity = (tuple(stored["namespace"]), stored["key"])
                 if identity not in found:
-                    found[identity] = (_search_item(stored, None), stored, record.bank_id)
+                    found[identity] = (as_search_item(stored, None), stored, record.bank_id)
                     if len(found) >= wanted:
                         break
         page = list(found.values())[op.offset : op.offset + op.limit]
@@ -309,11 +310,11 @@ class MemwrapStore(BaseStore):
         fixed: tuple[str, ...] = ()
         for condition in conditions:
             if condition.match_type == "prefix":
-                fixed = tuple(_until_wildcard(condition.path))
+                fixed = tuple(until_wildcard(condition.path))
         namespaces: set[tuple[str, ...]] = set()
-        async for record in self._listing(aio, fixed, _prefix_conditions(fixed)):
+        async for record in self._listing(aio, fixed, prefix_conditions(fixed)):
             namespace = tuple(record.metadata[META]["namespace"])
-            if all(_matches(namespace, c) for c in conditions):
+            if all(matches(namespace, c) for c in conditions):
                 namespaces.add(namespace[: op.max_depth] if op.max_depth is not None else namespace)
         return sorted(namespaces)[op.offset : op.offset + op.limit]
 
@@ -369,7 +370,7 @@ class MemwrapStore(BaseStore):
         bank = bank or self._bank_of(namespace)
         records = await aio.list(
             bank,
-            document_id=_document_id(namespace, key),
+            document_id=document_id_of(namespace, key),
             tags=[TAG],
             limit=MAX_PAGE,
             include_expired=include_expired,
@@ -404,112 +405,6 @@ class MemwrapStore(BaseStore):
                 if len(page) < MAX_PAGE:
                     break
                 offset += len(page)
-
-
-# --- items, texts and filters ---------------------------------------------------------------------------------
-
-
-def _ttl_minutes(ttl: Any) -> float | None:
-    if ttl is None:
-        return None
-    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not 0 < ttl < 10**8:
-        raise ValueError(f"a put's ttl is a positive number of minutes (got {ttl!r}).")
-    return float(ttl)
-
-
-def _document_id(namespace: tuple[str, ...], key: str) -> str:
-    # Percent-encoded: no ":" (memwrap reads "session:part" in a document id) and no "/" inside a label.
-    readable = DOCUMENT_PREFIX + "/".join(quote(label, safe="") for label in (*namespace, key))
-    if len(readable) <= MAX_DOCUMENT_ID_CHARS:
-        return readable
-    digest = hashlib.sha256(json.dumps([list(namespace), key]).encode()).hexdigest()
-    return f"{DOCUMENT_PREFIX}sha256-{digest}"
-
-
-def _item(record: MemoryRecord) -> Item:
-    stored = record.metadata[META]
-    return Item(
-        value=stored["value"],
-        key=stored["key"],
-        namespace=tuple(stored["namespace"]),
-        created_at=datetime.fromisoformat(stored["created_at"]),
-        updated_at=datetime.fromisoformat(stored["updated_at"]),
-    )
-
-
-def _search_item(stored: dict[str, Any], score: float | None) -> SearchItem:
-    return SearchItem(
-        namespace=tuple(stored["namespace"]),
-        key=stored["key"],
-        value=stored["value"],
-        created_at=datetime.fromisoformat(stored["created_at"]),
-        updated_at=datetime.fromisoformat(stored["updated_at"]),
-        score=score,
-    )
-
-
-def _text(value: dict[str, Any], fields: Sequence[str]) -> str:
-    """The text of `value` at LangGraph index paths, one piece per line ("" if none of them is there)."""
-    pieces: list[str] = []
-    for field in fields:
-        if field == "$":
-            pieces.append(_render(value))
-        else:
-            pieces.extend(t for t in get_text_at_path(value, field) if t.strip())
-    return "\n".join(p for p in pieces if p.strip())
-
-
-def _render(value: dict[str, Any]) -> str:
-    if len(value) == 1 and isinstance(next(iter(value.values())), str):
-        return str(next(iter(value.values())))
-    parts = []
-    for field, inner in value.items():
-        shown = inner if isinstance(inner, str) else json.dumps(inner, ensure_ascii=False, default=str)
-        parts.append(f"{field}: {shown}")
-    return "; ".join(parts)
-
-
-def _prefix_conditions(prefix: Sequence[str]) -> list[dict[str, Any]]:
-    return [{"key": [META, "ns", str(i)], "eq": label} for i, label in enumerate(prefix) if label != "*"]
-
-
-def _value_conditions(filter: Mapping[str, Any], path: Sequence[str] = (META, "value")) -> list[dict[str, Any]]:
-    """LangGraph's filter on the value as memwrap metadata conditions (on `langgraph.value.<field>`): a dotted key
-    or a nested dict reaches into nested fields; a dict of `$` operators compares."""
-    conditions: list[dict[str, Any]] = []
-    for field, wanted in filter.items():
-        at = [*path, *str(field).split(".")]
-        if isinstance(wanted, Mapping) and any(str(k).startswith("$") for k in wanted):
-            for operator, operand in wanted.items():
-                if operator in _OPERATORS:
-                    conditions.append({"key": at, _OPERATORS[operator]: operand})
-                elif operator in _SET_OPERATORS:
-                    conditions.append({"key": at, _SET_OPERATORS[operator]: list(operand)})
-                else:
-                    known = ", ".join([*_OPERATORS, *_SET_OPERATORS])
-                    raise ValueError(f"filter operator {operator!r} on {field!r} is not one of {known}.")
-        elif isinstance(wanted, Mapping) and wanted:
-            conditions.extend(_value_conditions(wanted, at))  # {"meta": {"shop": "north"}}: each field of it
-        else:
-            conditions.append({"key": at, "eq": wanted})
-    return conditions
-
-
-def _until_wildcard(path: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for label in path:
-        if label == "*":
-            break
-        out.append(label)
-    return out
-
-
-def _matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
-    path = tuple(condition.path)
-    if len(path) > len(namespace):
-        return False
-    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
-    return all(p == "*" or p == label for p, label in zip(path, part, strict=True))
 
 
 __all__ = ["MemwrapStore"]

@@ -29,6 +29,14 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from memwrap.engine.language.changes_es import (
+    CHANGE_ES,
+    NOT_TOPIC_ES,
+    PAST_ES,
+    PRESENT_ES,
+    TOPICS_ES,
+    es_first,
+)
 from memwrap.engine.language.tech_changes import technical_change, technical_rules
 
 # A change said in the first person: "I switched to VS Code", "we moved to Berlin", "I'm no longer vegetarian",
@@ -66,45 +74,7 @@ _CHANGE_ZH = (
     r"离婚了|以前.{0,12}现在|现在改"
 )
 
-# --- Spanish (issue 38): its own rules, kept apart from the English and Chinese ones ------------------------------
-# A change said in Spanish: "ya no como carne", "dejé de fumar", "me mudé a Sevilla", "cambié de trabajo",
-# "ahora uso VS Code", "renuncié", "en lugar de tenis juego pádel". Spanish drops its subject, so the cue carries
-# the first person in the verb (-é, -o) rather than in a pronoun.
-_CHANGE_ES = (
-    r"\bya\s+no\b|\bnunca\s+m[áa]s\b|"
-    r"\b(?:dej[ée]|dejamos)\s+de\b|"
-    r"\b(?:me|nos)\s+(?:cambi[ée]|cambiamos|mud[ée]|mudamos|pas[ée]|pasamos|fui|fuimos)\s+(?:a|al|de|del)\b|"
-    r"\b(?:cambi[ée]|cambiamos)\s+(?:de|a|al|el|la|mi|mis)\b|"
-    r"\bahora\s+(?:ya\s+)?(?:uso|usamos|vivo|vivimos|trabajo|trabajamos|prefiero|como|bebo|conduzco|soy|estoy|"
-    r"tengo|juego|estudio)\b|"
-    r"\b(?:renunci[ée]|dimit[íi]|me\s+jubil[ée]|me\s+divorci[ée]|me\s+cas[ée]|rompimos)\b|"
-    r"\b(?:en\s+lugar|en\s+vez)\s+de\b"
-)
-_PRESENT_ES = re.compile(
-    r"\b(?:ahora|actualmente|hoy\s+en\s+d[íi]a|todav[íi]a|a[úu]n|estos\s+d[íi]as|en\s+este\s+momento)\b",
-    re.IGNORECASE,
-)
-_PAST_ES = re.compile(
-    r"\b(?:antes|sol[íi]a|sol[íi]amos|anteriormente|al\s+principio|en\s+el\s+pasado|primero)\b", re.IGNORECASE
-)
-# "(Ya no / Ahora / Por cierto,) uso …", "Me mudé …", "Yo …": the speaker, in the verb's first person.
-_ES_FIRST_PERSON = re.compile(
-    r"^(?:(?:bueno|pues|oye|por\s+cierto|ahora|ya|ya\s+no|no|también|tambien|todavía|todavia|hoy|ayer|"
-    r"(?:la|el)\s+(?:semana|mes|año)\s+pasad[oa]|desde\s+hace\s+\w+\s+\w+)[,\s]+)*"
-    r"(?:yo|nosotros|nosotras|(?:me|nos)\s+\w+|uso|usamos|vivo|vivimos|trabajo|trabajamos|prefiero|como|bebo|"
-    r"conduzco|soy|somos|estoy|estamos|tengo|tenemos|juego|estudio|voy|hago|dejé|deje|cambié|cambie|empecé|empece|"
-    r"compré|compre|vendí|vendi|renuncié|renuncie|tomo|leo|escucho|practico|hice|fui|estuve|tuve)\b",
-    re.IGNORECASE,
-)
-# Spanish function words and the cues' own words say nothing of a topic (added to _NOT_TOPIC below).
-_NOT_TOPIC_ES = frozenset(
-    """
-    que con por para los las una unos unas del pero como más mas muy ahora antes ya yo nosotros mis tus sus
-    este esta estos estas eso esto ese esa desde hace nunca dejé deje cambié cambie mudé mude lugar vez
-    también tambien todavía todavia semana mes año pasado pasada
-    """.split()
-)
-CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})|(?:{_CHANGE_ES})", re.IGNORECASE)
+CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})|(?:{CHANGE_ES})", re.IGNORECASE)
 
 _PRESENT = re.compile(
     r"\b(?:now|currently|current|these\s+days|nowadays|at\s+the\s+moment|at\s+present|presently|still|any\s*more|"
@@ -139,12 +109,12 @@ def states_change(text: str) -> bool:
 
 def asks_present(question: str) -> bool:
     """Whether a question asks how things are now ("now", "currently", "these days", "现在")."""
-    return _PRESENT.search(question) is not None or _PRESENT_ES.search(question) is not None
+    return _PRESENT.search(question) is not None or PRESENT_ES.search(question) is not None
 
 
 def asks_past(question: str) -> bool:
     """Whether a question asks how things were ("before", "used to", "previously", "以前")."""
-    return _PAST.search(question) is not None or _PAST_ES.search(question) is not None
+    return _PAST.search(question) is not None or PAST_ES.search(question) is not None
 
 
 # The things that change, each by the words that name it (Latin words by their first five letters, Chinese as
@@ -327,19 +297,7 @@ for _topic, _words in TOPICS.items():
     for _word in _words:
         _TOPIC_OF.setdefault(_word, set()).add(_topic)
 
-# Spanish words of the same topics (issue 38's Spanish rules), by their first five letters like the English ones.
-_TOPICS_ES: dict[str, tuple[str, ...]] = {
-    "home": ("vivo", "vivim", "vivir", "vive", "mudé", "mude", "mudam", "mudar", "casa", "piso", "ciuda"),
-    "work": ("traba", "emple", "empre", "ofici", "jefe", "renun", "puest"),
-    "tools": ("uso", "usamo", "usar", "edito", "progr"),
-    "diet": ("como", "comer", "carne", "vegan", "veget", "comid", "pesca"),
-    "drink": ("bebo", "beber", "café", "cafe", "cerve", "vino"),
-    "transport": ("coche", "condu", "moto", "bici", "autob"),
-    "partner": ("novia", "novio", "espos", "marid", "parej", "casé", "divor"),
-    "study": ("estud", "unive", "carre", "curso"),
-    "habit": ("fumar", "fumo", "gimna", "corro", "juego", "jugar"),
-}
-for _topic, _words in _TOPICS_ES.items():
+for _topic, _words in TOPICS_ES.items():
     for _word in _words:
         _TOPIC_OF.setdefault(_word, set()).add(_topic)
 
@@ -357,7 +315,7 @@ _NOT_TOPIC = frozenset(
     going went back from user assistant think thing things lot like love
     """.split()
 )
-_NOT_TOPIC = _NOT_TOPIC | _NOT_TOPIC_ES  # Spanish function words too (issue 38)
+_NOT_TOPIC = _NOT_TOPIC | NOT_TOPIC_ES  # Spanish function words too (issue 38)
 _FIRST_PERSON = re.compile(
     r"^(?:(?:oh|so|well|actually|btw|by the way|also|and|but|ok|okay|yes|yeah|yep|hi|hey|update|fyi|"
     r"just so you know|guess what|good news|news|these days|nowadays|lately|recently|now|today|"
@@ -411,11 +369,6 @@ class Statement:
     said_at: datetime | None
 
 
-def _es_first(text: str) -> bool:
-    """A Spanish statement in the first person (issue 38's Spanish rules)."""
-    return _ES_FIRST_PERSON.match(text) is not None
-
-
 def _body(statement: Statement) -> str:
     """The words, without the speaker's label."""
     text = statement.text.strip()
@@ -426,7 +379,7 @@ def _body(statement: Statement) -> str:
 def subject(text: str) -> str | None:
     """Whom a statement is about: "I" for the speaker themselves, else the someone it names first ("my sister" ->
     "sister", "Alice" -> "alice"), or None when it cannot tell."""
-    if _FIRST_PERSON.match(text) or _ZH_FIRST_PERSON.match(text) or _DROPPED_I.match(text) or _es_first(text):
+    if _FIRST_PERSON.match(text) or _ZH_FIRST_PERSON.match(text) or _DROPPED_I.match(text) or es_first(text):
         return "I"
     owned = _POSSESSION.match(text)
     if owned is not None and owned.group(1).casefold() not in _PEOPLE:
