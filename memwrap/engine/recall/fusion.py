@@ -9,6 +9,10 @@ from uuid import UUID
 
 from memwrap.engine.recall.arms import Hits
 
+# A memory across banks (bank id, memory id), and an arm's hits keyed so.
+Key = tuple[str, UUID]
+KeyedHits = list[tuple[Key, float]]
+
 
 @dataclass
 class Fused:
@@ -95,3 +99,28 @@ def interleave(results: Mapping[str, Hits], weights: Mapping[str, float]) -> lis
                 seen.add(memory_id)
                 fused.append(Fused(memory_id, 1.0 / (1 + len(fused)), ranks[memory_id]))
     return fused
+
+
+# Arms whose scores mean the same in every bank (cosine similarity). The others' scores grow with the bank (BM25's
+# idf, the graph's entity rarity): across banks they are merged by rank. The temporal arm's order is its own
+# (slices of the window taken in turns), so it is merged by rank too.
+SCORE_COMPARABLE_ARMS = frozenset({"semantic"})
+
+
+def merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, KeyedHits]:
+    """Each arm's hits from every bank in one list: by similarity where it is comparable across banks (a memory
+    ranks by how well it matches, not by how busy its bank is), else by rank in its bank, banks taking turns.
+    One bank: its lists as they came, keyed by (bank, id)."""
+    per_arm: dict[str, list[tuple[int, Key, float]]] = {}
+    for (arm, bank), hits in results.items():
+        per_arm.setdefault(arm, []).extend(
+            (rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits)
+        )
+    merged: dict[str, KeyedHits] = {}
+    several = len({bank for _arm, bank in results}) > 1
+    for arm, ranked in per_arm.items():
+        if several:
+            # Stable sorts: within a bank the arm's own order (and its tie-breaks) stands.
+            ranked = sorted(ranked, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
+        merged[arm] = [(key, score) for _rank, key, score in ranked]
+    return merged

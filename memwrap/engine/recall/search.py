@@ -25,7 +25,7 @@ from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.recall.fusion import interleave, reciprocal_rank
+from memwrap.engine.recall.fusion import interleave, merge_banks, reciprocal_rank
 from memwrap.engine.recall.names import related_names
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
 from memwrap.engine.recall.pack import plan
@@ -303,7 +303,7 @@ class Searcher:
             )
             if ("temporal", bank) in early:
                 tasks[("temporal", bank)] = early[("temporal", bank)]
-        results = _merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
+        results = merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
         timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
 
         with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
@@ -426,31 +426,6 @@ class Searcher:
         for memory, score in zip(head, scores, strict=True):
             memory.score = score
         return sorted(head, key=lambda m: -m.score) + ranked[50:]
-
-
-# Arms whose scores mean the same in every bank (cosine similarity). The others' scores grow with the bank (BM25's
-# idf, the graph's entity rarity): across banks they are merged by rank. The temporal arm's order is its own
-# (slices of the window taken in turns), so it is merged by rank too.
-SCORE_COMPARABLE_ARMS = frozenset({"semantic"})
-
-
-def _merge_banks(results: dict[tuple[str, str], Hits], limit: int) -> dict[str, KeyedHits]:
-    """Each arm's hits from every bank in one list: by similarity where it is comparable across banks (a memory
-    ranks by how well it matches, not by how busy its bank is), else by rank in its bank, banks taking turns.
-    One bank: its lists as they came, keyed by (bank, id)."""
-    per_arm: dict[str, list[tuple[int, Key, float]]] = {}
-    for (arm, bank), hits in results.items():
-        per_arm.setdefault(arm, []).extend(
-            (rank, (bank, memory_id), score) for rank, (memory_id, score) in enumerate(hits)
-        )
-    merged: dict[str, KeyedHits] = {}
-    several = len({bank for _arm, bank in results}) > 1
-    for arm, ranked in per_arm.items():
-        if several:
-            # Stable sorts: within a bank the arm's own order (and its tie-breaks) stands.
-            ranked = sorted(ranked, key=(lambda h: -h[2]) if arm in SCORE_COMPARABLE_ARMS else (lambda h: h[0]))[:limit]
-        merged[arm] = [(key, score) for _rank, key, score in ranked]
-    return merged
 
 
 async def _awaited(future: Awaitable[Hits]) -> Hits:
