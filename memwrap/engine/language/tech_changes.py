@@ -196,18 +196,24 @@ TECH_RULES: tuple[TechRule, ...] = (
 
 
 @functools.lru_cache(maxsize=8192)
+def _cues(text: str) -> tuple[tuple[TechRule, re.Match[str]], ...]:
+    """Every rule's cue found in `text`, read once per text: recall weighs each of its best hits against each
+    other (apply_changes: 30 x 29 pairs), and searching a long message's text again for every pair was most of a
+    recall's time on long technical banks (45 ms of 52 in the order step)."""
+    return tuple((rule, match) for rule in TECH_RULES for match in rule.pattern.finditer(text))
+
+
 def technical_rules(text: str) -> tuple[str, ...]:
     """The names of the technical-change rules whose cue is in `text`."""
-    return tuple(rule.name for rule in TECH_RULES if rule.pattern.search(text))
+    return tuple(dict.fromkeys(rule.name for rule, _match in _cues(text)))
 
 
 def technical_change(newer: str, older: str) -> str | None:
     """The name of the rule by which `newer` states a change of what `older` says, or None. Times and speakers are
     changes.replaces' to check."""
-    for rule in TECH_RULES:
-        for match in rule.pattern.finditer(newer):
-            if rule.related(match, newer, older):
-                return rule.name
+    for rule, match in _cues(newer):
+        if rule.related(match, newer, older):
+            return rule.name
     return None
 
 
