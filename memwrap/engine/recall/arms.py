@@ -218,7 +218,8 @@ def graph_query(
     the mentions read so far stay within it, and each entity's own reach is capped at the hub limit too.
     """
     # In a small bank a few seeds are already much of it; keep some memories left to be reached.
-    seeds = max(1, min(seeds, bank_size // 4))
+    # (Two at least: one seed alone makes the arm hang on which single memory the embedding puts first.)
+    seeds = max(min(2, bank_size), min(seeds, bank_size // 4))
     hub_limit = min(ENTITY_FANOUT_CAP, max(20, int(bank_size * HUB_SHARE)))
     where, params = filters.sql("m", 9)
     # The seeds are the nearest memories, found as the semantic arm finds them (`indexed`: index_serves).
