@@ -20,7 +20,7 @@ from extract_support import fact, make_engine, reply, units
 from fakes.llm_server import FakeLLMServer
 
 from memwrap import Memory
-from memwrap.config import Settings
+from memwrap.config import Settings, embedding_space
 from memwrap.store.db import migrate
 from memwrap.store.embedded_pg import embedded_database_url
 
@@ -40,7 +40,7 @@ async def old_store(memory: Memory, memwrap_home: Path) -> AsyncIterator[str]:
     admin = await asyncpg.connect(url)
     try:
         await admin.execute(f'CREATE DATABASE "{name}"')
-        model = Settings().embedding_model
+        model = embedding_space(Settings().embedding_model)
         dim = int(await admin.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'"))
         parts = urlsplit(url)
         old_url = urlunsplit(parts._replace(path=f"/{name}"))

@@ -18,7 +18,7 @@ import asyncpg
 import pytest
 
 from memwrap import Memory
-from memwrap.config import Settings
+from memwrap.config import Settings, embedding_space
 from memwrap.store.db import migrate
 from memwrap.store.embedded_pg import embedded_database_url
 
@@ -47,7 +47,7 @@ async def old_store(memory: Memory, memwrap_home: Path) -> AsyncIterator[str]:
         await admin.execute(f'CREATE DATABASE "{name}"')
         dim = int(await admin.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'"))
         old_url = urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-        await migrate(old_url, embedding_model=Settings().embedding_model, embedding_dim=dim, upto=9)
+        await migrate(old_url, embedding_model=embedding_space(Settings().embedding_model), embedding_dim=dim, upto=9)
         yield old_url
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -93,7 +93,7 @@ async def test_an_old_store_gets_its_speakers_and_loses_the_speaker_entities(old
     finally:
         await conn.close()
 
-    await migrate(old_store, embedding_model=Settings().embedding_model, embedding_dim=384)
+    await migrate(old_store, embedding_model=embedding_space(Settings().embedding_model), embedding_dim=384)
 
     conn = await asyncpg.connect(old_store)
     try:

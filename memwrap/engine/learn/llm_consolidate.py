@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from memwrap.engine.bank_instructions import with_instructions
+from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.text import search_text
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.observations import CreateOp, DeleteOp, EvidenceIn, Plan, UpdateOp
@@ -40,7 +41,6 @@ RELATED_MAX = 30
 ARM_LIMIT = 20
 QUOTES_SHOWN = 3
 # A created observation this close to an existing one in its scope is that one, restated.
-TWIN_SIMILARITY = 0.95
 
 
 class EvidenceRef(BaseModel):
@@ -259,8 +259,9 @@ async def _to_plan(
         if op.text:
             op.embedding = vectors[cursor]
             cursor += 1
+    twin_similarity = similarity_profile(engine.settings.embedding_model).twin
     for (text, ev), vector in zip(creates, vectors[cursor:], strict=True):
-        twin = await _twin(conn, bank_id, vector, scope, bank_size)
+        twin = await _twin(conn, bank_id, vector, scope, bank_size, twin_similarity)
         if twin is not None:
             op = updates.setdefault(twin, UpdateOp(id=twin, reason="restated"))
             op.evidence.extend(e for e in ev if e.memory_id not in {x.memory_id for x in op.evidence})
@@ -278,10 +279,10 @@ async def _to_plan(
     return plan
 
 
-async def _twin(conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int) -> UUID | None:
-    hits = await arms.semantic(
-        conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size, TWIN_SIMILARITY
-    )
+async def _twin(
+    conn: Connection, bank_id: str, vector: np.ndarray, scope: list[str], bank_size: int, similarity: float
+) -> UUID | None:
+    hits = await arms.semantic(conn, Filters(bank_id, ["observation"], scope or None), vector, 5, bank_size, similarity)
     if not hits:
         return None
     rows = await conn.fetch(
