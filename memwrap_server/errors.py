@@ -99,7 +99,11 @@ def install(app: FastAPI) -> None:
         for p in problems[:5]:
             where = ".".join(str(x) for x in p.get("loc", ()) if x != "body") or "request"
             parts.append(f"{where}: {p.get('msg')}")
-        return error_response(422, "invalid_request", "; ".join(parts), path=request.url.path)
+        # A budget out of its declared bounds keeps the code the engine gave it before the bounds were declared
+        # (clients match on codes: tests/test_server_rest.py's stable codes).
+        budgets = {"token_budget", "context_budget", "max_answer_tokens"}
+        code = "invalid_budget" if all(_field(p) in budgets for p in problems) else "invalid_request"
+        return error_response(422, code, "; ".join(parts), path=request.url.path)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -175,3 +179,9 @@ def _connection_error(exc: BaseException) -> BaseException | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
+
+
+def _field(problem: Mapping[str, Any]) -> str:
+    """The name of the field a validation problem is about (the last name of its location)."""
+    names = [x for x in problem.get("loc", ()) if isinstance(x, str)]
+    return names[-1] if names else ""
