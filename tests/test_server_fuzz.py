@@ -258,7 +258,13 @@ def test_the_openapi_document_and_the_server_agree(sidecar: ServerProcess, upstr
         *("--generation-allow-x00", "false", "--generation-codec", "utf-8"),
         # The proxy's bodies are the upstream's (OpenAI's, Anthropic's), and an import's body is an export file
         # (JSON lines), which a schema of bytes cannot describe: the fuzz test above covers both.
-        *("--exclude-path-regex", "^/v1/(chat/completions|responses|messages)$|^/v1/banks/[^/]+/import$"),
+        # delete_memories' body (its recursive filter schema) makes Hypothesis' own strategy repr fail while drawing
+        # ("SystemError: AST constructor recursion depth mismatch"): not the server's doing; recall's filters, the
+        # same language, are covered.
+        *(
+            "--exclude-path-regex",
+            "^/v1/(chat/completions|responses|messages)$|^/v1/banks/[^/]+/import$|^/v1/banks/[^/]+/memories/delete$",
+        ),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
     counts = re.search(r"(\d+) generated, [^\n]*", result.stdout)
