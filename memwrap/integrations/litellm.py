@@ -173,7 +173,7 @@ class MemwrapLogger(CustomLogger):
         retain: bool = True,
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         tags: str | Sequence[str] | None = None,
-        recall_timeout: float = 0.5,  # the proxy's hop: longer than a wrapped client's 0.2
+        recall_timeout: float = 0.5,  # the proxy's hop: longer than a wrapped client's 0.3
         **kwargs: Any,
     ) -> None:
         if CustomLogger is not object:
