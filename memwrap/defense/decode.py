@@ -35,54 +35,7 @@ import functools
 import html.entities
 import re
 
-from memwrap.defense.view import View, _edited, normalised
-
-# A piece of a substitution: the view span it replaces, the replacement, and for each replacement character the
-# view span it came from (None: every character comes from the whole span).
-Piece = tuple[int, int, str, list[tuple[int, int]] | None]
-
-
-def substituted(view: View, pieces: list[Piece]) -> View:
-    """`view` with each piece (sorted, disjoint) substituted; the map composed down to the original."""
-    if not pieces:
-        return view
-    text, old_starts, old_ends = view.text, view.starts, view.ends
-
-    def first(index: int) -> int:
-        return index if old_starts is None else old_starts[index]
-
-    def last(end: int) -> int:
-        return end if old_ends is None else old_ends[end - 1]
-
-    out: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-
-    def keep(start: int, end: int) -> None:
-        if start >= end:
-            return
-        out.append(text[start:end])
-        if old_starts is None or old_ends is None:
-            starts.extend(range(start, end))
-            ends.extend(range(start + 1, end + 1))
-        else:
-            starts.extend(old_starts[start:end])
-            ends.extend(old_ends[start:end])
-
-    cursor = 0
-    for start, end, replacement, spans in pieces:
-        keep(cursor, start)
-        out.append(replacement)
-        if spans is None:
-            starts.extend([first(start)] * len(replacement))
-            ends.extend([last(end)] * len(replacement))
-        else:
-            for a, b in spans:
-                starts.append(first(a))
-                ends.append(last(b))
-        cursor = end
-    keep(cursor, len(text))
-    return View("".join(out), starts, ends)
+from memwrap.defense.view import Piece, View, edited, normalised, substituted
 
 
 def compose(outer: View, inner: View) -> View:
@@ -284,7 +237,7 @@ def card_view(view: View, digits: int) -> View | None:
     if digits < 13:
         return None
     edits = [(m.start(), m.end(), " ") for m in _CARD_SEPARATOR.finditer(view.text)]
-    return _edited(view, edits) if edits else None
+    return edited(view, edits) if edits else None
 
 
 @functools.cache
@@ -321,7 +274,7 @@ def skeleton_view(view: View) -> View | None:
             edits.append((match.start(), match.end(), target))
     if not edits:
         return None
-    return _edited(view, edits)
+    return edited(view, edits)
 
 
 _MARKUP = re.compile(r"<!--.{0,200}?-->|</?[A-Za-z][A-Za-z0-9]{0,15}(?:\s[^<>]{0,200})?/?>|\n[ \t]*(?:>[ \t]?)+", re.S)
@@ -335,7 +288,7 @@ def markup_view(text: str) -> View | None:
     removed = [(m.start(), m.end(), "") for m in _MARKUP.finditer(text)]
     if not removed:
         return None
-    stripped = _edited(View(text), removed)
+    stripped = edited(View(text), removed)
     gone = 0
     joins = []
     for start, end, _ in removed:

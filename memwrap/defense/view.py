@@ -93,19 +93,31 @@ class View:
         return self.starts[start], self.ends[end - 1]
 
 
-def _edited(view: View, edits: list[tuple[int, int, str]]) -> View:
-    """`view` with each (start, end, replacement) applied (sorted, disjoint); the maps composed."""
-    if not edits:
+# A piece of a substitution: the view span it replaces, the replacement, and for each replacement character the
+# view span it came from (None: every character comes from the whole span).
+Piece = tuple[int, int, str, list[tuple[int, int]] | None]
+
+
+def substituted(view: View, pieces: list[Piece]) -> View:
+    """`view` with each piece (sorted, disjoint) substituted; the map composed down to the original."""
+    if not pieces:
         return view
     text, old_starts, old_ends = view.text, view.starts, view.ends
-    pieces: list[str] = []
+
+    def first(index: int) -> int:
+        return index if old_starts is None else old_starts[index]
+
+    def last(end: int) -> int:
+        return end if old_ends is None else old_ends[end - 1]
+
+    out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
 
     def keep(start: int, end: int) -> None:
         if start >= end:
             return
-        pieces.append(text[start:end])
+        out.append(text[start:end])
         if old_starts is None or old_ends is None:
             starts.extend(range(start, end))
             ends.extend(range(start + 1, end + 1))
@@ -114,17 +126,25 @@ def _edited(view: View, edits: list[tuple[int, int, str]]) -> View:
             ends.extend(old_ends[start:end])
 
     cursor = 0
-    for start, end, replacement in edits:
+    for start, end, replacement, spans in pieces:
         keep(cursor, start)
-        if replacement:
-            pieces.append(replacement)
-            first = start if old_starts is None else old_starts[start]
-            last = end if old_ends is None else old_ends[end - 1]
-            starts.extend([first] * len(replacement))
-            ends.extend([last] * len(replacement))
+        out.append(replacement)
+        if spans is None:
+            starts.extend([first(start)] * len(replacement))
+            ends.extend([last(end)] * len(replacement))
+        else:
+            for a, b in spans:
+                starts.append(first(a))
+                ends.append(last(b))
         cursor = end
     keep(cursor, len(text))
-    return View("".join(pieces), starts, ends)
+    return View("".join(out), starts, ends)
+
+
+def edited(view: View, edits: list[tuple[int, int, str]]) -> View:
+    """`view` with each (start, end, replacement) applied (sorted, disjoint): every replacement character comes
+    from the whole span it replaces."""
+    return substituted(view, [(start, end, replacement, None) for start, end, replacement in edits])
 
 
 def normalised(text: str) -> View:
@@ -137,7 +157,7 @@ def normalised(text: str) -> View:
                 folded = _FOLDED[text[index]]
                 if folded != text[index]:
                     folds.append((index, index + 1, folded))
-        view = _edited(view, folds)
+        view = edited(view, folds)
     runs = []
     for run in _RUNS.finditer(view.text):
         value = run.group()
@@ -150,7 +170,7 @@ def normalised(text: str) -> View:
             replacement = " "
         if replacement != value:
             runs.append((run.start(), run.end(), replacement))
-    return _edited(view, runs)
+    return edited(view, runs)
 
 
 def joined(view: View, original: str) -> View | None:
@@ -165,6 +185,6 @@ def joined(view: View, original: str) -> View | None:
         breaks.append((match.start(), match.end(), ""))
     if not breaks:
         return None
-    out = _edited(view, breaks)
+    out = edited(view, breaks)
     # Offsets in the joined text where a break was: the k-th removed break sits before its start minus k.
     return View(out.text, out.starts, out.ends, [start - k for k, (start, _, _) in enumerate(breaks)])
