@@ -1,8 +1,10 @@
-"""The keyword arm skips a bank's known common terms unread, with the same hits as reading them."""
+"""The keyword arm skips a bank's known common terms unread, with the same hits as reading them; frequent terms
+under the cap are read within a budget and score what the rarer terms found."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -44,7 +46,7 @@ def test_known_common_terms_are_skipped_with_the_same_hits(
     async def scenario() -> tuple[list[Any], list[Any], list[tuple[str, int]], list[Any]]:
         async with db.pool() as pool:
             before = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
-            counted = await CommonTerms(pool, CAP).refresh(bank)
+            counted = await CommonTerms(pool, listed_df=CAP).refresh(bank)
             assert counted is not None and counted > 0
             rows = await pool.fetch("SELECT lexeme, df FROM bank_common_terms WHERE bank_id = $1 ORDER BY lexeme", bank)
             after = [await keyword_hits(pool, bank, q, size) for q in QUERIES]
@@ -63,8 +65,8 @@ def test_known_common_terms_are_skipped_with_the_same_hits(
 def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, db: Database, bank: str) -> None:
     eng = engine(memory)
     common_terms = eng.searcher.common_terms
-    original = common_terms.cap
-    common_terms.cap = CAP
+    original = common_terms.count_from
+    common_terms.count_from = CAP
     try:
         memory.retain_many(bank, TURNS)
         memory.recall(bank, "weekend figs")
@@ -74,4 +76,63 @@ def test_recall_counts_common_terms_in_the_background_when_due(memory: Memory, d
         assert not common_terms.due(len(TURNS), len(TURNS))  # counted: not again until the bank grows by half
         assert common_terms.due(27, len(TURNS)) and not common_terms.due(CAP - 1, None)
     finally:
-        common_terms.cap = original
+        common_terms.count_from = original
+
+
+# Frequent terms: "deploy" and "server" in 13 memories each, under the cap (30) and listed (6 or more); "canary" in
+# 4, "rollback" in 3: rare. Reading either frequent term would take 13 rows: over a budget of 10.
+FREQUENT = (  # (counts in the comments are memories containing the term)
+    [f"Deploy {i} went out to the staging server without trouble." for i in range(6)]
+    + [f"The deploy script {i} prints its log." for i in range(3)]
+    + [f"The server room {i} is cold." for i in range(3)]
+    + [f"Canary {i} before the deploy caught the server error." for i in range(3)]
+    + ["The canary deploy was stopped; rollback of the server took a minute."]
+    + [f"A rollback note number {i}." for i in range(2)]
+)
+
+
+def test_frequent_terms_past_the_budget_score_without_being_read(
+    memory: Memory, db: Database, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(arms, "TERM_SCAN_CAP", 30)
+    memory.retain_many(bank, FREQUENT)
+    size = len(FREQUENT)
+
+    async def scenario() -> dict[str, Any]:
+        async with db.pool() as pool:
+            question = "canary rollback of the deploy server"
+            exact = await keyword_hits(pool, bank, question, size)  # nothing listed: every term read and counted
+            await CommonTerms(pool, listed_df=6).refresh(bank)
+            listed = dict(await pool.fetch("SELECT lexeme, df FROM bank_common_terms WHERE bank_id = $1", bank))
+            monkeypatch.setattr(arms, "FREQUENT_READ_BUDGET", 10)
+            async with pool.acquire() as conn:
+                budgeted = await arms.keyword(conn, Filters(bank), search_text(question), 3, size)
+                plan = await explain_keyword(conn, bank, question, 3, size)
+                filling = await arms.keyword(conn, Filters(bank), search_text(question), 60, size)
+            return {"exact": exact, "listed": listed, "budgeted": budgeted, "plan": plan, "filling": filling}
+
+    out = asyncio.run(scenario())
+    assert out["listed"]["deploy"] == 13 and out["listed"]["server"] == 13
+    assert "canary" not in out["listed"] and "rollback" not in out["listed"]
+    # Limit 3: the rare terms find 6 memories, room for none of the frequent terms (13 rows each > 10)...
+    scans = re.findall(r" on memory_units m_\d+ \(actual rows=([\d.]+) loops=(\d+)\)", out["plan"])
+    assert scans, out["plan"]
+    assert sum(float(rows) * int(loops) for rows, loops in scans) == 4 + 3, out["plan"]  # canary's and rollback's
+    # ...yet they still score there, with their listed counts: the same ranking as reading everything.
+    assert out["budgeted"] == [hit for hit in out["exact"][:3]]
+    # Limit 60: the rare terms cannot fill it, so every frequent term is read and the arm is exact.
+    assert out["filling"] == out["exact"]
+
+
+async def explain_keyword(conn: Any, bank: str, question: str, limit: int, size: int) -> str:
+    """The keyword arm's plan as run (EXPLAIN ANALYZE), one string."""
+    captured: list[str] = []
+
+    class Explaining:
+        async def fetch(self, sql: str, *args: Any) -> list[Any]:
+            rows = await conn.fetch("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, BUFFERS OFF) " + sql, *args)
+            captured.extend(r[0] for r in rows)
+            return []
+
+    await arms.keyword(Explaining(), Filters(bank), search_text(question), limit, size)  # type: ignore[arg-type]
+    return "\n".join(captured)

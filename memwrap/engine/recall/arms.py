@@ -25,6 +25,9 @@ Hits = list[tuple[UUID, float]]
 EXACT_SCAN_MAX = 4000
 # A keyword term found in this many memories or more adds little (low idf) and costs a lot: it is left out.
 TERM_SCAN_CAP = 2000
+# The bank's frequent terms (listed with their count by common_terms.py: FREQUENT_TERM_DF matches or more) are read
+# rarest first up to this many rows in all; the rest only score the memories the other terms found.
+FREQUENT_READ_BUDGET = 600
 # A filtered graph arm checks its filter on this many times `limit` of the best reached memories first.
 FILTER_FIRST_PASS = 40
 # Entities mentioned in more than HUB_SHARE of a bank's memories (at least 20, at most ENTITY_FANOUT_CAP) are hubs:
@@ -116,6 +119,12 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
     known common terms (bank_common_terms, see common_terms.py) are left out before reading anything. Not under
     a type or tag filter: a term common in the bank may be rare among, say, its observations.
 
+    Frequent terms (listed with their count, under TERM_SCAN_CAP) are read only while the question's rarer terms
+    leave room: rarest first, FREQUENT_READ_BUDGET rows in all, and all of them when the rarer terms match fewer
+    than `limit` memories. A frequent term left unread still scores, on the memories the other terms found (its
+    listed count gives its weight). So the arm is exact when the rarer terms find little, and otherwise ranks the
+    memories the rarer and the cheapest frequent terms reach.
+
     Under a RecallFilter the terms are counted in the whole bank, as unfiltered, and the filter picks among the
     matches read: a selective filter would otherwise read every match of a common term looking for TERM_SCAN_CAP
     that pass (0.9 s for a 0.5% filter in a 100k bank). The unfiltered arm drops those terms anyway, so nothing
@@ -125,41 +134,86 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
     term looked up, matched in the bank or not) that the memory matches. Fusion weighs the arm's vote by it: a
     memory sharing one incidental word with a paraphrased question is a weaker vote than one matching its names.
     """
-    where, params = filters.sql("m", 7)
+    where, params = filters.sql("m", 8)
     bank_wide = filters.where is not None
-    skip_known_common = bank_wide or not filters.narrowed
+    use_known = bank_wide or not filters.narrowed
     if bank_wide:
-        hit_columns, hit_where, passes = f", ({where}) AS passes", "m.invalidated_at IS NULL", "AND passes"
+        hit_columns, hit_where, passes, carried = (
+            f", ({where}) AS passes",
+            "m.invalidated_at IS NULL",
+            "AND passes",
+            ", passes",
+        )
     else:
-        hit_columns, hit_where, passes = "", where, ""
-    sql = f"""
-        WITH terms AS (
-            SELECT DISTINCT plainto_tsquery('simple', u.lexeme) AS tsq
-            FROM unnest(to_tsvector('english', $2)) AS u
-            WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
-              AND NOT ($6 AND EXISTS (SELECT 1 FROM bank_common_terms c WHERE c.bank_id = $1 AND c.lexeme = u.lexeme))
-        ), matches AS (
+        hit_columns, hit_where, passes, carried = "", where, "", ""
+
+    def read(terms: str, checked: str) -> str:
+        # Each memory read keeps the frequent terms it matches among those that may stay unread (past the budget):
+        # they score it below. `checked`: whether that can still happen (not once every frequent term is read).
+        return f"""
             SELECT t.tsq, hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
-            FROM terms t
+            FROM {terms} t
             CROSS JOIN LATERAL (
-                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns} FROM memory_units m
+                SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns},
+                       ARRAY(SELECT k.tsq FROM known k
+                             WHERE {checked} AND k.df < $4 AND k.running > $7 AND m.search_tsv @@ k.tsq) AS frequent
+                FROM memory_units m
                 WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
-            ) hit
+            ) hit"""
+
+    sql = f"""
+        WITH lexemes AS (
+            SELECT DISTINCT u.lexeme, plainto_tsquery('simple', u.lexeme) AS tsq
+            FROM unnest(to_tsvector('english', $2)) AS u
+            WHERE numnode(plainto_tsquery('simple', u.lexeme)) > 0
+        ), known AS MATERIALIZED (
+            -- The question's terms the bank lists as frequent, with their count: rarest first, reading them all up
+            -- to this one would read `running` rows.
+            SELECT l.tsq, c.df, sum(c.df) OVER (ORDER BY c.df, l.lexeme) AS running
+            FROM lexemes l JOIN bank_common_terms c ON c.bank_id = $1 AND c.lexeme = l.lexeme
+            WHERE $6
+        ), rare AS MATERIALIZED (
+            SELECT l.tsq FROM lexemes l WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.tsq = l.tsq)
+        ), rare_matches AS MATERIALIZED ({read("rare", "true")}
+        ), room AS MATERIALIZED (
+            -- Too few memories found by the rarer terms to fill the list: every frequent term is read.
+            SELECT count(DISTINCT id) < $5 AS all_frequent FROM rare_matches
+        ), frequent_read AS MATERIALIZED (
+            SELECT k.tsq FROM known k, room r WHERE k.df < $4 AND (r.all_frequent OR k.running <= $7)
+        ), frequent_matches AS MATERIALIZED ({read("frequent_read", "NOT (SELECT all_frequent FROM room)")}
+        ), matches AS (
+            SELECT tsq, id, terms, mentioned_at, df{carried}, frequent FROM rare_matches
+            UNION ALL
+            SELECT tsq, id, terms, mentioned_at, df{carried}, frequent FROM frequent_matches
+        ), hits AS (
+            -- Each memory read, once per term it matches: the terms read (with their counted df) and, disjoint
+            -- from them, the frequent ones left unread (with their listed df; a memory read by several terms
+            -- carries them on each row, hence DISTINCT).
+            SELECT tsq, id, terms, mentioned_at, df{carried} FROM matches WHERE df < $4
+            UNION ALL
+            SELECT DISTINCT k.tsq, m.id, m.terms, m.mentioned_at, k.df{carried.replace(" ", " m.")}
+            FROM matches m CROSS JOIN LATERAL unnest(m.frequent) AS f(tsq) JOIN known k ON k.tsq = f.tsq
+            WHERE cardinality(m.frequent) > 0 AND NOT EXISTS (SELECT 1 FROM frequent_read r WHERE r.tsq = k.tsq)
         ), question AS MATERIALIZED (
             -- The question's whole term weight: every term looked up, those the bank never uses at their highest
             -- idf (df 0), those too common to count left out as they are from the scores. MATERIALIZED: computed
             -- once; inlined, the planner ran it again for every scored memory (353 times: 30 ms of a 32 ms arm).
-            SELECT sum(ln(1 + ($3::float8 - coalesce(d.df, 0) + 0.5) / (coalesce(d.df, 0) + 0.5))) AS idf
-            FROM terms t LEFT JOIN (SELECT tsq, max(df) AS df FROM matches GROUP BY tsq) d ON d.tsq = t.tsq
-            WHERE coalesce(d.df, 0) < $4
+            SELECT sum(ln(1 + ($3::float8 - d.df + 0.5) / (d.df + 0.5))) AS idf
+            FROM (
+                SELECT coalesce(k.df, r.df, 0) AS df
+                FROM lexemes t
+                LEFT JOIN known k ON k.tsq = t.tsq
+                LEFT JOIN (SELECT tsq, max(df) AS df FROM matches GROUP BY tsq) r ON r.tsq = t.tsq
+            ) d
+            WHERE d.df < $4
         ), scored AS (
             SELECT id, max(mentioned_at) AS mentioned_at,
                    sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5)) * 2.2
                        / (1 + 1.2 * (0.25 + 0.75 * terms / 20.0))) AS score,
                    sum(ln(1 + ($3::float8 - df + 0.5) / (df + 0.5))) AS idf
-            FROM matches
-            WHERE df < $4 {passes}
+            FROM hits
+            WHERE true {passes}
             GROUP BY id
         )
         -- Equal texts score equally (up to the order of a float sum): the newer memory goes first.
@@ -167,9 +221,8 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
         ORDER BY round(score::numeric, 9) DESC, mentioned_at DESC, id
         LIMIT $5
     """
-    rows = await conn.fetch(
-        sql, filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, skip_known_common, *params
-    )
+    args = [filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, use_known, FREQUENT_READ_BUDGET]
+    rows = await conn.fetch(sql, *args, *params)
     return [(r["id"], min(1.0, float(r["coverage"]))) for r in rows]
 
 

@@ -1,4 +1,4 @@
-"""The terms too common to rank by, per bank: counted in the background so the keyword arm can skip them unread.
+"""The bank's frequent terms with their counts: listed in the background so the keyword arm reads less.
 
 The keyword arm drops a term that TERM_SCAN_CAP or more of the bank's memories contain (its weight is small and
 reading its matches is not). Finding that out means reading up to TERM_SCAN_CAP rows per term; in a bank of
@@ -6,10 +6,15 @@ reading its matches is not). Finding that out means reading up to TERM_SCAN_CAP 
 could read 8,000 rows to keep nothing. Measured there: keyword arm p50 16 ms -> 0.7 ms with the terms known,
 the same hits for 100 of 100 queries.
 
-So once a bank holds TERM_SCAN_CAP memories, and again each time it has grown by half, one `ts_stat` pass
-(0.3 s at 100k) lists its common terms into `bank_common_terms`. Recall starts it in the background when due;
-it never waits for it. Between counts a newly common term is read as before, so results never depend on the
-list being fresh; a term that deletions made rare again stays skipped until the next count.
+Long technical sessions add the terms under that cap: a library, a path, "error", "test" in hundreds of a
+10k-memory bank's chunks. Knowing their counts, the arm reads them only while the question's rarer terms leave
+room (arms.FREQUENT_READ_BUDGET) and scores the rest on what the rarer terms found (arms.keyword).
+
+So once a bank holds COUNT_FROM memories, and again each time it has grown by half, one `ts_stat` pass
+(0.3 s at 100k) lists every term in FREQUENT_TERM_DF or more of its memories into `bank_common_terms`. Recall
+starts it in the background when due; it never waits for it. Between counts a newly frequent term is read as
+before, so results never depend on the list being fresh; a listed count may be stale by up to a third of the
+bank (it grew by half at most since), which moves that term's weight a little, not which memories match.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ import asyncpg
 
 log = logging.getLogger("memwrap.recall")
 
+# A term in this many of a bank's memories is listed (reading it costs a few ms; under it a term is always read).
+FREQUENT_TERM_DF = 200
+# Banks are counted from this size on: below it no term reaches a count worth listing often enough to matter.
+COUNT_FROM = 1000
 REFRESH_GROWTH = 1.5  # count again when the bank holds this many times what it held at the last count
 
 COUNT_COMMON_TERMS = """
@@ -32,13 +41,14 @@ WHERE ndoc >= $2
 
 
 class CommonTerms:
-    def __init__(self, pool: asyncpg.Pool, cap: int) -> None:
+    def __init__(self, pool: asyncpg.Pool, listed_df: int = FREQUENT_TERM_DF, count_from: int = COUNT_FROM) -> None:
         self.pool = pool
-        self.cap = cap
+        self.listed_df = listed_df
+        self.count_from = count_from
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     def due(self, bank_size: int, counted_at: int | None) -> bool:
-        return bank_size >= self.cap and (counted_at is None or bank_size >= counted_at * REFRESH_GROWTH)
+        return bank_size >= self.count_from and (counted_at is None or bank_size >= counted_at * REFRESH_GROWTH)
 
     def refresh_soon(self, bank_id: str) -> None:
         """Count the bank's common terms in the background (once at a time per bank and process)."""
@@ -61,7 +71,7 @@ class CommonTerms:
             log.debug("memwrap: counting the common terms of %s failed: %s", bank_id, exc)  # next recall retries
 
     async def refresh(self, bank_id: str) -> int | None:
-        """Count now. Returns how many terms are common, or None when another process is counting them."""
+        """Count now. Returns how many terms are listed, or None when another process is counting them."""
         async with self.pool.acquire() as conn, conn.transaction():
             locked = await conn.fetchval(
                 "SELECT pg_try_advisory_xact_lock(hashtextextended('memwrap-common-terms:' || $1, 0))", bank_id
@@ -72,7 +82,7 @@ class CommonTerms:
             if size is None:
                 return None  # deleted meanwhile
             await conn.execute("DELETE FROM bank_common_terms WHERE bank_id = $1", bank_id)
-            status = await conn.execute(COUNT_COMMON_TERMS, bank_id, self.cap)
+            status = await conn.execute(COUNT_COMMON_TERMS, bank_id, self.listed_df)
             await conn.execute("UPDATE banks SET common_terms_at = $2 WHERE bank_id = $1", bank_id, size)
         return int(status.split()[-1])
 

@@ -137,7 +137,7 @@ class Searcher:
             else similarity_profile(settings.embedding_model).min_similarity
         )
         self.reranker = Reranker(settings.reranker) if settings.reranker else None
-        self.common_terms = CommonTerms(pool, arms.TERM_SCAN_CAP)
+        self.common_terms = CommonTerms(pool)
 
     async def close(self) -> None:
         await self.common_terms.close()
