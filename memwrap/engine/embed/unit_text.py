@@ -4,8 +4,8 @@ A reply such as "Yes, it was amazing!" means nothing alone; with the end of the 
 vector lands near the questions it answers. Only the vector sees that context: the stored text is the unit's own.
 
 A long unit (a pasted answer, a chunk of one) carries its own meaning, so it is embedded alone: the previous
-unit's end would add tokens to embed (retain of long messages ran at 0.52 of the embedding model's own tokens/s
-with it, about 1.0 without; issue 36) and, the model reading a bounded number of tokens, push the unit's own end
+unit's end would add tokens to embed (150 long s_3q messages: 72,495 cl100k tokens embedded with it, 57,256
+without, for 52,623 of chunks; issue 36) and, the model reading a bounded number of tokens, push the unit's own end
 out of what the vector sees. Short turns keep their context: dropping it for them too lowered LoCoMo recall.
 """
 
