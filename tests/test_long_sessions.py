@@ -13,6 +13,7 @@ import pytest
 from memwrap import Memory, RetainItem
 from memwrap.engine.language.changes import Statement, change_rule
 from memwrap.engine.language.instructions import standing_domain, task_domains
+from memwrap.engine.language.tech_changes import technical_rules
 from memwrap.engine.recall.pack import GAP, plan
 from memwrap.engine.recall.span import cover_sessions, span_rules
 from memwrap.engine.retain.split import code_spans, split_units
@@ -298,7 +299,15 @@ TECH_CHANGES = [
     ("The cron entry point is fetch_all.", "fetch_all is now called load_all.", "now-called"),
     ("CI runs on Python 3.11.", "We upgraded CI to Python 3.12.", "version-bump"),
     ("The UI state lives in Redux.", "We replaced Redux with Zustand.", "replaced-with"),
-]
+    ("We run on SQLite for the database at the moment.", "Migration done: Postgres replaces SQLite as our database.",
+     "replaces"),
+    ("Nightly jobs start from cron.py.", "`cron.py` has been superseded by `scheduler.py`.", "replaced-by"),
+    ("WORKER_CONCURRENCY is 4 in production.", "Raised the worker concurrency to 12 after the backlog.", "setting-to"),
+    ("The request timeout is 30 s.", "The request timeout is now set to 60 s.", "setting-is-set-to"),
+    ("Load test: p95 for search is 340 ms, way too slow.", "That brings the search p95 to 220 ms.", "metric-brings"),
+    ("We're pinned to httpx==0.26.0 for the plugin.", "The lock file now resolves httpx 0.27.2.", "now-on-version"),
+    ("The build agents run Node 18.", "Updated Node from 18 to 20 on the build agents.", "version-bump"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("older", "newer", "rule"), TECH_CHANGES)
@@ -338,3 +347,66 @@ def test_recall_puts_the_newer_technical_statement_first_and_marks_the_older(
     assert [t.split(": ", 1)[1] for t in texts[:2]] == [newer, older], rule
     assert recall.memories[1].replaced_by == recall.memories[0].id
     assert any(older in line and "(earlier; changed" in line for line in recall.context.splitlines())
+
+
+# Look-alikes of each rule's cue that state no change (issue 36: "it is called from the daemon" was a rename, 4,048
+# false marks on two generated long technical banks; "St Albans is named after ..." on s_3q).
+NOT_CUES = [
+    ("now-called", "Please make `retry_cursor` async, it is called from the sync daemon."),
+    ("now-called", "St Albans is named after the Roman martyr, St Alban."),
+    ("now-called", "The Church is called to worship, fellowship and discipleship."),
+    ("renamed", "I renamed it to something shorter."),
+    ("renamed", "Yesterday I renamed the folder to archive."),
+    ("replaces", "Other legislation\nReplaces Data Protection Directive"),
+    ("replaces", "EDPB thus replaces the Article 29 Working Party."),
+    ("replaced-by", "A right to be forgotten was replaced by a more limited right of erasure."),
+    ("replaced-with", "We replaced it with something sturdier."),
+    ("migrated-from-to", "We moved it from here to there."),
+    ("migrated-from-to", "The shift changed from 9 to 5."),
+    ("version-bump", "We moved to 3 servers in March."),
+    ("version-bump", "Bumped memory to 4 GB."),
+    ("version-bump", "I upgraded it to 2.0 last night."),
+    ("now-on-version", "We are now on 3 calls a day."),
+    ("setting-to", "I set it to 5 before lunch."),
+    ("setting-to", "Set up to 5 alarms."),
+    ("setting-is-set-to", "It is set to 5 by default."),
+    ("metric-now", "I now have 3 kids."),
+    ("metric-brings", "She brought her kids to 3 classes."),
+    ("metric-moved", "The mood went up to 11."),
+]
+
+
+@pytest.mark.parametrize(("rule", "text"), NOT_CUES)
+def test_a_look_alike_is_no_cue_of_the_rule(rule: str, text: str) -> None:
+    assert rule not in technical_rules(text)
+
+
+@pytest.mark.parametrize(("older", "newer", "rule"), TECH_CHANGES)
+def test_each_rule_finds_its_own_cue(older: str, newer: str, rule: str) -> None:
+    assert rule in technical_rules(newer)
+    assert not technical_rules(older)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("We use Redis for sessions.", "Postgres replaces SQLite as our database."),  # replaces something else
+        ("We use Redis for sessions.", "SQLite was replaced by Postgres."),
+        ("The cache holds 500 items.", "Raised the worker concurrency to 12."),  # another setting
+        ("The worker pool is 4 in production.", "Raised the worker concurrency to 12."),  # one word of two in common
+        ("Can you add retries around the celery client?", "Bumped celery to 2.14.5."),  # names celery, no version
+        ("The cache hit rate is 80%.", "That brings the search p95 to 220 ms."),  # another unit
+        ("The page size is 50 rows.", "The request timeout is now set to 60 s."),
+        # A long message: the number of the same unit is in a sentence about something else.
+        (
+            "The nightly backup takes 40 ms per table. The search index lives on the second disk.",
+            "Postgres latency is now averaging 250 ms on the primary.",
+        ),
+    ],
+)
+def test_a_cue_about_something_else_is_no_change(older: str, newer: str) -> None:
+    assert change_rule(Statement(newer, "user", START + timedelta(days=30)), Statement(older, "user", START)) is None
+
+
+def test_bumped_memory_is_a_setting_not_a_version() -> None:
+    assert technical_rules("Bumped memory to 4 GB.") == ("setting-to",)
