@@ -125,7 +125,9 @@ def test_a_change_that_happened_before_the_older_statement_does_not_replace_it()
     moved = "我去年搬到了北京。"
     # Said in November, but the move was last year: "I live in Chaoyang" (March) was said knowing it.
     assert not replaces(_dated(moved, november, last_year), _dated("我住在北京朝阳区。", march))
-    assert not replaces(_dated("Me mudé a Valencia el año pasado.", november, last_year), _dated("Vivo en Madrid.", march))
+    assert not replaces(
+        _dated("Me mudé a Valencia el año pasado.", november, last_year), _dated("Vivo en Madrid.", march)
+    )
     # What the older one tells of came before the move: that it was said after it does not matter.
     lived = (datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, 23, 59, tzinfo=UTC))
     assert replaces(_dated(moved, november, last_year), _dated("前年我住在上海。", march, lived))
