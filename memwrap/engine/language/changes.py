@@ -12,7 +12,11 @@ as earlier (engine/recall/order.py); heuristic consolidation records it as a cha
 4. they have the same *subject*: both are the speaker about themselves ("I …", "I'm …", "我…", "The user …"), or
    both name the same someone ("My sister …", "Alice …");
 5. they are about the same *topic*: a content word in common ("tennis" / "padel instead of tennis"), or the same
-   kind of thing that changes (TOPICS: where one lives, works, what one uses, eats, drinks, drives, …).
+   kind of thing that changes (TOPICS: where one lives, works, what one uses, eats, drinks, drives, …) — the
+   newer one's topic being what its cue names: the cue and the few words after it (CUE_REACH). "Me mudé a
+   Valencia el año pasado por trabajo" is a move, not a change of everything said about work;
+6. the change did not happen before the older statement's time: "我去年搬到了北京" (said in November) does not
+   replace "我住在北京朝阳区" said in March, which already knew it.
 
 Vectors are not asked: a unit's vector carries the turn before it (retain embeds context), and MiniLM puts "My
 sister lives in Berlin" nearer "I moved to Berlin" (0.73) than "I live in Lisbon" (0.33).
@@ -95,10 +99,34 @@ _SCENE = re.compile(
 )
 
 
+# How far past its cue a change reaches: the cue and the ~24 characters after it name what changed ("改用 Postgres
+# 存数据", "moved to Berlin last week", "mudé a Valencia el año pasado"). The whole statement named too much: on the
+# multilingual set (bench/multilingual) "Me mudé a Valencia el año pasado por trabajo" replaced the Chinese memories
+# about work (公司, 上班, 工作) as well as those about home, and pushed them below every other memory.
+# The reach ends sooner at the end of the sentence or of a Chinese clause: 24 Chinese characters are a clause or
+# two, and in "我改用Postgres了，因为公司的数据越来越多" the reason (公司: work) is no part of what changed. Not at a
+# Latin comma: "I no longer, as of this week, drink coffee".
+CUE_REACH = 24
+_REACH_END = re.compile(r"[。！？；，、!?;]|\.(?:\s|$)")
+
+
 @functools.lru_cache(maxsize=8192)
+def change_spans(text: str) -> tuple[str, ...]:
+    """The statements of change in a text, each as its cue and what follows it up to CUE_REACH characters or the
+    end of its sentence (or Chinese clause); none for a change told in a clause that only sets the scene ("since I
+    moved from Sweden, …")."""
+    spans = []
+    for m in CHANGE_CUE.finditer(text):
+        if _SCENE.search(text, max(0, m.start() - 30), m.start()) is not None:
+            continue
+        end = _REACH_END.search(text, m.end(), m.end() + CUE_REACH)
+        spans.append(text[m.start() : end.start() if end else m.end() + CUE_REACH])
+    return tuple(spans)
+
+
 def states_personal_change(text: str) -> bool:
     """Whether a statement says something of its speaker changed ("switched to", "no longer", "搬到" …)."""
-    return any(_SCENE.search(text, max(0, m.start() - 30), m.start()) is None for m in CHANGE_CUE.finditer(text))
+    return bool(change_spans(text))
 
 
 def states_change(text: str) -> bool:
@@ -138,7 +166,9 @@ TOPICS: dict[str, tuple[str, ...]] = {
         "rent",
         "住",
         "搬",
-        "家",
+        # Not 家 alone: it is in 大家 (everyone), 家人 (family), 专家 (expert), 老家 (one's home town, which no
+        # move changes), 国家, 作家 …
+        "我家在",
         "房子",
         "公寓",
         "地址",
@@ -362,11 +392,13 @@ _HAN_FUNCTION_PAIRS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    """A memory as a statement: its words, who said it and when."""
+    """A memory as a statement: its words, who said it and when, and when what it tells happened (its dates, from
+    a time expression in it: "last year", "去年"; None when it names no time)."""
 
     text: str
     speaker: str | None
     said_at: datetime | None
+    occurred: tuple[datetime, datetime] | None = None
 
 
 def _body(statement: Statement) -> str:
@@ -411,17 +443,43 @@ def topic_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(words - _HAN_FUNCTION_PAIRS), frozenset(topics)
 
 
-def same_topic(a: Statement, b: Statement) -> bool:
-    """Both about the same subject and the same topic (rules 3-5 of the module's docstring)."""
+def _same_subject(a: Statement, b: Statement) -> str | None:
+    """Whom both are about (rules 3-4 of the module's docstring), or None when they are not about one someone."""
     if a.speaker and b.speaker and a.speaker.casefold() != b.speaker.casefold():
+        return None
+    who_a = subject(_body(a))
+    return who_a if who_a is not None and who_a == subject(_body(b)) else None
+
+
+def _shares_topic(who: str, text_a: str, text_b: str) -> bool:
+    words_a, topics_a = topic_terms(text_a)
+    words_b, topics_b = topic_terms(text_b)
+    return bool(((words_a & words_b) - {who}) or (topics_a & topics_b))
+
+
+def same_topic(a: Statement, b: Statement) -> bool:
+    """Both about the same subject and the same topic (rules 3-5 of the module's docstring), in all their words."""
+    who = _same_subject(a, b)
+    return who is not None and _shares_topic(who, _body(a), _body(b))
+
+
+def changes_topic_of(newer: Statement, older: Statement) -> bool:
+    """Whether a change `newer` states is about what `older` says: the same subject, and the topic its cue names
+    (the cue and CUE_REACH characters after it) shared with any of `older`'s words."""
+    who = _same_subject(newer, older)
+    if who is None:
         return False
-    body_a, body_b = _body(a), _body(b)
-    who_a, who_b = subject(body_a), subject(body_b)
-    if who_a is None or who_a != who_b:
+    body = _body(older)
+    return any(_shares_topic(who, span, body) for span in change_spans(_body(newer)))
+
+
+def _happened_before(newer: Statement, older: Statement) -> bool:
+    """Whether the change `newer` tells of was over before the time of `older` (what it tells of, else when it was
+    said): then `older` was said knowing it, and is no earlier state."""
+    if newer.occurred is None:
         return False
-    words_a, topics_a = topic_terms(body_a)
-    words_b, topics_b = topic_terms(body_b)
-    return bool(((words_a & words_b) - {who_a}) or (topics_a & topics_b))
+    since = older.occurred[0] if older.occurred is not None else older.said_at
+    return since is not None and newer.occurred[1] < since
 
 
 def replaces(newer: Statement, older: Statement) -> bool:
@@ -436,7 +494,9 @@ def change_rule(newer: Statement, older: Statement) -> str | None:
     it does not."""
     if newer.said_at is None or older.said_at is None or newer.said_at <= older.said_at:
         return None
-    if states_personal_change(_body(newer)) and same_topic(newer, older):
+    if _happened_before(newer, older):
+        return None
+    if changes_topic_of(newer, older):
         return "personal"
     if newer.speaker and older.speaker and newer.speaker.casefold() != older.speaker.casefold():
         return None
@@ -450,6 +510,8 @@ __all__ = [
     "asks_past",
     "asks_present",
     "change_rule",
+    "change_spans",
+    "changes_topic_of",
     "replaces",
     "same_topic",
     "states_change",

@@ -102,7 +102,8 @@ CHANGE_WINDOW = 30
 
 
 def _statement(memory: RecalledMemory) -> Statement:
-    return Statement(memory.text, memory.speaker, memory.mentioned_at)
+    start, end = memory.occurred_start, memory.occurred_end or memory.occurred_start
+    return Statement(memory.text, memory.speaker, memory.mentioned_at, (start, end) if start and end else None)
 
 
 def apply_changes(ranked: Sequence[RecalledMemory], question: str) -> list[RecalledMemory]:
