@@ -235,13 +235,19 @@ def cmd_reembed(args: argparse.Namespace) -> int:
     return 0 if outcome["reembedded"] is not None else 1
 
 
+def reembed_settings(args: argparse.Namespace) -> Any:
+    """A one-shot command's settings with no bank of its own: no worker (other banks' queued jobs stay queued)."""
+    from memwrap.cli_verbs import one_shot_settings
+
+    return one_shot_settings(args, None)
+
+
 async def _reembed(args: argparse.Namespace, console: Console) -> dict[str, Any]:
     """What was done: {"reembedded": n (None: refused), "model", "stored_model", "memories"}."""
-    from memwrap.config import load_settings
     from memwrap.engine.embed.reembed import reembed_plan, reembed_store
     from memwrap.engine.startup import open_engine
 
-    settings = load_settings(home=args.home, database_url=args.database_url)
+    settings = reembed_settings(args)
     engine = await open_engine(settings, allow_model_change=True)
     try:
         model = settings.embedding_space

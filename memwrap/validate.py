@@ -62,9 +62,14 @@ def nesting_depth(value: Any, limit: int) -> int:
             node = list(node.values())
         if isinstance(node, list):
             deepest = max(deepest, depth)
-            if depth <= limit:
+            # A list of plain values (an export's 384-number vector) adds its own level and no more: told by its
+            # element types in one C-level pass, not pushed element by element (3.8M entries for a 10k export).
+            if depth <= limit and not set(map(type, node)) <= _SCALARS:
                 stack.extend((inner, depth + 1) for inner in node)
     return deepest
+
+
+_SCALARS = {int, float, str, bool, type(None)}
 
 
 # An import line (a record of an export, a memory, a mem0 file): metadata's own bound plus the record around it.

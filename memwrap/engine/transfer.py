@@ -14,7 +14,6 @@ Ids are kept and present rows are skipped, so importing a file twice is the same
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+import numpy as np
+
 from memwrap import tracing, validate
 from memwrap.engine import bank_ids
 from memwrap.engine.embed.unit_text import embedding_text
@@ -30,7 +31,6 @@ from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql
-from memwrap.store.vector_index import index_down
 
 if TYPE_CHECKING:
     from memwrap.engine.engine import Engine
@@ -97,45 +97,32 @@ async def import_lines(
         header, grouped = await _read(lines, max_metadata_bytes=engine.settings.max_metadata_bytes, progress=progress)
         report = ImportReport(bank_id=bank_id, read={kind: len(rows) for kind, rows in grouped.items()})
         memories = grouped.get(sql.MEMORIES.kind, [])
-        report.embedded = await _add_vectors(engine, header, memories)
         pool = engine.store.pool
-        bulk = await _rebuild_pays(pool, await _new_memories(pool, bank_id, memories))
-        async with index_down(pool, memory_cap=engine.store.index_memory_cap) if bulk else contextlib.nullcontext():
-            pending = await _write(pool, bank_id, header, grouped, report, progress)
+        # What the bank holds already (a file imported again) is neither embedded nor sent: looked up first,
+        # outside the write's transaction (a hint; ON CONFLICT in the write decides).
+        held = await _held_memories(pool, bank_id, memories)
+        report.embedded = await _add_vectors(engine, header, memories, held)
+        if memories:
+            grouped[sql.MEMORIES.kind] = [m for m in memories if str(m["id"]) not in held]
+        # The vector index stays up: it is every bank's, so dropping it would make every other bank's semantic
+        # search an exact scan for the load, and a build over the whole table would make an import's time depend
+        # on the store's size, not on the file's.
+        pending = await _write(pool, bank_id, header, grouped, report, progress)
+        if memories and sql.MEMORIES.kind not in report.written:
+            report.written[sql.MEMORIES.kind] = 0
         engine.store.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
         await engine.learning.after_retain(bank_id, pending)
         tracing.set_attributes(current, memories=report.written.get(sql.MEMORIES.kind, 0), embedded=report.embedded)
         return report
 
 
-# Rows a second into memory_units on 2 cores with the vector index, without it, and rows a second of a build
-# (memwrap/store/vector_index.py: 427, 1,764, 10k in 3 s). Dropping the index pays when k new rows cost more
-# with it than without it plus a build over all n + k rows: k (1/427 - 1/1764) > (n + k) / 3300, i.e. k > n/4.
-_WITH_INDEX, _WITHOUT_INDEX, _BUILD = 427.0, 1764.0, 3300.0
-_MIN_BULK_ROWS = 2000
-
-
-async def _new_memories(pool: Any, bank_id: str, memories: list[dict[str, Any]]) -> int:
-    """How many of the file's memories the bank does not hold yet (a file imported again has none)."""
-    if len(memories) < _MIN_BULK_ROWS:
-        return len(memories)
+async def _held_memories(pool: Any, bank_id: str, memories: list[dict[str, Any]]) -> set[str]:
+    """The ids (as text) of the file's memories the bank holds already."""
     ids = sorted({u for u in (_uuid(m.get("id")) for m in memories) if u is not None})
+    if not ids:
+        return set()
     async with pool.acquire() as conn:
-        held = await sql.present_keys(conn, bank_id, "memory_units", "id", ids)
-    return len(ids) - len(held)
-
-
-async def _rebuild_pays(pool: Any, new_rows: int) -> bool:
-    """Whether writing `new_rows` memories costs less with the vector index dropped and built once after."""
-    if new_rows < _MIN_BULK_ROWS:
-        return False
-    async with pool.acquire() as conn:
-        stored = await conn.fetchval(
-            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'memory_units'::regclass"
-        )
-    with_index = new_rows / _WITH_INDEX
-    rebuild = new_rows / _WITHOUT_INDEX + (int(stored or 0) + new_rows) / _BUILD
-    return with_index > rebuild
+        return {str(k) for k in await sql.present_keys(conn, bank_id, "memory_units", "id", ids)}
 
 
 async def _write(
@@ -165,7 +152,9 @@ async def _write(
             kept = await _with_parents(conn, bank_id, table, rows)
             written = 0
             for start in range(0, len(kept), INSERT_BATCH):
-                status = await conn.execute(sql.insert_sql(table), bank_id, kept[start : start + INSERT_BATCH])
+                status = await conn.execute(
+                    sql.insert_sql(table), bank_id, *sql.arguments(table, kept[start : start + INSERT_BATCH])
+                )
                 written += int(status.split()[-1])
                 if progress is not None:
                     progress("write", done + min(len(rows), start + INSERT_BATCH), total)
@@ -273,30 +262,48 @@ async def _iterate(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) ->
             yield line
 
 
-async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[dict[str, Any]]) -> int:
-    """Each memory's search text, and its vector: the file's when it was made by this model at this size, else
-    computed here from the text retain would embed. Returns how many were embedded."""
+async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[dict[str, Any]], held: set[str]) -> int:
+    """Each new memory's search text, and its vector: the file's when it was made by this model at this size, else
+    computed here from the text retain would embed. A memory the bank holds (`held`) gets neither. Returns how
+    many were embedded."""
 
     same_model = header.get("embedding_model") == engine.settings.embedding_space
     dim = engine.embedder.dim
     previous: dict[str, str] = {}
     missing: list[tuple[dict[str, Any], str]] = []
     for record in memories:
-        record["search_text"] = search_text(record["text"])
         session = record.get("session_key")
         context = previous.get(session) if record.get("fact_type") == "raw" and session else None
-        if session:
+        if session:  # every memory of the file, held or not, is the context of the next one in its session
             previous[session] = record["text"]
-        vector = record.get("embedding")
-        if same_model and isinstance(vector, list) and len(vector) == dim:
+        if str(record["id"]) in held:
+            continue
+        record["search_text"] = search_text(record["text"])
+        vector = _vector(record.get("embedding"), dim) if same_model else None
+        if vector is not None:
+            record["embedding"] = vector
             continue
         missing.append((record, embedding_text(record["text"], context)))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
         vectors = await engine.embedder.embed([text for _, text in batch])
         for (record, _), vector in zip(batch, vectors, strict=True):
-            record["embedding"] = [float(x) for x in vector]
+            record["embedding"] = np.asarray(vector, dtype=np.float32)
     return len(missing)
+
+
+def _vector(value: Any, dim: int) -> np.ndarray | None:
+    """The file's vector as float32, or None when it cannot be one of this model's (absent, another size, not
+    all finite numbers): such a memory is embedded again."""
+    if not isinstance(value, list) or len(value) != dim:
+        return None
+    try:  # one C pass: a string, a null or a huge integer shows in the dtype, a nested list raises
+        vector = np.array(value)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    if vector.dtype.kind not in "fi" or vector.shape != (dim,) or not bool(np.isfinite(vector).all()):
+        return None
+    return vector.astype(np.float32)
 
 
 async def write_lines(path: Path, lines: AsyncIterator[str]) -> int:
