@@ -13,7 +13,8 @@ accepted. The rules, added to the generated document once:
   schema), so a client sends a filter object, not any string;
 * an update needs at least one field: its body is required and has `minProperties: 1`; its `occurred_end`
   needs its `occurred_start`;
-* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length;
+* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length and depth;
+  a condition has an operator at least, and `in`/`not_in` 1 to MAX_IN_VALUES values;
 * lengths and numbers the engine bounds (text limits, a mental model's name, `top_k`, `timeout`,
   `refresh_every`, a filter's lists of ids) where the declaration does not say so already;
 * a body's memory `types`: one of the memory types (validate.memory_types), as the query string's already are;
@@ -36,8 +37,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from memwrap import validate
-from memwrap.engine.webhooks.urls import MAX_URL_CHARS
-from memwrap.filters import MAX_ID_VALUES
+from memwrap.engine.webhooks.urls import MAX_URL_CHARS, WEBHOOK_URL_PATTERN
+from memwrap.filters import MAX_ID_VALUES, MAX_IN_VALUES, MAX_KEY_CHARS, MAX_KEY_DEPTH
 from memwrap.models import MEMORY_TYPES
 
 NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
@@ -53,15 +54,9 @@ MAX_LENGTHS = {
     "tags": validate.MAX_TAG_CHARS,
     "directives": 2000,
 }
-# A webhook URL as the document promises it is accepted (webhooks/urls.check_url): http(s), a host name of ASCII
-# labels (an IDNA name or an IP literal the server takes too, unpromised), a port in 1-65535, then any printable
-# ASCII; no credentials, no space or control character. "hTTp://b\x9b…" (not a host httpx parses) was a 422.
-_PORT = r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-WEBHOOK_URL = rf"^[Hh][Tt][Tt][Pp][Ss]?://{_LABEL}(?:\.{_LABEL})*(?::{_PORT})?(?:[/?#][!-~]*)?$"
 # Properties of request bodies the engine matches against a pattern.
 PATTERN_PROPERTIES = {
-    "url": WEBHOOK_URL,
+    "url": WEBHOOK_URL_PATTERN,  # webhooks/urls.check_url matches the same expression: the server accepts it
     "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # /v1/recall's bank (or banks), as the path parameter declares it
 }
 # A mental model's name: 1-200 characters (engine/learn: "A mental model's name is 1-200 characters").
@@ -163,10 +158,18 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                 kept = {k: v for k, v in value.items() if k in ("title", "description")}
                 value.clear()
                 value.update(kept, anyOf=[reference, {"type": "null"}])
-    condition = components.get("MetadataCondition", {}).get("properties", {}).get("key")
-    if isinstance(condition, dict):  # filters.MetadataCondition._path: non-empty keys of at most 200 characters
-        _strings(condition, minLength=1, maxLength=200)
-        _arrays(condition, minItems=1)
+    condition = components.get("MetadataCondition", {})
+    key = condition.get("properties", {}).get("key")
+    if isinstance(key, dict):  # filters.MetadataCondition._path: 1-8 non-empty keys of at most 200 characters
+        _strings(key, minLength=1, maxLength=MAX_KEY_CHARS)
+        _arrays(key, minItems=1, maxItems=MAX_KEY_DEPTH)
+        # _one_operator_at_least: the key and one operator at least ({"key": ["a"]} alone was a 422).
+        condition["minProperties"] = 2
+    for name in ("in", "not_in"):  # 1 to MAX_IN_VALUES values; null is no list of values ({"in": null}: a 422)
+        values = condition.get("properties", {}).get(name)
+        if isinstance(values, dict):
+            _not_null(values)
+            _arrays(values, minItems=1, maxItems=MAX_IN_VALUES)
     for prop in FILTER_ID_LISTS:
         node = components.get(FILTER_SCHEMA, {}).get("properties", {}).get(prop)
         if isinstance(node, dict):
@@ -267,6 +270,17 @@ def _enum(node: dict[str, Any], values: tuple[str, ...]) -> None:
             option["enum"] = list(values)
         elif option.get("type") == "array" and isinstance(option.get("items"), dict):
             _enum(option["items"], values)
+
+
+def _not_null(node: dict[str, Any]) -> None:
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del node["anyOf"]
+            node.update(kept[0])
+        else:
+            node["anyOf"] = kept
 
 
 def _model_only(node: dict[str, Any]) -> None:
