@@ -13,9 +13,15 @@ accepted. The rules, added to the generated document once:
   schema), so a client sends a filter object, not any string;
 * an update needs at least one field: its body is required and has `minProperties: 1`; its `occurred_end`
   needs its `occurred_start`;
-* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length;
+* a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length and depth;
+  a condition has an operator at least, and `in`/`not_in` 1 to MAX_IN_VALUES values;
 * lengths and numbers the engine bounds (text limits, a mental model's name, `top_k`, `timeout`,
-  `refresh_every`, a filter's lists of ids) where the declaration does not say so already.
+  `refresh_every`, a filter's lists of ids) where the declaration does not say so already;
+* a body's memory `types`: one of the memory types (validate.memory_types), as the query string's already are;
+* a `filters` or `disposition` in a body is that model's JSON form: the Python API's "or a mapping" alternative
+  (any object) is left out of the document, where a mapping is the JSON form itself;
+* reflect's `response_schema` over JSON is a JSON schema (an object the engine checks against the JSON Schema
+  meta-schema, reflect/output.py): an object whose common keywords have the meta-schema's types.
 
 Not said by the document, and told to a generator instead (tests/test_server_fuzz.py): no text may hold a NUL
 character or a lone surrogate (PostgreSQL cannot store them; every such request is a 422, as the API's
@@ -31,7 +37,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from memwrap import validate
-from memwrap.filters import MAX_ID_VALUES
+from memwrap.engine.webhooks.urls import MAX_URL_CHARS, WEBHOOK_URL_PATTERN
+from memwrap.filters import MAX_ID_VALUES, MAX_IN_VALUES, MAX_KEY_CHARS, MAX_KEY_DEPTH
+from memwrap.models import MEMORY_TYPES
 
 NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
 # Properties of request bodies whose text the engine refuses when blank (strings, or lists of strings).
@@ -48,11 +56,13 @@ MAX_LENGTHS = {
 }
 # Properties of request bodies the engine matches against a pattern.
 PATTERN_PROPERTIES = {
-    "url": r"^[Hh][Tt][Tt][Pp][Ss]?://\S",  # the scheme and a host; the server parses the rest
+    "url": WEBHOOK_URL_PATTERN,  # webhooks/urls.check_url matches the same expression: the server accepts it
     "bank_id": r"^[\w][\w.:@+\-]{0,127}$",  # /v1/recall's bank (or banks), as the path parameter declares it
 }
 # A mental model's name: 1-200 characters (engine/learn: "A mental model's name is 1-200 characters").
 LENGTH_PROPERTIES = {"name": (1, 200)}
+# Their lengths, for properties with a pattern.
+PATTERN_LENGTHS = {"url": MAX_URL_CHARS}
 # Numbers the engine bounds where the declaration does not (yet) say so; a bound declared in memwrap/verbs.py wins.
 NUMBER_BOUNDS: dict[str, dict[str, int]] = {
     "top_k": {"minimum": 1, "maximum": 1000},  # engine/recall/options.py MAX_TOP_K
@@ -72,6 +82,51 @@ PATTERN_PARAMETERS = {
 }
 FILTER_PARAMETERS = frozenset({"filters"})
 FILTER_SCHEMA = "RecallFilter"
+# Properties of request bodies whose strings are one of a fixed set (strings, or lists of strings).
+ENUM_PROPERTIES: dict[str, tuple[str, ...]] = {"types": MEMORY_TYPES}
+# Properties of request bodies declared as a model or any mapping (the Python API's convenience): over JSON only the
+# model's form is accepted (its extra keys refused), so the free-form object alternative goes.
+MODEL_ONLY_PROPERTIES = frozenset({"filters", "disposition"})
+# reflect's response_schema (declared Any: a pydantic class or a JSON schema in Python): a JSON schema, whose
+# keywords below must have the meta-schema's types (jsonschema's check_schema refuses {"type": 5}, a list, ...).
+JSON_SCHEMA_PROPERTIES = frozenset({"response_schema"})
+RESPONSE_SCHEMA = "ResponseSchema"
+_SIMPLE_TYPES = ["array", "boolean", "integer", "null", "number", "object", "string"]
+_SUBSCHEMA = {"type": ["object", "boolean"]}
+_COUNT = {"type": "integer", "minimum": 0}
+RESPONSE_SCHEMA_COMPONENT: dict[str, Any] = {
+    "type": "object",
+    "title": RESPONSE_SCHEMA,
+    "description": "A JSON schema (draft 2020-12) for the answer's `structured` part; checked against the "
+    "meta-schema (a schema the meta-schema refuses is a 422).",
+    "properties": {
+        "type": {
+            "anyOf": [
+                {"type": "string", "enum": _SIMPLE_TYPES},
+                {
+                    "type": "array",
+                    "items": {"type": "string", "enum": _SIMPLE_TYPES},
+                    "minItems": 1,
+                    "uniqueItems": True,
+                },
+            ]
+        },
+        "properties": {"type": "object", "additionalProperties": _SUBSCHEMA},
+        "$defs": {"type": "object", "additionalProperties": _SUBSCHEMA},
+        "required": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "items": _SUBSCHEMA,
+        "additionalProperties": _SUBSCHEMA,
+        "enum": {"type": "array"},
+        "title": {"type": "string"},
+        "description": {"type": "string"},
+        "minimum": {"type": "number"},
+        "maximum": {"type": "number"},
+        "minLength": _COUNT,
+        "maxLength": _COUNT,
+        "minItems": _COUNT,
+        "maxItems": _COUNT,
+    },
+}
 # Bodies of which at least one property must be given ("update needs at least one of ...").
 NON_EMPTY_BODIES = {("/v1/banks/{bank_id}/memories/{memory_id}", "patch")}
 
@@ -86,15 +141,35 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                 _strings(value, maxLength=MAX_LENGTHS[prop])
             elif prop in PATTERN_PROPERTIES:
                 _pattern(value, PATTERN_PROPERTIES[prop])
+                if prop in PATTERN_LENGTHS:
+                    _strings(value, maxLength=PATTERN_LENGTHS[prop])
             elif prop in LENGTH_PROPERTIES:
                 low, high = LENGTH_PROPERTIES[prop]
                 _strings(value, minLength=low, maxLength=high)
             elif prop in NUMBER_BOUNDS:
                 _numbers(value, NUMBER_BOUNDS[prop])
-    condition = components.get("MetadataCondition", {}).get("properties", {}).get("key")
-    if isinstance(condition, dict):  # filters.MetadataCondition._path: non-empty keys of at most 200 characters
-        _strings(condition, minLength=1, maxLength=200)
-        _arrays(condition, minItems=1)
+            elif prop in ENUM_PROPERTIES:
+                _enum(value, ENUM_PROPERTIES[prop])
+            elif prop in MODEL_ONLY_PROPERTIES:
+                _model_only(value)
+            elif prop in JSON_SCHEMA_PROPERTIES:
+                components.setdefault(RESPONSE_SCHEMA, RESPONSE_SCHEMA_COMPONENT)
+                reference = {"$ref": f"#/components/schemas/{RESPONSE_SCHEMA}"}
+                kept = {k: v for k, v in value.items() if k in ("title", "description")}
+                value.clear()
+                value.update(kept, anyOf=[reference, {"type": "null"}])
+    condition = components.get("MetadataCondition", {})
+    key = condition.get("properties", {}).get("key")
+    if isinstance(key, dict):  # filters.MetadataCondition._path: 1-8 non-empty keys of at most 200 characters
+        _strings(key, minLength=1, maxLength=MAX_KEY_CHARS)
+        _arrays(key, minItems=1, maxItems=MAX_KEY_DEPTH)
+        # _one_operator_at_least: the key and one operator at least ({"key": ["a"]} alone was a 422).
+        condition["minProperties"] = 2
+    for name in ("in", "not_in"):  # 1 to MAX_IN_VALUES values; null is no list of values ({"in": null}: a 422)
+        values = condition.get("properties", {}).get(name)
+        if isinstance(values, dict):
+            _not_null(values)
+            _arrays(values, minItems=1, maxItems=MAX_IN_VALUES)
     for prop in FILTER_ID_LISTS:
         node = components.get(FILTER_SCHEMA, {}).get("properties", {}).get(prop)
         if isinstance(node, dict):
@@ -187,6 +262,35 @@ def _arrays(node: dict[str, Any], **bounds: int) -> None:
         if option.get("type") == "array":
             for key, value in bounds.items():
                 option.setdefault(key, value)
+
+
+def _enum(node: dict[str, Any], values: tuple[str, ...]) -> None:
+    for option in _options(node):
+        if option.get("type") == "string":
+            option["enum"] = list(values)
+        elif option.get("type") == "array" and isinstance(option.get("items"), dict):
+            _enum(option["items"], values)
+
+
+def _not_null(node: dict[str, Any]) -> None:
+    options = node.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if not (isinstance(o, dict) and o.get("type") == "null")]
+        if len(kept) == 1 and isinstance(kept[0], dict):
+            del node["anyOf"]
+            node.update(kept[0])
+        else:
+            node["anyOf"] = kept
+
+
+def _model_only(node: dict[str, Any]) -> None:
+    """A union of a model ($ref) and any object: the model alone (and null, when it was allowed)."""
+    options = node.get("anyOf")
+    if not isinstance(options, list) or not any(isinstance(o, dict) and "$ref" in o for o in options):
+        return
+    node["anyOf"] = [
+        o for o in options if not (isinstance(o, dict) and o.get("type") == "object" and "properties" not in o)
+    ]
 
 
 def _pattern(node: dict[str, Any], pattern: str) -> None:

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 from test_defense import CASES, CN_WEIGHTS, Case
 
 from memwrap import Memory
-from memwrap.defense.policy import KINDS, redact, scan
+from memwrap.defense.policy import KINDS, redact, redact_item, scan
 from memwrap.invisible import INVISIBLE_RANGES
 from memwrap.wrappers.spool import Retainer
 
@@ -74,10 +74,16 @@ NOT_WRAPPED = {
 _INVISIBLE = {chr(c) for a, b in INVISIBLE_RANGES for c in range(a, b + 1)}
 
 
+# Between two separate strings of a record (JSON keys and values): a reader does not read one into the next, and
+# with the separators gone "embedding_dim" + "counts" spelled "…gdimco…", a window of "…@qgdim.com" (issue 37).
+BOUNDARY = "\x00"
+
+
 def readable(text: str) -> str:
-    """What a reader makes of `text`: NFKC, invisible characters, combining marks and separators gone."""
+    """What a reader makes of `text`: NFKC, invisible characters, combining marks and separators gone; a BOUNDARY
+    is kept, so no window reads across it."""
     text = "".join(c for c in unicodedata.normalize("NFKC", text) if c not in _INVISIBLE)
-    return "".join(c for c in text if c.isalnum() and not unicodedata.combining(c))
+    return "".join(c for c in text if c == BOUNDARY or (c.isalnum() and not unicodedata.combining(c)))
 
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
@@ -263,6 +269,10 @@ any_secret = st.one_of(known_case(), card(), cn_id(), phone(), email())
 stored_secret = any_secret.filter(lambda w: not (w.kind == "email" and "张伟" in w.text))
 
 
+# An address written with a fullwidth at sign, as an input method types it (the example issue 37 reported).
+FULLWIDTH_AT_EMAIL = Written("email", "jqzeibbnv+eyhl@qgdim.com", "<jqzeibbnv+eyhl\uff20qgdim.com>", "< >")
+
+
 def test_every_kind_is_generated() -> None:
     assert {case.kind for case in CASES} == set(KINDS)
 
@@ -304,7 +314,8 @@ _MACHINE = re.compile(r"^(?:[0-9a-f-]{32,}|\d{4}-\d\d-\d\dT[\d:.]+(?:[+-]\d\d:\d
 
 
 def _words(value: Any) -> str:
-    """Every string in a JSON value (mapping keys too) but machine values, one per line."""
+    """Every string in a JSON value (mapping keys too) but machine values, a BOUNDARY between two: each is read
+    alone (a secret is written whole into one string)."""
     found: list[str] = []
 
     def walk(node: Any) -> None:
@@ -320,7 +331,7 @@ def _words(value: Any) -> str:
                 walk(item)
 
     walk(value)
-    return "\n".join(found)
+    return BOUNDARY.join(found)
 
 
 def _item(index: int, written: Written) -> dict[str, Any]:
@@ -340,14 +351,22 @@ def _item(index: int, written: Written) -> dict[str, Any]:
     return item
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "Open defect (issue 37, found 2026-12-06): in a full-suite run one generated batch left the domain of an "
-        "e-mail written with a fullwidth at sign ('<jqzeibbnv+eyhl＠qgdim.com>') readable in the bank's export; "
-        "the same batch alone, and the defense modules together, pass. Kept running so the failure stays visible."
-    ),
-)
+def test_a_fullwidth_at_email_is_redacted_and_each_stored_string_is_read_alone() -> None:
+    """Issue 37's open defect was the measure's: the export's header keys read as one run ("embedding_dim" then
+    "counts": "…gdimco…") held a window of "…@qgdim.com", whose every copy was redacted."""
+    written = FULLWIDTH_AT_EMAIL
+    assert redact(written.text) == "<[REDACTED:email]>"
+    assert redact_item(_item(4, written))["metadata"] == {
+        "note": "<[REDACTED:email]>",
+        "<[REDACTED:email]>": "as a key",
+        "deep": [{"x": "<[REDACTED:email]>"}],
+    }
+    header = {"embedding_model": "multilingual-e5-small@2", "embedding_dim": None, "counts": {"entity": 0}}
+    assert leaked(written.secret, "\n".join(["embedding_dim", "counts"])) == "gdimco"  # one text: read through
+    assert leaked(written.secret, _words(header)) is None  # separate strings: each alone
+    assert leaked(written.secret, _words({"note": "see qgdim.com"})) == "qgdimc"  # a domain left is still found
+
+
 @settings(
     max_examples=6,
     deadline=None,
@@ -356,6 +375,9 @@ def _item(index: int, written: Written) -> dict[str, Any]:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(batch=st.lists(stored_secret, min_size=30, max_size=40))
+# Issue 37: the export's header keys "embedding_dim" and "counts" read as one run held "gdimco" of this domain; the
+# address in every field (FIELDS, one item each).
+@example(batch=[FULLWIDTH_AT_EMAIL] * len(FIELDS))
 def test_nothing_readable_is_stored_listed_exported_or_logged(
     memory: Memory, tmp_path: Path, caplog: pytest.LogCaptureFixture, batch: list[Written]
 ) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import re
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BlockedAddressError",
     "MAX_URL_CHARS",
+    "WEBHOOK_URL_PATTERN",
     "caller_is_scoped",
     "check_public",
     "check_url",
@@ -46,6 +48,36 @@ __all__ = [
 ]
 
 MAX_URL_CHARS = 2048
+
+# The whole form of a URL a subscription may have, one regular expression in the syntax ECMA-262 and Python share:
+# the OpenAPI document declares it (memwrap_server/openapi_rules.py), so what the document allows is what is
+# accepted. A host is a name of ASCII labels (letters, digits, '-', '_'; an international name in its xn-- form),
+# an IPv4 address in any form a resolver reads (127.0.0.1; 127.1, 2130706433, 0x7f000001: the address check judges
+# them), or a bracketed IPv6 address (a zone as %25...). Four labels of digits are a dotted IPv4 address or nothing
+# (httpx refuses 00.0.0.0). A port is 1-65535; then any character but a space or an ASCII control character.
+_PORT = r"(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])"
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
+_NUMBERS = r"[0-9]+(?:\.[0-9]+){0,2}|[0-9]+(?:\.[0-9]+){4,}"  # one to three labels of digits, or five and more
+# A name: labels of digits (and '-') up to the first with a letter or '_', then any labels; a final dot allowed.
+_NAME = r"(?:[0-9-]+\.)*[A-Za-z0-9_-]*[A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)*\.?"
+_H16 = r"[0-9A-Fa-f]{1,4}"
+_LS32 = rf"(?:{_H16}:{_H16}|{_IPV4})"
+_IPV6 = "|".join(  # RFC 3986's IPv6address
+    [
+        rf"(?:{_H16}:){{6}}{_LS32}",
+        rf"::(?:{_H16}:){{5}}{_LS32}",
+        rf"(?:{_H16})?::(?:{_H16}:){{4}}{_LS32}",
+        *(rf"(?:(?:{_H16}:){{0,{n - 1}}}{_H16})?::(?:{_H16}:){{{3 - n}}}{_LS32}" for n in (1, 2)),
+        rf"(?:(?:{_H16}:){{0,2}}{_H16})?::{_H16}:{_LS32}",
+        rf"(?:(?:{_H16}:){{0,3}}{_H16})?::{_LS32}",
+        rf"(?:(?:{_H16}:){{0,4}}{_H16})?::{_H16}",
+        rf"(?:(?:{_H16}:){{0,5}}{_H16})?::",
+    ]
+)
+_HOST = rf"(?:{_IPV4}|{_NUMBERS}|{_NAME}|\[(?:{_IPV6})(?:%25[A-Za-z0-9._~-]+)?\])"
+WEBHOOK_URL_PATTERN = rf"^[Hh][Tt][Tt][Pp][Ss]?://{_HOST}(?::{_PORT})?(?:[/?#][^\x00-\x20\x7f]*)?$"
+_WEBHOOK_URL = re.compile(WEBHOOK_URL_PATTERN)
 
 
 HIDDEN_QUERY = "?…"
@@ -124,7 +156,21 @@ def check_url(url: object) -> str:
         raise InvalidInputError("url may not carry a user name or password; the signature authenticates memwrap.")
     if port == 0:
         raise InvalidInputError(f"url has port 0, which nothing listens on: {url!r}.")
+    if _WEBHOOK_URL.fullmatch(url) is None:
+        raise InvalidInputError(_unlike_a_url(url, parts.hostname))
     return url
+
+
+def _unlike_a_url(url: str, host: str) -> str:
+    """Why a URL that parses is still not one a subscription may have (WEBHOOK_URL_PATTERN), and its fix."""
+    if not host.isascii():
+        with contextlib.suppress(UnicodeError):
+            ascii_form = httpx.URL(url).raw_host.decode("ascii")
+            return f"url's host {host!r} must be written in its ASCII (IDNA) form: {ascii_form!r}."
+    return (
+        f"url's host and port must be a host name (letters, digits, '-', '_' and dots), an IPv4 address or an IPv6 "
+        f"address in brackets, then a port from 1 to 65535, then a path starting with '/': {url!r}."
+    )
 
 
 async def check_public(url: str) -> None:
