@@ -31,6 +31,7 @@ from memwrap import cli
 from memwrap.cli import build_parser, main
 from memwrap.cli_parser import CommaList
 from memwrap.cli_verbs import _read_json, read_id, read_time
+from memwrap.store.embedded_pg import stop_embedded_server
 
 ABSENT_ID = "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b"
 # A value each kind of positional argument accepts, so that the bad part of a case is the one meant.
@@ -161,13 +162,14 @@ def test_a_misspelt_command_or_option_gets_a_suggestion(fresh_home: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def home_with_a_bank() -> Path:
+def home_with_a_bank() -> Iterator[Path]:
     import tempfile
 
     home = Path(tempfile.mkdtemp(prefix="memwrap-bad-input-"))
     done = run(["retain", "alice", "Alice keeps the spare key under the blue flowerpot."], home)  # a real process
     assert done.returncode == 0, done.stderr
-    return home
+    yield home
+    stop_embedded_server(home / "pg")  # the in-process cases' server: stopped with the module, not at exit
 
 
 def test_files_and_directories_that_are_not_there(home_with_a_bank: Path, tmp_path: Path, in_process: None) -> None:
