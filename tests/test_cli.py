@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pty
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin (a re
 from memwrap import Memory
 from memwrap.cli import main
 from memwrap.demo import DEMO_SESSIONS
+from memwrap.store.embedded_pg import stop_embedded_server
 
 
 def test_demo_chooses_and_puts_the_right_memory_first(memwrap_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -207,28 +210,47 @@ def test_progress_goes_to_a_terminal_on_stderr_and_never_into_stdout(fresh_home:
     assert "memories/s" not in again.stderr
 
 
-def test_reembed_skips_what_the_model_already_embedded_and_asks_before_redoing_all(fresh_home: Path) -> None:
-    retained = memwrap("retain", "cli-reembed", "Alice moved to Lisbon in March.", home=fresh_home)
-    assert retained.returncode == 0, retained.stderr
-    same = memwrap("reembed", "--json", home=fresh_home)
-    assert same.returncode == 0, same.stderr
-    assert json.loads(same.stdout)["reembedded"] == 0  # the model has not changed: nothing to do
-    said = memwrap("reembed", home=fresh_home)
-    assert "Nothing to re-embed" in said.stdout
-    refused = memwrap("reembed", "--force", home=fresh_home)  # no terminal to ask on, no --yes
-    assert refused.returncode == 1 and "--yes" in refused.stderr and "Traceback" not in refused.stderr
-    forced = memwrap("reembed", "--force", "--yes", "--json", home=fresh_home)
-    assert forced.returncode == 0, forced.stderr
-    assert json.loads(forced.stdout)["reembedded"] == 1
+def test_reembed_skips_what_the_model_already_embedded_and_asks_before_redoing_all(
+    fresh_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # In this process (main, as `python -m memwrap.cli` runs it), stdin not a terminal as under a script: seven
+    # processes each paid a Python start, memwrap's imports, the model's load and the database's start.
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    home = ["--home", str(fresh_home)]
+
+    def memwrap_here(*argv: str) -> tuple[int, str, str]:
+        status = main([*argv, *home])
+        said = capsys.readouterr()
+        return status, said.out, said.err
+
+    try:
+        _reembed_asks_and_skips(memwrap_here, fresh_home)
+    finally:  # this process's server on the home, before the fixture removes the home
+        stop_embedded_server(fresh_home / "pg")
+
+
+def _reembed_asks_and_skips(memwrap_here: Callable[..., tuple[int, str, str]], fresh_home: Path) -> None:
+    status, out, err = memwrap_here("retain", "cli-reembed", "Alice moved to Lisbon in March.")
+    assert status == 0, err
+    status, out, err = memwrap_here("reembed", "--json")
+    assert status == 0, err
+    assert json.loads(out)["reembedded"] == 0  # the model has not changed: nothing to do
+    status, out, err = memwrap_here("reembed")
+    assert "Nothing to re-embed" in out
+    status, out, err = memwrap_here("reembed", "--force")  # no terminal to ask on, no --yes
+    assert status == 1 and "--yes" in err and "Traceback" not in err
+    status, out, err = memwrap_here("reembed", "--force", "--yes", "--json")
+    assert status == 0, err
+    assert json.loads(out)["reembedded"] == 1
     # A memory that lost its vector (an interrupted load) is embedded again on its own, without asking.
     with Memory(home=fresh_home) as mem:
         eng = mem._run(mem.aio._get_engine())
         mem._run(eng.store.pool.execute("UPDATE memory_units SET embedding = NULL"))
-    missing = memwrap("reembed", "--json", home=fresh_home)
-    assert missing.returncode == 0, missing.stderr
-    assert json.loads(missing.stdout)["reembedded"] == 1
-    recalled = memwrap("recall", "cli-reembed", "Where did Alice move?", "--json", home=fresh_home)
-    assert json.loads(recalled.stdout)["memories"][0]["text"].startswith("Alice moved")
+    status, out, err = memwrap_here("reembed", "--json")
+    assert status == 0, err
+    assert json.loads(out)["reembedded"] == 1
+    status, out, err = memwrap_here("recall", "cli-reembed", "Where did Alice move?", "--json")
+    assert json.loads(out)["memories"][0]["text"].startswith("Alice moved")
 
 
 def test_rest_reads_tags_and_filter_operators_as_the_cli_does(admin: httpx.Client) -> None:

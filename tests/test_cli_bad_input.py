@@ -4,24 +4,34 @@ The commands are read from the parser (`build_parser`), so a command added later
 `cli=True`, or one another package registers — is driven too: with an option it does not have, without the
 arguments it needs, and with an unreadable value for each option that has a type (a number, a time, JSON, an id,
 a choice). Then the inputs that only the command itself can refuse: files that are not there, a directory that is
-not there, JSON that is not a filter, a bank that does not exist, an id of nothing. Each case is a fresh process,
-as a user runs it.
+not there, JSON that is not a filter, a bank that does not exist, an id of nothing.
+
+The cases run in this process through `memwrap.cli.main(argv)` (what `python -m memwrap.cli` runs), with stdout,
+stderr and stdin of their own and an escaping exception kept as the traceback a process would print: a fresh
+process per case cost a Python start and memwrap's imports each (over a minute for the whole module). Real
+processes still run where the process itself is the point: the misspellings below, and the bank the engine cases
+read is retained by one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from memwrap.cli import build_parser
+from memwrap import cli
+from memwrap.cli import build_parser, main
 from memwrap.cli_parser import CommaList
 from memwrap.cli_verbs import _read_json, read_id, read_time
+from memwrap.store.embedded_pg import stop_embedded_server
 
 ABSENT_ID = "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b"
 # A value each kind of positional argument accepts, so that the bad part of a case is the one meant.
@@ -80,6 +90,41 @@ def run(argv: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The environment `run` gives a process, for `run_here`: stdin empty (DEVNULL there), COLUMNS=80."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.delenv("MEMWRAP_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    yield
+
+
+def run_here(argv: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    """`run`, in this process: main's return value or SystemExit's code, what it printed, and an exception that
+    escapes main printed as a process would (a traceback on stderr, status 1). Needs the `in_process` fixture."""
+    out, err = io.StringIO(), io.StringIO()
+    previous = os.environ.get("MEMWRAP_HOME")
+    os.environ["MEMWRAP_HOME"] = str(home)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = main(argv)
+            except SystemExit as exc:
+                code = exc.code
+                status = code if isinstance(code, int) else (0 if code is None else 1)
+                if code is not None and not isinstance(code, int):
+                    print(code, file=sys.stderr)
+            except BaseException:  # noqa: BLE001 - what a process would show as a traceback, kept as one
+                traceback.print_exc()
+                status = 1
+    finally:
+        if previous is None:
+            os.environ.pop("MEMWRAP_HOME", None)
+        else:
+            os.environ["MEMWRAP_HOME"] = previous
+    return subprocess.CompletedProcess(["memwrap", *argv], status, out.getvalue(), err.getvalue())
+
+
 def assert_refused(argv: list[str], done: subprocess.CompletedProcess[str], *, says: str = "") -> None:
     shown = f"memwrap {' '.join(argv)}\nstdout: {done.stdout}\nstderr: {done.stderr}"
     assert "Traceback" not in done.stderr + done.stdout, shown
@@ -89,13 +134,18 @@ def assert_refused(argv: list[str], done: subprocess.CompletedProcess[str], *, s
     assert says.lower() in message[0].lower(), shown
 
 
-def test_every_command_refuses_bad_arguments_without_a_traceback(fresh_home: Path) -> None:
+def test_every_command_refuses_bad_arguments_without_a_traceback(
+    fresh_home: Path, in_process: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     found = commands()
     assert {"retain", "recall", "list", "jobs", "reembed", "import-memories", "export-bank", "spool"} <= set(found)
     cases = [case for name, parser in found.items() for case in parse_cases(name, parser)]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda argv: run(argv, fresh_home), cases))
-    for argv, done in zip(cases, results, strict=True):
+    # main() builds its parser on every call (a fraction of a second each: the verbs' generated help); here one
+    # parser, built as main builds it, reads every case (parse_args keeps nothing from one call to the next).
+    parser = build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    for argv in cases:
+        done = run_here(argv, fresh_home)
         assert_refused(argv, done)
         assert done.returncode == 2  # argparse's code for a command line it cannot read
     print(f"{len(found)} commands, {len(cases)} bad command lines")  # noqa: T201 - the report quotes it
@@ -112,16 +162,17 @@ def test_a_misspelt_command_or_option_gets_a_suggestion(fresh_home: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def home_with_a_bank() -> Path:
+def home_with_a_bank() -> Iterator[Path]:
     import tempfile
 
     home = Path(tempfile.mkdtemp(prefix="memwrap-bad-input-"))
-    done = run(["retain", "alice", "Alice keeps the spare key under the blue flowerpot."], home)
+    done = run(["retain", "alice", "Alice keeps the spare key under the blue flowerpot."], home)  # a real process
     assert done.returncode == 0, done.stderr
-    return home
+    yield home
+    stop_embedded_server(home / "pg")  # the in-process cases' server: stopped with the module, not at exit
 
 
-def test_files_and_directories_that_are_not_there(home_with_a_bank: Path, tmp_path: Path) -> None:
+def test_files_and_directories_that_are_not_there(home_with_a_bank: Path, tmp_path: Path, in_process: None) -> None:
     """Checked before the engine starts: one line naming the path and what to do."""
     missing = tmp_path / "nowhere" / "memories.jsonl"
     a_file = tmp_path / "a-file"
@@ -135,10 +186,10 @@ def test_files_and_directories_that_are_not_there(home_with_a_bank: Path, tmp_pa
         (["export-bank", "alice", str(missing)], f"{missing.parent}: no such directory"),
         (["export-bank", "alice", str(tmp_path)], "is a directory"),
     ):
-        assert_refused(argv, run(argv, home_with_a_bank), says=says)
+        assert_refused(argv, run_here(argv, home_with_a_bank), says=says)
 
 
-def test_input_only_the_engine_can_refuse(home_with_a_bank: Path, tmp_path: Path) -> None:
+def test_input_only_the_engine_can_refuse(home_with_a_bank: Path, tmp_path: Path, in_process: None) -> None:
     not_jsonl = tmp_path / "notes.jsonl"
     not_jsonl.write_text("this is not JSON\n")
     not_mem0 = tmp_path / "mem0.json"
@@ -154,4 +205,4 @@ def test_input_only_the_engine_can_refuse(home_with_a_bank: Path, tmp_path: Path
         (["import-mem0", "alice", str(not_mem0)], str(not_mem0)),
         (["delete-mental-model", "alice", "no-such-model"], "no-such-model"),
     ):
-        assert_refused(argv, run(argv, home_with_a_bank), says=says)
+        assert_refused(argv, run_here(argv, home_with_a_bank), says=says)

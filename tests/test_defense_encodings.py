@@ -34,7 +34,7 @@ import pytest
 from fence_forgeries import skeleton
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from test_defense_properties import leaked
+from test_defense_properties import leaked, leaked_run, readable, seen_by_reader
 
 from memwrap import Memory
 from memwrap.defense.policy import defend, redact, scan
@@ -300,12 +300,25 @@ def readings(text: str) -> list[str]:
 def leaks(secret: Secret, text: str, prose: str = "") -> str | None:
     """A run of the secret left readable in `text`, read every way above. Line by line: the lines of a listing are
     separate strings, and six digits of a card are found by chance where the digits of many ids run together."""
-    for line in text.splitlines() or [text]:
-        for reading in readings(line):
-            found = leaked(secret.secret, reading, prose)
-            if found is not None:
-                return f"{found} in {line[:200]!r}"
-    return None
+    return Reading(text, prose).leak(secret)
+
+
+class Reading:
+    """`text` read every way above, line by line, once: `leak(secret)` is `leaks(secret, text, prose)` for each
+    of many secrets (a batch's listing read again for each of its 30 secrets was most of a test's minute)."""
+
+    def __init__(self, text: str, prose: str = "") -> None:
+        self.lines = [(line, [seen_by_reader(r) for r in readings(line)]) for line in text.splitlines() or [text]]
+        self.public = readable(prose).lower()
+
+    def leak(self, secret: Secret) -> str | None:
+        core = readable(secret.secret)
+        for line, seen in self.lines:
+            for reading in seen:
+                found = leaked_run(core, reading, self.public)
+                if found is not None:
+                    return f"{found} in {line[:200]!r}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -454,9 +467,10 @@ def test_nothing_readable_is_stored_listed_or_exported_in_any_encoding(
         exported = _text([json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()])
         assert "[REDACTED:" in listed
         public = " ".join(c.prose for c in batch)
+        read = {"listed": Reading(listed, public), "exported": Reading(exported, public)}
         for case in batch:
-            for where, text in (("listed", listed), ("exported", exported)):
-                assert leaks(case.secret, text, public) is None, (where, case.kind, case.encoding, case.text)
+            for where, text in read.items():
+                assert text.leak(case.secret) is None, (where, case.kind, case.encoding, case.text)
     finally:
         memory.delete_bank(bank)
 
@@ -479,8 +493,9 @@ def test_nothing_readable_is_spooled_in_any_encoding(tmp_path: Path, batch: list
         rows = [json.loads(r[0]) for r in db.execute("SELECT item FROM spool")]
     on_disk = b"".join(p.read_bytes() for p in path.parent.glob(path.name + "*")).decode("utf-8", "replace")
     public = " ".join(c.prose for c in batch)
+    spooled = Reading(_words(rows), public)
     for case in batch:
-        assert leaks(case.secret, _words(rows), public) is None, (case.kind, case.encoding, case.text)
+        assert spooled.leak(case.secret) is None, (case.kind, case.encoding, case.text)
         assert leaked(case.secret.secret, on_disk, public) is None, (case.kind, case.encoding, case.text)
 
 

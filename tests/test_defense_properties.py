@@ -93,7 +93,17 @@ _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+
 def leaked(secret: str, text: str, prose: str = "") -> str | None:
     """A run of WINDOW characters of `secret` left readable in `text` (besides the redaction markers), if any; a
     run the surrounding `prose` holds too ("GitHub" of "my GitHub token github_pat_…") does not count."""
-    core, seen, public = readable(secret), readable(_MARKER.sub(" ", text)), readable(prose).lower()
+    return leaked_run(readable(secret), seen_by_reader(text), readable(prose).lower())
+
+
+def seen_by_reader(text: str) -> str:
+    """What `leaked` looks for a secret's runs in: `text` readable, the redaction markers gone."""
+    return readable(_MARKER.sub(" ", text))
+
+
+def leaked_run(core: str, seen: str, public: str) -> str | None:
+    """`leaked` on texts already made readable (`core`: the secret's, `seen`: seen_by_reader's, `public`: the
+    prose's, lower-cased), for callers that check many secrets against one text."""
     for start in range(max(1, len(core) - WINDOW + 1)):
         window = core[start : start + WINDOW]
         if window in seen and window.lower() not in public:
