@@ -415,3 +415,16 @@ def test_the_nearest_memory_gets_no_bonus_over_one_matching_more_of_the_words() 
         {"semantic": 1.0, "keyword": 1.0, "graph": 0.6},
     )
     assert fused[0].id == teacher
+
+
+def test_graph_arm_takes_a_filter_whose_sql_holds_braces() -> None:
+    """A metadata comparison with a string reads `#>> '{}'`: the graph arm's SQL is built without str.format,
+    which took those braces for a field (IndexError: a 500 on REST, found by the conformance run)."""
+    import numpy as np
+
+    from memwrap.engine.recall.arms import Filters, graph_query
+    from memwrap.filters import RecallFilter
+
+    where = RecallFilter.model_validate({"metadata": {"key": "n", "gt": "a"}})
+    sql, _args = graph_query(Filters("b", where=where), np.zeros(384, dtype=np.float32), ["alice"], 10, 100)
+    assert "#>> '{}'" in sql

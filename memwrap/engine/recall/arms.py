@@ -330,16 +330,20 @@ def graph_query(
             FROM (SELECT * FROM reached UNION ALL SELECT id, 1.0 FROM seeds) r
             GROUP BY r.id
         )"""
+
     # The memories' own rows are looked up one by one (LATERAL, primary key) for the same reason; the LIMIT keeps
     # the planner from flattening the lookup into a join it could hash.
-    lookup = f"""CROSS JOIN LATERAL (
-                SELECT m.mentioned_at FROM memory_units m WHERE m.bank_id = $1 AND m.id = {{row}}.id AND {where}
+    # (A function, not str.format: `where` may hold braces of its own, a JSON path such as #>> '{}'.)
+    def lookup(row: str) -> str:
+        return f"""CROSS JOIN LATERAL (
+                SELECT m.mentioned_at FROM memory_units m WHERE m.bank_id = $1 AND m.id = {row}.id AND {where}
                 LIMIT 1
             ) m"""
+
     if not filters.narrowed:
         sql = f"""{reach}, best AS (SELECT * FROM scored ORDER BY score DESC, id LIMIT $7 * 4)
             SELECT s.id, s.score
-            FROM best s {lookup.format(row="s")}
+            FROM best s {lookup("s")}
             ORDER BY s.score DESC, m.mentioned_at DESC, s.id
             LIMIT $7
         """
@@ -348,7 +352,7 @@ def graph_query(
                 SELECT * FROM scored ORDER BY score DESC FETCH FIRST ($7 * {FILTER_FIRST_PASS}) ROWS WITH TIES
             ), first_pass AS MATERIALIZED (
                 SELECT b.id, b.score, m.mentioned_at
-                FROM best b {lookup.format(row="b")}
+                FROM best b {lookup("b")}
             ), checked AS (
                 SELECT * FROM first_pass WHERE (SELECT count(*) FROM first_pass) >= $7
                 UNION ALL
