@@ -4,8 +4,8 @@ no response that breaks its documented schema, no undocumented status and no wro
 (test_server_fuzz.py adds what JSON Schema cannot express); and a short loopback load test.
 
 The full load test (200 concurrent recalls for 30 s) is `python -m bench.server_load`; here it runs for 3 s.
-Deeper fuzzing: MEMWRAP_SCHEMATHESIS_EXAMPLES=200 (default 10 cases per operation in each phase: CI stays under 20 minutes; the conformance run in
-test_server_fuzz.py checks every operation against the document besides).
+Deeper fuzzing: MEMWRAP_SCHEMATHESIS_EXAMPLES=200 (default 10 cases per operation in each phase, so CI stays under
+20 minutes; the conformance run in test_server_fuzz.py checks every operation against the document besides).
 """
 
 from __future__ import annotations
