@@ -11,25 +11,13 @@ from typing import Any
 
 import pytest
 from database import Database
+from test_bank_transfer import _export, engine
 
 from memwrap import Memory, validate
 from memwrap.cli_verbs import one_shot_settings
 from memwrap.store.vector_index import VECTOR_INDEX
 
 TURNS = [f"Alice Berg met Omar Khan in Lisbon about budget item {i}." for i in range(12)]
-
-
-def engine(memory: Memory) -> Any:
-    return memory._run(memory.aio._get_engine())
-
-
-def _export(memory: Memory, bank: str, **options: Any) -> list[str]:
-    eng = engine(memory)
-
-    async def collect() -> list[str]:
-        return [line async for line in eng.export_stream(bank, **options)]
-
-    return memory._run(collect())
 
 
 def _import(memory: Memory, bank: str, lines: list[str]) -> Any:
