@@ -25,6 +25,7 @@ from database import Database
 
 from memwrap import Memory
 from memwrap.engine.learn import observations as obs
+from memwrap.engine.retain import pipeline
 from memwrap.engine.retain.prepare import PreparedItem, prepare_defended
 from memwrap.engine.retain.write import write_items
 from memwrap.models import RetainItem
@@ -173,17 +174,15 @@ async def test_retain_and_consolidation_of_one_bank_do_not_deadlock(db: Database
         go_retain.set()
         await _waiting_on_lock(db, retain_pid, retain_task)  # the retain waits for the consolidation's bank row
         go_consolidation.set()
-        results = await asyncio.wait_for(
-            asyncio.gather(retain_task, consolidation_task, return_exceptions=True), 60
-        )
+        results = await asyncio.wait_for(asyncio.gather(retain_task, consolidation_task, return_exceptions=True), 60)
 
     errors = [r for r in results if isinstance(r, BaseException)]
-    assert not errors, f"a writer failed: {[(e, getattr(e, 'detail', None), getattr(e, 'context', None)) for e in errors]!r}"
+    assert not errors, (
+        f"a writer failed: {[(e, getattr(e, 'detail', None), getattr(e, 'context', None)) for e in errors]!r}"
+    )
     count = await db.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank)
     assert count == 2 + 1 + 2  # two memories, the retained one, two observations
-    mentions = await db.fetchval(
-        "SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'xavier'", bank
-    )
+    mentions = await db.fetchval("SELECT mention_count FROM entities WHERE bank_id = $1 AND name_key = 'xavier'", bank)
     assert mentions == 3  # the second memory, the retained one, the observation citing the second
 
 
@@ -231,3 +230,28 @@ async def test_retry_gives_up_after_its_attempts_and_passes_other_errors() -> No
     with pytest.raises(asyncpg.exceptions.UniqueViolationError):
         await bank_lock.retry_transaction(broken, what="test", backoff=0.001)
     assert len(calls) == 1
+
+
+def test_a_retain_aborted_by_a_deadlock_is_written_once_on_retry(
+    memory: Memory, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first write of the batch is rolled back by a deadlock after it wrote everything: the batch is written
+    again, whole and once (idempotent by item hash)."""
+    real = pipeline.write_items
+    aborted: list[int] = []
+
+    async def aborted_once(conn: Any, bank_id: str, items: Any, vectors: Any, **kwargs: Any) -> Any:
+        if not aborted:
+            aborted.append(1)
+            async with conn.transaction():
+                await real(conn, bank_id, items, vectors, **kwargs)
+                raise asyncpg.exceptions.DeadlockDetectedError("deadlock detected")
+        return await real(conn, bank_id, items, vectors, **kwargs)
+
+    monkeypatch.setattr(pipeline, "write_items", aborted_once)
+    items = [{"content": f"Xavier fixed bug number {n} in the parser."} for n in range(5)]
+    ids = memory.retain_many(bank, items)
+    assert aborted == [1]
+    assert len(ids) == 5
+    assert len(memory.list(bank, limit=50)) == 5
+    assert Database.of(memory).blocking.fetchval("SELECT memory_count FROM banks WHERE bank_id = $1", bank) == 5

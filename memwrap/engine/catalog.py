@@ -10,6 +10,7 @@ from memwrap.engine import webhooks
 from memwrap.engine.recall.arms import Filters
 from memwrap.errors import MemoryNotFoundError
 from memwrap.models import BankInfo, MemoryRecord
+from memwrap.store.bank_lock import lock_bank
 
 _RECORD_COLUMNS = """
     m.id, m.bank_id, m.text, m.fact_type, m.document_id, m.context, m.metadata, m.tags, m.occurred_start,
@@ -73,6 +74,7 @@ async def get_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> Memor
 
 async def delete_memory(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> None:
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id)  # before the entities (store/bank_lock.py)
         # Entities keep an honest mention count (the graph arm weighs entities by rarity).
         await conn.execute(
             "UPDATE entities SET mention_count = greatest(mention_count - 1, 0) WHERE bank_id = $1 AND id IN "
@@ -111,6 +113,7 @@ async def delete_memories(pool: asyncpg.Pool, bank_id: str, ids: list[UUID]) -> 
     if not ids:
         return 0
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id)  # before the entities (store/bank_lock.py)
         await conn.execute(
             "UPDATE entities e SET mention_count = greatest(e.mention_count - c.n, 0) "
             "FROM (SELECT entity_id, count(*) AS n FROM unit_entities WHERE bank_id = $1 AND unit_id = ANY($2::uuid[]) "

@@ -39,6 +39,7 @@ from memwrap.engine.retain.write import (
 )
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
+from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection
 
 IMPORT_BATCH = 5000
@@ -208,6 +209,7 @@ async def import_batch(
         # Deleted since the look-up above (or a batch's repeat claimed in its first's place): embedded now.
         await _embed_into(vectors, units, [i for i in keep if vectors[i] is None], embed, report)
         if written:
+            await lock_bank(conn, bank_id)  # the items claimed, then the bank, then entities (store/bank_lock.py)
             fresh_names = await add_name_words(conn, bank_id, written)
             await conn.execute(CREATE_STAGING.format(dim=int(dim)))
             await conn.copy_records_to_table(

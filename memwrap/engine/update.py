@@ -30,6 +30,7 @@ from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import KEEP, Keep, MemoryField, MemoryRecord, MemoryVersion, RetainItem
 from memwrap.store import memory_history as history_sql
+from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ async def update(
     )
     pool = engine.store.pool
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id)  # before the memory and its entities (store/bank_lock.py)
         old = await history_sql.lock_unit(conn, bank_id, memory_id)
         if old is None:
             raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")

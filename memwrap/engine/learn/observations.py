@@ -19,6 +19,7 @@ import numpy as np
 
 from memwrap.engine import webhooks
 from memwrap.engine.language.text import search_text
+from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection, Executor
 
 QUOTE_CHARS = 300
@@ -204,6 +205,10 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
         if plan.updates or plan.deletes
         else {}
     )
+    # The bank's row before any entity (store/bank_lock.py): each create bumps memory_count and then links the
+    # next one's entities; a retain between them held those entities and waited for the bank row (issue 37).
+    # After the observation rows above: forgetting's revise locks observations, then the bank (remove_observation).
+    await lock_bank(conn, bank_id)
 
     for create in plan.creates:
         evidence = [e for e in create.evidence if e.memory_id in sources]  # a source deleted meanwhile is dropped
@@ -394,6 +399,7 @@ async def invalidate_observation(
 
 async def remove_observation(conn: Connection, bank_id: str, observation_id: UUID) -> bool:
     """Delete it for good (its evidence, history and links go with it)."""
+    await lock_bank(conn, bank_id)  # before its entities (store/bank_lock.py)
     await conn.execute(
         "UPDATE entities SET mention_count = greatest(mention_count - 1, 0) WHERE bank_id = $1 AND id IN "
         "(SELECT entity_id FROM unit_entities WHERE bank_id = $1 AND unit_id = $2)",

@@ -33,6 +33,7 @@ from memwrap.engine.retain.prepare import session_key
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.errors import SecretBlockedError
 from memwrap.models import RetainItem
+from memwrap.store.bank_lock import lock_bank
 
 WINDOW = 64  # characters of each side of the joint that are read together
 
@@ -132,6 +133,7 @@ async def mend(pool: Any, bank_id: str, items: Sequence[RetainItem], policy: str
 async def _redact_stored(pool: Any, bank_id: str, unit_id: UUID, text: str, mended: str) -> None:
     """The stored turn's text, search terms and entities as the mended text has them."""
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id)  # before the entities (store/bank_lock.py)
         # Only if the text is still what was read (a concurrent update wins; its own defense ran on it).
         status = await conn.execute(REDACT_TAIL, bank_id, unit_id, text, mended, search_text(mended))
         if status.endswith(" 0"):

@@ -28,6 +28,7 @@ from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, 
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.retain.write import existing_items, write_items
 from memwrap.models import RetainItem
+from memwrap.store.bank_lock import retry_transaction
 from memwrap.store.db import Store
 
 LAST_TEXT_OF_SESSIONS = """
@@ -132,9 +133,15 @@ class Retainer:
     async def _write(
         self, conn: Any, bank_id: str, batch: list[PreparedItem], vectors: np.ndarray
     ) -> dict[str, list[UUID]]:
-        if self.extractor is None:
-            return await write_items(conn, bank_id, batch, vectors)
-        return await write_translated(conn, bank_id, batch, vectors, self.settings)
+        async def once() -> dict[str, list[UUID]]:
+            if self.extractor is None:
+                return await write_items(conn, bank_id, batch, vectors)
+            return await write_translated(conn, bank_id, batch, vectors, self.settings)
+
+        # The safety net behind the lock order (store/bank_lock.py): a write PostgreSQL aborts as a deadlock or a
+        # serialization failure was rolled back whole, and writing is idempotent by item hash (items stored
+        # meanwhile are skipped), so it runs again instead of losing the user's batch (issue 37).
+        return await retry_transaction(once, what=f"writing {len(batch)} item(s) into bank {bank_id!r}")
 
     def _embed_items(self, items: list[PreparedItem]) -> asyncio.Future[np.ndarray]:
         texts = [unit.embed_text for item in items for unit in item.units]

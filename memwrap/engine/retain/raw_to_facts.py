@@ -19,6 +19,7 @@ from memwrap.engine.retain.facts import ExtractedItem, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
 from memwrap.engine.retain.write import write_unit_entities
 from memwrap.models import RetainItem
+from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection
 
 log = logging.getLogger("memwrap.extract")
@@ -50,6 +51,7 @@ WHERE e.bank_id = $1 AND e.id = x.entity_id
 async def link_raw_entities(pool: asyncpg.Pool, bank_id: str, hashes: list[str]) -> None:
     """Units whose extraction failed get the no-LLM entities meanwhile (see UNLINKED_RAW)."""
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id)  # before the entities (store/bank_lock.py)
         rows = await conn.fetch(UNLINKED_RAW, bank_id, hashes)
         found = [(r["id"], {entity_key(n): n for n in extract_entities(r["text"])}) for r in rows]
         await write_unit_entities(conn, bank_id, [(i, e) for i, e in found if e])
@@ -68,6 +70,7 @@ async def replace_raw(
         bank_id,
         sorted(hashes),
     )
+    await lock_bank(conn, bank_id)  # then the bank, before the entities (store/bank_lock.py)
     raw_rows = await conn.fetch(RAW_UNITS, bank_id, hashes)
     still = {r["item_hash"] for r in raw_rows}
     if not still:

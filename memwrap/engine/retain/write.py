@@ -11,6 +11,7 @@ from memwrap.engine import webhooks
 from memwrap.engine.bank_names import add_name_words, backfill
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
+from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection, Executor
 
 INSERT_UNIT = """
@@ -105,6 +106,9 @@ async def write_items(
             bank_id,
             sorted({i.item_hash for i in items} - set(already)),
         )
+        # Then the bank's row, before any entity, alias or link row (store/bank_lock.py: one order for every
+        # writer of the bank, so this write and the worker's cannot each hold what the other waits for).
+        await lock_bank(conn, bank_id)
         already = await existing_items(conn, bank_id, [i.item_hash for i in items])
 
         units: list[PreparedUnit] = []
@@ -161,7 +165,7 @@ async def write_items(
             if link:
                 await link_names(conn, bank_id, unit_entities(units))
             await _write_session_links(conn, bank_id, units, last_of_session)
-            await conn.execute(BUMP_BANK, bank_id, len(units))
+            await conn.execute(BUMP_BANK, bank_id, len(units))  # the row locked above: no new lock here
             await conn.execute(
                 RECORD_ITEMS,
                 bank_id,
