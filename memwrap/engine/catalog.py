@@ -141,6 +141,7 @@ async def delete_memories(pool: asyncpg.Pool, bank_id: str, ids: list[UUID]) -> 
 
 async def delete_bank(pool: asyncpg.Pool, bank_id: str) -> int:
     async with pool.acquire() as conn, conn.transaction():
+        await lock_bank(conn, bank_id, deleting=True)  # first: its writers finish, new ones wait (store/bank_lock.py)
         count = await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", bank_id)
         # Children first: their foreign keys lead with bank_id, so each delete is an index range.
         for table in (

@@ -41,6 +41,8 @@ T = TypeVar("T")
 # FOR NO KEY UPDATE: the strength of the UPDATE that bumps memory_count, so taking it early and updating later
 # needs no upgrade; foreign-key checks of rows inserted into the bank (KEY SHARE) are not blocked by it.
 LOCK_BANK = "SELECT 1 FROM banks WHERE bank_id = $1 FOR NO KEY UPDATE"
+# Deleting the bank: the strongest row lock, first, so that the delete never upgrades while a writer waits.
+LOCK_BANK_FOR_DELETE = "SELECT 1 FROM banks WHERE bank_id = $1 FOR UPDATE"
 
 # Errors after which the whole transaction is safe to run again: it was rolled back and nothing of it stays.
 RETRIABLE = (asyncpg.exceptions.DeadlockDetectedError, asyncpg.exceptions.SerializationError)
@@ -48,10 +50,10 @@ ATTEMPTS = 4
 BACKOFF_SECONDS = 0.05  # first pause; doubled each time, with jitter so the two victims do not collide again
 
 
-async def lock_bank(conn: Connection, bank_id: str) -> None:
+async def lock_bank(conn: Connection, bank_id: str, *, deleting: bool = False) -> None:
     """Lock the bank's row for the rest of the transaction (step 2 of the order above). A no-op when the bank
     does not exist yet; the caller that creates it (INSERT) holds its new row anyway."""
-    await conn.execute(LOCK_BANK, bank_id)
+    await conn.execute(LOCK_BANK_FOR_DELETE if deleting else LOCK_BANK, bank_id)
 
 
 async def retry_transaction(

@@ -17,7 +17,7 @@ import numpy as np
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.retain.facts import ExtractedItem, write_translated
 from memwrap.engine.retain.prepare import PreparedItem
-from memwrap.engine.retain.write import write_unit_entities
+from memwrap.engine.retain.write import lock_items, write_unit_entities
 from memwrap.models import RetainItem
 from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection
@@ -65,11 +65,7 @@ async def replace_raw(
     ids of the items converted."""
     hashes = [i.item_hash for i in items]
     # The same per-item locks as write_items: a concurrent retain of one of these items waits for us.
-    await conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h",
-        bank_id,
-        sorted(hashes),
-    )
+    await lock_items(conn, bank_id, hashes)
     await lock_bank(conn, bank_id)  # then the bank, before the entities (store/bank_lock.py)
     raw_rows = await conn.fetch(RAW_UNITS, bank_id, hashes)
     still = {r["item_hash"] for r in raw_rows}

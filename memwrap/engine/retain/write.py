@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from uuid import UUID
 
 import numpy as np
@@ -59,6 +59,10 @@ ON CONFLICT (bank_id, item_hash) DO NOTHING
 
 ENSURE_BANK = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING"
 
+# Step 1 of the lock order (store/bank_lock.py): the items about to be written, so that two concurrent writes
+# of one item store it once. Sorted: two writers of overlapping items take them in the same order.
+LOCK_ITEMS = "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h"
+
 BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at = now() WHERE bank_id = $1"
 
 
@@ -101,11 +105,7 @@ async def write_items(
         await conn.execute(ENSURE_BANK, bank_id)
         # Lock the item hashes we are about to write, so two concurrent retains of one item store it once.
         already = await existing_items(conn, bank_id, [i.item_hash for i in items])
-        await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h",
-            bank_id,
-            sorted({i.item_hash for i in items} - set(already)),
-        )
+        await lock_items(conn, bank_id, {i.item_hash for i in items} - set(already))
         # Then the bank's row, before any entity, alias or link row (store/bank_lock.py: one order for every
         # writer of the bank, so this write and the worker's cannot each hold what the other waits for).
         await lock_bank(conn, bank_id)
@@ -179,6 +179,11 @@ async def write_items(
     for item in new_items:
         result[item.item_hash] = [u.id for u in item.units]
     return result
+
+
+async def lock_items(conn: Connection, bank_id: str, hashes: Iterable[str]) -> None:
+    """Lock these items of the bank for the rest of the transaction (before the bank row: store/bank_lock.py)."""
+    await conn.execute(LOCK_ITEMS, bank_id, sorted(set(hashes)))
 
 
 def unit_entities(units: Sequence[PreparedUnit]) -> dict[str, str]:
