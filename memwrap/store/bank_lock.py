@@ -8,9 +8,15 @@ observation's LINK_ENTITIES): each waited for the other, and PostgreSQL aborted 
 
 The order, everywhere:
 
-1. the item-hash advisory locks of the items written or replaced (sorted: write.py, raw_to_facts.py);
+1. the item-hash advisory locks of the items written or replaced (sorted: retain/write.py `lock_items`), and
+   the observation rows a consolidation or a revision changes (sorted by id, FOR UPDATE: rows no retain takes);
 2. the bank row, with `lock_bank` — before any entity, alias or link row of the bank is written;
-3. anything else.
+3. anything else (entities, unit_entities, entity_aliases, memory_links, retained_items, the units' rows).
+
+Writers that follow it: the retain write (write_items, and write_translated around it), raw-to-facts
+(replace_raw, link_raw_entities), joints' redaction, consolidation (observations.apply_plan), forgetting's
+remove_observation, delete_memory / delete_memories / delete_bank, update, import. The common-terms count and
+the planner's ANALYZE take no row lock of the bank's but the bank row itself, last and alone.
 
 Since every writer of entity rows holds the bank row first, the bank's entity writers run one after another and
 the order in which each touches entities no longer matters. Writers of different banks lock different rows: a
