@@ -15,8 +15,9 @@ The order, everywhere:
 
 Writers that follow it: the retain write (write_items, and write_translated around it), raw-to-facts
 (replace_raw, link_raw_entities), joints' redaction, consolidation (observations.apply_plan), forgetting's
-remove_observation, delete_memory / delete_memories / delete_bank, update, import. The common-terms count and
-the planner's ANALYZE take no row lock of the bank's but the bank row itself, last and alone.
+remove_observation, delete_memory / delete_memories / delete_bank, update, import. The common-terms count takes
+the bank row last and alone (nothing a writer waits for is held meanwhile); the planner's ANALYZE takes no row
+lock (its table lock, SHARE UPDATE EXCLUSIVE, does not conflict with inserts and updates).
 
 Since every writer of entity rows holds the bank row first, the bank's entity writers run one after another and
 the order in which each touches entities no longer matters. Writers of different banks lock different rows: a
