@@ -11,6 +11,10 @@ batches land. Counts:
 - `retried`: writes aborted by PostgreSQL and run again (memwrap.store's warning, after issue 37's fix);
 - `server_deadlocks`: "deadlock detected" lines in the embedded server's log (victims of any kind: retain or job);
 - `stored` vs `expected`: distinct items in each bank against the items sent.
+
+`--fast-embed`: a hashed bag of words instead of the model (similar texts still get similar vectors, so
+consolidation still groups them): the database becomes the bottleneck, and writes and the worker's transactions
+overlap far more often than on 2 busy cores running the model.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import numpy as np
 
 from bench.long_session.generator import generate_bank
 from memwrap import AsyncMemory
@@ -45,7 +50,21 @@ class _Retries(logging.Handler):
             self.count += 1
 
 
-async def run(writers: int, batches: int, batch_size: int, banks: int, home: Path) -> dict[str, Any]:
+def _hashed_words(dim: int) -> Any:
+    def encode(texts: Any) -> np.ndarray:
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, hash(word) % dim] += 1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-6)
+
+    return encode
+
+
+async def run(
+    writers: int, batches: int, batch_size: int, banks: int, home: Path, *, fast_embed: bool = False
+) -> dict[str, Any]:
     settings = load_settings(home=home, worker="inline")
     retries = _Retries()
     logging.getLogger("memwrap").addHandler(retries)
@@ -61,6 +80,9 @@ async def run(writers: int, batches: int, batch_size: int, banks: int, home: Pat
     sent: dict[str, int] = Counter()
     async with AsyncMemory(settings=settings) as memory:
         await memory.warmup()
+        if fast_embed:
+            embedder = (await memory._get_engine()).embedder  # type: ignore[attr-defined]
+            embedder._encode = _hashed_words(embedder.dim)
 
         async def writer(bank: str, chunks: list[list[dict[str, Any]]]) -> None:
             for chunk in chunks:
@@ -97,6 +119,7 @@ async def run(writers: int, batches: int, batch_size: int, banks: int, home: Pat
         "messages": messages,
         "seconds": round(elapsed, 1),
         "messages_per_second": round(messages / elapsed, 1),
+        "fast_embed": fast_embed,
         "lost_batches": dict(lost),
         "retried": retries.count,
         "server_deadlocks": log_text.count("deadlock detected"),
@@ -131,10 +154,13 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=50)
     parser.add_argument("--banks", type=int, default=2)
+    parser.add_argument("--fast-embed", action="store_true", help="a hashed bag of words instead of the model")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="memwrap-deadlock-stress-"))
     try:
-        report = asyncio.run(run(args.writers, args.batches, args.batch_size, args.banks, home))
+        report = asyncio.run(
+            run(args.writers, args.batches, args.batch_size, args.banks, home, fast_embed=args.fast_embed)
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)
     print(json.dumps(report, indent=2))
