@@ -137,13 +137,17 @@ def _deadlocked_statements(log_text: str) -> dict[str, int]:
     found: Counter[str] = Counter()
     context = ""
     inside = False
-    for line in log_text.splitlines():
+    lines = log_text.splitlines()
+    for index, line in enumerate(lines):
         if "ERROR:  deadlock detected" in line:
             inside, context = True, ""
         elif inside and "CONTEXT:" in line:
-            context = line.split("CONTEXT:", 1)[1].strip()
+            context = " ".join(line.split("CONTEXT:", 1)[1].split())
         elif inside and "STATEMENT:" in line:
-            found[f"{' '.join(line.split('STATEMENT:', 1)[1].split())[:100]} | {context}"] += 1
+            # A statement of several lines goes on in the lines after (the first may be empty).
+            statement = " ".join([line.split("STATEMENT:", 1)[1], *lines[index + 1 : index + 4]]).split()
+            context = context.split(" in relation ")[-1]  # the table, not the tuple
+            found[f"{' '.join(statement)[:110]} | {context}"] += 1
             inside = False
     return dict(found)
 
