@@ -24,6 +24,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -145,7 +146,8 @@ def _deadlocked_statements(log_text: str) -> dict[str, int]:
             context = " ".join(line.split("CONTEXT:", 1)[1].split())
         elif inside and "STATEMENT:" in line:
             # A statement of several lines goes on in the lines after (the first may be empty).
-            statement = " ".join([line.split("STATEMENT:", 1)[1], *lines[index + 1 : index + 4]]).split()
+            statement = " ".join([line.split("STATEMENT:", 1)[1], *lines[index + 1 : index + 4]])
+            statement = re.split(r"\d{4}-\d\d-\d\d \d\d:\d\d", statement)[0].split()  # up to the next entry
             context = context.split(" in relation ")[-1]  # the table, not the tuple
             found[f"{' '.join(statement)[:110]} | {context}"] += 1
             inside = False
