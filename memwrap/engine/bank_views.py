@@ -110,7 +110,7 @@ LIMIT 50
 """
 
 UNIT_ENTITIES = """
-SELECT e.id, e.name FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+SELECT e.id, e.name, e.entity_type FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
 WHERE ue.bank_id = $1 AND ue.unit_id = $2 ORDER BY e.name
 """
 
@@ -132,7 +132,7 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
         id=memory_id,
         invalidated_at=unit["invalidated_at"],
         invalidation_reason=unit["reason"] if unit["invalidated_at"] else None,
-        entities=[EntityRef(id=r["id"], name=r["name"]) for r in entities],
+        entities=[EntityRef(id=r["id"], name=r["name"], type=r["entity_type"]) for r in entities],
         links=[
             LinkedMemory(
                 id=r["id"],
@@ -159,7 +159,7 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
 
 
 ENTITY_COLUMNS = """
-e.id, e.name, e.mention_count, e.first_seen, e.last_seen,
+e.id, e.name, e.entity_type, e.mention_count, e.first_seen, e.last_seen,
 coalesce((SELECT array_agg(a.alias ORDER BY a.alias) FROM entity_aliases a
           WHERE a.bank_id = e.bank_id AND a.entity_id = e.id), '{}') AS aliases
 """
@@ -209,6 +209,7 @@ def _entity(row: asyncpg.Record) -> EntitySummary:
     return EntitySummary(
         id=row["id"],
         name=row["name"],
+        type=row["entity_type"],
         mentions=row["mention_count"],
         aliases=list(row["aliases"]),
         first_seen=row["first_seen"],
