@@ -30,6 +30,7 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypes,
     ImportReport,
     ImportSource,
     Instructions,
@@ -197,6 +198,7 @@ class EngineVerbs(Protocol):
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> Awaitable[dict[str, Any]]:
         ...
 
@@ -208,6 +210,7 @@ class EngineVerbs(Protocol):
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> Awaitable[dict[str, Any]]:
         ...
 

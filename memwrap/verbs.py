@@ -34,6 +34,7 @@ from memwrap.models import (
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
+    MAX_ENTITY_TYPES,
     MAX_EXTRACTION_INSTRUCTIONS_CHARS,
     MAX_NEIGHBOURS,
     MAX_PAGE,
@@ -54,6 +55,7 @@ from memwrap.models import (
     Disposition,
     EntityGraph,
     EntitySummary,
+    EntityType,
     ImportReport,
     Job,
     JobStatus,
@@ -106,6 +108,7 @@ PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
 Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS)]
+EntityTypes = Annotated[Sequence[EntityType | Mapping[str, Any]], Field(max_length=MAX_ENTITY_TYPES)]
 WebhookEvents = Sequence[WebhookEvent] | WebhookEvent | None
 WebhookId = UUID | str
 DeliveriesLimit = Annotated[int, Field(ge=1, le=MAX_DELIVERIES_PAGE)]
@@ -309,6 +312,7 @@ class MemoryVerbs:
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
@@ -316,7 +320,10 @@ class MemoryVerbs:
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
         ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
-        LLM they are stored and shown, and nothing reads them)."""
+        LLM they are stored and shown, and nothing reads them); `entity_types`: the kinds of entity LLM extraction
+        gives a type, each a name (a letter, then letters, digits, _ or -) and a description (at most 500
+        characters), at most 32; recall's `filters={"entity_types": [...]}` keeps the memories that mention one
+        (without an LLM entities get no type)."""
         ...
 
     @verb(Route("PATCH", BANK, envelope="config"), cli=True, partial=True)
@@ -328,6 +335,7 @@ class MemoryVerbs:
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""

@@ -110,7 +110,8 @@ LIMIT 50
 """
 
 UNIT_ENTITIES = """
-SELECT e.id, e.name, e.entity_type FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+SELECT e.id, e.name, e.entity_type
+FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
 WHERE ue.bank_id = $1 AND ue.unit_id = $2 ORDER BY e.name
 """
 
