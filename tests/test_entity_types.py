@@ -32,8 +32,8 @@ TYPES = [
     {"name": "Service", "description": "A deployed backend service of our platform, e.g. billing-api."},
     {"name": "Person", "description": "A colleague, named."},
 ]
-OUTAGE = "user: The billing-api went down after Friday's deploy; Priya restarted it."
-LUNCH = "user: I had lunch with Marco in Turin, lovely risotto."
+OUTAGE = "user: The billing-api went down after the deploy and Priya restarted it."
+LUNCH = "user: I had lunch with Marco in Turin."
 FACTS = {
     "billing-api": ("The billing-api went down after the deploy and Priya restarted it.", ["billing-api", "Priya"]),
     "Marco": ("The user had lunch with Marco in Turin.", ["Marco", "Turin"]),
@@ -133,7 +133,7 @@ async def test_without_types_the_prompt_and_schema_are_unchanged(
     assert prompt_of(request)[0] == SYSTEM_PROMPT
     schema = request.body["response_format"]["json_schema"]
     assert schema["name"] == "extraction" and "TypedEntityNames" not in json.dumps(schema)
-    assert set(await _types(engine, bank).values()) == {None}
+    assert set((await _types(engine, bank)).values()) == {None}
     # Cleared again (None, or an empty list), the setting is gone and so is the prompt's list.
     await engine.configure_bank(bank, entity_types=TYPES)
     assert "entity_types" not in await engine.configure_bank(bank, entity_types=[])
@@ -157,7 +157,8 @@ async def test_a_description_cannot_leave_its_fence(engine: Engine, fake: FakeLL
     [request] = fake.requests
     system, _ = prompt_of(request)
     assert system.count(OPEN) == 1 and system.count(CLOSE) == 1
-    assert system.count(INSTRUCTIONS_OPEN) == 1 and system.count(INSTRUCTIONS_CLOSE) == 1
+    # (the instructions' preamble names their opening marker once: it is the fence's only other spelling)
+    assert system.count(INSTRUCTIONS_OPEN) == 2 and system.count(INSTRUCTIONS_CLOSE) == 1
     # The types' fence comes first, then the operator's instructions, which close the prompt as before.
     assert system.index(CLOSE) < system.index(INSTRUCTIONS_OPEN) and system.endswith(INSTRUCTIONS_CLOSE)
     inside = system[system.index(OPEN) + len(OPEN) : system.index(CLOSE)].strip("\n")
@@ -208,9 +209,7 @@ async def test_views_show_the_type(engine: Engine, fake: FakeLLMServer, bank: st
     assert (await engine.entity_graph(bank, service.id)).entity.type == "Service"
 
 
-async def test_export_and_import_carry_the_type(
-    engine: Engine, fake: FakeLLMServer, bank: str, tmp_path: Path
-) -> None:
+async def test_export_and_import_carry_the_type(engine: Engine, fake: FakeLLMServer, bank: str, tmp_path: Path) -> None:
     await engine.configure_bank(bank, entity_types=TYPES)
     await engine.retain_many(bank, _chat("move"))
     path = tmp_path / "bank.jsonl"
@@ -229,7 +228,7 @@ async def test_export_and_import_carry_the_type(
         line.pop("entity_type", None)
     old.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     report = await engine.import_bank(f"{bank}-old", old)
-    assert report.memories == 2
+    assert report.written["memory"] == report.read["memory"] >= 2
     assert set((await _types(engine, f"{bank}-old")).values()) == {None}
 
 

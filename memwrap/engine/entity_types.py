@@ -97,7 +97,7 @@ def with_entity_types(system: str, types: Declared) -> str:
     listed = "\n".join(lines)
     return (
         f"{system}\n\n"
-        f"Entity types: the operator of this memory bank declared the kinds of entity below, between the {OPEN} "
+        "Entity types: the operator of this memory bank declared the kinds of entity below, between the entity_types "
         'markers, one per line as "- <type>: <what it covers>". Every entity of the facts that is of one of these '
         'kinds goes into the top-level "entities" too, as {"name": <its name as in the facts>, "aliases": [<other '
         'names>], "type": <the type, spelled as listed>}; an entity of no listed kind has "type": null. Use only the '
