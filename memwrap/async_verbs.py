@@ -29,6 +29,7 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypeName,
     EntityTypes,
     ImportSource,
     Instructions,
@@ -380,15 +381,21 @@ class AsyncVerbs(MemoryVerbs):
         return await engine.memory_context(bank_id, memory_id)
 
     async def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
-        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
-        and when they were first and last seen; `search`: only those with it in their name or in one of their
-        aliases, in any case."""
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their type,
+        their aliases and when they were first and last seen; `search`: only those with it in their name or in one
+        of their aliases, in any case; `entity_type`: only those of this declared type (any case)."""
         engine = await self._get_engine()
-        return await engine.entities(bank_id, search=search, limit=limit, offset=offset)
+        return await engine.entities(bank_id, search=search, limit=limit, offset=offset, entity_type=entity_type)
 
     async def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
         """An entity, its neighbours (co-mentions, links) and its latest memories.

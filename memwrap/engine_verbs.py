@@ -30,6 +30,7 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypeName,
     EntityTypes,
     ImportReport,
     ImportSource,
@@ -221,7 +222,13 @@ class EngineVerbs(Protocol):
         ...
 
     def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> Awaitable[builtins.list[EntitySummary]]:
         ...
 

@@ -21,6 +21,7 @@ from memwrap.errors import (
     MemoryNotFoundError,
 )
 from memwrap.models import (
+    ENTITY_TYPE_NAME_PATTERN,
     MAX_BUDGET_TOKENS,
     MAX_ENTITY_TYPES,
     MAX_EXTRACTION_INSTRUCTIONS_CHARS,
@@ -377,6 +378,20 @@ def entity_types(value: object) -> list[dict[str, str]] | None:
         seen.add(declared.name.casefold())
         out.append({"name": declared.name, "description": storable_text(declared.description.strip())})
     return out or None
+
+
+_ENTITY_TYPE_NAME = re.compile(ENTITY_TYPE_NAME_PATTERN.removeprefix("^").removesuffix("$"))
+
+
+def entity_type_name(value: object) -> str | None:
+    """An entity type's name to look for (None: any type)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ENTITY_TYPE_NAME.fullmatch(value):
+        raise InvalidInputError(
+            f"entity_type is a type's name: a letter, then up to 63 letters, digits, _ or - (got {value!r:.80})."
+        )
+    return value
 
 
 # MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models.py, memwrap/verbs.py)

@@ -29,11 +29,13 @@ from pydantic import Field, SkipValidation
 from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
+    ENTITY_TYPE_NAME_PATTERN,
     KEEP,
     MAX_BUDGET_TOKENS,
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
+    MAX_ENTITY_TYPE_NAME_CHARS,
     MAX_ENTITY_TYPES,
     MAX_EXTRACTION_INSTRUCTIONS_CHARS,
     MAX_NEIGHBOURS,
@@ -108,6 +110,7 @@ PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
 Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS)]
+EntityTypeName = Annotated[str, Field(max_length=MAX_ENTITY_TYPE_NAME_CHARS, pattern=ENTITY_TYPE_NAME_PATTERN)]
 EntityTypes = Annotated[Sequence[EntityType | Mapping[str, Any]], Field(max_length=MAX_ENTITY_TYPES)]
 WebhookEvents = Sequence[WebhookEvent] | WebhookEvent | None
 WebhookId = UUID | str
@@ -365,13 +368,19 @@ class MemoryVerbs:
 
     @verb(Route("GET", f"{BANK}/entities"), cli=True)
     async def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
-        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
-        and when they were first and last seen; `search`: only those with it in their name or in one of their
-        aliases, in any case."""
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their type,
+        their aliases and when they were first and last seen; `search`: only those with it in their name or in one
+        of their aliases, in any case; `entity_type`: only those of this declared type (any case)."""
         ...
 
     @verb(Route("GET", f"{BANK}/entities/{{entity_id}}/graph"), cli=True)

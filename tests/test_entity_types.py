@@ -202,6 +202,11 @@ async def test_views_show_the_type(engine: Engine, fake: FakeLLMServer, bank: st
     await engine.retain_many(bank, _chat("views"))
     listed = {e.name: e.type for e in await engine.entities(bank)}
     assert listed == {"billing-api": "Service", "Priya": "Person", "Marco": "Person", "Turin": None}
+    people = await engine.entities(bank, entity_type="person")  # any case
+    assert sorted(e.name for e in people) == ["Marco", "Priya"]
+    assert await engine.entities(bank, entity_type="City") == []
+    with pytest.raises(InvalidInputError, match="entity_type is a type's name"):
+        await engine.entities(bank, entity_type="not a type")
     [outage] = await engine.list(bank, filters={"entity_types": ["Service"]})
     context = await engine.memory_context(bank, outage.id)
     assert {(e.name, e.type) for e in context.entities} == {("billing-api", "Service"), ("Priya", "Person")}

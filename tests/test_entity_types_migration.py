@@ -74,7 +74,7 @@ async def test_an_old_store_gets_untyped_entities(old_store: tuple[str, int]) ->
         assert sorted(r["id"] for r in rows) == sorted(ids)
         assert await conn.fetchval("SELECT max(version) FROM schema_migrations") >= 22
         index = await conn.fetchval("SELECT indexdef FROM pg_indexes WHERE indexname = 'entities_type'")
-        assert "(bank_id, entity_type)" in index and "WHERE (entity_type IS NOT NULL)" in index
+        assert "(bank_id, lower(entity_type))" in index and "WHERE (entity_type IS NOT NULL)" in index
         # Applying the migrations again changes nothing (each statement is IF NOT EXISTS, each version recorded).
         await migrate(url, embedding_model=embedding_space(Settings().embedding_model), embedding_dim=dim)
         assert await conn.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 22") == 1

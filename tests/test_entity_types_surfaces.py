@@ -104,6 +104,9 @@ async def test_the_filter_and_the_listing_over_rest(
         "Marco": "Person",
         "Turin": None,
     }
+    services = admin.get(f"/v1/banks/{bank}/entities", params={"entity_type": "Service"}).json()
+    assert [e["name"] for e in (services if isinstance(services, list) else services["entities"])] == ["billing-api"]
+    assert admin.get(f"/v1/banks/{bank}/entities", params={"entity_type": "a b"}).status_code == 422
 
 
 async def test_the_filter_over_mcp(engine: Engine, fake: FakeLLMServer, sidecar: ServerProcess, bank: str) -> None:

@@ -7,6 +7,7 @@
 -- LLM (provider "none" recognises names, not kinds), and every entity of a store older than this version.
 ALTER TABLE entities ADD COLUMN IF NOT EXISTS entity_type text;
 -- Recall's entity-type filter reads the entities of each candidate memory by primary key (unit_entities, then
--- entities); this index serves the other direction, "the entities of this type" (the entity listing's filter and
--- a bank's counts per type), and leads with bank_id as every key does (the distribution rule, Citus).
-CREATE INDEX IF NOT EXISTS entities_type ON entities (bank_id, entity_type) WHERE entity_type IS NOT NULL;
+-- entities); this index serves the other direction, "the entities of this type" (the entity listing's
+-- `entity_type`, compared in any case as the filter is), and leads with bank_id as every key does (the distribution
+-- rule, Citus).
+CREATE INDEX IF NOT EXISTS entities_type ON entities (bank_id, lower(entity_type)) WHERE entity_type IS NOT NULL;
