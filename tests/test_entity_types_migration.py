@@ -1,5 +1,7 @@
 """Migration 0022: a store of the release before entity types (schema 21) opens with `entities.entity_type`, every
-entity it held untyped, its other rows as they were, and the new index leading with bank_id.
+entity it held untyped, its other rows as they were, and the new index leading with bank_id. And the statements
+entity types add (the recall filter, the listing by type, the typed upsert) are bounded by bank_id, as the
+distribution rule wants of every statement (tests/test_distribution_rule.py's checker, run on them).
 
 The old state is built for real: a database of its own on the test server, migrated up to version 21 by the store's
 own migrations and filled as the old code wrote it; then the migrations of today run on it.
@@ -15,6 +17,7 @@ from uuid import uuid4
 
 import asyncpg
 import pytest
+from test_distribution_rule import statement_problems, statements  # noqa: F401 - `statements` is a fixture
 
 from memwrap import Memory
 from memwrap.config import Settings, embedding_space
@@ -80,3 +83,15 @@ async def test_an_old_store_gets_untyped_entities(old_store: tuple[str, int]) ->
         assert await conn.fetchval("SELECT count(*) FROM schema_migrations WHERE version = 22") == 1
     finally:
         await conn.close()
+
+
+def test_entity_type_statements_are_bounded_by_bank(statements: tuple[Memory, list[str]], bank: str) -> None:
+    memory, seen = statements
+    memory.configure_bank(bank, entity_types=[{"name": "Service", "description": "a backend service"}])
+    memory.retain(bank, "user: Priya restarted the billing-api in Frankfurt.")
+    memory.recall(bank, "who restarted it?", filters={"entity_types": ["Service"]})
+    memory.list(bank, filters={"entity_types": ["service"]})
+    memory.entities(bank, entity_type="Service")
+    assert any("fe.entity_type" in s for s in seen) and any("lower(e.entity_type)" in s for s in seen)
+    assert statement_problems(memory, seen) == []
+    memory.delete_bank(bank)
