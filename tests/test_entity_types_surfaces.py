@@ -65,6 +65,8 @@ def test_the_setting_over_rest(admin: httpx.Client, bank: str) -> None:
     spec = admin.get("/openapi.json").json()
     declared = spec["components"]["schemas"]["EntityType"]["properties"]
     assert declared["name"]["maxLength"] == 64 and declared["description"]["maxLength"] == 500
+    wanted = spec["components"]["schemas"]["RecallFilter"]["properties"]["entity_types"]
+    assert "[A-Za-z0-9_-]{0,63}" in json.dumps(wanted) and '"minItems": 1' in json.dumps(wanted)
 
 
 def test_the_setting_through_the_http_client_and_the_cli(
