@@ -297,28 +297,23 @@ async def extract_chunk(
     `types`: the bank's entity types (engine/entity_types.py), fenced before them; without any, the prompt and
     the schema are those of a bank that never declared one.
     Background work: the request is bounded by the server's measured speed, not by MEMWRAP_LLM_TIMEOUT."""
-    typed = types is not None and bool(types)
-    system = with_entity_types(SYSTEM_PROMPT, types) if types is not None and typed else SYSTEM_PROMPT
+    typed = types if types else None  # no types declared: the request of a bank that never declared any
+    system = with_entity_types(SYSTEM_PROMPT, typed) if typed is not None else SYSTEM_PROMPT
     system = with_instructions(system, instructions, task="which facts to extract and which to skip")
-    extraction: Extraction
-    if types is not None and typed:
-        extraction, usage = await llm.structured(
-            system,
-            render_chunk(chunk),
-            TypedExtraction,
-            role="extraction",
-            name="extraction",
-            max_tokens=max_tokens,
-            background=True,
-            json_schema=typed_schema(types),
-        )
-    else:
-        extraction, usage = await llm.structured(
-            system, render_chunk(chunk), Extraction, role="extraction", max_tokens=max_tokens, background=True
-        )
+    reply_model: type[Extraction] = TypedExtraction if typed is not None else Extraction
+    extraction, usage = await llm.structured(
+        system,
+        render_chunk(chunk),
+        reply_model,
+        role="extraction",
+        name="extraction",  # the schema's name either way (the typed model's own name would be typed_extraction)
+        max_tokens=max_tokens,
+        background=True,
+        json_schema=typed_schema(typed) if typed is not None else None,
+    )
     # Checked against the fixed prompt only: the operator's words name what to keep, and a fact may well use them.
     facts = validate_facts(chunk, extraction)
-    kinds = entity_kinds(extraction, types) if types is not None and typed else {}
+    kinds = entity_kinds(extraction, typed) if typed is not None else {}
     return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage, kinds)
 
 
