@@ -26,7 +26,16 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name i
         SecretBlockedError,
         StoreError,
     )
-    from memwrap.models import BankInfo, Disposition, MemoryRecord, Recall, RecalledMemory, ReflectResult, RetainItem
+    from memwrap.models import (
+        BankInfo,
+        Disposition,
+        EntityType,
+        MemoryRecord,
+        Recall,
+        RecalledMemory,
+        ReflectResult,
+        RetainItem,
+    )
     from memwrap.wrappers.anthropic import wrap_anthropic
     from memwrap.wrappers.openai import wrap_openai
     from memwrap.wrappers.scope import scope
@@ -53,7 +62,16 @@ _LAZY = {
         "memwrap.errors",
     ),
     **dict.fromkeys(
-        ("BankInfo", "Disposition", "MemoryRecord", "Recall", "RecalledMemory", "ReflectResult", "RetainItem"),
+        (
+            "BankInfo",
+            "Disposition",
+            "EntityType",
+            "MemoryRecord",
+            "Recall",
+            "RecalledMemory",
+            "ReflectResult",
+            "RetainItem",
+        ),
         "memwrap.models",
     ),
     **dict.fromkeys(("wrap_openai", "wrap_anthropic", "scope"), "memwrap.wrappers"),
@@ -78,6 +96,7 @@ __all__ = [
     "BankNotFoundError",
     "Disposition",
     "EmbeddingModelMismatchError",
+    "EntityType",
     "InvalidBankIdError",
     "InvalidBudgetError",
     "InvalidContentError",

@@ -61,6 +61,7 @@ EXAMPLES: dict[str, str] = {
     "metadata": """'{"project": "apollo", "priority": 2}'""",
     "filters": """'{"metadata": {"project": "apollo"}, "mentioned_after": "2026-01-01T00:00:00Z"}'""",
     "disposition": """'{"skepticism": 4, "directives": ["cite dates"]}'""",
+    "entity_types": """'[{"name": "Service", "description": "a deployed backend service"}]'""",
     "response_schema": """'{"type": "object", "properties": {"city": {"type": "string"}}}'""",
     "tags": "work,move",
     "types": "world,experience",
@@ -324,7 +325,7 @@ def _reader(annotation: Any, name: str = "") -> Callable[[str], Any]:
     if float in kinds:
         return float
     if (
-        any(get_origin(k) in (Mapping, dict) or k in (dict, Mapping) or _is_model(k) for k in kinds)
+        any(get_origin(k) in (Mapping, dict) or k in (dict, Mapping) or _is_model(k) or _of_objects(k) for k in kinds)
         or annotation is Any
     ):
         return _read_json
@@ -392,7 +393,15 @@ def _is_bool(annotation: Any) -> bool:
 
 
 def _is_list(annotation: Any) -> bool:
-    return any(get_origin(k) in (list, Sequence) for k in _members(annotation))
+    """A list of words (`--tags a,b`); a list of objects (`--entity-types '[{...}]'`) is JSON instead."""
+    return any(get_origin(k) in (list, Sequence) and not _of_objects(k) for k in _members(annotation))
+
+
+def _of_objects(kind: Any) -> bool:
+    """A list whose items are models or mappings (a bank's entity types): read as JSON, not split at commas."""
+    return get_origin(kind) in (list, Sequence) and any(
+        _is_model(m) or get_origin(m) in (Mapping, dict) for arg in get_args(kind) for m in _members(arg)
+    )
 
 
 def _choices(annotation: Any) -> list[str] | None:

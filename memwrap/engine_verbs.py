@@ -30,6 +30,8 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypeName,
+    EntityTypes,
     ImportReport,
     ImportSource,
     Instructions,
@@ -197,6 +199,7 @@ class EngineVerbs(Protocol):
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> Awaitable[dict[str, Any]]:
         ...
 
@@ -208,6 +211,7 @@ class EngineVerbs(Protocol):
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> Awaitable[dict[str, Any]]:
         ...
 
@@ -218,7 +222,13 @@ class EngineVerbs(Protocol):
         ...
 
     def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> Awaitable[builtins.list[EntitySummary]]:
         ...
 

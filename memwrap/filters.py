@@ -1,4 +1,5 @@
-"""What a recall may be narrowed to: metadata conditions, time ranges, documents and sessions.
+"""What a recall may be narrowed to: metadata conditions, time ranges, documents, sessions, speakers and the types
+of the entities a memory mentions.
 
 A boundary model (every surface accepts it as JSON); the engine compiles it to SQL in
 memwrap/engine/recall/filters.py. Two spellings of the metadata part are accepted:
@@ -17,6 +18,7 @@ not have is false; `ne`, `not_in` and `not` therefore match memories without the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from difflib import get_close_matches
@@ -35,6 +37,7 @@ from pydantic import (
 )
 
 from memwrap.errors import InvalidInputError
+from memwrap.models import ENTITY_TYPE_NAME_PATTERN
 from memwrap.validate import nesting_depth
 
 # A filter is applied inside every recall arm; these keep one from turning into a very long statement.
@@ -46,6 +49,8 @@ MAX_ID_VALUES = 1000
 # JSON levels of a whole filter: `and`/`or` of `not`s of conditions is a handful; ~1,000 levels used to reach
 # Python's recursion limit in the validators (a 500), so depth is measured first, without recursion.
 MAX_FILTER_DEPTH = 32
+
+_TYPE_NAME = re.compile(ENTITY_TYPE_NAME_PATTERN.removeprefix("^").removesuffix("$"))
 
 OPERATORS = ("eq", "ne", "in", "not_in", "gt", "gte", "lt", "lte", "exists")
 _COMPOUND = ("and", "or", "not")
@@ -233,6 +238,11 @@ class RecallFilter(BaseModel):
         description='only memories said by one of these: "user", "assistant", or a participant\'s name ("Alice"); '
         "any case",
     )
+    entity_types: list[str] | None = Field(
+        default=None,
+        description="only memories that mention an entity of one of these types (the bank's declared entity_types, "
+        'e.g. ["Service"]); any case',
+    )
 
     @field_validator("metadata", mode="before")
     @classmethod
@@ -247,11 +257,22 @@ class RecallFilter(BaseModel):
             raise ValueError("give a time zone (e.g. 2026-03-01T00:00:00Z): a naive time is ambiguous")
         return value
 
-    @field_validator("document_ids", "session_ids", "speakers")
+    @field_validator("document_ids", "session_ids", "speakers", "entity_types")
     @classmethod
     def _ids(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and not 0 < len(value) <= MAX_ID_VALUES:
             raise ValueError(f"give 1 to {MAX_ID_VALUES} ids")
+        return value
+
+    @field_validator("entity_types")
+    @classmethod
+    def _type_names(cls, value: list[str] | None) -> list[str] | None:
+        # A name no bank can declare matches nothing, always: say so rather than return an empty recall.
+        for name in value or []:
+            if not _TYPE_NAME.fullmatch(name):
+                raise ValueError(
+                    f"{name[:80]!r} is not an entity type name (a letter, then up to 63 letters, digits, _ or -)"
+                )
         return value
 
     @model_validator(mode="after")

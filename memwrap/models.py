@@ -430,6 +430,13 @@ MAX_REFRESH_EVERY_SECONDS = 365 * 86400.0
 # The longest extraction instructions a bank holds (memwrap/engine/bank_instructions.py): a paragraph or two of
 # what to keep and what to ignore, not a prompt of its own; every extraction and consolidation call carries them.
 MAX_EXTRACTION_INSTRUCTIONS_CHARS = 2000
+# The entity types a bank may declare for extraction (`entity_types`, memwrap/engine/entity_types.py): each
+# declaration goes into every extraction prompt, so they are few and short. A name is an identifier (it is what
+# the model answers with and what recall filters by): a letter, then letters, digits, `_` or `-`.
+MAX_ENTITY_TYPES = 32
+MAX_ENTITY_TYPE_NAME_CHARS = 64
+MAX_ENTITY_TYPE_DESCRIPTION_CHARS = 500
+ENTITY_TYPE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 
 # Bounds of the entity views: checked by the engine, advertised in the REST API's OpenAPI document (memwrap/verbs.py).
 MAX_ENTITIES_PAGE = 500
@@ -513,9 +520,31 @@ class CitingObservation(BaseModel):
     invalidated: bool = False
 
 
+class EntityType(BaseModel):
+    """A kind of entity a bank asks extraction to recognise (Graphiti's and Zep's custom entity types): its name,
+    which the model answers with and recall filters by (`filters={"entity_types": [name]}`), and what it means."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_ENTITY_TYPE_NAME_CHARS,
+        pattern=ENTITY_TYPE_NAME_PATTERN,
+        description="a letter, then letters, digits, _ or - (e.g. Service, Person, api-endpoint)",
+        examples=["Service"],
+    )
+    description: str = Field(
+        default="",
+        max_length=MAX_ENTITY_TYPE_DESCRIPTION_CHARS,
+        description="what counts as one, for the extraction model (it is quoted, fenced, in the prompt)",
+        examples=["A deployed backend service of our platform, e.g. billing-api"],
+    )
+
+
 class EntityRef(BaseModel):
     id: UUID
     name: str
+    type: str | None = Field(default=None, description="its declared entity type, when extraction gave it one")
 
 
 class MemoryContext(BaseModel):
@@ -532,6 +561,7 @@ class MemoryContext(BaseModel):
 class EntitySummary(BaseModel):
     id: UUID
     name: str
+    type: str | None = Field(default=None, description="its declared entity type, when extraction gave it one")
     mentions: int
     aliases: list[str] = Field(default_factory=list)
     first_seen: datetime | None = None

@@ -29,6 +29,8 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypeName,
+    EntityTypes,
     ImportReport,
     ImportSource,
     Instructions,
@@ -318,6 +320,7 @@ class SyncVerbs:
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
@@ -325,7 +328,10 @@ class SyncVerbs:
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
         ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
-        LLM they are stored and shown, and nothing reads them)."""
+        LLM they are stored and shown, and nothing reads them); `entity_types`: the kinds of entity LLM extraction
+        gives a type, each a name (a letter, then letters, digits, _ or -) and a description (at most 500
+        characters), at most 32; recall's `filters={"entity_types": [...]}` keeps the memories that mention one
+        (without an LLM entities get no type)."""
         return self._run(
             self._async.create_bank(
                 bank_id,
@@ -333,6 +339,7 @@ class SyncVerbs:
                 disposition=disposition,
                 raw_ttl_days=raw_ttl_days,
                 extraction_instructions=extraction_instructions,
+                entity_types=entity_types,
             )
         )
 
@@ -344,6 +351,7 @@ class SyncVerbs:
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
@@ -354,6 +362,7 @@ class SyncVerbs:
                 disposition=disposition,
                 raw_ttl_days=raw_ttl_days,
                 extraction_instructions=extraction_instructions,
+                entity_types=entity_types,
             )
         )
 
@@ -374,14 +383,22 @@ class SyncVerbs:
         return self._run(self._async.memory_context(bank_id, memory_id))
 
     def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
-        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
-        and when they were first and last seen; `search`: only those with it in their name or in one of their
-        aliases, in any case."""
-        return self._run(self._async.entities(bank_id, search=search, limit=limit, offset=offset))
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their type,
+        their aliases and when they were first and last seen; `search`: only those with it in their name or in one
+        of their aliases, in any case; `entity_type`: only those of this declared type (any case)."""
+        return self._run(
+            self._async.entities(bank_id, search=search, limit=limit, offset=offset, entity_type=entity_type)
+        )
 
     def entity_graph(self, bank_id: str, entity_id: EntityId, *, neighbours: NeighbourCount = 15) -> EntityGraph:
         """An entity, its neighbours (co-mentions, links) and its latest memories.

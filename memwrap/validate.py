@@ -21,11 +21,14 @@ from memwrap.errors import (
     MemoryNotFoundError,
 )
 from memwrap.models import (
+    ENTITY_TYPE_NAME_PATTERN,
     MAX_BUDGET_TOKENS,
+    MAX_ENTITY_TYPES,
     MAX_EXTRACTION_INSTRUCTIONS_CHARS,
     MAX_TTL_DAYS,
     MEMORY_TYPES,
     Disposition,
+    EntityType,
     RetainItem,
 )
 
@@ -302,7 +305,7 @@ BANK_CONFIG_KEYS: dict[str, tuple[str, ...]] = {"defense_policy": ("redact", "bl
 
 
 # Settings whose values are checked by a function of their own below (the others: one of BANK_CONFIG_KEYS' values).
-_FREE_SETTINGS = ("disposition", "raw_ttl_days", "extraction_instructions")
+_FREE_SETTINGS = ("disposition", "raw_ttl_days", "extraction_instructions", "entity_types")
 
 
 def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -320,6 +323,8 @@ def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
             clean[key] = raw_ttl_days(value)
         elif key == "extraction_instructions":  # the operator's words to the extraction LLM (bank_instructions.py)
             clean[key] = extraction_instructions(value)
+        elif key == "entity_types":  # the kinds of entity extraction recognises (engine/entity_types.py)
+            clean[key] = entity_types(value)
         elif value is not None and value not in BANK_CONFIG_KEYS[key]:
             raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")
     return clean
@@ -341,6 +346,52 @@ def extraction_instructions(value: object) -> str | None:
             "are allowed: say briefly what to keep and what to ignore (every extraction call carries them)."
         )
     return text or None
+
+
+def entity_types(value: object) -> list[dict[str, str]] | None:
+    """A bank's entity types as stored: [{"name", "description"}], names unique (whatever their case), at most
+    MAX_ENTITY_TYPES; each an EntityType or its mapping. None or an empty list clears the setting."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise InvalidInputError(
+            'entity_types is a list of {"name": ..., "description": ...} (or None to clear it), '
+            f"not {type(value).__name__}."
+        )
+    if len(value) > MAX_ENTITY_TYPES:
+        raise InvalidInputError(
+            f"A bank declares at most {MAX_ENTITY_TYPES} entity types (got {len(value)}): every extraction call "
+            "carries them; merge the rare ones."
+        )
+    out: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for position, given in enumerate(value):
+        try:
+            declared = given if isinstance(given, EntityType) else EntityType.model_validate(given)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'type'}: {e['msg']}" for e in exc.errors(include_url=False)
+            )
+            raise InvalidInputError(f"entity_types[{position}] is not an entity type ({problems}).") from None
+        if declared.name.casefold() in seen:
+            raise InvalidInputError(f"entity_types names {declared.name!r} twice; each name once (case ignored).")
+        seen.add(declared.name.casefold())
+        out.append({"name": declared.name, "description": storable_text(declared.description.strip())})
+    return out or None
+
+
+_ENTITY_TYPE_NAME = re.compile(ENTITY_TYPE_NAME_PATTERN.removeprefix("^").removesuffix("$"))
+
+
+def entity_type_name(value: object) -> str | None:
+    """An entity type's name to look for (None: any type)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _ENTITY_TYPE_NAME.fullmatch(value):
+        raise InvalidInputError(
+            f"entity_type is a type's name: a letter, then up to 63 letters, digits, _ or - (got {value!r:.80})."
+        )
+    return value
 
 
 # MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models.py, memwrap/verbs.py)

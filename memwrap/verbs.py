@@ -29,11 +29,14 @@ from pydantic import Field, SkipValidation
 from memwrap.declare import VERBS, Route, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
+    ENTITY_TYPE_NAME_PATTERN,
     KEEP,
     MAX_BUDGET_TOKENS,
     MAX_ENTITIES_OFFSET,
     MAX_ENTITIES_PAGE,
     MAX_ENTITY_SEARCH_CHARS,
+    MAX_ENTITY_TYPE_NAME_CHARS,
+    MAX_ENTITY_TYPES,
     MAX_EXTRACTION_INSTRUCTIONS_CHARS,
     MAX_NEIGHBOURS,
     MAX_PAGE,
@@ -54,6 +57,7 @@ from memwrap.models import (
     Disposition,
     EntityGraph,
     EntitySummary,
+    EntityType,
     ImportReport,
     Job,
     JobStatus,
@@ -106,6 +110,8 @@ PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
 PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
 Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS)]
+EntityTypeName = Annotated[str, Field(max_length=MAX_ENTITY_TYPE_NAME_CHARS, pattern=ENTITY_TYPE_NAME_PATTERN)]
+EntityTypes = Annotated[Sequence[EntityType | Mapping[str, Any]], Field(max_length=MAX_ENTITY_TYPES)]
 WebhookEvents = Sequence[WebhookEvent] | WebhookEvent | None
 WebhookId = UUID | str
 DeliveriesLimit = Annotated[int, Field(ge=1, le=MAX_DELIVERIES_PAGE)]
@@ -309,6 +315,7 @@ class MemoryVerbs:
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
@@ -316,7 +323,10 @@ class MemoryVerbs:
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
         ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
-        LLM they are stored and shown, and nothing reads them)."""
+        LLM they are stored and shown, and nothing reads them); `entity_types`: the kinds of entity LLM extraction
+        gives a type, each a name (a letter, then letters, digits, _ or -) and a description (at most 500
+        characters), at most 32; recall's `filters={"entity_types": [...]}` keeps the memories that mention one
+        (without an LLM entities get no type)."""
         ...
 
     @verb(Route("PATCH", BANK, envelope="config"), cli=True, partial=True)
@@ -328,6 +338,7 @@ class MemoryVerbs:
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
@@ -357,13 +368,19 @@ class MemoryVerbs:
 
     @verb(Route("GET", f"{BANK}/entities"), cli=True)
     async def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
-        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
-        and when they were first and last seen; `search`: only those with it in their name or in one of their
-        aliases, in any case."""
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their type,
+        their aliases and when they were first and last seen; `search`: only those with it in their name or in one
+        of their aliases, in any case; `entity_type`: only those of this declared type (any case)."""
         ...
 
     @verb(Route("GET", f"{BANK}/entities/{{entity_id}}/graph"), cli=True)

@@ -39,7 +39,7 @@ from typing import Any
 from memwrap import validate
 from memwrap.engine.webhooks.urls import MAX_URL_CHARS, WEBHOOK_URL_PATTERN
 from memwrap.filters import MAX_ID_VALUES, MAX_IN_VALUES, MAX_KEY_CHARS, MAX_KEY_DEPTH
-from memwrap.models import MEMORY_TYPES
+from memwrap.models import ENTITY_TYPE_NAME_PATTERN, MEMORY_TYPES
 
 NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
 # Properties of request bodies whose text the engine refuses when blank (strings, or lists of strings).
@@ -71,7 +71,9 @@ NUMBER_BOUNDS: dict[str, dict[str, int]] = {
     "max_iterations": {"minimum": 1, "maximum": 100},  # reflect
 }
 # A recall filter's lists of ids: 1 to MAX_ID_VALUES items (filters.RecallFilter._ids).
-FILTER_ID_LISTS = ("document_ids", "session_ids", "speakers")
+FILTER_ID_LISTS = ("document_ids", "session_ids", "speakers", "entity_types")
+# A recall filter's entity type names: the pattern of a declared name (filters.RecallFilter._type_names).
+FILTER_PATTERN_LISTS = {"entity_types": ENTITY_TYPE_NAME_PATTERN}
 # Query-string parameters the same (strings, or lists of strings).
 NONBLANK_PARAMETERS = frozenset({"tags", "tag"})
 # Query-string parameters checked against a pattern by the engine (ECMA-262 forms of its regular expressions;
@@ -174,6 +176,8 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
         node = components.get(FILTER_SCHEMA, {}).get("properties", {}).get(prop)
         if isinstance(node, dict):
             _arrays(node, minItems=1, maxItems=MAX_ID_VALUES)
+            if prop in FILTER_PATTERN_LISTS:
+                _pattern(node, FILTER_PATTERN_LISTS[prop])
     for path, method, operation in _operations(schema):
         for parameter in operation.get("parameters", []):
             if parameter.get("in") != "query":

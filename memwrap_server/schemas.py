@@ -10,7 +10,14 @@ from uuid import UUID
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from memwrap import validate
-from memwrap.models import MAX_EXTRACTION_INSTRUCTIONS_CHARS, MAX_TTL_DAYS, MemoryRecord, RetainItem
+from memwrap.models import (
+    MAX_ENTITY_TYPES,
+    MAX_EXTRACTION_INSTRUCTIONS_CHARS,
+    MAX_TTL_DAYS,
+    EntityType,
+    MemoryRecord,
+    RetainItem,
+)
 
 BANK_ID_PATTERN = validate.BANK_ID_PATTERN  # documentation; the check itself is validate.bank_id (fullmatch)
 DefensePolicy = Literal["redact", "block", "off"]
@@ -130,6 +137,12 @@ class BankCreate(BaseModel):
         max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS,
         description="What to keep and what to ignore, for LLM extraction and consolidation (null: none).",
     )
+    entity_types: list[EntityType] | None = Field(
+        default=None,
+        max_length=MAX_ENTITY_TYPES,
+        description="The kinds of entity LLM extraction gives a type (name and description each; null or []: none). "
+        'Recall\'s filter {"entity_types": [name]} keeps the memories that mention one.',
+    )
 
 
 class BankPatch(BaseModel):
@@ -148,6 +161,12 @@ class BankPatch(BaseModel):
         default=None,
         max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS,
         description="What to keep and what to ignore, for LLM extraction and consolidation (null: none).",
+    )
+    entity_types: list[EntityType] | None = Field(
+        default=None,
+        max_length=MAX_ENTITY_TYPES,
+        description="The kinds of entity LLM extraction gives a type (name and description each; null or []: none). "
+        'Recall\'s filter {"entity_types": [name]} keeps the memories that mention one.',
     )
 
 

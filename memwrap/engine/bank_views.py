@@ -110,7 +110,8 @@ LIMIT 50
 """
 
 UNIT_ENTITIES = """
-SELECT e.id, e.name FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
+SELECT e.id, e.name, e.entity_type
+FROM unit_entities ue JOIN entities e ON e.bank_id = ue.bank_id AND e.id = ue.entity_id
 WHERE ue.bank_id = $1 AND ue.unit_id = $2 ORDER BY e.name
 """
 
@@ -132,7 +133,7 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
         id=memory_id,
         invalidated_at=unit["invalidated_at"],
         invalidation_reason=unit["reason"] if unit["invalidated_at"] else None,
-        entities=[EntityRef(id=r["id"], name=r["name"]) for r in entities],
+        entities=[EntityRef(id=r["id"], name=r["name"], type=r["entity_type"]) for r in entities],
         links=[
             LinkedMemory(
                 id=r["id"],
@@ -159,7 +160,7 @@ async def memory_context(pool: asyncpg.Pool, bank_id: str, memory_id: UUID) -> M
 
 
 ENTITY_COLUMNS = """
-e.id, e.name, e.mention_count, e.first_seen, e.last_seen,
+e.id, e.name, e.entity_type, e.mention_count, e.first_seen, e.last_seen,
 coalesce((SELECT array_agg(a.alias ORDER BY a.alias) FROM entity_aliases a
           WHERE a.bank_id = e.bank_id AND a.entity_id = e.id), '{}') AS aliases
 """
@@ -169,6 +170,7 @@ SELECT {ENTITY_COLUMNS} FROM entities e
 WHERE e.bank_id = $1 AND ($2::text IS NULL OR e.name_key LIKE '%' || $2 || '%' OR e.name ILIKE '%' || $2 || '%'
                           OR EXISTS (SELECT 1 FROM entity_aliases a WHERE a.bank_id = e.bank_id
                                      AND a.entity_id = e.id AND a.alias ILIKE '%' || $2 || '%'))
+  AND ($5::text IS NULL OR lower(e.entity_type) = $5)
 ORDER BY e.mention_count DESC, e.name
 LIMIT $3 OFFSET $4
 """
@@ -209,6 +211,7 @@ def _entity(row: asyncpg.Record) -> EntitySummary:
     return EntitySummary(
         id=row["id"],
         name=row["name"],
+        type=row["entity_type"],
         mentions=row["mention_count"],
         aliases=list(row["aliases"]),
         first_seen=row["first_seen"],
@@ -217,13 +220,21 @@ def _entity(row: asyncpg.Record) -> EntitySummary:
 
 
 async def entities(
-    pool: asyncpg.Pool, bank_id: str, *, search: str | None = None, limit: int = 50, offset: int = 0
+    pool: asyncpg.Pool,
+    bank_id: str,
+    *,
+    search: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+    entity_type: str | None = None,
 ) -> list[EntitySummary]:
-    """The bank's entities, most mentioned first; `search` matches a part of the name or of an alias."""
+    """The bank's entities, most mentioned first; `search` matches a part of the name or of an alias;
+    `entity_type` (checked by the caller) keeps one type, in any case (migration 0022's index on its lower case)."""
     needle = search.strip().lower() if search and search.strip() else None
     if needle is not None:
         needle = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return [_entity(r) for r in await pool.fetch(ENTITIES, bank_id, needle, limit, offset)]
+    kind = entity_type.lower() if entity_type else None
+    return [_entity(r) for r in await pool.fetch(ENTITIES, bank_id, needle, limit, offset, kind)]
 
 
 async def entity_graph(

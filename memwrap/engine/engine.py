@@ -51,6 +51,7 @@ from memwrap.models import (
     BankInfo,
     DeleteReport,
     Disposition,
+    EntityType,
     ImportReport,
     Keep,
     MemoryRecord,
@@ -478,6 +479,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: float | None = None,
         extraction_instructions: str | None = None,
+        entity_types: Sequence[EntityType | Mapping[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Create a new bank with these settings; BankExistsError if the id is taken (one statement: no race)."""
         bank_id = validate.bank_id(bank_id)
@@ -486,6 +488,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             "disposition": disposition,
             "raw_ttl_days": raw_ttl_days,
             "extraction_instructions": extraction_instructions,
+            "entity_types": entity_types,
         }
         clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
         await bank_ids.admit(self.store.pool, bank_id)
@@ -499,6 +502,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: float | None | Keep = KEEP,
         extraction_instructions: str | None | Keep = KEEP,
+        entity_types: Sequence[EntityType | Mapping[str, Any]] | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and merge the settings given into its config (None removes one; KEEP, the
         default, leaves it as it is)."""
@@ -508,6 +512,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             "disposition": disposition,
             "raw_ttl_days": raw_ttl_days,
             "extraction_instructions": extraction_instructions,
+            "entity_types": entity_types,
         }
         await bank_ids.admit(self.store.pool, bank_id)
         changes = await self._defended_config(
@@ -517,13 +522,18 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
 
     async def _defended_config(self, bank_id: str, config: dict[str, Any]) -> dict[str, Any]:
         """The disposition's directives (text a person wrote, read by reflect's LLM) through the memory defense,
-        under the policy the bank will have; so are the extraction instructions (read by extraction's LLM)."""
+        under the policy the bank will have; so are the extraction instructions and the entity types' descriptions
+        (read by extraction's LLM)."""
         disposition = config.get("disposition")
         texts: dict[str, Any] = {}
         if isinstance(disposition, dict) and disposition.get("directives"):
             texts["disposition.directives"] = disposition["directives"]
         if config.get("extraction_instructions"):
             texts["extraction_instructions"] = config["extraction_instructions"]
+        types = config.get("entity_types") or []
+        for position, declared in enumerate(types):
+            if declared.get("description"):
+                texts[f"entity_types.{position}"] = declared["description"]
         if not texts:
             return config
         policy = config.get("defense_policy") or await self.defense_policy(bank_id)
@@ -533,6 +543,11 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             config["disposition"] = {**disposition, "directives": defended["disposition.directives"]}
         if "extraction_instructions" in defended:
             config["extraction_instructions"] = defended["extraction_instructions"]
+        if types:
+            config["entity_types"] = [
+                {**declared, "description": defended.get(f"entity_types.{n}", declared["description"])}
+                for n, declared in enumerate(types)
+            ]
         return config
 
     # --- maintenance ------------------------------------------------------------------------------------

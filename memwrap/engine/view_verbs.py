@@ -59,13 +59,21 @@ class ViewVerbs:
         return await bank_views.memory_context(self.store.pool, bank_id, memory_id)
 
     async def entities(
-        self, bank_id: str, *, search: str | None = None, limit: int = 50, offset: int = 0
+        self,
+        bank_id: str,
+        *,
+        search: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        entity_type: str | None = None,
     ) -> list[EntitySummary]:
-        """The bank's entities, most mentioned first; `search` matches a part of a name or of an alias."""
+        """The bank's entities, most mentioned first; `search` matches a part of a name or of an alias;
+        `entity_type`: only those of that type (any case)."""
         return await bank_views.entities(
             self.store.pool,
             validate.bank_id(bank_id),
             search=_search(search),
+            entity_type=validate.entity_type_name(entity_type),
             limit=validate.bounded(limit, what="limit", low=1, high=MAX_ENTITIES_PAGE),
             offset=validate.bounded(offset, what="offset", low=0, high=MAX_ENTITIES_OFFSET),
         )

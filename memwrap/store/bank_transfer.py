@@ -52,7 +52,11 @@ MEMORY_COLUMNS = (
 )
 
 ENTITIES = Table(
-    "entity", "entities", ("id", "name", "name_key", "mention_count", "first_seen", "last_seen"), "name_key"
+    "entity",
+    "entities",
+    # 0022: its declared type (an older export has none: NULL, an untyped entity, as the store had it).
+    ("id", "name", "name_key", "mention_count", "first_seen", "last_seen", "entity_type"),
+    "name_key",
 )
 MEMORIES = Table("memory", "memory_units", MEMORY_COLUMNS, "seq")
 

@@ -19,6 +19,7 @@ from memwrap.verbs import (
     EntityId,
     EntitySearch,
     EntitySummary,
+    EntityTypeName,
     LLMUsage,
     MemoryContext,
     MemoryId,
@@ -52,15 +53,22 @@ class BankViewRequests(VerbRequests):
         return result
 
     async def entities(
-        self, bank_id: str, *, search: EntitySearch = None, limit: EntitiesLimit = 50, offset: EntitiesOffset = 0
+        self,
+        bank_id: str,
+        *,
+        search: EntitySearch = None,
+        limit: EntitiesLimit = 50,
+        offset: EntitiesOffset = 0,
+        entity_type: EntityTypeName | None = None,
     ) -> builtins.list[EntitySummary]:
         """The bank's entities, most mentioned first (search: part of a name or alias).
 
-        The people, places and things its memories mention, `limit` at a time from `offset`, with their aliases
-        and when they were first and last seen; `search`: only those with it in their name or in one of their
-        aliases, in any case."""
+        The people, places and things its memories mention, `limit` at a time from `offset`, with their type,
+        their aliases and when they were first and last seen; `search`: only those with it in their name or in one
+        of their aliases, in any case; `entity_type`: only those of this declared type (any case)."""
         result: builtins.list[EntitySummary] = await self.call(
-            VERBS["entities"], {"bank_id": bank_id, "search": search, "limit": limit, "offset": offset}
+            VERBS["entities"],
+            {"bank_id": bank_id, "search": search, "limit": limit, "offset": offset, "entity_type": entity_type},
         )
         return result
 

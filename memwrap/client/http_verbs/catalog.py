@@ -18,6 +18,7 @@ from memwrap.verbs import (
     DefensePolicy,
     DeleteReport,
     Disposition,
+    EntityTypes,
     Instructions,
     Keep,
     Mapping,
@@ -172,6 +173,7 @@ class CatalogRequests(VerbRequests):
         disposition: Disposition | Mapping[str, Any] | None = None,
         raw_ttl_days: TtlDays | None = None,
         extraction_instructions: Instructions | None = None,
+        entity_types: EntityTypes | None = None,
     ) -> dict[str, Any]:
         """Create a bank with its settings; BankExistsError if it exists (retain creates banks on its own too).
 
@@ -179,7 +181,10 @@ class CatalogRequests(VerbRequests):
         kept (off); `disposition`: how reflect reasons for this bank; `raw_ttl_days`: raw facts older than this
         are deleted in the background (None keeps them); `extraction_instructions`: what to keep and what to
         ignore, in your words (at most 2000 characters), given to LLM extraction and consolidation (without an
-        LLM they are stored and shown, and nothing reads them)."""
+        LLM they are stored and shown, and nothing reads them); `entity_types`: the kinds of entity LLM extraction
+        gives a type, each a name (a letter, then letters, digits, _ or -) and a description (at most 500
+        characters), at most 32; recall's `filters={"entity_types": [...]}` keeps the memories that mention one
+        (without an LLM entities get no type)."""
         result: dict[str, Any] = await self.call(
             VERBS["create_bank"],
             {
@@ -188,6 +193,7 @@ class CatalogRequests(VerbRequests):
                 "disposition": disposition,
                 "raw_ttl_days": raw_ttl_days,
                 "extraction_instructions": extraction_instructions,
+                "entity_types": entity_types,
             },
         )
         return result
@@ -200,6 +206,7 @@ class CatalogRequests(VerbRequests):
         disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
         raw_ttl_days: TtlDays | None | Keep = KEEP,
         extraction_instructions: Instructions | None | Keep = KEEP,
+        entity_types: EntityTypes | None | Keep = KEEP,
     ) -> dict[str, Any]:
         """Create the bank if needed and change the settings given (None resets one to the default; a setting
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
@@ -213,6 +220,7 @@ class CatalogRequests(VerbRequests):
                     "disposition": disposition,
                     "raw_ttl_days": raw_ttl_days,
                     "extraction_instructions": extraction_instructions,
+                    "entity_types": entity_types,
                 }.items()
                 if v is not KEEP
             },

@@ -7,7 +7,8 @@ Index use (migration 0007, measured in tests/test_recall_filters.py):
 - equality, `in` and their negations are jsonb containment (`metadata @> {"k": v}`), which the GIN index
   (bank_id, metadata jsonb_path_ops) answers;
 - occurred ranges use the same interval expression as the temporal arm, so its GiST index serves them;
-- mentioned ranges use (bank_id, mentioned_at); documents (bank_id, document_id); sessions (bank_id, session_key).
+- mentioned ranges use (bank_id, mentioned_at); documents (bank_id, document_id); sessions (bank_id, session_key);
+- entity types read each candidate's entity links (unit_entities' primary key) and those entities (theirs).
 Comparisons and `exists` read the value of each candidate row (no index: they refine what the rest selected).
 """
 
@@ -63,6 +64,16 @@ def compile_filter(where: RecallFilter, alias: str, params: Params) -> list[str]
         # lower(speaker): the expression memory_units_speaker indexes (migration 0010).
         wanted = sorted({name.strip().lower() for name in where.speakers})
         conditions.append(f"lower({m}.speaker) = ANY({params.add(wanted, '::text[]')})")
+    if where.entity_types is not None:
+        # Linked to an entity of one of the types (entities.entity_type, migration 0022): per candidate, its few
+        # entity links by primary key (bank_id, unit_id, ...), then each entity by its key. Types are compared in
+        # any case, as the bank's names are unique whatever their case (validate.entity_types).
+        kinds = sorted({name.strip().lower() for name in where.entity_types})
+        conditions.append(
+            f"EXISTS (SELECT 1 FROM unit_entities fue JOIN entities fe ON fe.bank_id = fue.bank_id "
+            f"AND fe.id = fue.entity_id WHERE fue.bank_id = {m}.bank_id AND fue.unit_id = {m}.id "
+            f"AND lower(fe.entity_type) = ANY({params.add(kinds, '::text[]')}))"
+        )
     return conditions
 
 

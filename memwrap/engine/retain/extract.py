@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 from memwrap.engine.bank_instructions import with_instructions
+from memwrap.engine.entity_types import Declared, with_entity_types
 from memwrap.engine.language.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,
@@ -39,6 +38,12 @@ from memwrap.engine.llm.client import LLM, Usage
 from memwrap.engine.llm.prompt_echo import EchoGuard
 from memwrap.engine.retain.coverage import lexically_covered, sentences
 from memwrap.engine.retain.dating import fact_span
+from memwrap.engine.retain.extract_reply import (
+    EntityNames,
+    Extraction,
+    TypedExtraction,
+    typed_schema,
+)
 from memwrap.engine.retain.prepare import PreparedItem, session_key
 from memwrap.engine.retain.split import split_units
 from memwrap.tokens import count_tokens
@@ -74,43 +79,6 @@ everything else.
 If nothing is worth remembering, return {"facts": [], "entities": []}."""
 
 ECHO = EchoGuard(SYSTEM_PROMPT)
-
-
-# --- the reply's shape --------------------------------------------------------------------------------------
-
-
-class ExtractedFact(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    text: str = Field(min_length=1)
-    fact_type: Literal["world", "experience"]
-    turns: list[int] = Field(min_length=1)
-    entities: list[str] = Field(default_factory=list)
-    when: str | None = None
-    start: str | None = None
-    end: str | None = None
-    caused_by: list[int] = Field(default_factory=list)
-
-    @field_validator("fact_type", mode="before")
-    @classmethod
-    def _lower(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
-
-
-class EntityNames(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    name: str = Field(min_length=1)
-    aliases: list[str] = Field(default_factory=list)
-
-
-class Extraction(BaseModel):
-    """Memories extracted from the numbered turns."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    facts: list[ExtractedFact]
-    entities: list[EntityNames] = Field(default_factory=list)
 
 
 # --- turns and chunks ---------------------------------------------------------------------------------------
@@ -263,7 +231,13 @@ def merge_chunk_facts(first: ChunkFacts, second: ChunkFacts, chunk: Chunk) -> Ch
         Fact(f.text, f.fact_type, f.turns, f.entities, f.occurred, [c + offset for c in f.caused_by])
         for f in second.facts
     ]
-    return ChunkFacts(chunk, first.facts + shifted, first.aliases + second.aliases, first.usage + second.usage)
+    return ChunkFacts(
+        chunk,
+        first.facts + shifted,
+        first.aliases + second.aliases,
+        first.usage + second.usage,
+        {**first.types, **second.types},
+    )
 
 
 def render_chunk(chunk: Chunk) -> str:
@@ -306,22 +280,60 @@ class ChunkFacts:
     facts: list[Fact]
     aliases: list[EntityNames]
     usage: Usage
+    types: dict[str, str] = field(default_factory=dict)  # an entity's name, as the model wrote it → declared type
 
 
 async def extract_chunk(
-    llm: LLM, chunk: Chunk, *, max_tokens: int = 1024, instructions: str | None = None
+    llm: LLM,
+    chunk: Chunk,
+    *,
+    max_tokens: int = 1024,
+    instructions: str | None = None,
+    types: Declared | None = None,
 ) -> ChunkFacts:
     """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...).
 
     `instructions`: the bank's extraction instructions (engine/bank_instructions.py), fenced after the rules.
+    `types`: the bank's entity types (engine/entity_types.py), fenced before them; without any, the prompt and
+    the schema are those of a bank that never declared one.
     Background work: the request is bounded by the server's measured speed, not by MEMWRAP_LLM_TIMEOUT."""
-    system = with_instructions(SYSTEM_PROMPT, instructions, task="which facts to extract and which to skip")
+    typed = types if types else None  # no types declared: the request of a bank that never declared any
+    system = with_entity_types(SYSTEM_PROMPT, typed) if typed is not None else SYSTEM_PROMPT
+    system = with_instructions(system, instructions, task="which facts to extract and which to skip")
+    reply_model: type[Extraction] = TypedExtraction if typed is not None else Extraction
     extraction, usage = await llm.structured(
-        system, render_chunk(chunk), Extraction, role="extraction", max_tokens=max_tokens, background=True
+        system,
+        render_chunk(chunk),
+        reply_model,
+        role="extraction",
+        name="extraction",  # the schema's name either way (the typed model's own name would be typed_extraction)
+        max_tokens=max_tokens,
+        background=True,
+        json_schema=typed_schema(typed) if typed is not None else None,
     )
     # Checked against the fixed prompt only: the operator's words name what to keep, and a fact may well use them.
     facts = validate_facts(chunk, extraction)
-    return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage)
+    kinds = entity_kinds(extraction, typed) if typed is not None else {}
+    return ChunkFacts(chunk, facts, [e for e in extraction.entities if e.aliases], usage, kinds)
+
+
+def entity_kinds(extraction: Extraction, types: Declared) -> dict[str, str]:
+    """The model's typed entities as {name: declared type}, aliases included; a type the bank did not declare is
+    dropped (the entity stays, untyped), as is a name that repeats the prompt."""
+    kinds: dict[str, str] = {}
+    for entity in extraction.entities:
+        given = getattr(entity, "type", None)
+        if given is None:
+            continue
+        kind = types.match(given)
+        if kind is None:
+            log.info("dropped an entity type the bank did not declare: %r", str(given)[:64])
+            continue
+        for name in (entity.name, *entity.aliases):
+            name = normalise_whitespace(name)
+            if name and not ECHO.echoes(name):
+                kinds.setdefault(name, kind)
+    return kinds
 
 
 def validate_facts(chunk: Chunk, extraction: Extraction) -> list[Fact]:

@@ -28,10 +28,10 @@ import numpy as np
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
-from memwrap.engine import bank_settings, webhooks
+from memwrap.engine import bank_settings, entity_types, webhooks
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.jobs.retry_policy import RetryPolicy
-from memwrap.engine.language.entities import extract_entities
+from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.speakers import said_by
 from memwrap.engine.language.text import search_text
 from memwrap.engine.language.timeparse import extract_occurred
@@ -149,7 +149,8 @@ class Extractor:
             earlier=earlier,
         )
         instructions = await bank_settings.extraction_instructions(self.pool, bank_id)
-        outcomes = await asyncio.gather(*(self._extract(bank_id, chunk, instructions) for chunk in chunks))
+        types = await entity_types.read(self.pool, bank_id)
+        outcomes = await asyncio.gather(*(self._extract(bank_id, chunk, instructions, types) for chunk in chunks))
         usage = sum((o.usage for o in outcomes if not isinstance(o, str)), Usage())
         tracing.set_attributes(
             current,
@@ -185,8 +186,9 @@ class Extractor:
                 )
             else:
                 out[item.item_hash] = ExtractedItem(item.item_hash, [], item.source, facts=True)
+        kinds = _kinds(results, resolution)
         for result in results:
-            self._add_facts(result, out, resolution, policy)
+            self._add_facts(result, out, resolution, policy, kinds)
         if instructions is None:
             # With the operator's instructions, what the model left out was left out on purpose ("ignore small
             # talk"): keeping those sentences raw would undo them. Without, an omission is the model's slip.
@@ -196,11 +198,13 @@ class Extractor:
             first.aliases = list(resolution.aliases)
         return [out[i.item_hash] for i in items]
 
-    async def _extract(self, bank_id: str, chunk: Chunk, instructions: str | None) -> ChunkFacts | str:
+    async def _extract(
+        self, bank_id: str, chunk: Chunk, instructions: str | None, types: entity_types.Declared
+    ) -> ChunkFacts | str:
         """One chunk; a failure comes back as its (redacted) reason, so the other chunks still count."""
         with tracing.span("extract.chunk", bank_id=bank_id, turns=len(chunk.turns)) as current:
             try:
-                result = await self._extract_halving(chunk, instructions)
+                result = await self._extract_halving(chunk, instructions, types)
                 tracing.set_attributes(
                     current,
                     facts=len(result.facts),
@@ -219,19 +223,25 @@ class Extractor:
         )
         return reason
 
-    async def _extract_halving(self, chunk: Chunk, instructions: str | None, depth: int = 0) -> ChunkFacts:
+    async def _extract_halving(
+        self, chunk: Chunk, instructions: str | None, types: entity_types.Declared, depth: int = 0
+    ) -> ChunkFacts:
         """A reply cut off at the output limit would silently lose the turns after the cut: split and redo."""
         try:
             return await extract_chunk(
-                self.llm, chunk, max_tokens=self.settings.extraction_output_tokens, instructions=instructions
+                self.llm,
+                chunk,
+                max_tokens=self.settings.extraction_output_tokens,
+                instructions=instructions,
+                types=types,
             )
         except OutputTruncatedError:
             halves = split_chunk(chunk) if depth < MAX_HALVINGS else None
             if halves is None:
                 raise
             log.info("extraction reply was cut off; splitting %d turns in two", len(chunk.turns))
-            first = await self._extract_halving(halves[0], instructions, depth + 1)
-            second = await self._extract_halving(halves[1], instructions, depth + 1)
+            first = await self._extract_halving(halves[0], instructions, types, depth + 1)
+            second = await self._extract_halving(halves[1], instructions, types, depth + 1)
             return merge_chunk_facts(first, second, chunk)
 
     async def _keep_uncovered(
@@ -271,7 +281,12 @@ class Extractor:
         return earlier
 
     def _add_facts(
-        self, result: ChunkFacts, out: dict[str, ExtractedItem], resolution: Resolution, policy: str
+        self,
+        result: ChunkFacts,
+        out: dict[str, ExtractedItem],
+        resolution: Resolution,
+        policy: str,
+        kinds: dict[str, str],
     ) -> None:
         units: dict[int, tuple[PreparedUnit, ExtractedItem]] = {}
         model = self.llm.model("extraction")
@@ -279,7 +294,7 @@ class Extractor:
             if any(t.item.item_hash not in out or out[t.item.item_hash].error for t in fact.turns):
                 continue
             owner = out[fact.turns[0].item.item_hash]
-            unit = _fact_unit(fact, owner, len(owner.units), resolution, policy, model)
+            unit = _fact_unit(fact, owner, len(owner.units), resolution, policy, model, kinds)
             owner.units.append(unit)
             units[position] = (unit, owner)
         for position, fact in enumerate(result.facts):
@@ -295,8 +310,26 @@ class Extractor:
                         cause_owner.links.append((cause.id, effect.id))
 
 
+def _kinds(results: Sequence[ChunkFacts], resolution: Resolution) -> dict[str, str]:
+    """{canonical entity key: declared type} of the batch: the type the model gave a name goes to the entity the
+    name resolved to (an alias's type is its entity's); of two types for one entity, the first reply's wins."""
+    kinds: dict[str, str] = {}
+    for result in results:
+        for name, kind in result.types.items():
+            key = entity_key(name)
+            if key:
+                kinds.setdefault(resolution.names[key].key if key in resolution.names else key, kind)
+    return kinds
+
+
 def _fact_unit(
-    fact: Fact, owner: ExtractedItem, part: int, resolution: Resolution, policy: str, model: str | None
+    fact: Fact,
+    owner: ExtractedItem,
+    part: int,
+    resolution: Resolution,
+    policy: str,
+    model: str | None,
+    kinds: dict[str, str],
 ) -> PreparedUnit:
     source = owner.source
     assert source is not None
@@ -310,6 +343,7 @@ def _fact_unit(
     metadata = dict(source.metadata)
     metadata.update(source_ids=document_ids, source_items=items, extracted_by=model)
     names = fact.entities or extract_entities(text)
+    entities = resolution.entities(names)
     return PreparedUnit(
         id=uuid4(),
         text=text,
@@ -323,7 +357,8 @@ def _fact_unit(
         tags=tags,
         mentioned_at=fact.turns[0].said_at,
         occurred=fact.occurred,
-        entities=resolution.entities(names),
+        entities=entities,
+        entity_types={key: kinds[key] for key in entities if key in kinds},
         search_text=search_text(text),
         embed_text=text,
         # A fact must not outlive what it came from: the earliest expiry of its turns' items (None: never).

@@ -26,7 +26,7 @@ import numpy as np
 
 from memwrap.engine.language.entities import entity_key, is_entity_name
 from memwrap.engine.language.text import has_cjk
-from memwrap.engine.retain.extract import EntityNames
+from memwrap.engine.retain.extract_reply import EntityNames
 from memwrap.store.pg_types import Connection, Executor
 
 # Thresholds for merging an unknown name into an existing entity (see the module docstring).

@@ -22,13 +22,15 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsv
         $19, $20, $21)
 """
 
+# An entity's type (migration 0022) is the latest one extraction gave it; a mention without one keeps it.
 UPSERT_ENTITIES = """
-INSERT INTO entities AS e (bank_id, id, name, name_key, mention_count, first_seen, last_seen)
-SELECT $1, gen_random_uuid(), t.name, t.name_key, t.mentions, now(), now()
-FROM unnest($2::text[], $3::text[], $4::int[]) AS t(name_key, name, mentions)
+INSERT INTO entities AS e (bank_id, id, name, name_key, mention_count, first_seen, last_seen, entity_type)
+SELECT $1, gen_random_uuid(), t.name, t.name_key, t.mentions, now(), now(), t.entity_type
+FROM unnest($2::text[], $3::text[], $4::int[], $5::text[]) AS t(name_key, name, mentions, entity_type)
 ORDER BY t.name_key
 ON CONFLICT (bank_id, name_key) DO UPDATE
-   SET mention_count = e.mention_count + EXCLUDED.mention_count, last_seen = now()
+   SET mention_count = e.mention_count + EXCLUDED.mention_count, last_seen = now(),
+       entity_type = coalesce(EXCLUDED.entity_type, e.entity_type)
 RETURNING e.id, e.name_key
 """
 
@@ -192,11 +194,18 @@ def unit_entities(units: Sequence[PreparedUnit]) -> dict[str, str]:
 
 
 async def _write_entities(conn: Connection, bank_id: str, units: Sequence[PreparedUnit]) -> None:
-    await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units])
+    types = {key: kind for unit in units for key, kind in unit.entity_types.items()}
+    await write_unit_entities(conn, bank_id, [(unit.id, unit.entities) for unit in units], types)
 
 
-async def write_unit_entities(conn: Connection, bank_id: str, units: Sequence[tuple[UUID, dict[str, str]]]) -> None:
-    """Entities (entity_key → name) of stored units: counted, created where new, and linked."""
+async def write_unit_entities(
+    conn: Connection,
+    bank_id: str,
+    units: Sequence[tuple[UUID, dict[str, str]]],
+    types: Mapping[str, str] | None = None,
+) -> None:
+    """Entities (entity_key → name) of stored units: counted, created where new, and linked. `types`:
+    entity_key → the bank's entity type extraction gave it (engine/entity_types.py); the others keep theirs."""
     mentions: dict[str, int] = {}
     names: dict[str, str] = {}
     for _, entities in units:
@@ -206,7 +215,10 @@ async def write_unit_entities(conn: Connection, bank_id: str, units: Sequence[tu
     if not mentions:
         return
     keys = sorted(mentions)
-    rows = await conn.fetch(UPSERT_ENTITIES, bank_id, keys, [names[k] for k in keys], [mentions[k] for k in keys])
+    kinds = [(types or {}).get(k) for k in keys]
+    rows = await conn.fetch(
+        UPSERT_ENTITIES, bank_id, keys, [names[k] for k in keys], [mentions[k] for k in keys], kinds
+    )
     entity_ids = {r["name_key"]: r["id"] for r in rows}
     pairs = [(unit_id, entity_ids[key]) for unit_id, entities in units for key in entities]
     await conn.execute(LINK_UNIT_ENTITIES, bank_id, [p[0] for p in pairs], [p[1] for p in pairs])
