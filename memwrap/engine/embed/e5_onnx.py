@@ -450,10 +450,11 @@ class E5OnnxEngine:
         self._workers: tuple[Any, ThreadPoolExecutor] | None = None
         self._workers_lock = threading.Lock()
 
-    def _session(self, threads: int) -> Any:
+    def _session(self, threads: int, options: Any = None) -> Any:
+        """A session on the graph (`options`: onnxruntime.SessionOptions to start from, for tests)."""
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
+        options = options or ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -493,7 +494,11 @@ class E5OnnxEngine:
             rows = [self._vector(self.session, ids) for ids in token_ids]
         else:
             session, pool = self._parallel()
-            rows = list(pool.map(lambda ids: self._vector(session, ids), token_ids))
+            # Longest first: a long message picked up last would leave the other core idle while it runs.
+            order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
+            rows = [np.empty(0, np.float32)] * len(token_ids)
+            for i, row in zip(order, pool.map(lambda i: self._vector(session, token_ids[i]), order), strict=True):
+                rows[i] = row
         return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
     def _vector(self, session: Any, ids: Sequence[int]) -> np.ndarray:
