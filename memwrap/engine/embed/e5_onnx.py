@@ -222,6 +222,8 @@ def build_graph(
 
     `ranges` (int8 only): the largest magnitude of each input channel of the smoothed matrices (`activation_ranges`),
     for SmoothQuant. `expose_inputs` adds every matrix's input as an output "<layer>.<matrix>.input" (calibration).
+    `fused_skip`: the residual layer norms as onnxruntime's SkipLayerNormalization, the graph before issue 38
+    (comparisons only: see the module's docstring).
     """
     from onnx import TensorProto, helper, numpy_helper
 
