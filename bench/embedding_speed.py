@@ -14,8 +14,11 @@ average is recorded around each part.
   questions), after a warm-up; English questions in the style of the latency bank (bench/synthetic.py) and the
   multilingual set's Chinese questions; p50 and p95 per engine, and the median of the per-question ratio to the
   first engine.
-- Throughput: `Embedder.encode` on chunks of 64 texts, items/s, on two corpora: the multilingual bank (the set
-  and its MemoryBank distractors, mostly Chinese) and English LoCoMo turns (the first conversations).
+- Throughput: `Embedder.encode` on chunks of 64 texts (`--batches 1,8,32,100`: each size in turn), items/s and
+  CPU ms per text (the process's CPU time: steadier than wall time on a busy machine), on three corpora: the
+  multilingual bank (the set and its MemoryBank distractors, mostly Chinese), English LoCoMo turns (the first
+  conversations) and short synthetic chat turns (bench/synthetic.py) with their session context, as retain embeds
+  them (`embedding_text`: the end of the turn before, ~46 tokens a turn against ~25 alone).
 - Retain (`--retain`): one Memory per engine on a fresh home (learning off), each corpus retained in batches of
   500 as bench.multilingual does (the whole multilingual bank, 1,249 items; LoCoMo's first conversations),
   items/s.
@@ -92,22 +95,29 @@ def query_latency(embedders: dict[str, Any], questions: dict[str, list[str]], wa
 def throughput(embedders: dict[str, Any], texts: list[str], chunk: int = 64) -> dict[str, Any]:
     names = list(embedders)
     spent = dict.fromkeys(names, 0.0)
+    cpu = dict.fromkeys(names, 0.0)
     vectors: dict[str, list[Any]] = {name: [] for name in names}
     load_before = _load()
     for i, start in enumerate(range(0, len(texts), chunk)):
         part = texts[start : start + chunk]
         for name in _rotations(names, i):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             vectors[name].append(embedders[name].encode(part))
             spent[name] += time.perf_counter() - t0
+            cpu[name] += time.process_time() - c0
     reference = len(texts) / spent[names[0]]
     fidelity = _fidelity(embedders, {name: np.concatenate(v) for name, v in vectors.items()})
     return {
         "texts": len(texts),
+        "batch": chunk,
         "load_before": load_before,
         "load_after": _load(),
         **{
-            name: {"items_per_s": round(len(texts) / s, 1), "ratio": round(len(texts) / s / reference, 2)}
+            name: {
+                "items_per_s": round(len(texts) / s, 1),
+                "ratio": round(len(texts) / s / reference, 2),
+                "cpu_ms_per_text": round(cpu[name] / len(texts) * 1000, 2),
+            }
             | fidelity.get(name, {})
             for name, s in spent.items()
         },
@@ -190,13 +200,17 @@ def _parse_engines(spec: str | None) -> list[tuple[str, str]]:
 def main(argv: list[str] | None = None, *, log: Callable[[str], None] = print) -> int:
     from bench.multilingual.data import load_set
     from bench.multilingual.evaluate import set_items
-    from bench.synthetic import generate_queries
+    from bench.synthetic import generate_queries, generate_turns
     from memwrap.engine.embed.embedder import Embedder
+    from memwrap.engine.embed.unit_text import embedding_text
 
     parser = argparse.ArgumentParser(prog="python -m bench.embedding_speed", description=__doc__.split("\n")[0])
     parser.add_argument("--engines", help="model:backend,... (the first is the reference)")
     parser.add_argument("--questions", type=int, default=100, help="English questions (Chinese: the set's 46)")
     parser.add_argument("--texts", type=int, default=640, help="texts for the throughput part")
+    parser.add_argument("--batches", default="64", help="texts per encode call in the throughput part, e.g. 1,8,32,100")
+    parser.add_argument("--corpora", default="multilingual,locomo,turns", help="throughput corpora (a subset)")
+    parser.add_argument("--skip-query", action="store_true", help="no query-embedding part")
     parser.add_argument("--retain", action="store_true", help="also retain the multilingual bank through Memory")
     parser.add_argument("--max-items", type=int, help="retain only the first N items of each corpus")
     parser.add_argument("--locomo-conversations", type=int, default=2, help="LoCoMo conversations for English")
@@ -228,15 +242,29 @@ def main(argv: list[str] | None = None, *, log: Callable[[str], None] = print) -
         embedder = Embedder(model, backend=backend)
         embedders[f"{model}:{backend}"] = embedder
         log(f"{model}:{backend}: runs on {embedder.backend}, started in {time.perf_counter() - start:.1f} s")
+    chat: list[str] = []
+    previous: str | None = None
+    for turn in generate_turns(args.texts, seed=3):
+        chat.append(embedding_text(turn.content, previous))
+        previous = turn.content
     try:
-        result["query"] = query_latency(embedders, questions)
-        log(json.dumps(result["query"], indent=1))
+        if not args.skip_query:
+            result["query"] = query_latency(embedders, questions)
+            log(json.dumps(result["query"], indent=1))
         # Items spread over each corpus (the bank: the set's memories and distractors in both languages).
         result["throughput"] = {}
-        for corpus, source in (("multilingual", items), ("locomo", turns)):
-            texts = [item.content for item in source[:: max(1, len(source) // args.texts)]][: args.texts]
-            result["throughput"][corpus] = throughput(embedders, texts)
-            log(json.dumps(result["throughput"][corpus], indent=1))
+        sources = {
+            "multilingual": [item.content for item in items],
+            "locomo": [item.content for item in turns],
+            "turns": chat,
+        }
+        for corpus in args.corpora.split(","):
+            source = sources[corpus]
+            texts = source[:: max(1, len(source) // args.texts)][: args.texts]
+            for batch in (int(b) for b in args.batches.split(",")):
+                key = corpus if batch == 64 else f"{corpus}@{batch}"
+                result["throughput"][key] = throughput(embedders, texts, chunk=batch)
+                log(f"{key}: " + json.dumps(result["throughput"][key], indent=1))
     finally:
         for embedder in embedders.values():
             embedder.close()

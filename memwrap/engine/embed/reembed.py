@@ -17,6 +17,7 @@ already that model's, and only memories without a vector (NULL) are left to embe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -123,19 +124,30 @@ async def _reembed_rows(
         stored_dim = await conn.fetchval("SELECT value FROM store_meta WHERE key = 'embedding_dim'")
         if stored_dim != str(dim):
             await conn.execute(f"ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
+
+    def embed(rows: list[asyncpg.Record]) -> asyncio.Future[np.ndarray]:
+        return asyncio.ensure_future(embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows]))
+
+    # The next batch embeds while this one is written (as retain does): the model, not the database, sets the pace.
     done = 0
-    last_seq = 0
-    while True:
-        rows = await pool.fetch(UNITS_TO_REEMBED, last_seq, batch_size, every)
-        if not rows:
-            break
-        vectors: np.ndarray = await embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows])
-        await pool.executemany(
-            "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
-            [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],
-        )
+    rows = await pool.fetch(UNITS_TO_REEMBED, 0, batch_size, every)
+    embedding = embed(rows) if rows else None
+    while rows:
+        assert embedding is not None
+        vectors = await embedding
+        following = await pool.fetch(UNITS_TO_REEMBED, rows[-1]["seq"], batch_size, every)
+        embedding = embed(following) if following else None
+        try:
+            await pool.executemany(
+                "UPDATE memory_units SET embedding = $3 WHERE bank_id = $1 AND id = $2",
+                [(r["bank_id"], r["id"], v) for r, v in zip(rows, vectors, strict=True)],
+            )
+        except BaseException:
+            if embedding is not None:
+                embedding.cancel()
+            raise
         done += len(rows)
-        last_seq = rows[-1]["seq"]
         if progress is not None:
             progress(len(rows))
+        rows = following
     return done
