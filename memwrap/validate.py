@@ -120,7 +120,10 @@ def text_field(value: object, *, what: str, max_chars: int) -> str:
             f"{what} contains a lone UTF-16 surrogate at index {surrogate.start()}, which is not valid Unicode text; "
             "decode your input with errors='replace' first."
         )
-    return _BAD_CONTROL.sub(" ", value)
+    cleaned = _BAD_CONTROL.sub(" ", value)
+    if not cleaned.strip():  # control characters only: stored as blanks, which is nothing either
+        raise InvalidContentError(f"{what} holds only control characters; there is nothing to remember or search for.")
+    return cleaned
 
 
 def timestamp(value: datetime | None, *, what: str = "timestamp") -> datetime | None:
