@@ -9,7 +9,8 @@ methods type), a token with a zero-width space inside, a key wrapped over two li
   middle dots and ideographic full stops to '.', invisible characters (zero-width and format characters,
   combining marks, fillers such as U+3164, U+2800) dropped, every Unicode space to ' ' and line break to '\\n';
   then every run of whitespace becomes one ' ' (one '\\n' when it holds a line break), and between two digits a
-  run of separators becomes one: kept when it is a single '-' or '.', else ' ' (so "4111\\t1111 - 1111" reads "4111 1111 1111").
+  run of separators becomes one: kept when it is a single '-' or '.', else ' ' (so "4111\\t1111 - 1111" reads
+  "4111 1111 1111").
 * the joined view: the normalised view with a line break between two token characters removed, for the rules
   whose matches are tokens (a key wrapped over two lines). `View.joins` says where a break was removed.
 
