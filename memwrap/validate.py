@@ -102,6 +102,11 @@ def bank_id(value: object) -> str:
     return value
 
 
+def blank(value: str) -> bool:
+    """Nothing but white space and control characters: what text_field refuses, and an optional field drops."""
+    return not _BAD_CONTROL.sub(" ", value).strip()
+
+
 def text_field(value: object, *, what: str, max_chars: int) -> str:
     if not isinstance(value, str):
         raise InvalidContentError(f"{what} must be a string, not {type(value).__name__}.")
@@ -216,7 +221,7 @@ def retain_items(
             if item.context is not None:
                 item.context = (
                     text_field(item.context, what="context", max_chars=MAX_CONTENT_CHARS)
-                    if item.context.strip()
+                    if not blank(item.context)
                     else None
                 )
             if item.document_id is not None:

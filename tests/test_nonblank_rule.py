@@ -51,3 +51,9 @@ def test_the_pattern_reads_the_same_in_ecma_262_and_python() -> None:
     # above ran): \x1c-\x1f and \x85 are white space to Python only, \ufeff to ECMA-262 only. Explicit code points
     # mean the same in both.
     assert not re.search(r"\\[sSwWdDbB]", NONBLANK)
+
+
+def test_an_optional_context_of_control_characters_is_dropped_not_refused() -> None:
+    # retain's and reflect's `context` may be blank (the document does not require a visible character there)
+    [item] = validate.retain_items([{"content": "kept", "context": "\x14"}])
+    assert item.context is None and item.content == "kept"
