@@ -133,9 +133,17 @@ RESPONSE_SCHEMA_COMPONENT: dict[str, Any] = {
 }
 # Bodies of which at least one property must be given ("update needs at least one of ...").
 NON_EMPTY_BODIES = {("/v1/banks/{bank_id}/memories/{memory_id}", "patch")}
-# Bodies that must name what they select, and the properties that can (engine.delete_memories: "needs filters, tags,
-# types or a document_id"): one of them present and not null; a filter counts when one of its parts is not null.
-SELECTING_BODIES = {("/v1/banks/{bank_id}/memories/delete", "post"): ("filters", "tags", "types", "document_id")}
+# Bodies that must name what they select or change: one of the first properties given and not null (a filter counts
+# when one of its parts is not null), or one of the second given at all (its null means something: "clear it").
+# engine.delete_memories: "needs filters, tags, types or a document_id"; engine/update.py: "needs at least one of
+# text, metadata, tags, occurred_start, expires_at" ({"tags": null} is nothing to change).
+SELECTING_BODIES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("/v1/banks/{bank_id}/memories/delete", "post"): (("filters", "tags", "types", "document_id"), ()),
+    ("/v1/banks/{bank_id}/memories/{memory_id}", "patch"): (
+        ("text", "metadata", "tags", "occurred_start", "occurred_end"),
+        ("expires_at",),
+    ),
+}
 
 
 def amend(schema: dict[str, Any]) -> dict[str, Any]:
@@ -194,8 +202,6 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                 parameter["content"] = {
                     "application/json": {"schema": {"$ref": f"#/components/schemas/{FILTER_SCHEMA}"}}
                 }
-        if (path, method) in SELECTING_BODIES and "requestBody" in operation:
-            _selecting(operation["requestBody"], SELECTING_BODIES[path, method], components)
         if (path, method) in NON_EMPTY_BODIES and "requestBody" in operation:
             body = operation["requestBody"]
             body["required"] = True
@@ -210,11 +216,16 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                             "required": ["occurred_start"],
                             "properties": {"occurred_start": {"type": "string"}},
                         }
+        if (path, method) in SELECTING_BODIES and "requestBody" in operation:
+            _selecting(operation["requestBody"], *SELECTING_BODIES[path, method], components)
     return schema
 
 
-def _selecting(body: dict[str, Any], selectors: tuple[str, ...], components: dict[str, Any]) -> None:
-    """The body is required, and one of `selectors` is given and not null (a filter: one of its parts)."""
+def _selecting(
+    body: dict[str, Any], selectors: tuple[str, ...], present: tuple[str, ...], components: dict[str, Any]
+) -> None:
+    """The body is required, and one of `selectors` is given and not null (a filter: one of its parts), or one of
+    `present` is given."""
     body["required"] = True
     filter_parts = sorted(components.get(FILTER_SCHEMA, {}).get("properties", {}))
     some_part = [{"required": [part], "properties": {part: {"not": {"type": "null"}}}} for part in filter_parts]
@@ -229,7 +240,12 @@ def _selecting(body: dict[str, Any], selectors: tuple[str, ...], components: dic
             if name == "filters" and some_part:
                 value = {"type": "object", "anyOf": some_part}
             given.append({"required": [name], "properties": {name: value}})
-        media["schema"] = {"$ref": ref, "anyOf": given}
+        given.extend({"required": [name]} for name in present)
+        media["schema"] = {
+            **{k: v for k, v in target.items() if k not in ("anyOf", "$ref")},
+            "$ref": ref,
+            "anyOf": given,
+        }
 
 
 def _operations(schema: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:

@@ -57,3 +57,9 @@ def test_an_optional_context_of_control_characters_is_dropped_not_refused() -> N
     # retain's and reflect's `context` may be blank (the document does not require a visible character there)
     [item] = validate.retain_items([{"content": "kept", "context": "\x14"}])
     assert item.context is None and item.content == "kept"
+
+
+def test_an_entity_search_of_control_characters_is_no_filter() -> None:
+    from memwrap.engine.view_verbs import _search
+
+    assert _search("\x08\x15") is None and _search("  ") is None and _search("pg") == "pg"
