@@ -105,6 +105,11 @@ def bank_id(value: object) -> str:
     return value
 
 
+def blank(value: str) -> bool:
+    """Nothing but white space and control characters: what text_field refuses, and an optional field drops."""
+    return not _BAD_CONTROL.sub(" ", value).strip()
+
+
 def text_field(value: object, *, what: str, max_chars: int) -> str:
     if not isinstance(value, str):
         raise InvalidContentError(f"{what} must be a string, not {type(value).__name__}.")
@@ -123,7 +128,10 @@ def text_field(value: object, *, what: str, max_chars: int) -> str:
             f"{what} contains a lone UTF-16 surrogate at index {surrogate.start()}, which is not valid Unicode text; "
             "decode your input with errors='replace' first."
         )
-    return _BAD_CONTROL.sub(" ", value)
+    cleaned = _BAD_CONTROL.sub(" ", value)
+    if not cleaned.strip():  # control characters only: stored as blanks, which is nothing either
+        raise InvalidContentError(f"{what} holds only control characters; there is nothing to remember or search for.")
+    return cleaned
 
 
 def timestamp(value: datetime | None, *, what: str = "timestamp") -> datetime | None:
@@ -216,7 +224,7 @@ def retain_items(
             if item.context is not None:
                 item.context = (
                     text_field(item.context, what="context", max_chars=MAX_CONTENT_CHARS)
-                    if item.context.strip()
+                    if not blank(item.context)
                     else None
                 )
             if item.document_id is not None:

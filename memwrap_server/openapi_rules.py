@@ -7,12 +7,13 @@ accepted. The rules, added to the generated document once:
 
 * text the engine refuses when blank (`validate.text_field`: recall's and reflect's `query`, a mental model's
   `question`, retain's `content`, `document_id` and `tags`, an update's `text`, a disposition's `directives`, tag
-  filters): `pattern: "\\S"`, at least one character that is not white space (ECMA-262 `\\S`, unanchored);
+  filters): `pattern: NONBLANK`, at least one character that is neither white space nor a control character;
 * query-string parameters the engine matches against a pattern (a job `kind`, a `bank_id`): the pattern;
 * a query string's `filters` is JSON text: declared as such (`content: application/json` with the filter's
   schema), so a client sends a filter object, not any string;
 * an update needs at least one field: its body is required and has `minProperties: 1`; its `occurred_end`
-  needs its `occurred_start`;
+  needs its `occurred_start`; a purge (delete_memories) names what it selects: filters, tags, types or a
+  document_id, given and not null (a filter: one of its parts);
 * a recall's `bank_id` (one or several) has the bank id's pattern, a filter condition's key its length and depth;
   a condition has an operator at least, and `in`/`not_in` 1 to MAX_IN_VALUES values;
 * lengths and numbers the engine bounds (text limits, a mental model's name, `top_k`, `timeout`,
@@ -41,7 +42,10 @@ from memwrap.engine.webhooks.urls import MAX_URL_CHARS, WEBHOOK_URL_PATTERN
 from memwrap.filters import MAX_ID_VALUES, MAX_IN_VALUES, MAX_KEY_CHARS, MAX_KEY_DEPTH
 from memwrap.models import ENTITY_TYPE_NAME_PATTERN, MEMORY_TYPES
 
-NONBLANK = r"\S"  # ECMA-262, unanchored: at least one character that is not white space
+# At least one character that is neither white space nor a control character, in the engine's sense
+# (validate.text_field: Python's str.strip() white space, which holds \x1c-\x1f and \x85 where ECMA-262's \s does
+# not, and the control characters it blanks); unanchored, and read the same by ECMA-262 and Python's re.
+NONBLANK = r"[^\u0000-\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 # Properties of request bodies whose text the engine refuses when blank (strings, or lists of strings).
 NONBLANK_PROPERTIES = frozenset({"query", "question", "content", "document_id", "text", "tags", "directives"})
 # Their lengths (validate.text_field's limits; a list's limit is each item's).
@@ -131,6 +135,17 @@ RESPONSE_SCHEMA_COMPONENT: dict[str, Any] = {
 }
 # Bodies of which at least one property must be given ("update needs at least one of ...").
 NON_EMPTY_BODIES = {("/v1/banks/{bank_id}/memories/{memory_id}", "patch")}
+# Bodies that must name what they select or change: one of the first properties given and not null (a filter counts
+# when one of its parts is not null), or one of the second given at all (its null means something: "clear it").
+# engine.delete_memories: "needs filters, tags, types or a document_id"; engine/update.py: "needs at least one of
+# text, metadata, tags, occurred_start, expires_at" ({"tags": null} is nothing to change).
+SELECTING_BODIES: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {
+    ("/v1/banks/{bank_id}/memories/delete", "post"): (("filters", "tags", "types", "document_id"), ()),
+    ("/v1/banks/{bank_id}/memories/{memory_id}", "patch"): (
+        ("text", "metadata", "tags", "occurred_start", "occurred_end"),
+        ("expires_at",),
+    ),
+}
 
 
 def amend(schema: dict[str, Any]) -> dict[str, Any]:
@@ -205,7 +220,36 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
                             "required": ["occurred_start"],
                             "properties": {"occurred_start": {"type": "string"}},
                         }
+        if (path, method) in SELECTING_BODIES and "requestBody" in operation:
+            _selecting(operation["requestBody"], *SELECTING_BODIES[path, method], components)
     return schema
+
+
+def _selecting(
+    body: dict[str, Any], selectors: tuple[str, ...], present: tuple[str, ...], components: dict[str, Any]
+) -> None:
+    """The body is required, and one of `selectors` is given and not null (a filter: one of its parts), or one of
+    `present` is given."""
+    body["required"] = True
+    filter_parts = sorted(components.get(FILTER_SCHEMA, {}).get("properties", {}))
+    some_part = [{"required": [part], "properties": {part: {"not": {"type": "null"}}}} for part in filter_parts]
+    for media in body.get("content", {}).values():
+        target = media.get("schema", {})
+        ref = target.get("$ref") or next((s.get("$ref") for s in target.get("anyOf", []) if "$ref" in s), None)
+        if not ref:
+            continue
+        given = []
+        for name in selectors:
+            value: dict[str, Any] = {"not": {"type": "null"}}
+            if name == "filters" and some_part:
+                value = {"type": "object", "anyOf": some_part}
+            given.append({"required": [name], "properties": {name: value}})
+        given.extend({"required": [name]} for name in present)
+        media["schema"] = {
+            **{k: v for k, v in target.items() if k not in ("anyOf", "$ref")},
+            "$ref": ref,
+            "anyOf": given,
+        }
 
 
 def _operations(schema: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:

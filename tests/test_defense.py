@@ -582,3 +582,17 @@ def test_locomo_false_positive_rate(capsys: pytest.CaptureFixture[str]) -> None:
         for text, findings in flagged[:10]:
             print("  ", [f.kind for f in findings], text[:100])
     assert len(flagged) < 0.01 * len(turns)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["邮箱 user＠qgdim。com 谢谢", "mail: user@qgdim｡com", "user＠mail。example。org"],
+)
+def test_an_email_with_ideographic_full_stops_is_redacted(text: str) -> None:
+    # A Chinese input method types "。" where the domain wants "." (NFKC keeps it): read as '.'.
+    assert [f.kind for f in scan(text)] == ["email"]
+    assert "qgdim" not in redact(text) and "example" not in redact(text)
+
+
+def test_a_sentence_ending_in_an_ideographic_full_stop_is_not_an_email() -> None:
+    assert scan("我住在北京。明天见。版本 2。3 发布了。") == []

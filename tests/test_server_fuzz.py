@@ -212,7 +212,7 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
                 return
             statuses[response.status_code] += 1
             if response.status_code >= 500:
-                failures.append(f"{label} -> {response.status_code} {response.text[:200]}")
+                failures.append(f"{label} -> {response.status_code} {response.text[:200]} {response.request.url!r}")
             elif response.status_code == 400 and len(response.request.url or "") > HTTP_URL_LIMIT:
                 pass  # refused by the HTTP layer before the app (docs/sidecar.md: a URL past 64 KB)
             elif response.status_code >= 400 and not _documented(operation.path, response):
@@ -231,6 +231,10 @@ def test_fuzzing_finds_no_server_error_and_no_dropped_connection(sidecar: Server
         f"\nfuzz: {len(operations)} operations, {total} requests, statuses {dict(sorted(statuses.items()))}, "
         f"5xx {len(failures)}, dropped connections {len(dropped)}, undocumented 4xx {len(undocumented)}"
     )
+    for failure in failures:  # whole, with the request: pytest shortens the assertion's message
+        print(f"5xx: {failure}")
+    if failures:
+        print(f"server log:\n{sidecar.tail(6000)}")
     assert not failures, failures[:10]
     assert not dropped, dropped[:10]
     assert not undocumented, undocumented[:10]
@@ -247,30 +251,50 @@ CONFORMANCE_CHECKS = (
 CONFORMANCE_HOOKS = Path(__file__).with_name("conformance_hooks.py")
 
 
-def test_the_openapi_document_and_the_server_agree(sidecar: ServerProcess, upstream: Any, tmp_path: Path) -> None:
+# The proxy's bodies are the upstream's (OpenAI's, Anthropic's), and an import's body is an export file (JSON lines),
+# which a schema of bytes cannot describe: the fuzz test above covers both.
+UNDESCRIBED_PATHS = r"^/v1/(chat/completions|responses|messages)$|^/v1/banks/[^/]+/import$"
+# delete_memories' body (a recursive filter under a selector rule) is run on its own, on one worker: with two, drawing
+# it made Hypothesis fail in its own strategy repr (CPython 3.11's "SystemError: AST constructor recursion depth
+# mismatch" from ast.parse deep in a worker thread's stack), an error of the generator, not a finding about us.
+PURGE_PATH = r"^/v1/banks/[^/]+/memories/delete$"
+
+
+def _conformance(url: str, tmp_path: Path, *, workers: int, **paths: str) -> tuple[int, str]:
     command = [
-        *(sys.executable, "-m", "schemathesis.cli", "run", f"{sidecar.url}/openapi.json"),
+        *(sys.executable, "-m", "schemathesis.cli", "run", f"{url}/openapi.json"),
         *("-H", f"Authorization: Bearer {ADMIN_KEY}", "--checks", CONFORMANCE_CHECKS),
-        *("--max-examples", str(CONFORMANCE_EXAMPLES), "--generation-deterministic", "--workers", "2"),
+        *("--max-examples", str(CONFORMANCE_EXAMPLES), "--generation-deterministic", "--workers", str(workers)),
         # The coverage phase (every boundary of every parameter: 8,000 cases, ten minutes) is left to manual runs.
         *("--phases", "examples,fuzzing", "--suppress-health-check", "all", "--no-color", "--no-shrink"),
         # The API's description: no text may hold NUL or a lone surrogate (PostgreSQL cannot store them).
         *("--generation-allow-x00", "false", "--generation-codec", "utf-8"),
-        # The proxy's bodies are the upstream's (OpenAI's, Anthropic's), and an import's body is an export file
-        # (JSON lines), which a schema of bytes cannot describe: the fuzz test above covers both.
-        # delete_memories' body (its recursive filter schema) makes Hypothesis' own strategy repr fail while drawing
-        # ("SystemError: AST constructor recursion depth mismatch"): not the server's doing; recall's filters, the
-        # same language, are covered.
-        *(
-            "--exclude-path-regex",
-            "^/v1/(chat/completions|responses|messages)$|^/v1/banks/[^/]+/import$|^/v1/banks/[^/]+/memories/delete$",
-        ),
+        *(item for option, regex in paths.items() for item in (f"--{option.replace('_', '-')}", regex)),
     ]
     environment = {**os.environ, "SCHEMATHESIS_HOOKS": str(CONFORMANCE_HOOKS)}
     result = subprocess.run(command, capture_output=True, text=True, timeout=1200, cwd=tmp_path, env=environment)
     counts = re.search(r"(\d+) generated, [^\n]*", result.stdout)
-    print(f"\nconformance: {counts.group(0) if counts else result.stdout[-500:]}")
-    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
+    print(f"\nconformance ({paths}): {counts.group(0) if counts else result.stdout[-500:]}")
+    return result.returncode, result.stdout[-8000:] + result.stderr[-2000:]
+
+
+# Hypothesis itself, now and then (about one run in three here), fails in a recursive schema's strategy repr with
+# CPython 3.11's ast bug; the run then reports a "Runtime Error" and no finding. Such a run is run again, once.
+GENERATOR_CRASH = "SystemError: AST constructor recursion depth mismatch"
+
+
+def _generator_crash_only(output: str) -> bool:
+    return GENERATOR_CRASH in output and "Runtime Error" in output and not re.search(r"\bST\d{3}\b|❌ \w", output)
+
+
+def test_the_openapi_document_and_the_server_agree(sidecar: ServerProcess, upstream: Any, tmp_path: Path) -> None:
+    paths = {"exclude_path_regex": f"{UNDESCRIBED_PATHS}|{PURGE_PATH}"}
+    returncode, output = _conformance(sidecar.url, tmp_path, workers=2, **paths)
+    if returncode != 0 and _generator_crash_only(output):
+        returncode, output = _conformance(sidecar.url, tmp_path, workers=2, **paths)
+    assert returncode == 0, output
+    returncode, output = _conformance(sidecar.url, tmp_path, workers=1, include_path_regex=PURGE_PATH)
+    assert returncode == 0, output
 
 
 def test_a_method_a_path_does_not_have_is_405_with_its_allow(sidecar: ServerProcess) -> None:

@@ -6,10 +6,11 @@ methods type), a token with a zero-width space inside, a key wrapped over two li
 
 * the normalised view: per character, NFKC (fullwidth and mathematical letters and digits, fullwidth
   punctuation), every decimal digit folded to ASCII, accents dropped from Latin letters, every dash to '-',
-  middle dots to '.', invisible characters (zero-width and format characters, combining marks, fillers such
-  as U+3164, U+2800) dropped, every Unicode space to ' ' and line break to '\\n'; then every run of whitespace
-  becomes one ' ' (one '\\n' when it holds a line break), and between two digits a run of separators becomes
-  one: kept when it is a single '-' or '.', else ' ' (so "4111\\t1111 - 1111" reads "4111 1111 1111").
+  middle dots and ideographic full stops to '.', invisible characters (zero-width and format characters,
+  combining marks, fillers such as U+3164, U+2800) dropped, every Unicode space to ' ' and line break to '\\n';
+  then every run of whitespace becomes one ' ' (one '\\n' when it holds a line break), and between two digits a
+  run of separators becomes one: kept when it is a single '-' or '.', else ' ' (so "4111\\t1111 - 1111" reads
+  "4111 1111 1111").
 * the joined view: the normalised view with a line break between two token characters removed, for the rules
   whose matches are tokens (a key wrapped over two lines). `View.joins` says where a break was removed.
 
@@ -32,6 +33,9 @@ _INVISIBLE = frozenset(code for low, high in INVISIBLE_RANGES for code in range(
 _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")
 _MIDDLE_DOTS = frozenset("\u00b7\u2027\u2219\u22c5\u30fb\uff65")
 _MINUS_SIGNS = frozenset("\u2212\u2796\ufe63\uff0d")
+# Ideographic full stops (and their halfwidth and vertical forms, which NFKC leaves as "。"): a Chinese or Japanese
+# input method types them where a domain or a version wants '.' ("user＠mail。com").
+_FULL_STOPS = frozenset("\u3002\uff61\ufe12")
 
 
 def _fold(char: str) -> str:
@@ -44,7 +48,7 @@ def _fold(char: str) -> str:
         return "\n" if char in _LINE_BREAKS else " "
     if category == "Pd" or char in _MINUS_SIGNS:
         return "-"
-    if char in _MIDDLE_DOTS:
+    if char in _MIDDLE_DOTS or char in _FULL_STOPS:
         return "."
     if category == "Nd":
         return str(unicodedata.decimal(char))

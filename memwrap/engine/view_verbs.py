@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 def _search(value: object) -> str | None:
     """Part of an entity's name or alias; None or blank: no filter."""
-    if value is None or (isinstance(value, str) and not value.strip()):
+    if value is None or (isinstance(value, str) and validate.blank(value)):
         return None
     if isinstance(value, str) and len(value) > MAX_ENTITY_SEARCH_CHARS:
         raise InvalidInputError(

@@ -53,7 +53,11 @@ async def reflect(
         settings.reflect_max_tokens if context_budget is None else context_budget, what="context_budget"
     )
     if context is not None:
-        context = validate.text_field(context, what="context", max_chars=MAX_CONTEXT_CHARS) if context.strip() else None
+        context = (
+            validate.text_field(context, what="context", max_chars=MAX_CONTEXT_CHARS)
+            if not validate.blank(context)
+            else None
+        )
     iterations = settings.reflect_max_iterations if max_iterations is None else max_iterations
     if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= MAX_ITERATIONS:
         raise InvalidInputError(f"max_iterations is an integer from 1 to {MAX_ITERATIONS}, not {iterations!r}.")
