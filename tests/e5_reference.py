@@ -1,4 +1,4 @@
-"""Reference vectors of multilingual-e5-small's default engine (onnx-int8) for tests/test_embed_e5_speed.py.
+"""Reference vectors of multilingual-e5-small's default engine (onnx-int8) for tests/test_embed_e5.py.
 
 tests/data/e5_int8_reference.npz holds REFERENCE_TEXTS' language-centred vectors as the engine computed them at
 d1120df, before it batched texts (issue 38): each text alone, one onnxruntime run per 510-token window. The

@@ -177,7 +177,8 @@ def openapi_problems(spec: dict[str, Any]) -> list[str]:
 
 
 def _resolve(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
-    for option in schema.get("anyOf", [schema]):
+    # {"$ref": ..., "anyOf": [...]}: a model plus a rule over its properties (openapi_rules.SELECTING_BODIES)
+    for option in [schema] if "$ref" in schema else schema.get("anyOf", [schema]):
         if "$ref" in option:
             return schemas[option["$ref"].rsplit("/", 1)[1]]
         if "properties" in option:
