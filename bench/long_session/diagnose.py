@@ -122,10 +122,9 @@ def _hybrid_ranks(memory: Any, bank: Any, bank_id: str) -> dict[str, dict[str, d
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.long_session.evidence import retain_bank
     from memwrap import Memory
     from memwrap.config import load_settings
-
-    from bench.long_session.evidence import retain_bank
 
     bank = _bank(args)
     bank_id = f"diag-{bank.name}"
