@@ -118,6 +118,13 @@ def _hybrid_ranks(memory: Any, bank: Any, bank_id: str) -> dict[str, dict[str, d
                 if chunks.ids[i] in ranks:
                     ranks[chunks.ids[i]].setdefault(name, rank)
         out[q.id] = ranks
+        for budget in BUDGETS:  # the hybrid's own budget walk (evidence.hybrid_results): its evidence found
+            used, kept = 0, set[str]()
+            for i in orders["hybrid"]:
+                if used + chunks.tokens[i] <= budget:
+                    used += chunks.tokens[i]
+                    kept.add(chunks.ids[i])
+            ranks.setdefault("@found", {})[str(budget)] = sum(e in kept for e in q.evidence)
     return out
 
 
@@ -163,9 +170,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 miss.update(hybrid.get(q.id, {}).get(e, {}))
                 causes[f"{q.type}: {miss['cause']}"] += 1
                 causes[f"all: {miss['cause']}" + (" (assistant)" if miss.get("speaker") == "assistant" else "")] += 1
+            hybrid_found = {int(b): n for b, n in hybrid.get(q.id, {}).get("@found", {}).items()}
             rows.append({
                 "id": q.id, "type": q.type, "question": q.question, "evidence": list(q.evidence),
-                "found": found, "misses": misses, "block": block,
+                "found": found, "hybrid_found": hybrid_found, "misses": misses, "block": block,
             })  # fmt: skip
             if not args.quiet:
                 print(f"\n{q.id} [{q.type}] {q.question}")
@@ -174,6 +182,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     print(f"  miss {e}: {miss}")
         totals = {b: sum(r["found"][b] / len(r["evidence"]) for r in rows) / len(rows) for b in BUDGETS}
         print("\nevidence recall " + "  ".join(f"@{b} {100 * v:.1f}" for b, v in totals.items()))
+        if hybrid:
+            walk = {b: sum(r["hybrid_found"][b] / len(r["evidence"]) for r in rows) / len(rows) for b in BUDGETS}
+            print("dense+bm25      " + "  ".join(f"@{b} {100 * v:.1f}" for b, v in walk.items()))
         by_type: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_type.setdefault(r["type"], []).append(r)
