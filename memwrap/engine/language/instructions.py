@@ -57,6 +57,26 @@ INSTRUCTION_RULES: tuple[Rule, ...] = (
     _rule("whenever-you", r"\bwhenever\s+you\s+(?:write|give|suggest|answer|reply|generate|show|make)\b"),
     # "Don't ever suggest jQuery", "do not ever use emojis".
     _rule("never-ever", r"\b(?:don't|do\s+not|dont)\s+ever\s+\w+"),
+    # "Use structlog, not print", "stick to pnpm rather than npm": a directive that names what not to use.
+    _rule(
+        "use-not",
+        rf"{_START}(?:please\s+|for\s+[\w\s-]{{1,30}}?,?\s+)?(?:use|stick\s+(?:to|with)|go\s+with)\s+[^.!?\n]{{1,60}}?"
+        r",?\s+(?:not|never|instead\s+of|rather\s+than)\s+\w+",
+    ),
+    # "Tests are pytest only, never unittest classes", "English only, no emojis": an exclusive choice.
+    _rule("only-never", r"\b\w+\s+only[,;]?\s+(?:never|not|no)\s+\w+"),
+    # "Use type hints everywhere", "add a docstring to every function": a directive for every case.
+    _rule(
+        "directive-everywhere",
+        rf"{_START}(?:please\s+)?{_DIRECTIVE_VERBS}\b[^.!?\n]{{0,60}}?\b(?:everywhere|in\s+every\s+\w+|"
+        r"(?:to|for|on)\s+(?:all|every)\s+\w+)",
+    ),
+    # "Keep the prose short", "give me code first and the explanation after": how answers are to be shaped.
+    _rule(
+        "answer-shape",
+        r"\b(?:keep|make)\s+(?:the\s+|your\s+)?(?:answers?|repl(?:y|ies)|prose|explanations?|responses?)\s+"
+        r"(?:short|brief|concise|terse)\b|\bgive\s+me\s+(?:the\s+)?\w+\s+first\b",
+    ),
 )
 
 # The domain an instruction applies to, by its words (a rule each, checked in order; none: "any" task).
@@ -99,8 +119,13 @@ TASK_RULES: tuple[Rule, ...] = (
     _rule(
         "help-me",
         r"\b(?:help\s+me|i\s+need\s+(?:you\s+)?to|i\s+want\s+(?:you\s+)?to|let's|lets)\s+(?:write|implement|"
-        r"create|add|fix|refactor|build|make|set\s+up|draft|debug|design|pick|choose)\b",
+        r"create|add|fix|refactor|build|make|set\s+up|draft|debug|design|pick|choose|parse|handle|load|store|"
+        r"migrate|deploy|test|clean\s+up)\b",
     ),
+    # "How do I paginate the endpoint?", "how should I do it?": asking how to do a piece of work.
+    _rule("how-do-i", r"\bhow\s+(?:do|should|can|would)\s+(?:i|we)\s+(?:best\s+)?(?!feel|know\b|look\b)\w+"),
+    # "Clean up this helper", "tidy the config".
+    _rule("clean-up", r"^\s*(?:please\s+)?(?:clean\s+up|tidy(?:\s+up)?)\b"),
 )
 
 

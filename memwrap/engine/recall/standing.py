@@ -5,13 +5,18 @@ lines", shares no word with it and little meaning, so no arm finds it. When the 
 (language/instructions.py: code, writing, or any task), the bank's standing instructions of that domain (and of
 no particular domain) are read through their partial index (migration 0017) and lead the list: an instruction is
 short, and it governs how the answer is written. A question that is no task (the common case) costs one regex.
+
+A task whose domain its words do not tell ("add some diagnostics to the sync daemon", "how do I paginate the audit
+endpoint?": no word of language/instructions.py's lists) gets the instructions of every domain: the lists are
+short, and a coding session's requests rarely name "code" (issue 36: such requests found none of the bank's code
+instructions). At most MAX_STANDING lines, the newest first, so the cost stays a few short lines.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memwrap.engine.language.instructions import task_domains
+from memwrap.engine.language.instructions import DOMAIN_RULES, task_domains
 from memwrap.engine.recall import details
 from memwrap.engine.recall.arms import Filters
 from memwrap.models import RecalledMemory
@@ -19,6 +24,8 @@ from memwrap.store.pg_types import Connection
 
 # At most this many instructions lead the list (the newest first): room is left for the memories the task is about.
 MAX_STANDING = 4
+# Every domain an instruction can have: what a task of no known domain ("any") reads.
+ALL_DOMAINS = [*(domain for domain, _rule in DOMAIN_RULES), "any"]
 
 STANDING = """
 SELECT NULL::uuid AS hit, {columns}
@@ -36,6 +43,8 @@ async def standing_first(
     domains = task_domains(question)
     if not domains:
         return list(ranked)
+    if domains == ["any"]:  # a task, of no domain its words tell: every domain's instructions may apply
+        domains = ALL_DOMAINS
     found: list[RecalledMemory] = []
     for bank, bank_filters in filters.items():
         where, params = bank_filters.sql("m", 4)

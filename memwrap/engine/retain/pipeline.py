@@ -32,7 +32,7 @@ from memwrap.store.bank_lock import retry_transaction
 from memwrap.store.db import Store
 
 LAST_TEXT_OF_SESSIONS = """
-SELECT DISTINCT ON (session_key) session_key, text
+SELECT DISTINCT ON (session_key) session_key, text, turn_parts
 FROM memory_units
 WHERE bank_id = $1 AND session_key = ANY($2::text[])
 ORDER BY session_key, seq DESC
@@ -155,18 +155,25 @@ class Retainer:
         (LoCoMo evidence recall at 1,024 tokens went from 0.790 to 0.809 with it.) A unit of CONTEXT_FREE_CHARS or
         more is embedded alone: it carries its own meaning, and the context made retain of long messages embed
         1.38x the chunks' tokens (1.09x without; issue 36). LoCoMo R@256/1024 moved under 1 point per category.
+
+        Chunks of a long message take no context and give none (`_context_of`): a chunk's meaning is its message's,
+        and a short one (a remark after pasted code, the last lines of an answer) is not a reply to the 300
+        characters of code or prose before it. With that context a short statement's vector moved away from the
+        questions it answers: on a generated long technical bank (bench/long_session/diagnose.py) evidence chunks
+        the plain dense baseline ranks 1-7 ranked 120-370 in the semantic arm (issue 36).
         """
         sessions = sorted({u.session_key for item in items for u in item.units if u.session_key})
         if not sessions:
             return
         rows = await self.store.pool.fetch(LAST_TEXT_OF_SESSIONS, bank_id, sessions)
-        previous: dict[str, str] = {r["session_key"]: r["text"] for r in rows}
+        previous: dict[str, str | None] = {r["session_key"]: _context_of(r["text"], r["turn_parts"]) for r in rows}
         for item in items:
             for unit in item.units:
                 if unit.session_key is None:
                     continue
-                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key))
-                previous[unit.session_key] = unit.text
+                context = None if unit.turn_parts is not None else previous.get(unit.session_key)
+                unit.embed_text = embedding_text(unit.text, context)
+                previous[unit.session_key] = _context_of(unit.text, unit.turn_parts)
 
     async def legacy_item_key(self) -> bytes | None:
         """The key the item hashes of a store older than schema v11 were rewritten under (None: no such rows);
@@ -175,3 +182,9 @@ class Retainer:
             stored = await self.store.get_meta("legacy_item_hash_key")
             self._legacy_key = bytes.fromhex(stored) if stored else None
         return self._legacy_key  # type: ignore[return-value]  # _UNREAD was replaced just above
+
+
+def _context_of(text: str, turn_parts: int | None) -> str | None:
+    """What a unit gives the next unit of its session as context: its text, or nothing when it is a chunk of a long
+    message (see Retainer._add_session_context)."""
+    return None if turn_parts is not None else text
