@@ -79,3 +79,21 @@ def test_a_short_turn_after_a_long_message_takes_no_context_from_its_last_chunk(
 def test_a_short_reply_to_a_short_turn_keeps_its_context(memory: Memory, bank: str, embedded: list[str]) -> None:
     memory.retain_many(bank, [_item(SHORT_QUESTION, 0), _item(SHORT_REPLY, 1)])
     assert f"{SHORT_QUESTION}\n{SHORT_REPLY}" in embedded
+
+
+def test_reembed_and_import_embed_each_unit_as_retain_did(
+    memory: Memory, bank: str, embedded: list[str], tmp_path: Any
+) -> None:
+    """One rule for every writer of vectors (unit_text.embedding_text / context_of): a reembedded or imported long
+    bank must not get back the context its chunks were retained without."""
+    memory.retain_many(bank, [_item(SHORT_QUESTION, 0), _item(LONG_PROMPT, 1), _item(SHORT_REPLY, 2)])
+    at_retain = sorted(embedded)
+    assert SHORT_REPLY in at_retain and len(at_retain) == len(_chunks(LONG_PROMPT)) + 2
+    embedded.clear()
+    memory.reembed()  # every bank of the home: this bank's texts are among them, as retain embedded them
+    assert set(at_retain) <= set(embedded)
+    embedded.clear()
+    path = tmp_path / "bank.jsonl"
+    memory.export_bank(bank, path, include_embeddings=False)
+    memory.import_bank(f"{bank}-copy", path)
+    assert sorted(embedded) == at_retain

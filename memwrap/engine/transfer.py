@@ -26,7 +26,7 @@ import numpy as np
 
 from memwrap import tracing, validate
 from memwrap.engine import bank_ids
-from memwrap.engine.embed.unit_text import embedding_text
+from memwrap.engine.embed.unit_text import context_of, embedding_text
 from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError
 from memwrap.models import ImportReport
@@ -269,13 +269,13 @@ async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[di
 
     same_model = header.get("embedding_model") == engine.settings.embedding_space
     dim = engine.embedder.dim
-    previous: dict[str, str] = {}
+    previous: dict[str, str | None] = {}
     missing: list[tuple[dict[str, Any], str]] = []
     for record in memories:
         session = record.get("session_key")
         context = previous.get(session) if record.get("fact_type") == "raw" and session else None
         if session:  # every memory of the file, held or not, is the context of the next one in its session
-            previous[session] = record["text"]
+            previous[session] = context_of(record["text"], record.get("turn_parts"))
         if str(record["id"]) in held:
             continue
         record["search_text"] = search_text(record["text"])
@@ -283,7 +283,7 @@ async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[di
         if vector is not None:
             record["embedding"] = vector
             continue
-        missing.append((record, embedding_text(record["text"], context)))
+        missing.append((record, embedding_text(record["text"], context, chunk=record.get("turn_parts") is not None)))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
         vectors = await engine.embedder.embed([text for _, text in batch])

@@ -226,16 +226,16 @@ async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
     previous = None
     if unit["fact_type"] == "raw" and unit["session_key"] is not None:
         previous = await history_sql.previous_text(conn, bank_id, unit["session_key"], unit["seq"])
-    return embedding_text(text, previous)
+    return embedding_text(text, previous, chunk=unit["turn_parts"] is not None)
 
 
 async def _reembed_next_turn(engine: Engine, conn: Any, bank_id: str, unit: Any, text: str) -> None:
     """The next raw turn of the session was embedded with this one's text before it: it gets the new text."""
 
-    if unit["fact_type"] != "raw" or unit["session_key"] is None:
-        return
+    if unit["fact_type"] != "raw" or unit["session_key"] is None or unit["turn_parts"] is not None:
+        return  # (a chunk of a long message lends no context: unit_text.context_of)
     following = await history_sql.next_raw(conn, bank_id, unit["session_key"], unit["seq"])
-    if following is not None:
+    if following is not None and following["turn_parts"] is None:
         vector = (await engine.embedder.embed([embedding_text(following["text"], text)]))[0]
         await history_sql.set_embedding(conn, bank_id, following["id"], vector)
 

@@ -14,21 +14,21 @@ from memwrap.store.pg_types import Connection
 
 LOCK_UNIT = """
 SELECT id, text, fact_type, metadata, tags, occurred_start, occurred_end, mentioned_at, created_at, session_key, seq,
-       expires_at
+       expires_at, turn_parts
 FROM memory_units WHERE bank_id = $1 AND id = $2
 FOR UPDATE
 """
 
 # The unit before a raw unit in its session, whose end joins the unit's embedding text (engine/embed/unit_text.py).
 PREVIOUS_IN_SESSION = """
-SELECT text FROM memory_units
+SELECT CASE WHEN turn_parts IS NULL THEN text END FROM memory_units  -- unit_text.context_of: a chunk lends none
 WHERE bank_id = $1 AND session_key = $2 AND seq < $3
 ORDER BY seq DESC LIMIT 1
 """
 
 # The raw unit after it in its session: its vector was computed with the updated unit's text as context.
 NEXT_RAW_IN_SESSION = """
-SELECT id, text FROM memory_units
+SELECT id, text, turn_parts FROM memory_units
 WHERE bank_id = $1 AND session_key = $2 AND seq > $3 AND fact_type = 'raw'
 ORDER BY seq LIMIT 1
 """

@@ -32,9 +32,9 @@ from memwrap.store.vector_index import index_down
 
 # reembed: every unit with what retain embedded it with — a raw unit's previous unit in its session (by seq).
 UNITS_TO_REEMBED = """
-SELECT m.bank_id, m.id, m.seq, m.text,
+SELECT m.bank_id, m.id, m.seq, m.text, m.turn_parts,
        CASE WHEN m.fact_type = 'raw' AND m.session_key IS NOT NULL THEN
-           (SELECT p.text FROM memory_units p
+           (SELECT CASE WHEN p.turn_parts IS NULL THEN p.text END FROM memory_units p  -- unit_text.context_of
             WHERE p.bank_id = m.bank_id AND p.session_key = m.session_key AND p.seq < m.seq
             ORDER BY p.seq DESC LIMIT 1)
        END AS previous
@@ -126,7 +126,9 @@ async def _reembed_rows(
             await conn.execute(f"ALTER TABLE memory_units ALTER COLUMN embedding TYPE vector({int(dim)}) USING NULL")
 
     def embed(rows: list[asyncpg.Record]) -> asyncio.Future[np.ndarray]:
-        return asyncio.ensure_future(embedder.embed([embedding_text(r["text"], r["previous"]) for r in rows]))
+        return asyncio.ensure_future(
+            embedder.embed([embedding_text(r["text"], r["previous"], chunk=r["turn_parts"] is not None) for r in rows])
+        )
 
     # The next batch embeds while this one is written (as retain does): the model, not the database, sets the pace.
     done = 0

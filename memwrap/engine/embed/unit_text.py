@@ -17,9 +17,18 @@ PREVIOUS_CONTEXT_CHARS = 300
 CONTEXT_FREE_CHARS = 400
 
 
-def embedding_text(text: str, previous: str | None) -> str:
-    """What a unit's vector is computed from: its text, after the end of the unit before it when it has one and
-    the unit is shorter than CONTEXT_FREE_CHARS."""
-    if not previous or len(text) >= CONTEXT_FREE_CHARS:
+def context_of(text: str | None, turn_parts: int | None) -> str | None:
+    """What a unit lends the next unit of its session as context: its text, or nothing when it is a chunk of a long
+    message (`turn_parts` set). A short statement after pasted code, or the last lines of a long answer, is not a
+    reply to the 300 characters before it: with them its vector moved away from the questions it answers (on a
+    generated long technical bank, evidence the plain dense baseline ranks 1-7 ranked 120-370; issue 36)."""
+    return None if turn_parts is not None else text
+
+
+def embedding_text(text: str, previous: str | None, *, chunk: bool = False) -> str:
+    """What a unit's vector is computed from: its text, after the end of the unit before it (`previous`, as
+    `context_of` gives it) when it has one, is not itself a chunk of a long message, and is shorter than
+    CONTEXT_FREE_CHARS."""
+    if chunk or not previous or len(text) >= CONTEXT_FREE_CHARS:
         return text
     return f"{previous[-PREVIOUS_CONTEXT_CHARS:]}\n{text}"

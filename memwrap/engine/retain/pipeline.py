@@ -21,7 +21,7 @@ import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine.embed.embedder import Embedder
-from memwrap.engine.embed.unit_text import embedding_text
+from memwrap.engine.embed.unit_text import context_of, embedding_text
 from memwrap.engine.retain.facts import ExtractedItem, Extractor, write_translated
 from memwrap.engine.retain.joints import mend
 from memwrap.engine.retain.prepare import PreparedItem, defend_item, item_hash, legacy_item_hash, prepare_defended
@@ -156,7 +156,7 @@ class Retainer:
         more is embedded alone: it carries its own meaning, and the context made retain of long messages embed
         1.38x the chunks' tokens (1.09x without; issue 36). LoCoMo R@256/1024 moved under 1 point per category.
 
-        Chunks of a long message take no context and give none (`_context_of`): a chunk's meaning is its message's,
+        Chunks of a long message take no context and give none (`context_of`): a chunk's meaning is its message's,
         and a short one (a remark after pasted code, the last lines of an answer) is not a reply to the 300
         characters of code or prose before it. With that context a short statement's vector moved away from the
         questions it answers: on a generated long technical bank (bench/long_session/diagnose.py) evidence chunks
@@ -166,14 +166,14 @@ class Retainer:
         if not sessions:
             return
         rows = await self.store.pool.fetch(LAST_TEXT_OF_SESSIONS, bank_id, sessions)
-        previous: dict[str, str | None] = {r["session_key"]: _context_of(r["text"], r["turn_parts"]) for r in rows}
+        previous: dict[str, str | None] = {r["session_key"]: context_of(r["text"], r["turn_parts"]) for r in rows}
         for item in items:
             for unit in item.units:
                 if unit.session_key is None:
                     continue
-                context = None if unit.turn_parts is not None else previous.get(unit.session_key)
-                unit.embed_text = embedding_text(unit.text, context)
-                previous[unit.session_key] = _context_of(unit.text, unit.turn_parts)
+                chunk = unit.turn_parts is not None
+                unit.embed_text = embedding_text(unit.text, previous.get(unit.session_key), chunk=chunk)
+                previous[unit.session_key] = context_of(unit.text, unit.turn_parts)
 
     async def legacy_item_key(self) -> bytes | None:
         """The key the item hashes of a store older than schema v11 were rewritten under (None: no such rows);
@@ -182,9 +182,3 @@ class Retainer:
             stored = await self.store.get_meta("legacy_item_hash_key")
             self._legacy_key = bytes.fromhex(stored) if stored else None
         return self._legacy_key  # type: ignore[return-value]  # _UNREAD was replaced just above
-
-
-def _context_of(text: str, turn_parts: int | None) -> str | None:
-    """What a unit gives the next unit of its session as context: its text, or nothing when it is a chunk of a long
-    message (see Retainer._add_session_context)."""
-    return None if turn_parts is not None else text
