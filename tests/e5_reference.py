@@ -11,22 +11,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from test_multilingual import EDGE_TEXTS as MULTILINGUAL_EDGE_TEXTS
+
 REFERENCE_FILE = Path(__file__).resolve().parent / "data" / "e5_int8_reference.npz"
 
-EDGE_TEXTS = [
-    "我下个月要去北京出差。",
-    "My brother lives in Toronto.",
-    "Mi gata se llama Luna y tiene cinco años.",
-    "我在用Notion记笔记，老张说OK。",
-    "",
-    "  leading,   repeated\tspaces\nand lines  ",
-    "ＦＵＬＬ－ｗｉｄｔｈ ﬁ ① ½",
-    "emoji 🎻🐍 and a rare script ꦲꦏ꧀ꦱꦫ",
-    "<s> not a special token </s> <mask>",
-    "word " * 800,  # two windows
-    "Привет, как дела?",
-    "x",
-]
+# test_multilingual's edge texts (scripts, spacing, out-of-vocabulary characters, special tokens' spellings, two
+# windows) and a one-letter text.
+EDGE_TEXTS = [*MULTILINGUAL_EDGE_TEXTS, "x"]
 
 
 def reference_texts() -> list[str]:

@@ -6,12 +6,10 @@ questions it answers (bench/long_session/diagnose.py). The texts handed to the e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
-import pytest
+from test_retain_context import embedded  # noqa: F401 - the fixture: every text the embedder is asked
 
 from memwrap import Memory, RetainItem
 from memwrap.engine.embed.unit_text import CONTEXT_FREE_CHARS
@@ -29,20 +27,6 @@ LONG_ANSWER = "assistant: " + " ".join(
 )
 SHORT_REPLY = "user: Thanks, that works."
 SHORT_QUESTION = "user: Which port is staging on?"
-
-
-@pytest.fixture
-def embedded(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    engine: Any = memory._run(memory.aio._get_engine())  # the embedded Engine, whose embedder is spied on
-    texts: list[str] = []
-    real = engine.embedder.embed
-
-    async def spy(batch: Sequence[str]) -> np.ndarray:
-        texts.extend(batch)
-        return await real(batch)
-
-    monkeypatch.setattr(engine.embedder, "embed", spy)
-    return texts
 
 
 def _item(text: str, turn: int) -> RetainItem:
