@@ -108,6 +108,9 @@ class MetadataCondition(BaseModel):
             given_as_null = values is None and name in self.model_fields_set  # {"in": null}: no values to match
             if given_as_null or (values is not None and not 0 < len(values) <= MAX_IN_VALUES):
                 raise ValueError(f"'{name.rstrip('_')}' takes 1 to {MAX_IN_VALUES} values")
+        for op in given:  # what PostgreSQL cannot hold in text or jsonb ('\u0000 cannot be converted to text': a 500)
+            if _unstorable(getattr(self, op if op != "in" else "in_")):
+                raise ValueError(f"'{op}' holds a NUL character or a lone surrogate, which no stored value can hold")
         for name in ("gt", "gte", "lt", "lte"):
             value = getattr(self, name)
             if isinstance(value, bool):
@@ -120,6 +123,22 @@ class MetadataCondition(BaseModel):
         """The operators given (by their JSON names), in a fixed order. `eq: null` counts: it was given."""
         fields = self.model_fields_set
         return [op for op in OPERATORS if (op if op != "in" else "in_") in fields]
+
+
+def _unstorable(value: Any) -> bool:
+    """Does a JSON value hold, in a string or a key, a NUL character or a lone surrogate?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item or any("\ud800" <= c <= "\udfff" for c in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 class AllOf(BaseModel):

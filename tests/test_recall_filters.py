@@ -202,6 +202,13 @@ def test_shorthand_is_the_explicit_form() -> None:
         {"occurred_after": "2026-01-01T00:00:00"},  # naive
         {"mentioned_after": "2026-02-01T00:00:00Z", "mentioned_before": "2026-01-01T00:00:00Z"},
         {"unknown": 1},
+        # NUL or a lone surrogate in a value: PostgreSQL refused the statement ("\u0000 cannot be converted to text",
+        # a 500 on GET /memories found by the fuzz test); no stored value can hold them, so the filter is a 422
+        {"metadata": {"key": "k", "eq": "a\x00b"}},
+        {"metadata": {"key": "k", "gt": "\x00"}},
+        {"metadata": {"key": "k", "ne": {"x": "\x00"}}},
+        {"metadata": {"key": "k", "in": ["ok", "\ud800"]}},
+        {"metadata": {"key": "k", "eq": {"\x00": 1}}},
     ],
 )
 def test_bad_filters_say_what_is_wrong(bad: dict[str, Any]) -> None:
