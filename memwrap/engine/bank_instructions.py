@@ -14,13 +14,11 @@ raw units as always; heuristic consolidation does not read them either.
 
 from __future__ import annotations
 
-import re
+from memwrap.engine.llm.prompt_fence import OPERATOR_INSTRUCTIONS, without_markers
 
 SETTING = "extraction_instructions"
-OPEN = "<operator_instructions>"
-CLOSE = "</operator_instructions>"
-# Any spelling of either marker inside the operator's text: it could otherwise end the fence early.
-_MARKER = re.compile(r"<\s*/?\s*operator_instructions\s*>", re.IGNORECASE)
+OPEN = OPERATOR_INSTRUCTIONS.open
+CLOSE = OPERATOR_INSTRUCTIONS.close
 
 
 def with_instructions(system: str, instructions: str | None, *, task: str) -> str:
@@ -28,7 +26,7 @@ def with_instructions(system: str, instructions: str | None, *, task: str) -> st
     e.g. "which facts to extract"."""
     if not instructions:
         return system
-    text = _MARKER.sub("", instructions).strip()
+    text = without_markers(instructions).strip()  # no marker of any fence: none can end early
     if not text:
         return system
     return (

@@ -26,17 +26,13 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from memwrap.engine.bank_instructions import CLOSE as INSTRUCTIONS_CLOSE
-from memwrap.engine.bank_instructions import OPEN as INSTRUCTIONS_OPEN
+from memwrap.engine.llm.prompt_fence import ENTITY_TYPES, without_markers
 from memwrap.store.pg_types import Executor
 
 SETTING = "entity_types"
-OPEN = "<entity_types>"
-CLOSE = "</entity_types>"
-# Any spelling of this fence's markers or of the instructions' fence that follows it.
-_MARKERS = re.compile(r"<\s*/?\s*(?:entity_types|operator_instructions)\s*>", re.IGNORECASE)
+OPEN = ENTITY_TYPES.open
+CLOSE = ENTITY_TYPES.close
 _SPACE = re.compile(r"\s+")
-assert _MARKERS.fullmatch(INSTRUCTIONS_OPEN) and _MARKERS.fullmatch(INSTRUCTIONS_CLOSE)
 
 
 class Declared:
@@ -84,7 +80,7 @@ async def read(db: Executor, bank_id: str) -> Declared:
 
 def fenced(description: str) -> str:
     """A description as it goes between the markers: one line, no marker of either fence."""
-    return _SPACE.sub(" ", _MARKERS.sub("", description)).strip()
+    return _SPACE.sub(" ", without_markers(description)).strip()
 
 
 def with_entity_types(system: str, types: Declared) -> str:
