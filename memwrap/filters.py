@@ -35,6 +35,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from memwrap.errors import InvalidInputError
 from memwrap.models import ENTITY_TYPE_NAME_PATTERN
@@ -70,10 +71,11 @@ class MetadataCondition(BaseModel):
     ne: JsonValue = Field(default=None, description="not equal to this value (a missing key is not equal)")
     in_: list[JsonValue] | None = Field(default=None, alias="in", description="equal to one of these values")
     not_in: list[JsonValue] | None = Field(default=None, description="equal to none of these values")
-    gt: Ordered | None = None
-    gte: Ordered | None = None
-    lt: Ordered | None = None
-    lte: Ordered | None = None
+    # None only means "not given": {"gt": null} orders nothing, so it is refused (below), and the schema has no null.
+    gt: Ordered | SkipJsonSchema[None] = Field(default=None, description="greater than this number or string")
+    gte: Ordered | SkipJsonSchema[None] = Field(default=None, description="greater than or equal to this value")
+    lt: Ordered | SkipJsonSchema[None] = Field(default=None, description="less than this number or string")
+    lte: Ordered | SkipJsonSchema[None] = Field(default=None, description="less than or equal to this value")
     exists: bool | None = Field(default=None, description="true: the key is present (even as null); false: absent")
 
     @model_validator(mode="before")
@@ -94,7 +96,7 @@ class MetadataCondition(BaseModel):
         for part in path:
             if not isinstance(part, str) or not part or len(part) > MAX_KEY_CHARS:
                 raise ValueError(f"each key is a non-empty string of at most {MAX_KEY_CHARS} characters")
-            if "\x00" in part or any("\ud800" <= c <= "\udfff" for c in part):
+            if _unstorable(part):
                 raise ValueError("a key cannot hold a NUL character or a lone surrogate")
         return path
 
@@ -113,6 +115,8 @@ class MetadataCondition(BaseModel):
                 raise ValueError(f"'{op}' holds a NUL character or a lone surrogate, which no stored value can hold")
         for name in ("gt", "gte", "lt", "lte"):
             value = getattr(self, name)
+            if value is None and name in self.model_fields_set:
+                raise ValueError(f"'{name}' compares with a number or a string, not null")
             if isinstance(value, bool):
                 raise ValueError(f"'{name}' compares numbers or strings, not booleans")
             if isinstance(value, float) and value != value:  # NaN orders nothing
@@ -359,10 +363,81 @@ def parse_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilter
         if not isinstance(exc, ValidationError):
             raise InvalidInputError(f"Invalid recall filter: {exc}.") from None
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'filters'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
+            f"{'.'.join(str(p) for p in e['loc'] if _union_member(p) is None) or 'filters'}: "
+            f"{e['msg'].removeprefix('Value error, ')}"
+            for e in _errors_of_meant_forms(exc.errors())
         )
         raise InvalidInputError(f"Invalid recall filter: {problems}.") from None
+
+
+# A metadata filter is a union: pydantic tries a node as each form and reports every form's errors, labelled by
+# form ("metadata.AllOf.and: Field required; metadata.function-after[..., MetadataCondition].key: ..."). The user
+# meant one form, the one whose own field the node has: a condition has "key", a compound its "and"/"or"/"not".
+_COMPOUND_FIELD = {"AllOf": "and", "AnyOf": "or", "NoneOf": "not", "MetadataCondition": "key"}
+
+
+def _union_member(part: object) -> str | None:
+    """The form a location part labels (pydantic's label of a union member), or None for a field or index."""
+    if not isinstance(part, str):
+        return None
+    if part in _COMPOUND_FIELD:
+        return part
+    if part.endswith(", MetadataCondition]"):  # function-after[_one_operator_at_least(), MetadataCondition]
+        return "MetadataCondition"
+    return None
+
+
+def _condition_labels(errors: list[Any], node: tuple[Any, ...]) -> set[str]:
+    """pydantic's labels of the condition form at `node` (its label names the model's validators)."""
+    return {
+        error["loc"][len(node)]
+        for error in errors
+        if tuple(error["loc"][: len(node)]) == node
+        and len(error["loc"]) > len(node)
+        and _union_member(error["loc"][len(node)]) == "MetadataCondition"
+    }
+
+
+def _errors_of_meant_forms(errors: list[Any]) -> list[Any]:
+    """The errors of the forms the user meant: a form that misses its own field at a node was not meant there.
+    Locations keep their labels (the caller drops them); all errors come back if no form can be told apart."""
+    not_meant: set[tuple[Any, ...]] = set()
+    tried: dict[tuple[Any, ...], set[str]] = {}  # node -> the forms that reported errors there
+    for error in errors:
+        loc = tuple(error["loc"])
+        for at, part in enumerate(loc):
+            form = _union_member(part)
+            if form:
+                tried.setdefault(loc[:at], set()).add(form)
+                if error["type"] == "missing" and loc[at + 1 :] == (_COMPOUND_FIELD[form],):
+                    not_meant.add(loc[: at + 1])
+    for node, forms in tried.items():  # a compound was meant here: the node is not a condition
+        if any(node + (form,) not in not_meant for form in forms - {"MetadataCondition"}):
+            not_meant.update(node + (label,) for label in _condition_labels(errors, node))
+    meant = [
+        error
+        for error in errors
+        if not any(tuple(error["loc"])[: at + 1] in not_meant for at in range(len(error["loc"])))
+    ]
+    return _one_per_comparison(meant or errors)
+
+
+# An ordered comparison's value is a union of strict types: pydantic says what it is not, once per type.
+_ORDERED_LABELS = ("int", "float", "str", "none")
+
+
+def _one_per_comparison(errors: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    seen: set[tuple[Any, ...]] = set()
+    for error in errors:
+        loc = tuple(error["loc"])
+        if loc and loc[-1] in _ORDERED_LABELS and len(loc) > 1 and loc[-2] in ("gt", "gte", "lt", "lte"):
+            if loc[:-1] not in seen:
+                seen.add(loc[:-1])
+                out.append({**error, "loc": loc[:-1], "msg": f"'{loc[-2]}' compares with a number or a string"})
+            continue
+        out.append(error)
+    return out
 
 
 def filter_from_json(text: str, *, what: str) -> RecallFilter | None:

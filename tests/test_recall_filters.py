@@ -216,6 +216,31 @@ def test_bad_filters_say_what_is_wrong(bad: dict[str, Any]) -> None:
         recall_filter(bad)
 
 
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"metadata": {"key": "p", "gt": True}}, "metadata.gt: 'gt' compares with a number or a string."),
+        ({"metadata": {"p": {"gt": None}}}, "metadata: 'gt' compares with a number or a string, not null."),
+        (
+            {"metadata": {"key": "p\x00", "eq": 1}},
+            "metadata.key: a key cannot hold a NUL character or a lone surrogate.",
+        ),
+        (
+            {"metadata": {"and": [{"key": "a", "eq": 1}, {"key": "b"}]}},
+            "metadata.and.1: a condition needs an operator: one of eq, ne, in, not_in, gt, gte, lt, lte, exists.",
+        ),
+        ({"metadata": {"not": {"or": [{"key": "b", "lte": [1]}]}}}, "metadata.not.or.0.lte: 'lte' compares with a"),
+    ],
+)
+def test_a_bad_filter_gets_the_error_of_the_form_it_meant(bad: dict[str, Any], message: str) -> None:
+    # The metadata filter is a union of four forms: the error names the one the user wrote (a condition has
+    # "key", a compound its "and"/"or"/"not"), without pydantic's labels of the others ("AllOf.and: Field required").
+    with pytest.raises(InvalidInputError) as caught:
+        recall_filter(bad)
+    assert str(caught.value).startswith(f"Invalid recall filter: {message}")
+    assert ";" not in str(caught.value)
+
+
 def test_time_document_and_session_filters(filled: Any) -> None:
     memory, bank, records = filled
     eng = engine(memory)
