@@ -3,9 +3,12 @@ document cannot say.
 
 JSON Schema says what each field may hold, not how two fields compare: an update's `occurred_end` before its
 `occurred_start`, a filter's `occurred_after` later than its `occurred_before` (the same for `mentioned_*`) are
-refused with a 422 that names the rule, and no schema keyword can make a generator avoid them. Those refusals, and
-only those (matched by the engine's own messages), are not counted as a schema-valid request refused; every other
-refusal of a schema-valid request still fails the run.
+refused with a 422 that names the rule, and no schema keyword can make a generator avoid them. The same for a
+date-time's range: the engine takes the years 2..9997 (validate.timestamp, MIN_YEAR/MAX_YEAR: the ends of the
+calendar overflow once shifted to UTC or widened into a period), and JSON Schema 2020-12 has no bound for a
+`date-time` string (`formatMinimum` is an extension no generator reads). Those refusals, and only those (matched
+by the engine's own messages), are not counted as a schema-valid request refused; every other refusal of a
+schema-valid request still fails the run.
 
 The other way round, one acceptance: a bank id the document's pattern refuses but the server's takes. The document
 says `\\w` in ECMA-262, which is ASCII; the server's `validate.BANK_ID_RE` is Python's, where `\\w` is any letter or
@@ -25,17 +28,19 @@ import schemathesis
 from schemathesis.core.failures import AcceptedNegativeData
 from schemathesis.openapi.checks import RejectedPositiveData
 
-from memwrap.validate import BANK_ID_RE
+from memwrap.validate import BANK_ID_RE, MAX_YEAR, MIN_YEAR
 
 # The engine's messages (memwrap/engine/update.py for an update's dates, memwrap/filters.py RecallFilter._consistent).
 ORDER_RULES = re.compile(
     r"occurred_end \([^)]*\) is before occurred_start \([^)]*\)"
     r"|(occurred|mentioned)_after \([^)]*\) is later than \1_before \([^)]*\)"
+    # validate.timestamp's message, with the bounds it states
+    + rf"|must be between the years {MIN_YEAR} and {MAX_YEAR} \(got -?\d+\)"
 )
 
 
 def order_rule(response: Any) -> bool:
-    """Is `response` a 422 that names one of the ordering rules?"""
+    """Is `response` a 422 that names one of the ordering rules or the years' bounds?"""
     if response.status_code != 422:
         return False
     try:

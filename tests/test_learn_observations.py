@@ -81,7 +81,10 @@ def test_the_same_document_twice_is_one_source(memory: Memory, bank: str) -> Non
     memory.retain(bank, "I prefer dark mode in my code editor!", document_id="chat-7")
     memory.consolidate(bank)
     [observation] = memory.observations(bank)
-    assert observation.evidence_count == 3 and observation.proof_count == 2
+    # Two documents, two sources, however many of the three memories joined: the edited version is embedded after
+    # its earlier one (same document: context) and sits at the 0.92 threshold from it (0.9197 on an AVX2-only CPU,
+    # above it with AVX-512 VNNI: the int8 products differ), so it may stand apart.
+    assert observation.proof_count == 2 and observation.evidence_count in (2, 3)
 
 
 def test_groups_stay_within_their_tag_scope(memory: Memory, bank: str) -> None:

@@ -73,8 +73,11 @@ def test_time_words_are_no_keyword_terms(memory: Memory, dated_year: str) -> Non
     """ "last" of "last spring" matched "last month" in memories of any date; now only the temporal arm reads it."""
     recall = memory.recall(dated_year, "What did I do last spring?", now=NOW, token_budget=2048, explain=True)
     assert recall.considered is not None
-    cello = next(c for c in recall.considered if "cello" in c.text)
-    assert "keyword" not in cello.arms
+    # The cello memory ("... last month") may or may not be among the semantic arm's candidates (it is on a CPU with
+    # AVX-512 VNNI, not on an AVX2-only one: the int8 products differ); the keyword arm must not bring it.
+    cello = [c for c in recall.considered if "cello" in c.text]
+    assert all("keyword" not in c.arms for c in cello), cello
+    assert all("keyword" not in c.arms for c in recall.considered if " last " in f" {c.text} ")
     assert recall.time_window is not None and recall.time_window.expression == "last spring"
 
 
