@@ -40,9 +40,15 @@ async def standing_first(
     conn: Connection, filters: dict[str, Filters], ranked: Sequence[RecalledMemory], question: str
 ) -> list[RecalledMemory]:
     """`ranked` with the banks' standing instructions for this task first (those already in it move up)."""
+    return lead_with(ranked, await standing_instructions(conn, filters, question))
+
+
+async def standing_instructions(conn: Connection, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
+    """The banks' standing instructions for this task (none for a question that is no task), newest first. They
+    depend on the question alone, not on what the arms find: recall reads them while the arms run."""
     domains = task_domains(question)
     if not domains:
-        return list(ranked)
+        return []
     if domains == ["any"]:  # a task, of no domain its words tell: every domain's instructions may apply
         domains = ALL_DOMAINS
     found: list[RecalledMemory] = []
@@ -51,9 +57,13 @@ async def standing_first(
         sql = STANDING.format(columns=details.COLUMNS, filters=where)
         for row in await conn.fetch(sql, bank, domains, MAX_STANDING, *params):
             found.append(details.memory(bank, row, 0.0, {}))
+    return found[:MAX_STANDING]
+
+
+def lead_with(ranked: Sequence[RecalledMemory], found: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """`ranked` with the standing instructions `found` first (those already in it move up)."""
     if not found:
         return list(ranked)
-    found = found[:MAX_STANDING]
     present = {(m.bank_id, m.id): m for m in ranked}
     top = max((m.score for m in ranked), default=0.0)
     lead: list[RecalledMemory] = []
@@ -66,4 +76,4 @@ async def standing_first(
     return lead + [m for m in ranked if (m.bank_id, m.id) not in placed]
 
 
-__all__ = ["MAX_STANDING", "standing_first"]
+__all__ = ["MAX_STANDING", "lead_with", "standing_first", "standing_instructions"]
