@@ -18,7 +18,6 @@ from memwrap.config import Settings
 from memwrap.engine.bank_names import han_names, names_in, with_names
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
-from memwrap.engine.language.instructions import task_domains
 from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
 from memwrap.engine.recall import arms, details
@@ -305,7 +304,7 @@ class Searcher:
             if ("temporal", bank) in early:
                 tasks[("temporal", bank)] = early[("temporal", bank)]
         # A task's standing instructions depend on the question alone: read while the arms finish.
-        standing = asyncio.ensure_future(self._standing(filters, request.query))
+        standing = asyncio.ensure_future(standing_instructions(self.pool, filters, request.query))
         try:
             arm_hits = await asyncio.gather(*tasks.values())
         except BaseException:
@@ -405,14 +404,6 @@ class Searcher:
             time_window=window,
             **fields,
         )
-
-    async def _standing(self, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
-        """The standing instructions for a task (standing.py), on a connection of their own; none (and no
-        connection taken) for a question that is no task."""
-        if not task_domains(question):
-            return []
-        async with self.pool.acquire() as conn:
-            return await standing_instructions(conn, filters, question)
 
     async def _names(self, bank_id: str, query: str, entity_keys: list[str]) -> list[tuple[str, str]]:
         """(name, key) of the question's entities in this bank besides `entity_keys`: the bank's Han names the

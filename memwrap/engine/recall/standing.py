@@ -20,7 +20,7 @@ from memwrap.engine.language.instructions import DOMAIN_RULES, task_domains
 from memwrap.engine.recall import details
 from memwrap.engine.recall.arms import Filters
 from memwrap.models import RecalledMemory
-from memwrap.store.pg_types import Connection
+from memwrap.store.pg_types import Connection, Executor
 
 # At most this many instructions lead the list (the newest first): room is left for the memories the task is about.
 MAX_STANDING = 4
@@ -43,9 +43,10 @@ async def standing_first(
     return lead_with(ranked, await standing_instructions(conn, filters, question))
 
 
-async def standing_instructions(conn: Connection, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
-    """The banks' standing instructions for this task (none for a question that is no task), newest first. They
-    depend on the question alone, not on what the arms find: recall reads them while the arms run."""
+async def standing_instructions(db: Executor, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
+    """The banks' standing instructions for this task (none, and no query, for a question that is no task), newest
+    first. They depend on the question alone, not on what the arms find: recall reads them (`db`: its pool) while
+    the arms run."""
     domains = task_domains(question)
     if not domains:
         return []
@@ -55,7 +56,7 @@ async def standing_instructions(conn: Connection, filters: dict[str, Filters], q
     for bank, bank_filters in filters.items():
         where, params = bank_filters.sql("m", 4)
         sql = STANDING.format(columns=details.COLUMNS, filters=where)
-        for row in await conn.fetch(sql, bank, domains, MAX_STANDING, *params):
+        for row in await db.fetch(sql, bank, domains, MAX_STANDING, *params):
             found.append(details.memory(bank, row, 0.0, {}))
     return found[:MAX_STANDING]
 
