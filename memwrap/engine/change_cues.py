@@ -21,7 +21,9 @@ log = logging.getLogger("memwrap.engine")
 BATCH = 200
 PAUSE_S = 0.05  # between batches: the pool and the cores are recall's first
 
-BANKS = "SELECT bank_id FROM banks ORDER BY bank_id"
+# The banks with unknown cues, from the partial index of unknowns: empty, and instant, once every row is filled (a
+# store of thousands of banks is not asked bank by bank at every start).
+BANKS = "SELECT DISTINCT bank_id FROM memory_units WHERE change_cue IS NULL"
 
 # Bank by bank (the distribution rule: every statement bounded by bank_id), through the partial index of unknowns.
 UNKNOWN = """
