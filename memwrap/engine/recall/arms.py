@@ -168,6 +168,7 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
                 LIMIT $4
             ) hit"""
 
+    unread_frequent = "NOT EXISTS (SELECT 1 FROM frequent_read r WHERE r.tsq = k.tsq)"
     sql = f"""
         WITH lexemes AS (
             SELECT DISTINCT u.lexeme, plainto_tsquery('simple', u.lexeme) AS tsq
@@ -189,9 +190,7 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
         ), frequent_read AS MATERIALIZED (
             SELECT k.tsq FROM known k, room r
             WHERE k.df < $4 AND (k.running <= $7 OR (r.filling AND k.running - k.df < $8))
-        ), frequent_matches AS MATERIALIZED ({
-        read("frequent_read", "NOT EXISTS (SELECT 1 FROM frequent_read r WHERE r.tsq = k.tsq)")
-    }
+        ), frequent_matches AS MATERIALIZED ({read("frequent_read", unread_frequent)}
         ), matches AS (
             SELECT tsq, id, terms, mentioned_at, df{carried}, frequent FROM rare_matches
             UNION ALL
