@@ -136,3 +136,37 @@ async def explain_keyword(conn: Any, bank: str, question: str, limit: int, size:
 
     await arms.keyword(Explaining(), Filters(bank), search_text(question), limit, size)  # type: ignore[arg-type]
     return "\n".join(captured)
+
+
+def test_filling_the_list_reads_frequent_terms_within_a_budget(
+    memory: Memory, db: Database, bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the rarer terms find too few memories, frequent terms are read rarest first only while fewer than
+    FILL_READ_BUDGET rows have been read (issue 36: a question of common words read thousands of rows); the ones
+    left unread still score the memories read."""
+    monkeypatch.setattr(arms, "TERM_SCAN_CAP", 30)
+    memory.retain_many(bank, FREQUENT)
+    size = len(FREQUENT)
+
+    async def scenario() -> tuple[list[Any], list[Any], str]:
+        async with db.pool() as pool:
+            question = "canary rollback of the deploy server"
+            exact = await keyword_hits(pool, bank, question, size)
+            await CommonTerms(pool, listed_df=6).refresh(bank)
+            monkeypatch.setattr(arms, "FREQUENT_READ_BUDGET", 10)
+            monkeypatch.setattr(arms, "FILL_READ_BUDGET", 10)
+            async with pool.acquire() as conn:
+                filled = await arms.keyword(conn, Filters(bank), search_text(question), 60, size)
+                plan = await explain_keyword(conn, bank, question, 60, size)
+            return exact, filled, plan
+
+    exact, filled, plan = asyncio.run(scenario())
+    # Limit 60: canary (4) and rollback (3) cannot fill it; "deploy" (13) starts under the budget of 10 and is read,
+    # "server" (13 more) would start past it: left unread.
+    scans = re.findall(r" on memory_units m_\d+ \(actual rows=([\d.]+) loops=(\d+)\)", plan)
+    assert scans, plan
+    assert sum(float(rows) * int(loops) for rows, loops in scans) == 4 + 3 + 13, plan
+    assert len(exact) == len(FREQUENT) and len(filled) == len(FREQUENT) - 3  # "The server room …" only: not reached
+    # The unread term still scores what was read: the memory matching all four terms leads, as when reading all.
+    assert filled[0] == exact[0]
+    assert [hit for hit, _ in filled] == [hit for hit, _ in exact if hit in {h for h, _ in filled}]

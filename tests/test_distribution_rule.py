@@ -53,6 +53,9 @@ CROSS_BANK_STATEMENTS = {
     # Building the one vector index (memwrap/store/vector_index.py): once per build, never per request.
     "SELECT EXISTS (SELECT 1 FROM memory_units)": "whether a missing vector index is worth a warning",
     "SELECT count(*) FROM memory_units WHERE embedding IS NOT NULL": "sizing the vector index build's memory",
+    # The change-cue backfill at start (memwrap/engine/change_cues.py): which banks hold memories whose cue is
+    # unknown, from a partial index that is empty once they are filled; the filling itself goes bank by bank.
+    "SELECT DISTINCT bank_id FROM memory_units WHERE change_cue IS NULL": "the change-cue backfill's banks to fill",
 }
 
 _CREATE_TABLE = re.compile(r"CREATE TABLE(?: IF NOT EXISTS)?\s+(\w+)\s*\((.*?)\n\);", re.S | re.I)

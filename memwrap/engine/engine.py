@@ -23,6 +23,7 @@ from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, defend
 from memwrap.engine import bank_ids, bank_settings, catalog, llm_usage
+from memwrap.engine.change_cues import fill_quietly
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.embed.legacy import settings_for_home
 from memwrap.engine.embed.reembed import reembed_store
@@ -86,6 +87,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.reextractor: Reextractor | None = None
         self.startup_ms: dict[str, float] = {}  # how long each part of Engine.open took (ms)
+        self._change_cues: asyncio.Task[None] | None = None
         self.use_llm(LLM.from_settings(settings))
 
     def use_llm(self, llm: LLM | None) -> None:
@@ -197,12 +199,19 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             log.debug("memwrap: engine started in %s ms", engine.startup_ms)
             if not allow_model_change:  # no learning while every vector is being rewritten
                 await engine.learning.start()
+            # Memories written before migration 0023 (or since changed) get their change cue (engine/change_cues.py).
+            engine._change_cues = asyncio.get_running_loop().create_task(
+                fill_quietly(store.pool), name="memwrap-change-cues"
+            )
         except BaseException:
             await store.close()
             raise
         return engine
 
     async def close(self) -> None:
+        if self._change_cues is not None:
+            self._change_cues.cancel()
+            await asyncio.gather(self._change_cues, return_exceptions=True)
         await self.learning.stop()
         if self.reextractor is not None:
             await self.reextractor.stop()

@@ -22,6 +22,7 @@ import numpy as np
 
 from memwrap import validate
 from memwrap.engine.bank_names import add_name_words, backfill
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.speakers import said_by
 from memwrap.engine.language.text import search_text
@@ -50,19 +51,21 @@ CREATE_STAGING = f"""
 CREATE TEMP TABLE IF NOT EXISTS {STAGING} (
     id uuid, text text, fact_type text, document_id text, session_key text, context text, metadata text,
     tags text[], item_hash text, occurred_start timestamptz, occurred_end timestamptz, mentioned_at timestamptz,
-    embedding vector({{dim}}), search_text text, speaker text
+    embedding vector({{dim}}), search_text text, speaker text, change_cue boolean
 ) ON COMMIT DELETE ROWS
 """
 STAGING_COLUMNS = (
     "id", "text", "fact_type", "document_id", "session_key", "context", "metadata", "tags", "item_hash",
-    "occurred_start", "occurred_end", "mentioned_at", "embedding", "search_text", "speaker",
+    "occurred_start", "occurred_end", "mentioned_at", "embedding", "search_text", "speaker", "change_cue",
 )  # fmt: skip
 
 MOVE_STAGED = f"""
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, context, metadata, tags,
-                          item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker)
+                          item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker,
+                          change_cue)
 SELECT $1, s.id, s.text, s.fact_type, s.document_id, s.session_key, s.context, s.metadata::jsonb, s.tags, s.item_hash,
-       s.occurred_start, s.occurred_end, s.mentioned_at, s.embedding, to_tsvector('english', s.search_text), s.speaker
+       s.occurred_start, s.occurred_end, s.mentioned_at, s.embedding, to_tsvector('english', s.search_text), s.speaker,
+       s.change_cue
 FROM {STAGING} s
 """
 
@@ -268,6 +271,7 @@ def _record(unit: PreparedUnit, vector: np.ndarray | None) -> tuple[object, ...]
         vector,
         unit.search_text,
         unit.speaker,
+        change_cue(unit.text, unit.speaker),
     )
 
 

@@ -18,6 +18,7 @@ from memwrap import validate
 from memwrap.engine import webhooks
 from memwrap.engine.embed.unit_text import embedding_text
 from memwrap.engine.jobs import queue as jobs
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.text import search_text
 from memwrap.engine.language.timeparse import extract_occurred
@@ -142,6 +143,7 @@ async def _apply(
     )
     cited: list[UUID] = []
     if "text" in changed:
+        await history_sql.set_change_cue(conn, bank_id, memory_id, change_cue(final_text, old["speaker"]))
         await _relink_entities(conn, bank_id, memory_id, final_text)
         await _reembed_next_turn(engine, conn, bank_id, old, final_text)
         await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])

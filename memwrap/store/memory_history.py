@@ -14,7 +14,7 @@ from memwrap.store.pg_types import Connection
 
 LOCK_UNIT = """
 SELECT id, text, fact_type, metadata, tags, occurred_start, occurred_end, mentioned_at, created_at, session_key, seq,
-       expires_at, turn_parts
+       expires_at, turn_parts, speaker
 FROM memory_units WHERE bank_id = $1 AND id = $2
 FOR UPDATE
 """
@@ -122,6 +122,14 @@ async def update_unit(
         occurred[1] if occurred else None,
         embedding,
         search_text,
+    )
+
+
+async def set_change_cue(conn: Connection, bank_id: str, memory_id: UUID, change_cue: bool) -> None:
+    """Whether the memory's new text states a change (migration 0023; language/change_cue.py). A statement of its
+    own, after the text's: the text's update left it unknown (the trigger memory_units_change_cue_stale)."""
+    await conn.execute(
+        "UPDATE memory_units SET change_cue = $3 WHERE bank_id = $1 AND id = $2", bank_id, memory_id, change_cue
     )
 
 

@@ -407,6 +407,11 @@ def _body(statement: Statement) -> str:
     return _LABEL.sub("", text, count=1) if statement.speaker else text
 
 
+def statement_body(text: str, speaker: str | None) -> str:
+    """A memory's words as the rules read them: without its speaker's label."""
+    return _body(Statement(text, speaker, None))
+
+
 @functools.lru_cache(maxsize=8192)
 def subject(text: str) -> str | None:
     """Whom a statement is about: "I" for the speaker themselves, else the someone it names first ("my sister" ->
@@ -516,6 +521,7 @@ __all__ = [
     "same_topic",
     "states_change",
     "states_personal_change",
+    "statement_body",
     "subject",
     "topic_terms",
 ]

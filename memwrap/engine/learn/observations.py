@@ -18,6 +18,7 @@ import asyncpg
 import numpy as np
 
 from memwrap.engine import webhooks
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.text import search_text
 from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection, Executor
@@ -99,10 +100,11 @@ WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND fact_type <> 'observation'
 """
 
 INSERT_UNIT = """
-INSERT INTO memory_units (bank_id, id, text, fact_type, metadata, tags, item_hash, mentioned_at, embedding, search_tsv)
+INSERT INTO memory_units (bank_id, id, text, fact_type, metadata, tags, item_hash, mentioned_at, embedding, search_tsv,
+                          change_cue)
 VALUES ($1, $2, $3, 'observation', $4, $5, 'observation:' || $2::uuid::text, $6,
         coalesce($7, (SELECT r.embedding FROM memory_units r WHERE r.bank_id = $1 AND r.id = $9)),
-        to_tsvector('english', $8))
+        to_tsvector('english', $8), $10)
 """
 
 INSERT_OBSERVATION = """
@@ -226,6 +228,7 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
             create.embedding,
             search_text(create.text),
             create.representative_id,
+            change_cue(create.text, None),  # an observation has no speaker
         )
         await conn.execute(
             INSERT_OBSERVATION, bank_id, create.id, sorted(create.scope), create.origin, create.representative_id

@@ -28,6 +28,11 @@ TERM_SCAN_CAP = 2000
 # The bank's frequent terms (listed with their count by common_terms.py: FREQUENT_TERM_DF matches or more) are read
 # rarest first up to this many rows in all; the rest only score the memories the other terms found.
 FREQUENT_READ_BUDGET = 600
+# When the rarer terms find too few memories to fill the list, the frequent terms are read rarest first while fewer
+# than this many rows have been read (the last term read may pass it); the rest score what was read, as above. A
+# question of common words only ("why does the exporter raise KeyError when the record is empty?" in a coding
+# session) read every one of them before: 3,754 rows, the keyword arm's tail (issue 36).
+FILL_READ_BUDGET = 1500
 # A filtered graph arm checks its filter on this many times `limit` of the best reached memories first.
 FILTER_FIRST_PASS = 40
 # Entities mentioned in more than HUB_SHARE of a bank's memories (at least 20, at most ENTITY_FANOUT_CAP) are hubs:
@@ -120,10 +125,11 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
     a type or tag filter: a term common in the bank may be rare among, say, its observations.
 
     Frequent terms (listed with their count, under TERM_SCAN_CAP) are read only while the question's rarer terms
-    leave room: rarest first, FREQUENT_READ_BUDGET rows in all, and all of them when the rarer terms match fewer
-    than `limit` memories. A frequent term left unread still scores, on the memories the other terms found (its
-    listed count gives its weight). So the arm is exact when the rarer terms find little, and otherwise ranks the
-    memories the rarer and the cheapest frequent terms reach.
+    leave room: rarest first, FREQUENT_READ_BUDGET rows in all; when the rarer terms match fewer than `limit`
+    memories, FILL_READ_BUDGET rows (at least the rarest frequent term). A frequent term left unread still scores,
+    on the memories the other terms found (its listed count gives its weight). So the arm is exact when the
+    question's frequent terms fit the budget, and otherwise ranks the memories the rarer and the cheapest frequent
+    terms reach.
 
     Under a RecallFilter the terms are counted in the whole bank, as unfiltered, and the filter picks among the
     matches read: a selective filter would otherwise read every match of a common term looking for TERM_SCAN_CAP
@@ -134,7 +140,7 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
     term looked up, matched in the bank or not) that the memory matches. Fusion weighs the arm's vote by it: a
     memory sharing one incidental word with a paraphrased question is a weaker vote than one matching its names.
     """
-    where, params = filters.sql("m", 8)
+    where, params = filters.sql("m", 9)
     bank_wide = filters.where is not None
     use_known = bank_wide or not filters.narrowed
     if bank_wide:
@@ -147,21 +153,22 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
     else:
         hit_columns, hit_where, passes, carried = "", where, "", ""
 
-    def read(terms: str, checked: str) -> str:
+    def read(terms: str, unread: str) -> str:
         # Each memory read keeps the frequent terms it matches among those that may stay unread (past the budget):
-        # they score it below. `checked`: whether that can still happen (not once every frequent term is read).
+        # they score it below. `unread`: a condition on known term k that holds for every term left unread.
         return f"""
             SELECT t.tsq, hit.*, count(*) OVER (PARTITION BY t.tsq) AS df
             FROM {terms} t
             CROSS JOIN LATERAL (
                 SELECT m.id, length(m.search_tsv) AS terms, m.mentioned_at{hit_columns},
                        ARRAY(SELECT k.tsq FROM known k
-                             WHERE {checked} AND k.df < $4 AND k.running > $7 AND m.search_tsv @@ k.tsq) AS frequent
+                             WHERE k.df < $4 AND {unread} AND m.search_tsv @@ k.tsq) AS frequent
                 FROM memory_units m
                 WHERE m.bank_id = $1 AND m.search_tsv @@ t.tsq AND {hit_where}
                 LIMIT $4
             ) hit"""
 
+    unread_frequent = "NOT EXISTS (SELECT 1 FROM frequent_read r WHERE r.tsq = k.tsq)"
     sql = f"""
         WITH lexemes AS (
             SELECT DISTINCT u.lexeme, plainto_tsquery('simple', u.lexeme) AS tsq
@@ -175,13 +182,15 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
             WHERE $6
         ), rare AS MATERIALIZED (
             SELECT l.tsq FROM lexemes l WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.tsq = l.tsq)
-        ), rare_matches AS MATERIALIZED ({read("rare", "true")}
+        ), rare_matches AS MATERIALIZED ({read("rare", "k.running > $7")}
         ), room AS MATERIALIZED (
-            -- Too few memories found by the rarer terms to fill the list: every frequent term is read.
-            SELECT count(DISTINCT id) < $5 AS all_frequent FROM rare_matches
+            -- Too few memories found by the rarer terms to fill the list: frequent terms are read up to the larger
+            -- budget (each one whose reading starts under it).
+            SELECT count(DISTINCT id) < $5 AS filling FROM rare_matches
         ), frequent_read AS MATERIALIZED (
-            SELECT k.tsq FROM known k, room r WHERE k.df < $4 AND (r.all_frequent OR k.running <= $7)
-        ), frequent_matches AS MATERIALIZED ({read("frequent_read", "NOT (SELECT all_frequent FROM room)")}
+            SELECT k.tsq FROM known k, room r
+            WHERE k.df < $4 AND (k.running <= $7 OR (r.filling AND k.running - k.df < $8))
+        ), frequent_matches AS MATERIALIZED ({read("frequent_read", unread_frequent)}
         ), matches AS (
             SELECT tsq, id, terms, mentioned_at, df{carried}, frequent FROM rare_matches
             UNION ALL
@@ -221,7 +230,16 @@ async def keyword(conn: Connection, filters: Filters, query_text: str, limit: in
         ORDER BY round(score::numeric, 9) DESC, mentioned_at DESC, id
         LIMIT $5
     """
-    args = [filters.bank_id, query_text, max(bank_size, 1), TERM_SCAN_CAP, limit, use_known, FREQUENT_READ_BUDGET]
+    args = [
+        filters.bank_id,
+        query_text,
+        max(bank_size, 1),
+        TERM_SCAN_CAP,
+        limit,
+        use_known,
+        FREQUENT_READ_BUDGET,
+        FILL_READ_BUDGET,
+    ]
     rows = await conn.fetch(sql, *args, *params)
     return [(r["id"], min(1.0, float(r["coverage"]))) for r in rows]
 

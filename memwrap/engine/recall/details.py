@@ -25,7 +25,8 @@ NEIGHBOUR_DISCOUNT = 0.5
 Key = tuple[str, UUID]
 
 COLUMNS = """m.id, m.text, m.fact_type, m.document_id, m.metadata, m.tags, m.occurred_start, m.occurred_end,
-       m.mentioned_at, m.speaker, m.session_key, m.item_hash, m.part_index, m.turn_part, m.turn_parts"""
+       m.mentioned_at, m.speaker, m.session_key, m.item_hash, m.part_index, m.turn_part, m.turn_parts,
+       m.change_cue"""
 
 # $2: the bank's candidates; $3: the best of them, whose session neighbours (the turn before and after) come too
 # when they pass the filters (from $4 on). A hit's two neighbours come in the session's order.
@@ -63,10 +64,17 @@ GROUP BY ue.unit_id
 
 
 async def candidates(
-    conn: Connection, filters: dict[str, Filters], fused: Sequence[Fused], *, with_neighbours: bool
+    conn: Connection,
+    filters: dict[str, Filters],
+    fused: Sequence[Fused],
+    *,
+    with_neighbours: bool,
+    change_cues: dict[Key, bool] | None = None,
 ) -> list[RecalledMemory]:
     """The fused candidates in their order, then the session neighbours of the best NEIGHBOUR_HITS (a neighbour
-    scores half its hit: they only fill what the budget leaves over). `entities` is left empty (`add_entities`)."""
+    scores half its hit: they only fill what the budget leaves over). `entities` is left empty (`add_entities`).
+    `change_cues`, when given, gets each memory's stored change cue where the store knows it (migration 0023):
+    what order.apply_changes asks of each hit, kept beside the memories (no field of theirs: no surface shows it)."""
     keys: list[Key] = [f.id for f in fused]  # type: ignore[misc]  # fused over (bank, id) keys
     by_bank: dict[str, list[UUID]] = {}
     for bank, memory_id in keys:
@@ -78,6 +86,8 @@ async def candidates(
         where, params = filters[bank].sql("m", 4)
         sql = ROWS_AND_NEIGHBOURS.format(columns=COLUMNS, filters=where)
         for row in await conn.fetch(sql, bank, ids, best, *params):
+            if change_cues is not None and row["change_cue"] is not None:
+                change_cues[(bank, row["id"])] = row["change_cue"]
             if row["hit"] is None:
                 rows[(bank, row["id"])] = row
             else:

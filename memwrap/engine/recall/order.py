@@ -19,9 +19,11 @@ Neighbours (the turns around a hit) always stay after the hits they were fetched
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
+from uuid import UUID
 
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.changes import Statement, asks_past, asks_present, replaces, same_topic, topic_terms
 from memwrap.engine.language.timeparse import detect_tense
 from memwrap.engine.recall.arms import NEAR_DAYS
@@ -106,11 +108,14 @@ def _statement(memory: RecalledMemory) -> Statement:
     return Statement(memory.text, memory.speaker, memory.mentioned_at, (start, end) if start and end else None)
 
 
-def apply_changes(ranked: Sequence[RecalledMemory], question: str) -> list[RecalledMemory]:
+def apply_changes(
+    ranked: Sequence[RecalledMemory], question: str, change_cues: ChangeCues | None = None
+) -> list[RecalledMemory]:
     """Replaced facts (language/changes.py) among the best hits: each older statement a newer one replaces is
     marked (`replaced_by`, `replaced_at`), the newer one moves up to just before it, and — unless the question
     asks about the past — the older ones go after every other memory. A question about the present also puts
-    the newer of two memories on one topic first, without marking either."""
+    the newer of two memories on one topic first, without marking either. `change_cues`: whether memories state a
+    change, as stored (details.candidates); the others' are worked out from their text."""
     hits, neighbours = _hits_and_neighbours(ranked)
     head = hits[:CHANGE_WINDOW]
     statements = {id(m): _statement(m) for m in head}
@@ -120,11 +125,16 @@ def apply_changes(ranked: Sequence[RecalledMemory], question: str) -> list[Recal
     present = asks_present(question)
     before: list[tuple[RecalledMemory, RecalledMemory]] = []  # (newer, older): newer must lead
     for newer in head:
+        # A memory whose words state no change replaces nothing (language/change_cue.py): most pairs end here,
+        # on the stored answer, without searching its text for cues.
+        cued = states_a_change(newer, change_cues)
+        if not cued and not present:
+            continue
         for older in head:
             if older is newer:
                 continue
             a, b = statements[id(newer)], statements[id(older)]
-            if replaces(a, b):
+            if cued and replaces(a, b):
                 if older.replaced_by is None or (older.replaced_at and a.said_at and a.said_at > older.replaced_at):
                     older.replaced_by, older.replaced_at = newer.id, a.said_at
                 before.append((newer, older))
@@ -141,6 +151,17 @@ def apply_changes(ranked: Sequence[RecalledMemory], question: str) -> list[Recal
     if not asks_past(question):
         order = stable_partition(order, lambda m: m.replaced_by is not None)
     return order + hits[CHANGE_WINDOW:] + neighbours
+
+
+# What the store knows of whether memories state a change (memory_units.change_cue): (bank id, memory id) -> cue.
+ChangeCues = Mapping[tuple[str, UUID], bool]
+
+
+def states_a_change(memory: RecalledMemory, stored: ChangeCues | None = None) -> bool:
+    """Whether a memory's words state a change: as the store has it (`stored`, from memory_units.change_cue),
+    else worked out from its text (language/change_cue.py)."""
+    known = stored.get((memory.bank_id or "", memory.id)) if stored else None
+    return change_cue(memory.text, memory.speaker) if known is None else known
 
 
 def _session(memory: RecalledMemory) -> str | None:
@@ -184,6 +205,7 @@ __all__ = [
     "in_window",
     "newest",
     "stable_partition",
+    "states_a_change",
     "weigh_speakers",
     "window_first",
 ]

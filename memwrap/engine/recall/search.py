@@ -32,7 +32,7 @@ from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.span import chronological, cover_sessions
-from memwrap.engine.recall.standing import standing_first
+from memwrap.engine.recall.standing import lead_with, standing_instructions
 from memwrap.filters import RecallFilter
 from memwrap.models import DEFAULT_TOKEN_BUDGET, Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -303,7 +303,14 @@ class Searcher:
             )
             if ("temporal", bank) in early:
                 tasks[("temporal", bank)] = early[("temporal", bank)]
-        results = merge_banks(dict(zip(tasks, await asyncio.gather(*tasks.values()), strict=True)), limit)
+        # A task's standing instructions depend on the question alone: read while the arms finish.
+        standing = asyncio.ensure_future(standing_instructions(self.pool, filters, request.query))
+        try:
+            arm_hits = await asyncio.gather(*tasks.values())
+        except BaseException:
+            _discard(standing)
+            raise
+        results = merge_banks(dict(zip(tasks, arm_hits, strict=True)), limit)
         timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
 
         with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
@@ -323,10 +330,17 @@ class Searcher:
             in_range = {key for key, _score in results.get("temporal", [])} if ruling else set()
             fused = fused[:cut] + [f for f in fused[cut:] if f.id in in_range]
             step = time.perf_counter()
-            async with self.pool.acquire() as conn:
-                ranked = await details.candidates(conn, filters, fused, with_neighbours=request.neighbours)
-                # A task ("write a function that …") brings the user's standing instructions for it (standing.py).
-                ranked = await standing_first(conn, filters, ranked, request.query)
+            change_cues: dict[Key, bool] = {}
+            try:
+                async with self.pool.acquire() as conn:
+                    ranked = await details.candidates(
+                        conn, filters, fused, with_neighbours=request.neighbours, change_cues=change_cues
+                    )
+            except BaseException:
+                _discard(standing)
+                raise
+            # A task ("write a function that …") brings the user's standing instructions for it (standing.py).
+            ranked = lead_with(ranked, await standing)
             timings["details"] = _ms(step)
             step = time.perf_counter()
             ranked = weigh_speakers(ranked, self.settings.assistant_weight)
@@ -337,7 +351,7 @@ class Searcher:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
             ranked = cover_sessions(ranked, request.query)  # "in what order did I …": every session, not one
-            ranked = apply_changes(ranked, request.query)
+            ranked = apply_changes(ranked, request.query, change_cues)
             ranked = window_first(ranked, ruling)
             if request.min_score is not None:
                 ranked = [m for m in ranked if m.score >= request.min_score]

@@ -20,7 +20,7 @@ from memwrap.engine.language.instructions import DOMAIN_RULES, task_domains
 from memwrap.engine.recall import details
 from memwrap.engine.recall.arms import Filters
 from memwrap.models import RecalledMemory
-from memwrap.store.pg_types import Connection
+from memwrap.store.pg_types import Connection, Executor
 
 # At most this many instructions lead the list (the newest first): room is left for the memories the task is about.
 MAX_STANDING = 4
@@ -40,20 +40,31 @@ async def standing_first(
     conn: Connection, filters: dict[str, Filters], ranked: Sequence[RecalledMemory], question: str
 ) -> list[RecalledMemory]:
     """`ranked` with the banks' standing instructions for this task first (those already in it move up)."""
+    return lead_with(ranked, await standing_instructions(conn, filters, question))
+
+
+async def standing_instructions(db: Executor, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
+    """The banks' standing instructions for this task (none, and no query, for a question that is no task), newest
+    first. They depend on the question alone, not on what the arms find: recall reads them (`db`: its pool) while
+    the arms run."""
     domains = task_domains(question)
     if not domains:
-        return list(ranked)
+        return []
     if domains == ["any"]:  # a task, of no domain its words tell: every domain's instructions may apply
         domains = ALL_DOMAINS
     found: list[RecalledMemory] = []
     for bank, bank_filters in filters.items():
         where, params = bank_filters.sql("m", 4)
         sql = STANDING.format(columns=details.COLUMNS, filters=where)
-        for row in await conn.fetch(sql, bank, domains, MAX_STANDING, *params):
+        for row in await db.fetch(sql, bank, domains, MAX_STANDING, *params):
             found.append(details.memory(bank, row, 0.0, {}))
+    return found[:MAX_STANDING]
+
+
+def lead_with(ranked: Sequence[RecalledMemory], found: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """`ranked` with the standing instructions `found` first (those already in it move up)."""
     if not found:
         return list(ranked)
-    found = found[:MAX_STANDING]
     present = {(m.bank_id, m.id): m for m in ranked}
     top = max((m.score for m in ranked), default=0.0)
     lead: list[RecalledMemory] = []
@@ -66,4 +77,4 @@ async def standing_first(
     return lead + [m for m in ranked if (m.bank_id, m.id) not in placed]
 
 
-__all__ = ["MAX_STANDING", "standing_first"]
+__all__ = ["MAX_STANDING", "lead_with", "standing_first", "standing_instructions"]

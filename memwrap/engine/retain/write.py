@@ -9,6 +9,7 @@ import numpy as np
 
 from memwrap.engine import webhooks
 from memwrap.engine.bank_names import add_name_words, backfill
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 from memwrap.store.bank_lock import lock_bank
@@ -17,9 +18,9 @@ from memwrap.store.pg_types import Connection, Executor
 INSERT_UNIT = """
 INSERT INTO memory_units (bank_id, id, text, fact_type, document_id, session_key, part_index, context, metadata,
                           tags, item_hash, occurred_start, occurred_end, mentioned_at, embedding, search_tsv, speaker,
-                          expires_at, turn_part, turn_parts, standing)
+                          expires_at, turn_part, turn_parts, standing, change_cue)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, to_tsvector('english', $16), $17, $18,
-        $19, $20, $21)
+        $19, $20, $21, $22)
 """
 
 # An entity's type (migration 0022) is the latest one extraction gave it; a mention without one keeps it.
@@ -66,6 +67,12 @@ ENSURE_BANK = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO 
 LOCK_ITEMS = "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h"
 
 BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at = now() WHERE bank_id = $1"
+
+
+def change_cues(units: Sequence[PreparedUnit]) -> list[bool]:
+    """Whether each unit's words state a change (memory_units.change_cue): recall's order step reads it instead of
+    searching the text of every hit for cues (language/change_cue.py)."""
+    return [change_cue(u.text, u.speaker) for u in units]
 
 
 async def existing_items(
@@ -158,8 +165,9 @@ async def write_items(
                         u.turn_part,
                         u.turn_parts,
                         u.standing,
+                        cue,
                     )
-                    for u, vector in zip(units, unit_vectors, strict=True)
+                    for u, vector, cue in zip(units, unit_vectors, change_cues(units), strict=True)
                 ],
             )
             await _write_entities(conn, bank_id, units)
