@@ -43,8 +43,9 @@ ORDER BY session_key, seq DESC
 # Items are embedded and written in groups of about this many units (a group closes at the item that reaches it):
 # the model embeds group N+1 (in its own threads, which release the GIL) while group N is written, so only the last
 # group's write is not hidden behind embedding. Smaller groups hide more of the writes but cost a transaction each
-# (~17 round trips) and leave a core idle at the end of each group's embedding. 1,000 short turns in calls of 100
-# (one group each before): see bench/README.md, *Retain throughput* (2026-12-07).
+# (~15 round trips) and leave a core idle at the end of each group's embedding. Short turns in calls of 100 (one
+# group each before): the model idled 10-13% of retain's time, 3-4% now (bench/README.md, *Retain throughput*,
+# 2026-12-07). Not a tuned optimum: 32 against one group was all this loaded machine could tell apart.
 EMBED_GROUP_UNITS = 32
 # Groups whose embedding is started ahead of the write that waits for them: one running, one queued, so the model
 # never waits for the database, and a query embedding (a recall meanwhile) waits for two groups at most.
