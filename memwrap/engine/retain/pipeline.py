@@ -134,7 +134,10 @@ class Retainer:
                 async with self.store.pool.acquire() as conn:
                     stored.update(await self._write(conn, bank_id, group, vectors))
         finally:
-            for left in embedding:  # a write failed: the groups after it are not written, nor awaited
+            # A write failed: the groups after it are neither written nor awaited. The groups before it stay (each
+            # group is its own transaction, as batches of 256 units were): retain is idempotent by item hash, so
+            # the caller's retry stores only the rest.
+            for left in embedding:
                 left.cancel()
         self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
         if self.reextractor is not None and pending:
