@@ -7,6 +7,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,6 +115,7 @@ def test_long_section_plumbing(tmp_path) -> None:
         row = long["throughput"][name]
         assert row["retain_tokens_per_s"] > 0 and row["embed_tokens_per_s"] > 0 and row["memories"] > 0
     assert long["short_turns"]["turns"] == 20 and long["short_turns"]["turns_per_s"] > 0
+    assert long["short_turns"]["embed_turns_per_s"] > 0 and long["short_turns"]["retain_over_embed"] > 0
 
     latency = long["latency"]
     assert latency["others"] == 2 and latency["other_memories"] > 0
@@ -129,3 +131,32 @@ def test_long_section_plumbing(tmp_path) -> None:
     markdown = (out / "report.md").read_text()
     assert "## Long technical sessions" in markdown and "Recall latency per step" in markdown
     assert "+1 busy loops" in markdown
+
+
+def test_short_turns_time_the_model_on_the_texts_retain_embeds(memory: Any, bank: str, monkeypatch: Any) -> None:
+    """The embedding-alone figure beside retain's short turns/s is taken on exactly what retain embedded (each turn
+    after the end of the one before it in its session), not on the bare turns."""
+    from bench.long_session.latency import short_turns
+
+    engine = memory._run(memory.aio._get_engine())
+    retained: list[str] = []
+    real = engine.embedder.embed
+
+    async def spy(texts: Any) -> Any:
+        retained.extend(texts)
+        return await real(texts)
+
+    monkeypatch.setattr(engine.embedder, "embed", spy)
+
+    class Alone:
+        def __init__(self) -> None:
+            self.texts: list[str] = []
+
+        def encode(self, texts: list[str]) -> None:
+            self.texts.extend(texts)
+
+    alone = Alone()
+    result = short_turns(memory, bank, 30, batch=10, embedder=alone)
+    assert result["turns"] == 30 and result["embed_turns_per_s"] > 0
+    assert alone.texts == retained
+    assert sum("\n" in text for text in alone.texts) >= 20  # most turns carry the one before them

@@ -160,10 +160,13 @@ def bank_memories(memory: Any, bank_id: str) -> int:
     return next((b.memories for b in memory.banks() if b.bank_id == bank_id), 0)
 
 
-def short_turns(memory: Any, bank_id: str, turns: int, batch: int = 100) -> dict[str, Any]:
-    """Retain of short chat turns (bench/synthetic.py), `batch` per retain_many."""
+def short_turns(memory: Any, bank_id: str, turns: int, batch: int = 100, embedder: Any = None) -> dict[str, Any]:
+    """Retain of short chat turns (bench/synthetic.py), `batch` per retain_many; with `embedder`, also the model
+    alone on the texts retain embeds (each turn after the end of the one before it in its session,
+    embed/unit_text.py), in the same batches: retain's ceiling, which the bare turns would overstate ~1.8x."""
     from bench.synthetic import iter_turns
     from memwrap import RetainItem
+    from memwrap.engine.embed.unit_text import embedding_text
 
     items = [
         RetainItem(content=t.content, timestamp=t.timestamp, document_id=t.document_id)
@@ -173,7 +176,21 @@ def short_turns(memory: Any, bank_id: str, turns: int, batch: int = 100) -> dict
     for i in range(0, len(items), batch):
         memory.retain_many(bank_id, items[i : i + batch])
     seconds = time.perf_counter() - t0
-    return {"turns": turns, "batch": batch, "seconds": round(seconds, 2), "turns_per_s": round(turns / seconds, 1)}
+    result = {"turns": turns, "batch": batch, "seconds": round(seconds, 2), "turns_per_s": round(turns / seconds, 1)}
+    if embedder is not None:
+        previous: dict[str, str] = {}
+        texts = []
+        for item in items:
+            session = (item.document_id or "").rsplit(":", 1)[0]
+            texts.append(embedding_text(item.content, previous.get(session)))
+            previous[session] = item.content
+        t0 = time.perf_counter()
+        for i in range(0, len(texts), batch):
+            embedder.encode(texts[i : i + batch])
+        embed_s = time.perf_counter() - t0
+        result |= {"embed_s": round(embed_s, 2), "embed_turns_per_s": round(turns / embed_s, 1)}
+        result["retain_over_embed"] = round(embed_s / seconds, 3)
+    return result
 
 
 def run_latency(

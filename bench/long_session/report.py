@@ -109,8 +109,11 @@ def markdown_section(long: dict[str, Any], md_table: Table) -> list[str]:
         ]
     if long.get("short_turns"):
         s = long["short_turns"]
+        alone = (f"; the embedding model alone on the same texts (with their session context): "
+                 f"{s['embed_turns_per_s']:.0f} turns/s, retain / embedding {s['retain_over_embed']:.2f}"
+                 if s.get("embed_turns_per_s") else "")  # fmt: skip
         parts += [f"Short turns: {s['turns']:,} retained in {s['seconds']} s: **{s['turns_per_s']:.0f} turns/s** "
-                  f"(batches of {s['batch']}).", ""]  # fmt: skip
+                  f"(batches of {s['batch']}){alone}.", ""]  # fmt: skip
     latency = long.get("latency")
     if latency and latency.get("sizes"):
         header, rows = latency_table(latency)

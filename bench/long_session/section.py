@@ -157,8 +157,9 @@ def run_long(
             json.dumps([r.to_json() for r in per_question], indent=1) + "\n", encoding="utf-8"
         )
     if not config.skip_latency:
-        result["short_turns"] = short_turns(memory, f"bench-{run_id}-short", config.short_turns)
-        log(f"[long] short turns: {result['short_turns']['turns_per_s']:.0f}/s")
+        result["short_turns"] = short_turns(memory, f"bench-{run_id}-short", config.short_turns, embedder=embedder)
+        s = result["short_turns"]
+        log(f"[long] short turns: {s['turns_per_s']:.0f}/s (the embedding alone: {s['embed_turns_per_s']:.0f}/s)")
         result["latency"] = run_latency(
             memory, f"bench-{run_id}-lat", _pool(embedder, vectors), sizes=config.sizes, others=config.others,
             other_size=config.other_size, tail=config.tail, queries=config.queries, warmup=config.warmup,

@@ -77,14 +77,19 @@ def split_secret(before: str, after: str) -> tuple[int, int, int, int, str] | No
     head = head[:WINDOW]
     end_before = len(before.rstrip())
     # What either side holds by itself is its own defense's (a whole token, then "and" glued to it, is no joint).
-    own = [(f.start, f.end) for f in scan(tail)]
-    own_head = [(f.start, f.end) for f in scan(head)]
+    # Scanned only for a finding that crosses the joint: nearly every pair of turns has none, and these were two
+    # of the four scans of every joint (mend's CPU on 500 short chat turns: 0.13 → 0.08 s).
+    own: list[tuple[int, int]] | None = None
+    own_head: list[tuple[int, int]] = []
     # Glued (a token cut in two) or with a space (a card's groups, "4111 1111" then "1111 1111").
     for glue in ("", " "):
         joint = len(tail) + len(glue)
         for finding in scan(tail + glue + head):
             if not (finding.start < len(tail) and finding.end > joint):
                 continue
+            if own is None:
+                own = [(f.start, f.end) for f in scan(tail)]
+                own_head = [(f.start, f.end) for f in scan(head)]
             if any(end > finding.start for _, end in own) or any(start < finding.end - joint for start, _ in own_head):
                 continue
             back = len(tail) - finding.start

@@ -2,7 +2,8 @@
 context, embedded and written in batches, then extracted (when an LLM is configured) or handed to learning.
 
     mend (joints.py) → defend_item, item_hash (prepare.py) → existing_items (write.py) → prepare_defended (prepare.py)
-    → add_session_context (here; embed/unit_text.py: short units only) → embed ∥ write (write.py, facts.py)
+    → add_session_context (here; embed/unit_text.py: short units only) → embed group N+1 ∥ write group N
+    (write.py, facts.py)
     → the extraction started inline (reextract.py) or learning's after_retain (learn/service.py)
 
 The engine validates at the boundary (Engine.retain_many) and hands the checked items here.
@@ -11,6 +12,7 @@ The engine validates at the boundary (Engine.retain_many) and hands the checked 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -38,10 +40,35 @@ WHERE bank_id = $1 AND session_key = ANY($2::text[])
 ORDER BY session_key, seq DESC
 """
 
-# Items are embedded and written in groups of this many: big enough to batch well, small enough to stream.
-WRITE_BATCH = 256
+# Items are embedded and written in groups of about this many units (a group closes at the item that reaches it):
+# the model embeds group N+1 (in its own threads, which release the GIL) while group N is written, so only the last
+# group's write is not hidden behind embedding. Smaller groups hide more of the writes but cost a transaction each
+# (~15 round trips) and leave a core idle at the end of each group's embedding. Short turns in calls of 100 (one
+# group each before): the model idled 10-13% of retain's time, 3-4% now (bench/README.md, *Retain throughput*,
+# 2026-12-07). Not a tuned optimum: 32 against one group was all this loaded machine could tell apart.
+EMBED_GROUP_UNITS = 32
+# Groups whose embedding is started ahead of the write that waits for them: one running, one queued, so the model
+# never waits for the database, and a query embedding (a recall meanwhile) waits for two groups at most.
+EMBED_AHEAD = 2
 
 _UNREAD = object()  # Retainer._legacy_key before store_meta was read
+
+
+def unit_groups(items: list[PreparedItem], size: int) -> list[list[PreparedItem]]:
+    """`items` in order, cut into groups of at least `size` units (the last may be smaller); an item is never split,
+    so a long message's chunks are embedded and written together."""
+    groups: list[list[PreparedItem]] = []
+    current: list[PreparedItem] = []
+    units = 0
+    for item in items:
+        current.append(item)
+        units += len(item.units)
+        if units >= size:
+            groups.append(current)
+            current, units = [], 0
+    if current:
+        groups.append(current)
+    return groups
 
 
 class Retainer:
@@ -96,15 +123,22 @@ class Retainer:
                 for p in pending
             ]
         await self._add_session_context(bank_id, pending)
-        # Embedding (torch, in its own thread) of the next batch overlaps the database write of this one.
-        batches = [pending[i : i + WRITE_BATCH] for i in range(0, len(pending), WRITE_BATCH)]
-        embedding = self._embed_items(batches[0]) if batches else None
-        for index, batch in enumerate(batches):
-            assert embedding is not None
-            vectors = await embedding
-            embedding = self._embed_items(batches[index + 1]) if index + 1 < len(batches) else None
-            async with self.store.pool.acquire() as conn:
-                stored.update(await self._write(conn, bank_id, batch, vectors))
+        # The embedding of the next groups (EMBED_AHEAD) runs while this one is written.
+        groups = unit_groups(pending, EMBED_GROUP_UNITS)
+        embedding = deque(self._embed_items(group) for group in groups[:EMBED_AHEAD])
+        try:
+            for index, group in enumerate(groups):
+                vectors = await embedding.popleft()
+                if index + EMBED_AHEAD < len(groups):
+                    embedding.append(self._embed_items(groups[index + EMBED_AHEAD]))
+                async with self.store.pool.acquire() as conn:
+                    stored.update(await self._write(conn, bank_id, group, vectors))
+        finally:
+            # A write failed: the groups after it are neither written nor awaited. The groups before it stay (each
+            # group is its own transaction, as batches of 256 units were): retain is idempotent by item hash, so
+            # the caller's retry stores only the rest.
+            for left in embedding:
+                left.cancel()
         self.store.planner_stats.note_writes(bank_id, sum(len(stored.get(h, ())) for h in prepared))
         if self.reextractor is not None and pending:
             # Consolidation follows the facts (the reextractor's `converted`), not the raw units they replace.
