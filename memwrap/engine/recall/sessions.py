@@ -75,6 +75,7 @@ def candidate_cut(question: str, cut: int) -> int:
     return max(cut, SPAN_CANDIDATES) if is_span_question(question) else cut
 
 
+@functools.lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     word = word.casefold().strip("'’-")
     if len(word) <= 4:
@@ -109,11 +110,21 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
     return pieces
 
 
+# The same memories come back recall after recall and budget after budget: their stems and excerpts are kept.
+_CACHED = 16384
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _stems(text: str) -> frozenset[str]:
+    return frozenset(_stem(w) for w in _WORD.findall(text))
+
+
 def _named(sentence: str, terms: frozenset[str]) -> int:
     """How many of the subject's terms a sentence names."""
-    return len(terms.intersection(_stem(w) for w in _WORD.findall(sentence)))
+    return len(terms & _stems(sentence))
 
 
+@functools.lru_cache(maxsize=_CACHED)
 def excerpt(text: str, terms: frozenset[str]) -> str | None:
     """The sentences of `text` that name the most of the subject's terms (at least one; at most EXCERPT_SENTENCES,
     in text order), "[…]" where text is left out; None when the text should stay whole (short, no such sentence,
