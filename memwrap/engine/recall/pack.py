@@ -39,6 +39,7 @@ def _day(value: datetime | None) -> str | None:
 
 
 GAP = "[…]"
+_ONE_GAP = re.compile(r"\[…\](?:\s*\[…\])+")
 
 
 def _chunk_text(memory: RecalledMemory, chunks: Sequence[tuple[int, str]]) -> str:
@@ -51,7 +52,8 @@ def _chunk_text(memory: RecalledMemory, chunks: Sequence[tuple[int, str]]) -> st
         pieces.append(text)
     if memory.parts is not None and ordered[-1][0] < memory.parts - 1:
         pieces.append(GAP)
-    return " ".join(pieces)
+    # An excerpt (recall/sessions.py) carries its own marks: one "[…]" where its gap meets the chunk's.
+    return _ONE_GAP.sub(GAP, " ".join(pieces))
 
 
 def _chunk_of(memory: RecalledMemory) -> tuple[str | None, str] | None:

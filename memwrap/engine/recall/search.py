@@ -20,7 +20,7 @@ from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
-from memwrap.engine.recall import arms, details
+from memwrap.engine.recall import arms, details, sessions
 from memwrap.engine.recall import options as recall_options
 from memwrap.engine.recall.arms import Filters, Hits
 from memwrap.engine.recall.common_terms import CommonTerms
@@ -31,7 +31,8 @@ from memwrap.engine.recall.order import apply_changes, favour_named_speakers, go
 from memwrap.engine.recall.pack import plan
 from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
-from memwrap.engine.recall.span import chronological, cover_sessions
+from memwrap.engine.recall.sessions import span_block
+from memwrap.engine.recall.span import chronological
 from memwrap.engine.recall.standing import lead_with, standing_instructions
 from memwrap.filters import RecallFilter
 from memwrap.models import DEFAULT_TOKEN_BUDGET, Recall, RecalledMemory, TimeWindow
@@ -199,7 +200,7 @@ class Searcher:
         window = parse_time_window(request.query, request.now)
         topic = strip_time_expression(request.query, window) if window else request.query
         banks = request.banks
-        limit = max(self.settings.arm_limit, request.top_k or 0)
+        limit = max(sessions.arm_limit(request.query, self.settings.arm_limit), request.top_k or 0)
         # The query's embedding (its own thread), the bank-size lookup and then the keyword arm, which needs no
         # vector, all run at once: on a warm bank the embedding is a good share of a recall.
         embedding: asyncio.Future[np.ndarray] | None = (
@@ -324,6 +325,7 @@ class Searcher:
             cut = max(
                 MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0
             )
+            cut = sessions.candidate_cut(request.query, cut)  # a question that spans sessions weighs every candidate
             ruling = window if governs(window, request.query, request.now) else None
             # Under a time range every memory the temporal arm found inside it is a candidate, however it fused:
             # they come first (order.window_first).
@@ -350,7 +352,7 @@ class Searcher:
             if request.prefer_observations and ranked:
                 for bank in searched:
                     ranked = await prefer_observations(self.pool, bank, ranked)
-            ranked = cover_sessions(ranked, request.query)  # "in what order did I …": every session, not one
+            ranked = span_block(ranked, request.query)  # "in what order did I …": every session, short lines
             ranked = apply_changes(ranked, request.query, change_cues)
             ranked = window_first(ranked, ruling)
             if request.min_score is not None:

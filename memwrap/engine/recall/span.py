@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from memwrap.models import RecalledMemory
@@ -41,6 +41,13 @@ SPAN_RULES: tuple[SpanRule, ...] = (
         r"|\bwhich\s+(?:\w+\s+){0,2}came\s+first\b|\b(?:before|after)\s+or\s+(?:before|after)\b",
     ),
     _rule("first-then", "order", r"\bwhat\s+did\s+i\s+\w+\s+(?:first|before|after)\b"),
+    # "List the changes to X, earliest first", "… in chronological order" (issue 36's own session).
+    _rule(
+        "earliest-first",
+        "order",
+        r"\b(?:earliest|oldest|newest|latest|most\s+recent)\s+(?:one\s+)?(?:first|last)\b"
+        r"|\bin\s+(?:chronological|time|date)\s+order\b",
+    ),
     _rule(
         "progression",
         "summary",
@@ -58,8 +65,11 @@ SPAN_RULES: tuple[SpanRule, ...] = (
 
 # A further hit of a session that already has `n` better hits weighs SESSION_DECAY ** n of its score.
 SESSION_DECAY = 0.5
-# How far down the hits the reordering looks (what a block can hold, with room to spare).
-SPAN_WINDOW = 60
+# A span question's hit that does not name its subject, against one that does (cover_sessions' names_subject).
+UNNAMED_WEIGHT = 0.5
+# How far down the hits the reordering looks: every candidate a span question's packer is offered
+# (recall/sessions.py's SPAN_CANDIDATES), so a mention fused low can still take its session's place.
+SPAN_WINDOW = 200
 
 
 @functools.lru_cache(maxsize=4096)
@@ -85,16 +95,26 @@ def _session(memory: RecalledMemory) -> str | None:
     return document.rsplit(":", 1)[0] if document and ":" in document else document
 
 
-def cover_sessions(ranked: Sequence[RecalledMemory], question: str) -> list[RecalledMemory]:
+def cover_sessions(
+    ranked: Sequence[RecalledMemory],
+    question: str,
+    names_subject: Callable[[RecalledMemory], float] | None = None,
+) -> list[RecalledMemory]:
     """For a question that spans sessions, the hits reordered so the block covers the distinct sessions that
     mention its subject (see the module's docstring); any other question's list as it came. Chunks of one message
-    count as one hit of their session (they are shown together anyway). Neighbours stay after the hits."""
+    count as one hit of their session (they are shown together anyway). Neighbours stay after the hits.
+
+    `names_subject` (recall/sessions.py): how much of the question's subject a hit names, 0-1. A session's hits
+    that name some are counted apart from those that name none, and a hit weighs from UNNAMED_WEIGHT (none) to 1
+    (the most any hit names): a session's weak match (the short prompt before the answer that mentions the
+    subject) no longer takes the session's first place from its mention. When no hit names the subject, every
+    hit weighs the same factor: the order is the plain one."""
     if not span_rules(question):
         return list(ranked)
     hits = [m for m in ranked if m.neighbour_of is None]
     neighbours = [m for m in ranked if m.neighbour_of is not None]
     head, tail = hits[:SPAN_WINDOW], hits[SPAN_WINDOW:]
-    seen: dict[tuple[str | None, str | None], int] = {}
+    seen: dict[tuple[str | None, str | None, bool], int] = {}
     message_weight: dict[tuple[str | None, str], float] = {}
     weighed: list[tuple[float, int, RecalledMemory]] = []
     for index, memory in enumerate(head):
@@ -102,14 +122,18 @@ def cover_sessions(ranked: Sequence[RecalledMemory], question: str) -> list[Reca
         message = (memory.bank_id, memory.message_id) if memory.message_id else None
         if message is not None and message in message_weight:
             weight = message_weight[message]  # a further chunk of a message already weighed: as its message
-        elif session is None:
-            weight = 1.0
         else:
-            earlier = seen.get((memory.bank_id, session), 0)
-            seen[(memory.bank_id, session)] = earlier + 1
-            weight = SESSION_DECAY**earlier
-            if earlier:
-                memory.arms["session"] = earlier + 1  # its place among its session's hits (explain: why it moved)
+            share = 1.0 if names_subject is None else names_subject(memory)
+            named = share > 0.0
+            factor = UNNAMED_WEIGHT + (1.0 - UNNAMED_WEIGHT) * share
+            if session is None:
+                weight = factor
+            else:
+                earlier = seen.get((memory.bank_id, session, named), 0)
+                seen[(memory.bank_id, session, named)] = earlier + 1
+                weight = factor * SESSION_DECAY**earlier
+                if earlier:
+                    memory.arms["session"] = earlier + 1  # its place among its session's hits (explain: why it moved)
         if message is not None:
             message_weight.setdefault(message, weight)
         weighed.append((memory.score * weight, index, memory))

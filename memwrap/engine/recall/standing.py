@@ -20,7 +20,7 @@ from memwrap.engine.language.instructions import DOMAIN_RULES, task_domains
 from memwrap.engine.recall import details
 from memwrap.engine.recall.arms import Filters
 from memwrap.models import RecalledMemory
-from memwrap.store.pg_types import Connection, Executor
+from memwrap.store.pg_types import Executor
 
 # At most this many instructions lead the list (the newest first): room is left for the memories the task is about.
 MAX_STANDING = 4
@@ -34,13 +34,6 @@ WHERE m.bank_id = $1 AND m.standing = ANY($2::text[]) AND m.standing IS NOT NULL
 ORDER BY m.mentioned_at DESC
 LIMIT $3
 """
-
-
-async def standing_first(
-    conn: Connection, filters: dict[str, Filters], ranked: Sequence[RecalledMemory], question: str
-) -> list[RecalledMemory]:
-    """`ranked` with the banks' standing instructions for this task first (those already in it move up)."""
-    return lead_with(ranked, await standing_instructions(conn, filters, question))
 
 
 async def standing_instructions(db: Executor, filters: dict[str, Filters], question: str) -> list[RecalledMemory]:
@@ -77,4 +70,4 @@ def lead_with(ranked: Sequence[RecalledMemory], found: Sequence[RecalledMemory])
     return lead + [m for m in ranked if (m.bank_id, m.id) not in placed]
 
 
-__all__ = ["MAX_STANDING", "lead_with", "standing_first", "standing_instructions"]
+__all__ = ["MAX_STANDING", "lead_with", "standing_instructions"]
