@@ -51,6 +51,13 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # xdist would otherwise hand the modules out by their number of tests, most first (its --loadscope-reorder):
+    # the order above is by time, which is what keeps a worker from idling at the end.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {name: at for at, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the others keep their order
