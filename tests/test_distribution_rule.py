@@ -140,8 +140,11 @@ def test_the_schema_checker_notices_a_key_without_bank_id(monkeypatch: pytest.Mo
 
 
 @pytest.fixture
-def statements(memwrap_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Memory, list[str]]]:
-    """A Memory whose every pooled connection logs the statements it runs."""
+def statements(fresh_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Memory, list[str]]]:
+    """A Memory whose every pooled connection logs the statements it runs. On a database of its own: the plans
+    checked depend on the tables' statistics, and the run's shared database holds whatever the modules a worker
+    happened to run before left in it (under xdist that differs from run to run; a Seq Scan on unit_entities was
+    chosen once in three runs there)."""
     seen: list[str] = []
     original = db._init_connection
 
@@ -151,7 +154,7 @@ def statements(memwrap_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
     monkeypatch.setattr(db, "_init_connection", logged)
     settings = load_settings(
-        home=memwrap_home,
+        home=fresh_home,
         worker="inline",
         worker_poll_seconds=0.05,
         consolidation_delay_seconds=0.0,
