@@ -22,7 +22,6 @@ import numpy as np
 
 from memwrap import validate
 from memwrap.engine.bank_names import add_name_words, backfill
-from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.speakers import said_by
 from memwrap.engine.language.text import search_text
@@ -271,7 +270,7 @@ def _record(unit: PreparedUnit, vector: np.ndarray | None) -> tuple[object, ...]
         vector,
         unit.search_text,
         unit.speaker,
-        change_cue(unit.text, unit.speaker),
+        unit.change_cue,
     )
 
 

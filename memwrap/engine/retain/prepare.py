@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from memwrap.defense.policy import defend
+from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.instructions import standing_domain
 from memwrap.engine.language.speakers import keep_turn_breaks, said_by, split_turns
@@ -42,6 +43,12 @@ class PreparedUnit:
     turn_parts: int | None = None  # how many chunks that turn has
     standing: str | None = None  # the domain of a standing instruction it states (language/instructions.py)
     entity_types: dict[str, str] = field(default_factory=dict)  # entity_key → the bank's type (entity_types.py)
+    # Whether its words state a change (memory_units.change_cue, language/change_cue.py): worked out here, before
+    # the write's transaction locks the bank, and again by dataclasses.replace when the text changes.
+    change_cue: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.change_cue = change_cue(self.text, self.speaker)
 
 
 @dataclass

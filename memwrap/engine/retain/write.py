@@ -9,7 +9,6 @@ import numpy as np
 
 from memwrap.engine import webhooks
 from memwrap.engine.bank_names import add_name_words, backfill
-from memwrap.engine.language.change_cue import change_cue
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 from memwrap.store.bank_lock import lock_bank
@@ -67,12 +66,6 @@ ENSURE_BANK = "INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO 
 LOCK_ITEMS = "SELECT pg_advisory_xact_lock(hashtextextended($1 || h, 0)) FROM unnest($2::text[]) AS h ORDER BY h"
 
 BUMP_BANK = "UPDATE banks SET memory_count = memory_count + $2, last_retain_at = now() WHERE bank_id = $1"
-
-
-def change_cues(units: Sequence[PreparedUnit]) -> list[bool]:
-    """Whether each unit's words state a change (memory_units.change_cue): recall's order step reads it instead of
-    searching the text of every hit for cues (language/change_cue.py)."""
-    return [change_cue(u.text, u.speaker) for u in units]
 
 
 async def existing_items(
@@ -165,9 +158,9 @@ async def write_items(
                         u.turn_part,
                         u.turn_parts,
                         u.standing,
-                        cue,
+                        u.change_cue,
                     )
-                    for u, vector, cue in zip(units, unit_vectors, change_cues(units), strict=True)
+                    for u, vector in zip(units, unit_vectors, strict=True)
                 ],
             )
             await _write_entities(conn, bank_id, units)
