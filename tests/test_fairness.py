@@ -113,7 +113,9 @@ def test_a_black_hole_bank_delays_another_banks_delivery_by_one_attempt_at_most(
     hostile, victim = _hostile_and_victim(mem, black_hole, receiver, "slot")
 
     async def run() -> None:
-        worker = Worker(await mem.aio._get_engine(), registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="fair-1")
+        worker = Worker(
+            (await mem.aio._get_engine()).parts, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="fair-1"
+        )
         deadline = time.monotonic() + 120
         while not await asyncio.to_thread(_victim_delivered, mem, victim):
             assert time.monotonic() < deadline, "the victim's delivery never went out"
@@ -143,7 +145,7 @@ def test_several_slots_a_bank_holds_at_most_its_cap_of_them(mem: Memory, black_h
 
     async def run() -> None:
         engine = await mem.aio._get_engine()
-        worker = Worker(engine, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="fair-4", concurrency=4)
+        worker = Worker(engine.parts, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="fair-4", concurrency=4)
         await worker.start()
         try:
             deadline = time.monotonic() + 120
@@ -177,7 +179,7 @@ def test_a_flood_of_one_banks_jobs_does_not_starve_another_bank(mem: Memory) -> 
         for _ in range(60):
             await jobs.enqueue(pool, "noop", bank_id=hostile, priority=50)  # and at a better priority
         await jobs.enqueue(pool, "noop", bank_id=victim, priority=100)
-        worker = Worker(engine, registry=BUILTIN_KINDS, kinds=["noop"], worker_id="fair-queue")
+        worker = Worker(engine.parts, registry=BUILTIN_KINDS, kinds=["noop"], worker_id="fair-queue")
         order: list[str | None] = []
         while len(order) < 61:
             job = await jobs.claim(
@@ -226,13 +228,13 @@ def test_a_poisoned_schedule_does_not_stop_another_banks_expiry(mem: Memory) -> 
     )
     mem._run(pool.execute("DELETE FROM jobs WHERE bank_id = ANY($1::text[])", [hostile, victim]))
 
-    queued = mem._run(reconcile.run(engine))
+    queued = mem._run(reconcile.run(engine.parts))
     expiries = mem._run(pool.fetchval("SELECT count(*) FROM jobs WHERE bank_id = $1 AND kind = 'expire_raw'", victim))
     print(f"\nmaintenance pass with a refresh_every of 1e300 and NaN in another bank: {queued} job(s) queued")
     assert expiries == 1
 
     async def drain() -> None:
-        worker = Worker(engine, registry=BUILTIN_KINDS, kinds=["expire_raw"], worker_id="fair-expiry")
+        worker = Worker(engine.parts, registry=BUILTIN_KINDS, kinds=["expire_raw"], worker_id="fair-expiry")
         await worker.drain(timeout=60)
 
     mem._run(drain())

@@ -85,7 +85,7 @@ def worker(mem: Memory, name: str, **kwargs: Any) -> Worker:
     e = engine(mem)
 
     async def make() -> Worker:  # on the memory's loop: the worker's events belong there
-        return Worker(e, worker_id=name, registry=KINDS, **kwargs)
+        return Worker(e.parts, worker_id=name, registry=KINDS, **kwargs)
 
     return run(mem, make())
 
@@ -194,7 +194,7 @@ def test_a_live_claim_with_a_lapsed_lease_is_not_run_twice(mem: Memory) -> None:
     async def takeover_while_held() -> bool:
         async with serial_lock(pool, "slow", wait=False) as held:  # the slow worker still works under its lock
             assert held
-            return await Worker(e, worker_id="w-eager", registry=KINDS).run_one()
+            return await Worker(e.parts, worker_id="w-eager", registry=KINDS).run_one()
 
     assert run(mem, takeover_while_held()) is True
     assert run(mem, jobs.list_jobs(pool))[0].status == "queued"  # given back, not run
@@ -332,13 +332,13 @@ def test_reconciliation_requeues_facts_stranded_by_a_terminal_failure(mem: Memor
     assert [j.kind for j in queued] == ["consolidate"]
     # The job used up its attempts (an LLM outage, say): its facts have no consolidation record.
     run(mem, e.store.pool.execute("UPDATE jobs SET status = 'failed', finished_at = now() WHERE bank_id = $1", bank))
-    assert run(mem, reconcile.run(e)) == 0  # a cool-down first: a dead provider is not hammered every pass
+    assert run(mem, reconcile.run(e.parts)) == 0  # a cool-down first: a dead provider is not hammered every pass
     run(mem, e.store.pool.execute("UPDATE jobs SET finished_at = now() - interval '1 hour' WHERE bank_id = $1", bank))
-    assert run(mem, reconcile.run(e)) >= 1
+    assert run(mem, reconcile.run(e.parts)) >= 1
     assert [j.status for j in mem.jobs(bank, kind="consolidate")] == ["queued", "failed"]
     run(mem, worker(mem, "w-reconciled").drain())
     assert [o.proof_count for o in mem.observations(bank)] == [2]
-    assert run(mem, reconcile.run(e)) == 0  # nothing left to do: nothing queued
+    assert run(mem, reconcile.run(e.parts)) == 0  # nothing left to do: nothing queued
 
 
 def test_the_inline_worker_runs_with_the_engine_and_stops_on_close(home: Path, bank: str) -> None:

@@ -122,7 +122,7 @@ def test_raw_facts_expire_after_the_bank_ttl(mem: Memory, bank: str) -> None:
     assert mem.bank_config(bank)["raw_ttl_days"] == 30
     assert mem._run(engine.expire(bank, now=datetime.now(UTC) + timedelta(days=29))) == 0
     # The worker's reconciliation schedules the expiry of banks with a TTL.
-    mem._run(reconcile.run(engine))
+    mem._run(reconcile.run(engine.parts))
     assert any(j.kind == "expire_raw" for j in mem.jobs(bank))
     assert mem._run(engine.expire(bank, now=datetime.now(UTC) + timedelta(days=31))) == 3
     assert mem.list(bank) == [] and mem.observations(bank, include_invalidated=True) == []
@@ -144,7 +144,7 @@ def test_evidence_deleted_behind_our_back_is_healed_by_deep_reconciliation(
     assert observation.evidence_count == 4  # stale counts, words of a deleted fact
     deadline = time.monotonic() + 10
     while mem.observations(bank)[0].evidence_count != 2 and time.monotonic() < deadline:
-        mem._run(reconcile.run(engine, deep=True))  # another worker may hold the pass: try again
+        mem._run(reconcile.run(engine.parts, deep=True))  # another worker may hold the pass: try again
         time.sleep(0.05)
     [healed] = mem.observations(bank)
     assert (healed.evidence_count, healed.proof_count, healed.text) == (2, 2, FACTS[2])

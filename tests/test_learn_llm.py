@@ -126,7 +126,7 @@ def drain(mem: Memory) -> int:
     e = engine(mem)
 
     async def go() -> int:
-        return await Worker(e, worker_id="test-worker", registry=BUILTIN_KINDS).drain(timeout=30)
+        return await Worker(e.parts, worker_id="test-worker", registry=BUILTIN_KINDS).drain(timeout=30)
 
     return mem._run(go())
 
@@ -276,7 +276,7 @@ def test_a_failing_llm_is_retried_and_no_fact_is_stranded(mem: Memory, fake: Fak
     assert parked.status == "queued" and parked.run_after > datetime.now(UTC)  # waits out its backoff first
     units = mem._run(e.store.pool.fetch("SELECT unit_id FROM unit_learning WHERE bank_id = $1", bank))
     assert sorted(parked.payload["unit_ids"]) == sorted(str(r["unit_id"]) for r in units)
-    assert mem._run(reconcile.run(e)) == 0  # nothing stranded: the parked units have their job
+    assert mem._run(reconcile.run(e.parts)) == 0  # nothing stranded: the parked units have their job
 
     fake.responder = diligent_model
     # Time passes: the parked units' backoff is over.

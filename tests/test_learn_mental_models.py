@@ -146,7 +146,7 @@ def test_a_schedule_refreshes_a_model_even_without_changes(mem: Memory, bank: st
     deadline = time.monotonic() + 20
     # Reconciliation (any worker's: they take turns) queues the refresh once the period has passed.
     while mem.get_mental_model(bank, "habits").refreshed_at == first.refreshed_at and time.monotonic() < deadline:
-        mem._run(reconcile.run(engine))
+        mem._run(reconcile.run(engine.parts))
         time.sleep(0.1)
     again = mem.get_mental_model(bank, "habits")
     assert again.refreshed_at > first.refreshed_at and again.version == 1  # same content, no new version

@@ -33,7 +33,7 @@ def test_a_worker_held_to_a_bank_leaves_other_banks_jobs_queued(memory: Memory) 
         pool = engine.store.pool
         for bank in (theirs, ours):
             await jobs.enqueue(pool, kind, bank_id=bank, dedupe_key=f"test-{bank}")
-        held = Worker(engine, worker_id="one-shot-test", registry={PROBE: JobKind(noop)}, bank_id=ours)
+        held = Worker(engine.parts, worker_id="one-shot-test", registry={PROBE: JobKind(noop)}, bank_id=ours)
         first = await held.run_one()
         second = await held.run_one()
         left = await pool.fetch(

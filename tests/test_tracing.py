@@ -184,7 +184,7 @@ async def test_background_jobs_trace_on_their_own_and_only_for_banks_this_proces
     await pool.execute("UPDATE jobs SET run_after = now() WHERE bank_id = ANY($1::text[])", [bank, elsewhere])
     exporter.clear()
     with trace.get_tracer("the-app").start_as_current_span("app.request") as app:  # current while the worker runs
-        await Worker(engine, worker_id="trace-test", registry=BUILTIN_KINDS).drain(timeout=60)
+        await Worker(engine.parts, worker_id="trace-test", registry=BUILTIN_KINDS).drain(timeout=60)
     spans = exporter.get_finished_spans()
     job_spans = {s.attributes.get("memwrap.bank_id"): s for s in spans if s.name == "memwrap.job"}
     assert elsewhere not in job_spans and not any(s.attributes.get("memwrap.bank_id") == elsewhere for s in spans)

@@ -202,7 +202,7 @@ async def test_with_an_llm_the_facts_are_announced(
         fake.script([reply([fact(facts[0], "world", [1], ["Alice"]), fact(facts[1], "world", [1], ["Alice"])])])
         ids = await engine.retain(bank, "user: I'm Alice, allergic to peanuts, and I live in Lisbon.")
         assert len(ids) == 2 and len(fake.requests) == 1  # the facts' ids: extracted within the deadline
-        worker = Worker(engine, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="tests-llm")
+        worker = Worker(engine.parts, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="tests-llm")
         while await worker.run_one():
             pass
         [delivery] = await engine.webhook_deliveries(bank)
@@ -397,7 +397,7 @@ def test_finished_deliveries_are_pruned_after_a_month(mem: Memory, bank: str, re
     db.blocking.execute(
         "UPDATE webhook_deliveries SET finished_at = now() - interval '31 days' WHERE id = $1", older.id
     )
-    assert mem._run(reconcile.run(mem._run(mem.aio._get_engine()), deep=True)) >= 0
+    assert mem._run(reconcile.run(mem._run(mem.aio._get_engine()).parts, deep=True)) >= 0
     assert [d.id for d in deliveries_of(mem, bank)] == [newer.id]
 
 

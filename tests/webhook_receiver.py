@@ -117,7 +117,9 @@ def drive(mem: Memory, done: Callable[[], Awaitable[bool]], what: str, *, deadli
     """Run 'webhook' jobs (one at a time, as they fall due) until `done()`."""
 
     async def run() -> None:
-        worker = Worker(await mem.aio._get_engine(), registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="tests")
+        worker = Worker(
+            (await mem.aio._get_engine()).parts, registry=BUILTIN_KINDS, kinds=["webhook"], worker_id="tests"
+        )
         give_up = time.monotonic() + deadline
         while not await done():
             if time.monotonic() > give_up:

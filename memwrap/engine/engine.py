@@ -32,6 +32,7 @@ from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm.client import LLM, Usage
 from memwrap.engine.memories_jsonl import read_jsonl_file
+from memwrap.engine.parts import EngineParts
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
 from memwrap.engine.recall.search import RecallRequest, Searcher
@@ -81,11 +82,25 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         # A former default model this home keeps until `memwrap reembed` (engine/embed/legacy.py), else None.
         self.kept_model: str | None = None
         self.searcher = Searcher(store.pool, embedder.embed_query, settings)
-        self.learning = Learning(self)  # jobs, observations, mental models, forgetting (engine/learn)
-        self.retainer = Retainer(store, embedder, settings, after_retain=self.learning.after_retain)
         self.llm: LLM | None = None
-        self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.reextractor: Reextractor | None = None
+        self.parts = EngineParts(  # what the stages get instead of the engine (engine/parts.py)
+            pool=store.pool,
+            database_url=store.url,
+            planner_stats=store.planner_stats,
+            settings=settings,
+            embedder=embedder,
+            llm=lambda: self.llm,
+            reextractor=lambda: self.reextractor,
+            learning=lambda: self.learning,
+            recall=self.recall,
+            get=self.get,
+            defense_policy=self.defense_policy,
+            count_llm_usage=self.count_llm_usage,
+        )
+        self.learning = Learning(self.parts)  # jobs, observations, mental models, forgetting (engine/learn)
+        self.retainer = Retainer(store, embedder, settings, after_retain=self.learning.after_retain)
+        self.extractor: Extractor | None = None  # None: retain stores raw units (none mode)
         self.startup_ms: dict[str, float] = {}  # how long each part of Engine.open took (ms)
         self._change_cues: asyncio.Task[None] | None = None
         self.use_llm(LLM.from_settings(settings))
@@ -382,7 +397,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     ) -> ReflectResult:
         """Answer `query` with a budgeted tool loop over mental models, observations and facts (engine/reflect)."""
         return await reflect(
-            self,
+            self.parts,
             bank_id,
             query,
             context_budget=context_budget,
@@ -586,7 +601,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         history and the observations citing it are queued for revision. `expires_at`: set, cleared (None) or
         kept (KEEP)."""
         return await update(
-            self,
+            self.parts,
             bank_id,
             memory_id,
             text=text,
@@ -599,19 +614,19 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
 
     async def history(self, bank_id: str, memory_id: UUID | str) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first; the last is the current one."""
-        return await history(self, bank_id, memory_id)
+        return await history(self.parts, bank_id, memory_id)
 
     def export_stream(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
         """The bank as JSON lines (memwrap/engine/transfer.py): memories with their times, metadata, tags,
         entities and links, observations, mental models, histories; vectors too with include_embeddings."""
-        return export_lines(self, bank_id, include_embeddings=include_embeddings)
+        return export_lines(self.parts, bank_id, include_embeddings=include_embeddings)
 
     async def import_stream(
         self, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
     ) -> ImportReport:
         """Load an export stream into `bank_id` (created if needed). Ids are kept; rows already present are
         skipped, so importing twice changes nothing. Vectors of the configured model's size are used as they are."""
-        return await import_lines(self, bank_id, lines)
+        return await import_lines(self.parts, bank_id, lines)
 
     async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
         """The declared export_bank: the stream written to `path` (complete or not at all: a temporary file is

@@ -33,7 +33,7 @@ from memwrap.models import ImportReport
 from memwrap.store import bank_transfer as sql
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 FORMAT = "memwrap.bank"
 FORMAT_VERSION = 1
@@ -44,10 +44,10 @@ ANALYZE_AFTER = 500  # rows written into a parent table before its children's ch
 EMBED_BATCH = 256
 
 
-async def export_lines(engine: Engine, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
+async def export_lines(parts: EngineParts, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
     """The bank as JSON lines (each ends with a newline), read from one snapshot."""
     bank_id = validate.bank_id(bank_id)
-    pool = engine.store.pool
+    pool = parts.pool
     with tracing.span("export", bank_id=bank_id, embeddings=include_embeddings) as current:
         async with pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             bank = await conn.fetchrow("SELECT config, created_at FROM banks WHERE bank_id = $1", bank_id)
@@ -66,8 +66,8 @@ async def export_lines(engine: Engine, bank_id: str, *, include_embeddings: bool
                     "exported_at": datetime.now(UTC).isoformat(),
                     "config": dict(bank["config"] or {}),
                     "created_at": bank["created_at"].isoformat(),
-                    "embedding_model": engine.settings.embedding_space,
-                    "embedding_dim": engine.embedder.dim if include_embeddings else None,
+                    "embedding_model": parts.settings.embedding_space,
+                    "embedding_dim": parts.embedder.dim if include_embeddings else None,
                     "counts": counts,
                 }
             )
@@ -85,23 +85,23 @@ Progress = Callable[[str, int, int], None]  # (phase, done, total): "read" lines
 
 
 async def import_lines(
-    engine: Engine,
+    parts: EngineParts,
     bank_id: str,
     lines: AsyncIterable[str | bytes] | Iterable[str | bytes],
     *,
     progress: Progress | None = None,
 ) -> ImportReport:
     bank_id = validate.bank_id(bank_id)
-    await bank_ids.admit(engine.store.pool, bank_id)
+    await bank_ids.admit(parts.pool, bank_id)
     with tracing.span("import", bank_id=bank_id) as current:
-        header, grouped = await _read(lines, max_metadata_bytes=engine.settings.max_metadata_bytes, progress=progress)
+        header, grouped = await _read(lines, max_metadata_bytes=parts.settings.max_metadata_bytes, progress=progress)
         report = ImportReport(bank_id=bank_id, read={kind: len(rows) for kind, rows in grouped.items()})
         memories = grouped.get(sql.MEMORIES.kind, [])
-        pool = engine.store.pool
+        pool = parts.pool
         # What the bank holds already (a file imported again) is neither embedded nor sent: looked up first,
         # outside the write's transaction (a hint; ON CONFLICT in the write decides).
         held = await _held_memories(pool, bank_id, memories)
-        report.embedded = await _add_vectors(engine, header, memories, held)
+        report.embedded = await _add_vectors(parts, header, memories, held)
         if memories:
             grouped[sql.MEMORIES.kind] = [m for m in memories if str(m["id"]) not in held]
         # The vector index stays up: it is every bank's, so dropping it would make every other bank's semantic
@@ -110,8 +110,8 @@ async def import_lines(
         pending = await _write(pool, bank_id, header, grouped, report, progress)
         if memories and sql.MEMORIES.kind not in report.written:
             report.written[sql.MEMORIES.kind] = 0
-        engine.store.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
-        await engine.learning.after_retain(bank_id, pending)
+        parts.planner_stats.note_writes(bank_id, report.written.get(sql.MEMORIES.kind, 0))
+        await parts.learning().after_retain(bank_id, pending)
         tracing.set_attributes(current, memories=report.written.get(sql.MEMORIES.kind, 0), embedded=report.embedded)
         return report
 
@@ -262,13 +262,15 @@ async def _iterate(lines: AsyncIterable[str | bytes] | Iterable[str | bytes]) ->
             yield line
 
 
-async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[dict[str, Any]], held: set[str]) -> int:
+async def _add_vectors(
+    parts: EngineParts, header: dict[str, Any], memories: list[dict[str, Any]], held: set[str]
+) -> int:
     """Each new memory's search text, and its vector: the file's when it was made by this model at this size, else
     computed here from the text retain would embed. A memory the bank holds (`held`) gets neither. Returns how
     many were embedded."""
 
-    same_model = header.get("embedding_model") == engine.settings.embedding_space
-    dim = engine.embedder.dim
+    same_model = header.get("embedding_model") == parts.settings.embedding_space
+    dim = parts.embedder.dim
     previous: dict[str, str | None] = {}
     missing: list[tuple[dict[str, Any], str]] = []
     for record in memories:
@@ -286,7 +288,7 @@ async def _add_vectors(engine: Engine, header: dict[str, Any], memories: list[di
         missing.append((record, embedding_text(record["text"], context, chunk=record.get("turn_parts") is not None)))
     for start in range(0, len(missing), EMBED_BATCH):
         batch = missing[start : start + EMBED_BATCH]
-        vectors = await engine.embedder.embed([text for _, text in batch])
+        vectors = await parts.embedder.embed([text for _, text in batch])
         for (record, _), vector in zip(batch, vectors, strict=True):
             record["embedding"] = np.asarray(vector, dtype=np.float32)
     return len(missing)

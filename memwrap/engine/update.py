@@ -35,13 +35,13 @@ from memwrap.store.bank_lock import lock_bank
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 SET_EXPIRY = "UPDATE memory_units SET expires_at = $3 WHERE bank_id = $1 AND id = $2"
 
 
 async def update(
-    engine: Engine,
+    parts: EngineParts,
     bank_id: str,
     memory_id: UUID | str,
     *,
@@ -66,15 +66,15 @@ async def update(
         validate.text_field(text, what="text", max_chars=validate.MAX_CONTENT_CHARS) if text is not None else None
     )
     new_metadata = (
-        validate.metadata(metadata, max_bytes=engine.settings.max_metadata_bytes) if metadata is not None else None
+        validate.metadata(metadata, max_bytes=parts.settings.max_metadata_bytes) if metadata is not None else None
     )
     new_tags = validate.tags(tags)
     # The same defense as retain, before anything is read or written (raises SecretBlockedError under 'block').
-    policy = await engine.defense_policy(bank_id)
+    policy = await parts.defense_policy(bank_id)
     defended = defend_item(
         RetainItem(content=new_text or "-", metadata=new_metadata or {}, tags=new_tags or []), policy
     )
-    pool = engine.store.pool
+    pool = parts.pool
     async with pool.acquire() as conn, conn.transaction():
         await lock_bank(conn, bank_id)  # before the memory and its entities (store/bank_lock.py)
         old = await history_sql.lock_unit(conn, bank_id, memory_id)
@@ -103,15 +103,15 @@ async def update(
         if span is not None and span != _stored_span(old):
             changed.append("occurred")
         if changed:
-            await _apply(engine, conn, bank_id, memory_id, old, changed, (final_text, final_metadata, final_tags), span)
+            await _apply(parts, conn, bank_id, memory_id, old, changed, (final_text, final_metadata, final_tags), span)
         if changed or expiry_changed:  # an expiry alone adds no version, but subscribers are told
             told = [*changed, "expires_at"] if expiry_changed else changed
             await webhooks.emit(conn, bank_id, "updated", [memory_id], data={"changed": told})
-    return await engine.get(bank_id, memory_id)
+    return await parts.get(bank_id, memory_id)
 
 
 async def _apply(
-    engine: Engine,
+    parts: EngineParts,
     conn: Connection,
     bank_id: str,
     memory_id: UUID,
@@ -129,7 +129,7 @@ async def _apply(
         occurred = _occurred(old, final_text) if "text" in changed else _stored_span(old)
     vector = None
     if "text" in changed:
-        vector = (await engine.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
+        vector = (await parts.embedder.embed([await _embedding_text(conn, bank_id, old, final_text)]))[0]
     await history_sql.update_unit(
         conn,
         bank_id,
@@ -145,17 +145,17 @@ async def _apply(
     if "text" in changed:
         await history_sql.set_change_cue(conn, bank_id, memory_id, change_cue(final_text, old["speaker"]))
         await _relink_entities(conn, bank_id, memory_id, final_text)
-        await _reembed_next_turn(engine, conn, bank_id, old, final_text)
+        await _reembed_next_turn(parts, conn, bank_id, old, final_text)
         await history_sql.set_evidence_quote(conn, bank_id, memory_id, final_text[:QUOTE_CHARS])
         cited = await observations_citing(conn, bank_id, [memory_id])
     if "text" in changed or "tags" in changed:
-        await _revisit(engine, conn, bank_id, memory_id, cited)
+        await _revisit(parts, conn, bank_id, memory_id, cited)
 
 
-async def history(engine: Engine, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
+async def history(parts: EngineParts, bank_id: str, memory_id: UUID | str) -> list[MemoryVersion]:
     """Every version of the memory, oldest first; the last is the memory as it is now (`current`)."""
     bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
-    rows, current = await history_sql.versions(engine.store.pool, bank_id, memory_id)
+    rows, current = await history_sql.versions(parts.pool, bank_id, memory_id)
     if current is None:
         raise MemoryNotFoundError(f"No memory with id {memory_id} in bank {bank_id!r}.")
     versions: list[MemoryVersion] = []
@@ -231,14 +231,14 @@ async def _embedding_text(conn: Any, bank_id: str, unit: Any, text: str) -> str:
     return embedding_text(text, previous, chunk=unit["turn_parts"] is not None)
 
 
-async def _reembed_next_turn(engine: Engine, conn: Any, bank_id: str, unit: Any, text: str) -> None:
+async def _reembed_next_turn(parts: EngineParts, conn: Any, bank_id: str, unit: Any, text: str) -> None:
     """The next raw turn of the session was embedded with this one's text before it: it gets the new text."""
 
     if unit["fact_type"] != "raw" or unit["session_key"] is None or unit["turn_parts"] is not None:
         return  # (a chunk of a long message lends no context: unit_text.context_of)
     following = await history_sql.next_raw(conn, bank_id, unit["session_key"], unit["seq"])
     if following is not None and following["turn_parts"] is None:
-        vector = (await engine.embedder.embed([embedding_text(following["text"], text)]))[0]
+        vector = (await parts.embedder.embed([embedding_text(following["text"], text)]))[0]
         await history_sql.set_embedding(conn, bank_id, following["id"], vector)
 
 
@@ -251,7 +251,7 @@ async def _relink_entities(conn: Any, bank_id: str, memory_id: UUID, text: str) 
     await link_names(conn, bank_id, entities)
 
 
-async def _revisit(engine: Engine, conn: Any, bank_id: str, memory_id: UUID, cited: list[UUID]) -> None:
+async def _revisit(parts: EngineParts, conn: Any, bank_id: str, memory_id: UUID, cited: list[UUID]) -> None:
     """Observations citing the memory are revised by the worker from their evidence as it is now (the job kind
     forgetting uses after a delete); mental models that drew on it or on them go stale."""
     if cited:
@@ -261,9 +261,9 @@ async def _revisit(engine: Engine, conn: Any, bank_id: str, memory_id: UUID, cit
             bank_id=bank_id,
             payload={"ids": [str(i) for i in cited], "reason": "evidence updated"},
             serial_key=f"consolidate:{bank_id}",
-            max_attempts=engine.settings.job_max_attempts,
+            max_attempts=parts.settings.job_max_attempts,
             priority=60,
         )
     await mental_models.mark_stale_for_sources(
-        conn, engine.settings, bank_id, [memory_id, *cited], reason="a memory it drew on was updated"
+        conn, parts.settings, bank_id, [memory_id, *cited], reason="a memory it drew on was updated"
     )

@@ -35,7 +35,7 @@ from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.store.pg_types import Connection, Executor
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 __all__ = ["list_jobs", "open_jobs", "prune"]  # and the rest: the queue's reading lives in listing.py
 
@@ -67,9 +67,10 @@ class ClaimedJob:
 
 @dataclass
 class JobContext:
-    """What a job's handler gets: the engine of the process running it, and the claimed job."""
+    """What a job's handler gets: the engine parts of the process running it (engine/parts.py), and the claimed
+    job."""
 
-    engine: Engine
+    parts: EngineParts
     job: ClaimedJob
 
 

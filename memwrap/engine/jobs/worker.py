@@ -26,7 +26,7 @@ from memwrap.engine.llm.usage import charged_to
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.worker")
 
@@ -35,8 +35,8 @@ Handler = Callable[[JobContext], Awaitable[dict[str, Any] | None]]
 Reconcile = Callable[..., Awaitable[int]]
 
 
-def _anywhere(engine: Any) -> bool:
-    del engine
+def _anywhere(parts: Any) -> bool:
+    del parts
     return True
 
 
@@ -44,7 +44,7 @@ def _anywhere(engine: Any) -> bool:
 class JobKind:
     run: Handler  # returns the job's result, a small JSON dict; raising is a failed attempt
     policy: Callable[[Settings], RetryPolicy] = RetryPolicy.for_jobs
-    runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine run it?
+    runs_here: Callable[[Any], bool] = _anywhere  # can this process's engine parts run it?
     # The most jobs of this kind one bank may have running at once, over every worker (None: no cap). Kinds whose
     # work waits on someone else's server (webhook receivers) are capped, so one bank's slow or dead receivers
     # cannot hold every worker slot; the claim's round-robin over banks does the rest (queue.CLAIM).
@@ -54,7 +54,7 @@ class JobKind:
 class Worker:
     def __init__(
         self,
-        engine: Engine,
+        parts: EngineParts,
         *,
         worker_id: str | None = None,
         concurrency: int | None = None,
@@ -65,9 +65,9 @@ class Worker:
         start_delay: float = 0.0,
         bank_id: str | None = None,
     ) -> None:
-        self.engine = engine
-        self.settings = engine.settings
-        self.pool: asyncpg.Pool = engine.store.pool
+        self.parts = parts
+        self.settings = parts.settings
+        self.pool: asyncpg.Pool = parts.pool
         self.worker_id = worker_id or default_worker_id()
         self.concurrency = max(1, concurrency or self.settings.worker_concurrency)
         self.registry = registry
@@ -126,7 +126,7 @@ class Worker:
         """The kinds this worker claims: those its engine can run now (an older release leaves newer kinds to
         newer workers; an engine without an extraction LLM leaves extraction to one with)."""
         names = self._only_kinds if self._only_kinds is not None else sorted(self.registry)
-        return [n for n in names if n in self.registry and self.registry[n].runs_here(self.engine)]
+        return [n for n in names if n in self.registry and self.registry[n].runs_here(self.parts)]
 
     @property
     def running(self) -> bool:
@@ -162,7 +162,7 @@ class Worker:
         while not self._stopping.is_set():
             try:
                 # Every 20th tick also looks below the watermarks (stragglers of very slow transactions).
-                if await self.reconcile(self.engine, deep=tick % 20 == 0):
+                if await self.reconcile(self.parts, deep=tick % 20 == 0):
                     self.wake()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 if self._stopping.is_set():
@@ -174,7 +174,7 @@ class Worker:
 
     async def _start_listener(self) -> None:
         try:
-            self._listener = await asyncpg.connect(self.engine.store.url)
+            self._listener = await asyncpg.connect(self.parts.database_url)
             await self._listener.add_listener(NOTIFY_CHANNEL, lambda *_: self._wake.set())
         except (OSError, asyncpg.PostgresError) as exc:  # polling still works
             log.warning(
@@ -240,7 +240,7 @@ class Worker:
                 result = await jobs.run_claimed(
                     self.pool,
                     job,
-                    lambda: kind.run(JobContext(self.engine, job)),
+                    lambda: kind.run(JobContext(self.parts, job)),
                     policy=kind.policy(self.settings),
                     lease_seconds=self.settings.worker_lease_seconds,
                 )

@@ -55,7 +55,7 @@ async def _run_worker(args: argparse.Namespace) -> int:
     engine = await open_engine(_settings(args, worker="off"), model_on_first_use=True)
     try:
         worker = Worker(
-            engine,
+            engine.parts,
             worker_id=args.id,
             concurrency=args.concurrency,
             kinds=args.kind,

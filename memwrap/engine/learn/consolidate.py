@@ -33,7 +33,7 @@ from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp,
 from memwrap.models import ConsolidationReport
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.learn")
 
@@ -90,36 +90,36 @@ def lock_key(bank_id: str) -> str:
 
 
 async def run_job(ctx: JobContext) -> dict[str, Any]:
-    report = await consolidate_bank(ctx.engine, ctx.job.bank_id or "", last_attempt=ctx.job.last_attempt)
+    report = await consolidate_bank(ctx.parts, ctx.job.bank_id or "", last_attempt=ctx.job.last_attempt)
     return report.model_dump(exclude={"bank_id"})
 
 
-async def consolidate_now(engine: Engine, bank_id: str) -> ConsolidationReport:
+async def consolidate_now(parts: EngineParts, bank_id: str) -> ConsolidationReport:
     """Consolidate a bank in this process, now, waiting for any worker busy with the same bank."""
-    async with serial_lock(engine.store.pool, lock_key(bank_id), wait=True):
-        return await consolidate_bank(engine, bank_id, last_attempt=True)
+    async with serial_lock(parts.pool, lock_key(bank_id), wait=True):
+        return await consolidate_bank(parts, bank_id, last_attempt=True)
 
 
-async def consolidate_bank(engine: Engine, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
-    llm = consolidation_llm(engine)
+async def consolidate_bank(parts: EngineParts, bank_id: str, *, last_attempt: bool) -> ConsolidationReport:
+    llm = consolidation_llm(parts)
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
     with _span(report):
-        return await _consolidate_pending(engine, llm, report, last_attempt=last_attempt)
+        return await _consolidate_pending(parts, llm, report, last_attempt=last_attempt)
 
 
 async def _consolidate_pending(
-    engine: Engine, llm: Any, report: ConsolidationReport, *, last_attempt: bool
+    parts: EngineParts, llm: Any, report: ConsolidationReport, *, last_attempt: bool
 ) -> ConsolidationReport:
-    pool: asyncpg.Pool = engine.store.pool
+    pool: asyncpg.Pool = parts.pool
     bank_id = report.bank_id
     size = LLM_BATCH if llm else HEURISTIC_BATCH
     cursor = await pool.fetchval("SELECT watermark FROM learn_progress WHERE bank_id = $1", bank_id) or 0
     while facts := await pool.fetch(PENDING, bank_id, cursor, size, WATERMARK_LAG_SECONDS):
         try:
-            await _batch(engine, llm, bank_id, facts, report)
+            await _batch(parts, llm, bank_id, facts, report)
         except Exception as exc:
             if last_attempt:
-                await _park(engine, bank_id, [f["id"] for f in facts], f"{type(exc).__name__}: {exc}")
+                await _park(parts, bank_id, [f["id"] for f in facts], f"{type(exc).__name__}: {exc}")
                 report.failed += len(facts)
             raise
         cursor = max(cursor, facts[-1]["seq"])
@@ -128,14 +128,14 @@ async def _consolidate_pending(
 
 async def run_parked_job(ctx: JobContext) -> dict[str, Any]:
     """Consolidate the units a consolidation job parked (those still parked and valid)."""
-    engine, bank_id = ctx.engine, ctx.job.bank_id or ""
-    llm = consolidation_llm(engine)
+    parts, bank_id = ctx.parts, ctx.job.bank_id or ""
+    llm = consolidation_llm(parts)
     report = ConsolidationReport(bank_id=bank_id, mode="llm" if llm else "heuristic")
     ids = [UUID(str(i)) for i in ctx.job.payload.get("unit_ids", [])]
     size = LLM_BATCH if llm else HEURISTIC_BATCH
     with _span(report, parked=True):
-        while facts := await engine.store.pool.fetch(PARKED, bank_id, ids, size, WATERMARK_LAG_SECONDS):
-            await _batch(engine, llm, bank_id, facts, report)
+        while facts := await parts.pool.fetch(PARKED, bank_id, ids, size, WATERMARK_LAG_SECONDS):
+            await _batch(parts, llm, bank_id, facts, report)
     return report.model_dump(exclude={"bank_id"})
 
 
@@ -162,9 +162,9 @@ def _span(report: ConsolidationReport, *, parked: bool = False) -> Iterator[None
 
 
 async def _batch(
-    engine: Engine, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
+    parts: EngineParts, llm: Any, bank_id: str, rows: Sequence[asyncpg.Record], report: ConsolidationReport
 ) -> None:
-    pool: asyncpg.Pool = engine.store.pool
+    pool: asyncpg.Pool = parts.pool
     # An expired memory is read (so that it is marked done and the watermark passes it) but learnt nothing from.
     rows_read = rows
     rows = [r for r in rows if not r["expired"]]
@@ -179,7 +179,7 @@ async def _batch(
         for scope, group in _by_scope(facts).items():
             async with pool.acquire() as conn:
                 plan, usage = await llm_consolidate.plan_batch(
-                    engine, llm, conn, bank_id, group, vectors, list(scope), bank_size, now, instructions
+                    parts, llm, conn, bank_id, group, vectors, list(scope), bank_size, now, instructions
                 )
             plans.append(plan)
             report.llm_calls += usage.calls or 1
@@ -189,9 +189,9 @@ async def _batch(
     async with pool.acquire() as conn, conn.transaction():
         if llm is None:
             plan = await heuristic.plan_batch(
-                conn, bank_id, facts, threshold=engine.settings.observation_threshold, bank_size=bank_size
+                conn, bank_id, facts, threshold=parts.settings.observation_threshold, bank_size=bank_size
             )
-            await _own_vectors(engine, plan)
+            await _own_vectors(parts, plan)
             plans.append(plan)
         applied = Applied()
         for plan in plans:
@@ -207,7 +207,7 @@ async def _batch(
         scopes = applied.scopes | {tuple(sorted(set(f.tags))) for f in facts}
         await mental_models.mark_stale_for_scopes(
             conn,
-            engine.settings,
+            parts.settings,
             bank_id,
             scopes,
             reason="consolidation changed what it draws on",
@@ -227,12 +227,12 @@ def _by_scope(facts: Sequence[Fact]) -> dict[tuple[str, ...], list[Fact]]:
     return groups
 
 
-async def _park(engine: Engine, bank_id: str, ids: list[UUID], error: str) -> None:
+async def _park(parts: EngineParts, bank_id: str, ids: list[UUID], error: str) -> None:
     """The job is out of attempts: the batch's units are marked failed and get a job of their own, in one
     transaction."""
-    policy = RetryPolicy.for_parked_units(engine.settings)
+    policy = RetryPolicy.for_parked_units(parts.settings)
     try:
-        async with engine.store.pool.acquire() as conn, conn.transaction():
+        async with parts.pool.acquire() as conn, conn.transaction():
             await conn.execute(MARK_FAILED, bank_id, ids, error[:1000])
             await jobs.enqueue(
                 conn,
@@ -248,12 +248,12 @@ async def _park(engine: Engine, bank_id: str, ids: list[UUID], error: str) -> No
         log.warning("could not park the failed consolidation of %d units in %s: %s", len(ids), bank_id, exc)
 
 
-async def _own_vectors(engine: Engine, plan: Plan) -> None:
+async def _own_vectors(parts: EngineParts, plan: Plan) -> None:
     """A heuristic observation that took a newer statement's words (a recorded change) gets its text's own vector:
     the statement's stored one carries the turn said before it."""
     ops: list[CreateOp | UpdateOp] = [op for op in plan.creates if op.own_vector]
     ops += [op for op in plan.updates if op.text and op.embedding is None]
     if ops:
-        vectors = await engine.embedder.embed([op.text for op in ops if op.text])
+        vectors = await parts.embedder.embed([op.text for op in ops if op.text])
         for op, vector in zip(ops, vectors, strict=True):
             op.embedding = vector

@@ -18,7 +18,7 @@ from memwrap.engine.learn import mental_models, observation_views
 from memwrap.models import MentalModel, Observation
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 _UNSAFE = re.compile(r"[^\w.-]+", re.UNICODE)
 OBSERVATION_LIMIT = 10_000
@@ -58,9 +58,9 @@ def render_observations(bank_id: str, observations: list[Observation], now: date
     return "\n".join(lines) + "\n"
 
 
-async def export_markdown(engine: Engine, directory: Path, *, bank_id: str | None = None) -> list[Path]:
+async def export_markdown(parts: EngineParts, directory: Path, *, bank_id: str | None = None) -> list[Path]:
     """Write the files; returns their paths."""
-    pool = engine.store.pool
+    pool = parts.pool
     banks = (
         [bank_id]
         if bank_id

@@ -38,7 +38,7 @@ from memwrap.models import MAX_TTL_DAYS
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.learn")
 
@@ -62,7 +62,7 @@ def _min_support(origin: str) -> int:
 
 async def revise(
     conn: Connection,
-    engine: Engine,
+    parts: EngineParts,
     bank_id: str,
     observation_ids: Sequence[UUID],
     *,
@@ -100,7 +100,7 @@ async def revise(
             bank_id=bank_id,
             payload={"ids": [str(i) for i in rewrite_later], "reason": reason},
             serial_key=f"consolidate:{bank_id}",
-            max_attempts=engine.settings.job_max_attempts,
+            max_attempts=parts.settings.job_max_attempts,
             priority=60,
         )
     return changed
@@ -120,10 +120,10 @@ async def _use_words_of(conn: Connection, bank_id: str, observation_id: UUID, fa
 # --- delete ------------------------------------------------------------------------------------------------
 
 
-async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]) -> None:
+async def before_delete(parts: EngineParts, bank_id: str, memory_ids: Sequence[UUID]) -> None:
     """Take the memories out of everything learnt from them, before they are deleted."""
     ids = list(memory_ids)
-    async with engine.store.pool.acquire() as conn, conn.transaction():
+    async with parts.pool.acquire() as conn, conn.transaction():
         cited = await observations_citing(conn, bank_id, ids)
         texts = [
             r["text"]
@@ -157,9 +157,9 @@ async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]
                 cited,
                 ids,
             )
-        changed = await revise(conn, engine, bank_id, cited, reason="evidence deleted", cause=None, hard=True)
+        changed = await revise(conn, parts, bank_id, cited, reason="evidence deleted", cause=None, hard=True)
         await mental_models.mark_stale_for_sources(
-            conn, engine.settings, bank_id, ids + changed, reason="a memory it drew on was deleted"
+            conn, parts.settings, bank_id, ids + changed, reason="a memory it drew on was deleted"
         )
         await mental_models.forget_sources(conn, bank_id, ids, texts)
 
@@ -167,8 +167,8 @@ async def before_delete(engine: Engine, bank_id: str, memory_ids: Sequence[UUID]
 # --- invalidate / restore ----------------------------------------------------------------------------------
 
 
-async def invalidate(engine: Engine, bank_id: str, memory_id: UUID, reason: str) -> None:
-    async with engine.store.pool.acquire() as conn, conn.transaction():
+async def invalidate(parts: EngineParts, bank_id: str, memory_id: UUID, reason: str) -> None:
+    async with parts.pool.acquire() as conn, conn.transaction():
         row = await _lock_unit(conn, bank_id, memory_id)
         if row["invalidated_at"] is not None:
             await conn.execute(
@@ -191,17 +191,17 @@ async def invalidate(engine: Engine, bank_id: str, memory_id: UUID, reason: str)
             )
             cited = await observations_citing(conn, bank_id, [memory_id])
             changed = await revise(
-                conn, engine, bank_id, cited, reason="evidence invalidated", cause=memory_id, hard=False
+                conn, parts, bank_id, cited, reason="evidence invalidated", cause=memory_id, hard=False
             )
         await mental_models.mark_stale_for_sources(
-            conn, engine.settings, bank_id, [memory_id, *changed], reason="a memory it drew on was invalidated"
+            conn, parts.settings, bank_id, [memory_id, *changed], reason="a memory it drew on was invalidated"
         )
         await webhooks.emit(conn, bank_id, "invalidated", [memory_id], data={"reason": reason})
 
 
-async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
+async def restore(parts: EngineParts, bank_id: str, memory_id: UUID) -> None:
     """Undo `invalidate`, and the invalidations it caused."""
-    async with engine.store.pool.acquire() as conn, conn.transaction():
+    async with parts.pool.acquire() as conn, conn.transaction():
         row = await _lock_unit(conn, bank_id, memory_id)
         if row["invalidated_at"] is None:
             return
@@ -211,7 +211,7 @@ async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
             await record_version(conn, bank_id, memory_id, "restored", "restored")
         else:
             cited = await observations_citing(conn, bank_id, [memory_id])
-            changed += await revise(conn, engine, bank_id, cited, reason="evidence restored", cause=None, hard=False)
+            changed += await revise(conn, parts, bank_id, cited, reason="evidence restored", cause=None, hard=False)
             caused = await conn.fetch(
                 "SELECT i.unit_id, o.origin FROM invalidations i "
                 "JOIN observations o ON o.bank_id = i.bank_id AND o.id = i.unit_id "
@@ -225,12 +225,12 @@ async def restore(engine: Engine, bank_id: str, memory_id: UUID) -> None:
                     await _unhide(conn, bank_id, c["unit_id"])
                     await record_version(conn, bank_id, c["unit_id"], "restored", "its evidence was restored")
                     changed.append(c["unit_id"])
-            await _make_pending_if_new(conn, engine, bank_id, memory_id, row["seq"])
+            await _make_pending_if_new(conn, parts, bank_id, memory_id, row["seq"])
         await mental_models.mark_stale_for_sources(
-            conn, engine.settings, bank_id, changed, reason="a memory it drew on was restored"
+            conn, parts.settings, bank_id, changed, reason="a memory it drew on was restored"
         )
         await mental_models.mark_stale_for_scopes(
-            conn, engine.settings, bank_id, [tuple(sorted(row["tags"]))], reason="a memory in its scope was restored"
+            conn, parts.settings, bank_id, [tuple(sorted(row["tags"]))], reason="a memory in its scope was restored"
         )
 
 
@@ -250,7 +250,7 @@ async def _unhide(conn: Connection, bank_id: str, unit_id: UUID) -> None:
     await conn.execute("DELETE FROM invalidations WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
 
 
-async def _make_pending_if_new(conn: Connection, engine: Engine, bank_id: str, unit_id: UUID, seq: int) -> None:
+async def _make_pending_if_new(conn: Connection, parts: EngineParts, bank_id: str, unit_id: UUID, seq: int) -> None:
     """A unit invalidated before consolidation saw it is pending again (the watermark may have passed it)."""
     learnt = await conn.fetchval("SELECT 1 FROM unit_learning WHERE bank_id = $1 AND unit_id = $2", bank_id, unit_id)
     if learnt:
@@ -258,7 +258,7 @@ async def _make_pending_if_new(conn: Connection, engine: Engine, bank_id: str, u
     await conn.execute(
         "UPDATE learn_progress SET watermark = least(watermark, $2) WHERE bank_id = $1", bank_id, seq - 1
     )
-    await engine.learning.enqueue_consolidation(bank_id, conn=conn)
+    await parts.learning().enqueue_consolidation(bank_id, conn=conn)
 
 
 # --- observations whose evidence changed: rewritten from what there is now ----------------------------------
@@ -277,13 +277,13 @@ when the evidence does not support it. Never keep details that only removed evid
 
 
 async def run_revise(ctx: JobContext) -> dict[str, Any]:
-    engine, bank_id = ctx.engine, ctx.job.bank_id or ""
-    llm = consolidation_llm(engine)
+    parts, bank_id = ctx.parts, ctx.job.bank_id or ""
+    llm = consolidation_llm(parts)
     reason = str(ctx.job.payload.get("reason", "evidence removed"))
     done: dict[str, str] = {}
     for raw in ctx.job.payload.get("ids", []):
         observation_id = UUID(raw)
-        async with engine.store.pool.acquire() as conn:
+        async with parts.pool.acquire() as conn:
             row = await conn.fetchrow(
                 "SELECT u.text, u.invalidated_at FROM memory_units u WHERE u.bank_id = $1 AND u.id = $2",
                 bank_id,
@@ -310,11 +310,11 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 RevisedObservation,
                 role="consolidation",
             )
-        async with engine.store.pool.acquire() as conn, conn.transaction():
+        async with parts.pool.acquire() as conn, conn.transaction():
             if decision.action == "delete":
                 await invalidate_observation(conn, bank_id, observation_id, decision.reason or reason)
             elif decision.action == "rewrite" and decision.text.strip() and decision.text.strip() != row["text"]:
-                vector = (await engine.embedder.embed([decision.text.strip()]))[0]
+                vector = (await parts.embedder.embed([decision.text.strip()]))[0]
                 representative = evidence[0]["id"] if llm is None else None
                 await set_text(
                     conn,
@@ -327,7 +327,7 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 )
                 await record_version(conn, bank_id, observation_id, "rewritten", decision.reason or reason)
             await mental_models.mark_stale_for_sources(
-                conn, engine.settings, bank_id, [observation_id], reason="an observation it drew on was revised"
+                conn, parts.settings, bank_id, [observation_id], reason="an observation it drew on was revised"
             )
         done[raw] = decision.action
     return {"revised": done}
@@ -336,9 +336,9 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
 # --- TTL for raw facts ---------------------------------------------------------------------------------------
 
 
-async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = None) -> int:
+async def expire_raw(parts: EngineParts, bank_id: str, *, now: datetime | None = None) -> int:
     """Delete the bank's raw facts stored longer ago than its TTL (with the forgetting cascade). Returns how many."""
-    pool: asyncpg.Pool = engine.store.pool
+    pool: asyncpg.Pool = parts.pool
     config = await pool.fetchval("SELECT config FROM banks WHERE bank_id = $1", bank_id)
     days = (config or {}).get("raw_ttl_days") if isinstance(config, dict) else None
     if isinstance(days, bool) or not isinstance(days, (int, float)) or not math.isfinite(days) or days <= 0:
@@ -359,7 +359,7 @@ async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = Non
         ]
         if not ids:
             return removed
-        await before_delete(engine, bank_id, ids)
+        await before_delete(parts, bank_id, ids)
         for memory_id in ids:
             try:
                 await catalog.delete_memory(pool, bank_id, memory_id)
@@ -369,4 +369,4 @@ async def expire_raw(engine: Engine, bank_id: str, *, now: datetime | None = Non
 
 
 async def run_expire(ctx: JobContext) -> dict[str, Any]:
-    return {"expired": await expire_raw(ctx.engine, ctx.job.bank_id or "")}
+    return {"expired": await expire_raw(ctx.parts, ctx.job.bank_id or "")}

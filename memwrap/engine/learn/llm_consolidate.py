@@ -32,7 +32,7 @@ from memwrap.engine.recall.fusion import interleave
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.learn")
 
@@ -189,7 +189,7 @@ def render_prompt(facts: Sequence[Fact], related: Sequence[Related]) -> str:
 
 
 async def plan_batch(
-    engine: Engine,
+    parts: EngineParts,
     llm: Any,
     conn: Connection,
     bank_id: str,
@@ -205,12 +205,12 @@ async def plan_batch(
     related = await related_observations(conn, bank_id, facts, vectors, scope, bank_size, now)
     system = with_instructions(SYSTEM, instructions, task="what is worth keeping as knowledge and what to leave out")
     reply, usage = await llm.structured(system, render_prompt(facts, related), ConsolidationPlan, role="consolidation")
-    plan = await _to_plan(engine, conn, bank_id, reply, facts, related, scope, bank_size)
+    plan = await _to_plan(parts, conn, bank_id, reply, facts, related, scope, bank_size)
     return plan, usage
 
 
 async def _to_plan(
-    engine: Engine,
+    parts: EngineParts,
     conn: Connection,
     bank_id: str,
     reply: ConsolidationPlan,
@@ -253,13 +253,13 @@ async def _to_plan(
         if ECHO.echoes(text):
             log.info("consolidation: a new observation repeats the prompt's wording (%r); dropped", text[:80])
     creates = [(text, ev) for text, ev in creates if text and ev and not ECHO.echoes(text)]
-    vectors = await engine.embedder.embed([op.text for op in updates.values() if op.text] + [t for t, _ in creates])
+    vectors = await parts.embedder.embed([op.text for op in updates.values() if op.text] + [t for t, _ in creates])
     cursor = 0
     for op in updates.values():
         if op.text:
             op.embedding = vectors[cursor]
             cursor += 1
-    twin_similarity = similarity_profile(engine.settings.embedding_model).twin
+    twin_similarity = similarity_profile(parts.settings.embedding_model).twin
     for (text, ev), vector in zip(creates, vectors[cursor:], strict=True):
         twin = await _twin(conn, bank_id, vector, scope, bank_size, twin_similarity)
         if twin is not None:

@@ -4,7 +4,7 @@ Reading one is a single indexed SELECT (UNIQUE (bank_id, name)): the content is 
 A model goes stale when consolidation touches its tag scope or a memory it drew on changes; a refresh job is
 then queued (debounced, so a burst of changes is one refresh), and `refresh_every` adds a schedule.
 
-Content comes from a generator, a seam: reflect can install its own (`engine.learning.mental_model_generator`).
+Content comes from a generator, a seam: reflect can install its own (`Engine.learning.mental_model_generator`).
 The default asks the engine's LLM to answer the question from a recall of observations and facts; with no LLM
 it is that recall itself — the memory lines that best answer the question, observations first, within
 max_tokens — which is what an LLM would have been shown.
@@ -38,7 +38,7 @@ from memwrap.store.pg_types import Connection, Executor
 from memwrap.tokens import encoding_for_model
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.learn")
 
@@ -121,7 +121,7 @@ def check_refresh_every(value: object) -> float | None:
 
 
 async def create(
-    engine: Engine,
+    parts: EngineParts,
     bank_id: str,
     name: str,
     question: str,
@@ -132,7 +132,7 @@ async def create(
 ) -> MentalModel:
     name = _check_name(name)
     refresh_every = check_refresh_every(refresh_every)
-    pool: asyncpg.Pool = engine.store.pool
+    pool: asyncpg.Pool = parts.pool
     await bank_ids.admit(pool, bank_id)
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute("INSERT INTO banks (bank_id) VALUES ($1) ON CONFLICT (bank_id) DO NOTHING", bank_id)
@@ -143,7 +143,7 @@ async def create(
             raise ConflictError(
                 f"Bank {bank_id!r} already has a mental model named {name!r}; delete it first or pick another name."
             )
-        await enqueue_refresh(conn, engine.settings, bank_id, row["id"], delay=0.0)
+        await enqueue_refresh(conn, parts.settings, bank_id, row["id"], delay=0.0)
     return _model(row)
 
 
@@ -275,17 +275,17 @@ async def forget_sources(conn: Connection, bank_id: str, memory_ids: Sequence[UU
 
 async def run_job(ctx: JobContext) -> dict[str, Any]:
     model_id = UUID(str(ctx.job.payload["model_id"]))
-    model = await refresh(ctx.engine, ctx.job.bank_id or "", model_id=model_id, reason="background refresh")
+    model = await refresh(ctx.parts, ctx.job.bank_id or "", model_id=model_id, reason="background refresh")
     if model is None:
         return {"skipped": "the mental model no longer exists"}
     return {"version": model.version, "status": model.status}
 
 
 async def refresh(
-    engine: Engine, bank_id: str, *, model_id: UUID | None = None, name: str | None = None, reason: str = "refresh"
+    parts: EngineParts, bank_id: str, *, model_id: UUID | None = None, name: str | None = None, reason: str = "refresh"
 ) -> MentalModel | None:
     """Generate the content now and store it (a new version when it changed). None if the model is gone."""
-    pool: asyncpg.Pool = engine.store.pool
+    pool: asyncpg.Pool = parts.pool
     row = await pool.fetchrow(
         f"SELECT {COLUMNS}, dirty_seq FROM mental_models WHERE bank_id = $1 AND (id = $2 OR name = ANY($3::text[]))"
         " ORDER BY array_position($3::text[], name) NULLS LAST LIMIT 1",
@@ -296,9 +296,9 @@ async def refresh(
     if row is None:
         return None
     model, dirty_at_start = _model(row), row["dirty_seq"]
-    generate: Generator = engine.learning.mental_model_generator or default_generator
+    generate: Generator = parts.learning().mental_model_generator or default_generator
     try:
-        generated = await generate(engine, model)
+        generated = await generate(parts, model)
     except Exception as exc:
         await pool.execute(
             "UPDATE mental_models SET last_error = $3, status = CASE WHEN version = 0 THEN 'failed' ELSE status END "
@@ -382,10 +382,10 @@ memory does not say instead of guessing; when memories disagree, the newer wins,
 the answer must fit the given number of tokens. List the ids (M1, M2, ...) of the memories you used."""
 
 
-async def default_generator(engine: Engine, model: MentalModel) -> Generated:
-    llm = consolidation_llm(engine)
+async def default_generator(parts: EngineParts, model: MentalModel) -> Generated:
+    llm = consolidation_llm(parts)
     budget = model.max_answer_tokens if llm is None else min(model.max_answer_tokens * READ_FACTOR, READ_CAP_TOKENS)
-    recall = await engine.recall(
+    recall = await parts.recall(
         model.bank_id,
         model.question,
         token_budget=max(budget, 64),

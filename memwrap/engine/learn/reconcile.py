@@ -28,7 +28,7 @@ from memwrap.models import MAX_REFRESH_EVERY_SECONDS, MIN_REFRESH_EVERY_SECONDS
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 EXPIRE_EVERY_SECONDS = 3600.0
 # After a job failed for good (its attempts used up: the LLM is down, say), wait this long before queueing
@@ -115,26 +115,26 @@ LIMIT 1000
 """
 
 
-async def heal_observations(engine: Engine) -> int:
-    pool: asyncpg.Pool = engine.store.pool
+async def heal_observations(parts: EngineParts) -> int:
+    pool: asyncpg.Pool = parts.pool
     by_bank: dict[str, list[Any]] = {}
     for row in await pool.fetch(MISCOUNTED):
         by_bank.setdefault(row["bank_id"], []).append(row["id"])
     for bank_id, ids in by_bank.items():
         async with pool.acquire() as conn, conn.transaction():
             changed = await forgetting.revise(
-                conn, engine, bank_id, ids, reason="evidence removed", cause=None, hard=True
+                conn, parts, bank_id, ids, reason="evidence removed", cause=None, hard=True
             )
             await mental_models.mark_stale_for_sources(
-                conn, engine.settings, bank_id, changed, reason="an observation it drew on lost evidence"
+                conn, parts.settings, bank_id, changed, reason="an observation it drew on lost evidence"
             )
     return sum(len(ids) for ids in by_bank.values())
 
 
-async def run(engine: Engine, *, deep: bool = False) -> int:
+async def run(parts: EngineParts, *, deep: bool = False) -> int:
     """One pass. Returns how many jobs it queued (0 too when another worker is reconciling right now)."""
-    pool: asyncpg.Pool = engine.store.pool
-    attempts = engine.settings.job_max_attempts
+    pool: asyncpg.Pool = parts.pool
+    attempts = parts.settings.job_max_attempts
     async with pool.acquire() as conn, conn.transaction():
         if not await conn.fetchval("SELECT pg_try_advisory_xact_lock($1, hashtext('reconcile'))", LOCK_NAMESPACE):
             return 0
@@ -157,7 +157,7 @@ async def run(engine: Engine, *, deep: bool = False) -> int:
             await conn.execute("SELECT pg_notify($1, 'reconcile')", NOTIFY_CHANNEL)
     if deep:
         try:
-            await heal_observations(engine)
+            await heal_observations(parts)
         except (asyncpg.PostgresError, ArithmeticError, ValueError) as exc:
             _report("heal observations", None, exc)
     return queued

@@ -1,6 +1,7 @@
 """Learning, as the engine holds it: the inline worker's lifecycle, the retain hook, the LLM, and the verbs.
 
-`Engine.learning` is one of these; the public verbs on Engine (see verbs.py) delegate here.
+`Engine.learning` is one of these, built from the engine's parts (engine/parts.py); the public verbs on Engine
+(see verbs.py) delegate here.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from memwrap.models import ConsolidationReport, Job, MentalModel, MentalModelVer
 from memwrap.store.pg_types import Connection
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.learn")
 
@@ -36,9 +37,9 @@ WORKER_STOP_SECONDS = 1.0
 
 
 class Learning:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.settings = engine.settings
+    def __init__(self, parts: EngineParts) -> None:
+        self.parts = parts
+        self.settings = parts.settings
         self.worker: Worker | None = None
         # Reflect installs its own generator here; None means mental_models.default_generator.
         self.mental_model_generator: Generator | None = None
@@ -48,12 +49,12 @@ class Learning:
 
     @property
     def pool(self) -> asyncpg.Pool:
-        return self.engine.store.pool
+        return self.parts.pool
 
     @property
     def llm(self) -> Any:
         """The engine's LLM (its own when it has one), built on first use; None when no provider is configured."""
-        shared = getattr(self.engine, "llm", None)
+        shared = self.parts.llm()
         if shared is not None:
             return shared
         if not self._llm_loaded:
@@ -63,7 +64,7 @@ class Learning:
                 from memwrap.engine.llm.client import LLM
 
                 self._llm = LLM.from_settings(s)
-                self._llm.usage_sink = self.engine.count_llm_usage
+                self._llm.usage_sink = self.parts.count_llm_usage
         return self._llm
 
     # --- lifecycle -------------------------------------------------------------------------------------------
@@ -71,7 +72,7 @@ class Learning:
     async def start(self) -> None:
         if self.settings.worker == "inline" and self.worker is None:
             self.worker = Worker(
-                self.engine,
+                self.parts,
                 worker_id=default_worker_id("inline"),
                 registry=BUILTIN_KINDS,
                 # A worker held to one bank (a one-shot CLI command's) does no server-wide pass either.
@@ -151,7 +152,7 @@ class Learning:
 
     async def consolidate(self, bank_id: str) -> ConsolidationReport:
         with charged_to(bank_id):
-            return await consolidate.consolidate_now(self.engine, bank_id)
+            return await consolidate.consolidate_now(self.parts, bank_id)
 
     async def observations(
         self,
@@ -192,7 +193,7 @@ class Learning:
         refresh_every: float | None,
     ) -> MentalModel:
         model = await mental_models.create(
-            self.engine, bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
+            self.parts, bank_id, name, question, tags=tags, max_tokens=max_tokens, refresh_every=refresh_every
         )
         self._wake_after(0.0)
         return model
@@ -208,7 +209,7 @@ class Learning:
 
     async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
         with charged_to(bank_id):
-            model = await mental_models.refresh(self.engine, bank_id, name=name, reason="refreshed on request")
+            model = await mental_models.refresh(self.parts, bank_id, name=name, reason="refreshed on request")
         if model is None:
             return await mental_models.get(self.pool, bank_id, name)  # raises the not-found error
         return model
@@ -217,21 +218,21 @@ class Learning:
         await mental_models.delete(self.pool, bank_id, name)
 
     async def export(self, directory: Path, bank_id: str | None) -> list[Path]:
-        return await export.export_markdown(self.engine, directory, bank_id=bank_id)
+        return await export.export_markdown(self.parts, directory, bank_id=bank_id)
 
     # --- forgetting ------------------------------------------------------------------------------------------
 
     async def before_delete(self, bank_id: str, memory_ids: Sequence[UUID]) -> None:
-        await forgetting.before_delete(self.engine, bank_id, memory_ids)
+        await forgetting.before_delete(self.parts, bank_id, memory_ids)
         self._wake_after(self.settings.mental_model_refresh_delay_seconds)
 
     async def invalidate(self, bank_id: str, memory_id: UUID, reason: str) -> None:
-        await forgetting.invalidate(self.engine, bank_id, memory_id, reason)
+        await forgetting.invalidate(self.parts, bank_id, memory_id, reason)
         self._wake_after(self.settings.mental_model_refresh_delay_seconds)
 
     async def restore(self, bank_id: str, memory_id: UUID) -> None:
-        await forgetting.restore(self.engine, bank_id, memory_id)
+        await forgetting.restore(self.parts, bank_id, memory_id)
         self._wake_after(self.settings.mental_model_refresh_delay_seconds)
 
     async def expire(self, bank_id: str, now: datetime | None) -> int:
-        return await forgetting.expire_raw(self.engine, bank_id, now=now)
+        return await forgetting.expire_raw(self.parts, bank_id, now=now)

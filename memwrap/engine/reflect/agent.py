@@ -37,7 +37,7 @@ from memwrap.errors import InvalidBudgetError
 from memwrap.models import Disposition, ReflectResult, ReflectTraceEntry, ReflectUsage, TraceKind
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.reflect")
 
@@ -72,8 +72,8 @@ def _ms(since: float) -> float:
 
 
 class Agent:
-    def __init__(self, engine: Engine, llm: LLM, request: ReflectRequest) -> None:
-        self.engine = engine
+    def __init__(self, parts: EngineParts, llm: LLM, request: ReflectRequest) -> None:
+        self.parts = parts
         self.llm = llm
         self.request = request
         self.limits = request.limits
@@ -81,7 +81,7 @@ class Agent:
         self.refs = Refs()
         self.gathered = Gathered()
         self.toolbox = Toolbox(
-            engine,
+            parts,
             request.bank_id,
             tags=request.tags,
             now=request.now,
@@ -107,7 +107,7 @@ class Agent:
         # Finding out what the server can do (once per model; three tiny requests, a minute on a slow local server)
         # is not this question's work: the loop's clock starts after it.
         self.limits.started += time.monotonic() - probing
-        empty_bank = await queries.bank_is_empty(self.engine.store.pool, request.bank_id)
+        empty_bank = await queries.bank_is_empty(self.parts.pool, request.bank_id)
         system = self.protocol.system(prompts.agent_system(request.disposition))
         tools = [*self.toolbox.tools(), request.output.tool()]
         messages = [Message.user(prompts.user_message(request.query, request.context))]
@@ -440,9 +440,7 @@ class Agent:
 
     async def _finish(self, call: DoneCall, forced: str | None = None) -> ReflectResult:
         request = self.request
-        cited = await resolve_citations(
-            self.engine.store.pool, request.bank_id, self.refs, call.memory_ids, call.answer
-        )
+        cited = await resolve_citations(self.parts.pool, request.bank_id, self.refs, call.memory_ids, call.answer)
         self.usage.latency_ms = _ms(self._started)
         return ReflectResult(
             bank_id=request.bank_id,

@@ -20,7 +20,7 @@ from memwrap.errors import InvalidInputError, LLMNotConfiguredError
 from memwrap.models import MAX_REFLECT_ITERATIONS, MAX_REFLECT_TIMEOUT_SECONDS, Disposition, ReflectResult
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 NOT_CONFIGURED = (
     "reflect needs an LLM, and none is configured (memwrap runs in none mode). Set MEMWRAP_LLM_PROVIDER=openai or "
@@ -33,7 +33,7 @@ MAX_CONTEXT_CHARS = 200_000
 
 
 async def reflect(
-    engine: Engine,
+    parts: EngineParts,
     bank_id: str,
     query: str,
     *,
@@ -46,7 +46,7 @@ async def reflect(
     timeout: float | None = None,
     now: datetime | None = None,
 ) -> ReflectResult:
-    settings = engine.settings
+    settings = parts.settings
     bank_id = validate.bank_id(bank_id)
     query = validate.query(query)
     budget = validate.budget(
@@ -73,7 +73,7 @@ async def reflect(
     if disposition is not None:
         validate.disposition(disposition)  # bad input is told as such, with an LLM or without
 
-    llm = getattr(engine, "llm", None)
+    llm = parts.llm()
     if llm is None or not llm.configured("reflect"):
         raise LLMNotConfiguredError(NOT_CONFIGURED)
 
@@ -83,7 +83,7 @@ async def reflect(
         context=context,
         tags=checked_tags,
         now=validate.now_or(now),
-        disposition=await settle_disposition(engine, bank_id, disposition),
+        disposition=await settle_disposition(parts, bank_id, disposition),
         output=output,
         limits=Limits(
             max_tokens=budget,
@@ -105,7 +105,7 @@ async def reflect(
             **tracing.content_attributes(query=query),
         ) as current,
     ):
-        result = await Agent(engine, llm, request).run()
+        result = await Agent(parts, llm, request).run()
         tracing.set_attributes(
             current,
             iterations=result.iterations,
@@ -121,16 +121,16 @@ async def reflect(
 
 
 async def settle_disposition(
-    engine: Engine, bank_id: str, override: Disposition | Mapping[str, Any] | None
+    parts: EngineParts, bank_id: str, override: Disposition | Mapping[str, Any] | None
 ) -> Disposition:
-    s = engine.settings
+    s = parts.settings
     merged: dict[str, Any] = {
         "skepticism": s.reflect_skepticism,
         "literalism": s.reflect_literalism,
         "empathy": s.reflect_empathy,
         "directives": list(s.reflect_directives),
     }
-    stored = await queries.stored_disposition(engine.store.pool, bank_id)
+    stored = await queries.stored_disposition(parts.pool, bank_id)
     if stored:
         merged.update({k: v for k, v in stored.items() if k in Disposition.model_fields})
     if isinstance(override, Disposition):

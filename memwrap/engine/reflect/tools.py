@@ -28,7 +28,7 @@ from memwrap.errors import InvalidInputError, MemoryNotFoundError
 from memwrap.models import MentalModel, RecalledMemory
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 MENTAL_MODELS_SHOWN = 3
 MENTAL_MODELS_READ = 200  # a bank with more standing questions than this is ranked on its first 200 by name
@@ -90,7 +90,7 @@ class Toolbox:
 
     def __init__(
         self,
-        engine: Engine,
+        parts: EngineParts,
         bank_id: str,
         *,
         tags: list[str] | None,
@@ -99,7 +99,7 @@ class Toolbox:
         refs: Refs,
         gathered: Gathered,
     ) -> None:
-        self.engine = engine
+        self.parts = parts
         self.bank_id = bank_id
         self.tags = tags
         self.now = now
@@ -116,7 +116,7 @@ class Toolbox:
 
     @property
     def pool(self) -> Any:
-        return self.engine.store.pool
+        return self.parts.pool
 
     def tools(self) -> list[Tool]:
         tools = [Tool.from_model(model, name=name) for name, model in ARGUMENTS.items()]
@@ -199,7 +199,7 @@ class Toolbox:
 
     async def _rank(self, query: str, models: list[MentalModel]) -> list[MentalModel]:
         # Standing questions have no stored vectors; a bank holds a handful, so embedding them here is cheap.
-        embedder = self.engine.embedder
+        embedder = self.parts.embedder
         texts = [f"{m.name}: {m.question}" for m in models]
         missing = [t for t in dict.fromkeys(texts) if t not in self._question_vectors]
         if missing:
@@ -225,7 +225,7 @@ class Toolbox:
         return ref, f"[{ref}] {model.name} — {model.question} [{state}{when}]\n{content}"
 
     async def _observations(self, args: SearchObservations, cap: int) -> tuple[str, list[tuple[str, str]]]:
-        recall = await self.engine.recall(
+        recall = await self.parts.recall(
             self.bank_id,
             args.query,
             token_budget=cap + RECALL_SLACK,
@@ -250,7 +250,7 @@ class Toolbox:
         return f"Observations for {args.query!r}, best first:", items
 
     async def _recall(self, args: RecallFacts, cap: int) -> tuple[str, list[tuple[str, str]]]:
-        recall = await self.engine.recall(
+        recall = await self.parts.recall(
             self.bank_id,
             args.query,
             token_budget=cap + RECALL_SLACK,

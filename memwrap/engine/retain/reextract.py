@@ -36,7 +36,7 @@ from memwrap.engine.retain.raw_to_facts import link_raw_entities, rebuild_items,
 from memwrap.errors import MemwrapError
 
 if TYPE_CHECKING:
-    from memwrap.engine.engine import Engine
+    from memwrap.engine.parts import EngineParts
 
 log = logging.getLogger("memwrap.extract")
 
@@ -57,14 +57,14 @@ class ExtractionUnavailableError(MemwrapError):
     """The process running an extraction job has no extraction LLM (any more)."""
 
 
-def can_run(engine: Engine) -> bool:
+def can_run(parts: EngineParts) -> bool:
     """Extraction jobs need an engine with an extraction LLM."""
-    return getattr(engine, "reextractor", None) is not None
+    return parts.reextractor() is not None
 
 
 async def run_job(ctx: JobContext) -> dict[str, Any]:
     """The worker's entry point for one extraction job."""
-    reextractor: Reextractor | None = ctx.engine.reextractor
+    reextractor = ctx.parts.reextractor()
     if reextractor is None:
         raise ExtractionUnavailableError("this process has no extraction LLM: set MEMWRAP_LLM_PROVIDER")
     return await reextractor.extract_job(ctx.job)

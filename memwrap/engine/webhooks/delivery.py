@@ -114,8 +114,8 @@ class Outcome:
 
 async def run_job(ctx: JobContext) -> dict[str, Any]:
     """One attempt of one delivery (the job's payload names it)."""
-    settings = ctx.engine.settings
-    pool: asyncpg.Pool = ctx.engine.store.pool
+    settings = ctx.parts.settings
+    pool: asyncpg.Pool = ctx.parts.pool
     delivery_id = int(ctx.job.payload["delivery_id"])
     bank_id = ctx.job.bank_id
     row = await pool.fetchrow(LOAD, delivery_id, bank_id)
