@@ -83,7 +83,7 @@ def holds(meta: dict[str, Any], mentioned_at: datetime, name: str) -> bool:
 
 
 def rows(vectors: Vectors, start: int, count: int) -> Iterator[Any]:
-    from memwrap.engine.memories_jsonl import ImportedMemory
+    from memwrap.engine.transfer.memories_jsonl import ImportedMemory
 
     turns = list(iter_turns_range(start, count))
     # Scattered over the two years before NOW (deterministically), so "the last 30 days" is a real slice (~4%).

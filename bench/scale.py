@@ -85,7 +85,7 @@ class Vectors:
 
 
 def _memories(turns: list[Any], vectors: np.ndarray) -> Iterator[Any]:
-    from memwrap.engine.memories_jsonl import ImportedMemory
+    from memwrap.engine.transfer.memories_jsonl import ImportedMemory
 
     for turn, vector in zip(turns, vectors, strict=True):
         yield ImportedMemory.model_construct(

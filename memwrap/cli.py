@@ -75,7 +75,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_import_mem0(args: argparse.Namespace) -> int:
     from memwrap.cli_long import import_rows
-    from memwrap.engine.mem0_export import read_mem0_file  # only this command reads mem0's format
+    from memwrap.engine.transfer.mem0_export import read_mem0_file  # only this command reads mem0's format
     from memwrap.validate import bank_id
 
     bank_id(args.bank_id)

@@ -114,7 +114,7 @@ def count_lines(path: Path) -> int:
 
 
 def import_memories(memory: Memory, args: argparse.Namespace, positional: list[Any], arguments: dict[str, Any]) -> int:
-    from memwrap.engine.memories_jsonl import read_jsonl
+    from memwrap.engine.transfer.memories_jsonl import read_jsonl
 
     bank_id, source = positional
     path = Path(str(source))
@@ -161,7 +161,7 @@ def export_bank(memory: Memory, args: argparse.Namespace, positional: list[Any],
         return memory.export_bank(bank_id, path, **arguments)
     import json
 
-    from memwrap.engine.transfer import write_lines
+    from memwrap.engine.transfer.bank_stream import write_lines
 
     with progress(args, f"export {bank_id}", None, "lines") as bar:
 
@@ -302,7 +302,7 @@ def configure_reembed(parser: argparse.ArgumentParser) -> None:
 
 def import_bank(memory: Memory, args: argparse.Namespace, positional: list[Any], arguments: dict[str, Any]) -> Any:
     """The file read (lines), then written (rows), on one bar whose description says which."""
-    from memwrap.engine import transfer
+    from memwrap.engine.transfer import bank_stream as transfer
 
     bank_id, source = positional
     path = Path(str(source))
@@ -318,7 +318,8 @@ def import_bank(memory: Memory, args: argparse.Namespace, positional: list[Any],
                 bar.set(completed=done)
 
         return on_engine(
-            memory, lambda engine: transfer.import_lines(engine, bank_id, transfer.read_lines(path), progress=moved)
+            memory,
+            lambda engine: transfer.import_lines(engine.parts, bank_id, transfer.read_lines(path), progress=moved),
         )
 
 

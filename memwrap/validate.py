@@ -329,9 +329,9 @@ def bank_config(changes: Mapping[str, Any]) -> dict[str, Any]:
             clean[key] = None if value is None else _given_disposition(value)
         elif key == "raw_ttl_days":  # the worker deletes raw facts older than this (learn/forgetting.py)
             clean[key] = raw_ttl_days(value)
-        elif key == "extraction_instructions":  # the operator's words to the extraction LLM (bank_instructions.py)
+        elif key == "extraction_instructions":  # the operator's words to the extraction LLM (banks/instructions.py)
             clean[key] = extraction_instructions(value)
-        elif key == "entity_types":  # the kinds of entity extraction recognises (engine/entity_types.py)
+        elif key == "entity_types":  # the kinds of entity extraction recognises (engine/banks/entity_types.py)
             clean[key] = entity_types(value)
         elif value is not None and value not in BANK_CONFIG_KEYS[key]:
             raise InvalidInputError(f"{key} must be one of {list(BANK_CONFIG_KEYS[key])} (or null), not {value!r}.")

@@ -94,11 +94,11 @@ Items = Annotated[Sequence[ItemLike], SkipValidation]
 Tags = Sequence[str] | str | None
 BankIds = str | Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECALL_BANKS)]
 MemoryId = UUID | str
-# A JSONL file (memwrap/engine/memories_jsonl.py) or the memories themselves, read lazily by the engine.
+# A JSONL file (memwrap/engine/transfer/memories_jsonl.py) or the memories themselves, read lazily by the engine.
 ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
 DefensePolicy = Literal["redact", "block", "off"]
 EntityId = UUID | str
-# The bounds of the entity views: the engine checks them (memwrap/engine/view_verbs.py); declared here too, they
+# The bounds of the entity views: the engine checks them (memwrap/engine/banks/view_verbs.py); declared here too, they
 # are checked before the engine is reached over REST and MCP, and the OpenAPI document shows them.
 EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
 EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
@@ -344,7 +344,7 @@ class MemoryVerbs:
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         ...
 
-    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/bank_views.py) -----------
+    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/banks/views.py) -----------
     # What the memory browser (/ui) shows; read-only, each a bounded query. Not MCP tools: an agent asks memory
     # with recall and reflect; these are for people (and scripts) looking at a bank.
 

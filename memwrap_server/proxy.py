@@ -36,7 +36,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from memwrap import validate
 from memwrap.api import AsyncMemory
-from memwrap.engine import bank_ids
+from memwrap.engine.banks import ids as bank_ids
 from memwrap.errors import BankNotFoundError, InvalidBankIdError, InvalidInputError
 from memwrap.filters import filter_from_json
 from memwrap.wrappers.core import Call, backend_for
@@ -279,7 +279,7 @@ class Proxy:
         return await self._forward(request, family, upstream_path, raw, call, anthropic)
 
     async def _admit(self, bank_id: str) -> None:
-        """A bank this call would create must not pass for another (memwrap/engine/bank_ids.py): refused up
+        """A bank this call would create must not pass for another (memwrap/engine/banks/ids.py): refused up
         front, as any header the turn could not be filed under, rather than answered and then not remembered."""
         reason = bank_ids.lookalike(bank_id)
         if reason is None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memwrap import Memory, RetainItem
-from memwrap.engine.bank_names import han_names, with_names
+from memwrap.engine.banks.names import han_names, with_names
 from memwrap.engine.language.text import search_text
 
 WHEN = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)

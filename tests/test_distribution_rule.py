@@ -22,7 +22,7 @@ import pytest
 
 from memwrap import Memory
 from memwrap.config import load_settings
-from memwrap.engine.import_memories import CREATE_STAGING
+from memwrap.engine.transfer.import_memories import CREATE_STAGING
 from memwrap.store import db
 from memwrap.store.db import migrations_folder
 

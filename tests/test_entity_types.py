@@ -20,10 +20,10 @@ from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply
 from llm_fixtures import engine_fixture, fake_fixture
 
 from memwrap import InvalidInputError, Memory
-from memwrap.engine.bank_instructions import CLOSE as INSTRUCTIONS_CLOSE
-from memwrap.engine.bank_instructions import OPEN as INSTRUCTIONS_OPEN
+from memwrap.engine.banks.entity_types import CLOSE, OPEN
+from memwrap.engine.banks.instructions import CLOSE as INSTRUCTIONS_CLOSE
+from memwrap.engine.banks.instructions import OPEN as INSTRUCTIONS_OPEN
 from memwrap.engine.engine import Engine
-from memwrap.engine.entity_types import CLOSE, OPEN
 from memwrap.engine.retain.extract import SYSTEM_PROMPT
 from memwrap.models import MAX_ENTITY_TYPE_DESCRIPTION_CHARS, MAX_ENTITY_TYPES, EntityType
 

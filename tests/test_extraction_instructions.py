@@ -19,7 +19,7 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar, upstream
 from test_server_harness import ADMIN_KEY, ServerProcess
 
 from memwrap import InvalidInputError, Memory
-from memwrap.engine.bank_instructions import CLOSE, OPEN
+from memwrap.engine.banks.instructions import CLOSE, OPEN
 from memwrap.engine.engine import Engine
 from memwrap.engine.learn.llm_consolidate import SYSTEM as CONSOLIDATION_SYSTEM
 from memwrap.engine.retain.extract import SYSTEM_PROMPT

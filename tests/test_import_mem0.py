@@ -13,7 +13,7 @@ import pytest
 
 from memwrap import Memory
 from memwrap.cli import main
-from memwrap.engine.mem0_export import read_mem0_file
+from memwrap.engine.transfer.mem0_export import read_mem0_file
 from memwrap.errors import InvalidInputError
 
 PACIFIC = timezone(timedelta(hours=-7))

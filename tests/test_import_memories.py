@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memwrap import Memory
-from memwrap.engine.memories_jsonl import ImportedMemory, memory_line, read_jsonl
+from memwrap.engine.transfer.memories_jsonl import ImportedMemory, memory_line, read_jsonl
 from memwrap.errors import InvalidInputError
 
 WHEN = datetime(2024, 5, 2, 9, 0, tzinfo=UTC)
@@ -132,7 +132,7 @@ def test_a_bulk_load_drops_the_vector_index_and_builds_it_once(tmp_path: Path) -
 
 def test_a_file_imported_again_is_not_embedded_again(memory: Memory, bank: str) -> None:
     """What the bank holds is looked up before the model runs: a re-import costs a read, not the embedding."""
-    from memwrap.engine.import_memories import BulkLoadReport, import_batch
+    from memwrap.engine.transfer.import_memories import BulkLoadReport, import_batch
 
     engine = _engine(memory)
     embedded: list[str] = []

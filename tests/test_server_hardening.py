@@ -119,8 +119,8 @@ def test_an_import_line_nested_too_deeply_is_4xx(admin: httpx.Client, bank: str,
     assert "line 2" in response.json()["error"]["message"] and "nests deeper" in response.json()["error"]["message"]
     assert bank not in {b["bank_id"] for b in admin.get("/v1/banks").json()}
 
-    from memwrap.engine.mem0_export import read_mem0_file
-    from memwrap.engine.memories_jsonl import read_jsonl
+    from memwrap.engine.transfer.mem0_export import read_mem0_file
+    from memwrap.engine.transfer.memories_jsonl import read_jsonl
     from memwrap.errors import InvalidInputError
 
     with pytest.raises(InvalidInputError, match="nests deeper"):

@@ -1,6 +1,6 @@
 """The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them.
 
-The learning verbs (memwrap/engine/learn/verbs.py), the read-only views of a bank (view_verbs.py) and the webhook
+The learning verbs (memwrap/engine/learn/verbs.py), the read-only views of a bank (banks/view_verbs.py) and the webhook
 verbs (webhooks/verbs.py) are mixed in.
 """
 
@@ -22,16 +22,18 @@ import numpy as np
 from memwrap import lifecycle, tracing, validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, defend
-from memwrap.engine import bank_ids, bank_settings, catalog, llm_usage
+from memwrap.engine.banks import catalog
+from memwrap.engine.banks import ids as bank_ids
+from memwrap.engine.banks import settings as bank_settings
+from memwrap.engine.banks.view_verbs import ViewVerbs
 from memwrap.engine.change_cues import fill_quietly
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.embed.legacy import settings_for_home
 from memwrap.engine.embed.reembed import reembed_store
-from memwrap.engine.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
+from memwrap.engine.llm import usage as llm_usage
 from memwrap.engine.llm.client import LLM, Usage
-from memwrap.engine.memories_jsonl import read_jsonl_file
 from memwrap.engine.parts import EngineParts
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
@@ -41,9 +43,10 @@ from memwrap.engine.retain.facts import Extractor
 from memwrap.engine.retain.pipeline import Retainer
 from memwrap.engine.retain.reextract import Reextractor
 from memwrap.engine.startup import StartParts, drop_result, home_embedder
-from memwrap.engine.transfer import export_lines, import_lines, read_lines, write_lines
+from memwrap.engine.transfer.bank_stream import export_lines, import_lines, read_lines, write_lines
+from memwrap.engine.transfer.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
+from memwrap.engine.transfer.memories_jsonl import read_jsonl_file
 from memwrap.engine.update import history, update
-from memwrap.engine.view_verbs import ViewVerbs
 from memwrap.engine.webhooks.verbs import WebhookVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (
@@ -127,7 +130,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         self.retainer.use(self.extractor, self.reextractor)
 
     async def count_llm_usage(self, bank_id: str, purpose: str, usage: Usage) -> None:
-        """One LLM request made for `bank_id`, added to its counters of the day (memwrap/engine/llm_usage.py)."""
+        """One LLM request made for `bank_id`, added to its counters of the day (memwrap/engine/llm/usage.py)."""
         await llm_usage.record(
             self.store.pool,
             bank_id,
@@ -275,7 +278,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         """Validated here, at the boundary; written by retain's pipeline (engine/retain/pipeline.py)."""
         bank_id = validate.bank_id(bank_id)
         checked = validate.retain_items(items, max_metadata_bytes=self.settings.max_metadata_bytes)
-        await bank_ids.admit(self.store.pool, bank_id)  # a new bank may not pass for another (bank_ids.py)
+        await bank_ids.admit(self.store.pool, bank_id)  # a new bank may not pass for another (banks/ids.py)
         if not checked:
             return []
         return await self.retainer.retain(bank_id, checked, await self.defense_policy(bank_id))
@@ -292,7 +295,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         batch_size: int = IMPORT_BATCH,
         rebuild_vector_index: bool = False,
     ) -> int:
-        """Write memories (a JSONL file, or ImportedMemory or their dicts; memwrap/engine/memories_jsonl.py) with
+        """Write memories (a JSONL file, or ImportedMemory or their dicts; engine/transfer/memories_jsonl.py) with
         COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new.
         `rebuild_vector_index`: drop the vector index for the load and build it once at the end
         (memwrap/store/vector_index.py)."""
@@ -580,7 +583,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         """Re-embed every memory with the configured model, in place (memwrap/engine/embed/reembed.py)."""
         return await reembed_store(self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size)
 
-    # --- update, history, export/import (engine/update.py, engine/transfer.py) -----------------------------
+    # --- update, history, export/import (engine/update.py, engine/transfer/bank_stream.py) ------------------
 
     @tracing.traced(
         "update", lambda _self, bank_id, memory_id, **_k: tracing.memory_record("update_memory", bank_id, memory_id)
@@ -617,7 +620,7 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
         return await history(self.parts, bank_id, memory_id)
 
     def export_stream(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
-        """The bank as JSON lines (memwrap/engine/transfer.py): memories with their times, metadata, tags,
+        """The bank as JSON lines (memwrap/engine/transfer/bank_stream.py): memories with their times, metadata, tags,
         entities and links, observations, mental models, histories; vectors too with include_embeddings."""
         return export_lines(self.parts, bank_id, include_embeddings=include_embeddings)
 

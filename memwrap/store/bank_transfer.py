@@ -1,5 +1,5 @@
-"""The tables of a bank as export/import sees them (memwrap/engine/transfer.py): which columns travel, in which
-order, and what a row needs to exist before it can be imported.
+"""The tables of a bank as export/import sees them (memwrap/engine/transfer/bank_stream.py): which columns travel,
+in which order, and what a row needs to exist before it can be imported.
 
 Every statement is built from this fixed table, never from a file: a record's keys only select values
 (jsonb_populate_record reads the columns named here and ignores anything else).

@@ -22,7 +22,7 @@ from uuid import UUID
 import asyncpg
 
 from memwrap import tracing
-from memwrap.engine import bank_settings
+from memwrap.engine.banks import settings as bank_settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext, serial_lock
 from memwrap.engine.jobs.retry_policy import RetryPolicy

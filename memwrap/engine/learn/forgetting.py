@@ -19,7 +19,8 @@ from uuid import UUID
 import asyncpg
 from pydantic import BaseModel
 
-from memwrap.engine import catalog, webhooks
+from memwrap.engine import webhooks
+from memwrap.engine.banks import catalog
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn import mental_models

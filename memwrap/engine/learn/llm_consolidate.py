@@ -19,7 +19,7 @@ from uuid import UUID, uuid4
 import numpy as np
 from pydantic import BaseModel, Field
 
-from memwrap.engine.bank_instructions import with_instructions
+from memwrap.engine.banks.instructions import with_instructions
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.text import search_text
 from memwrap.engine.learn.heuristic import Fact

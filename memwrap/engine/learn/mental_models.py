@@ -22,7 +22,8 @@ import asyncpg
 from pydantic import BaseModel, Field
 
 from memwrap.defense.policy import redact
-from memwrap.engine import bank_ids, webhooks
+from memwrap.engine import webhooks
+from memwrap.engine.banks import ids as bank_ids
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn.learning_llm import consolidation_llm

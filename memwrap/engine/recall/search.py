@@ -15,7 +15,7 @@ import numpy as np
 
 from memwrap import tracing, validate
 from memwrap.config import Settings
-from memwrap.engine.bank_names import han_names, names_in, with_names
+from memwrap.engine.banks.names import han_names, names_in, with_names
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
 from memwrap.engine.language.text import search_text, without_function_words
@@ -409,7 +409,7 @@ class Searcher:
 
     async def _names(self, bank_id: str, query: str, entity_keys: list[str]) -> list[tuple[str, str]]:
         """(name, key) of the question's entities in this bank besides `entity_keys`: the bank's Han names the
-        question holds (jieba may have cut them: bank_names.py), and the other names of all of them."""
+        question holds (jieba may have cut them: banks/names.py), and the other names of all of them."""
         seen = [(name, entity_key(name)) for name in sorted(await names_in(self.pool, bank_id, query))]
         keys = sorted({*entity_keys, *(key for _name, key in seen)})
         related = await related_names(self.pool, bank_id, keys)

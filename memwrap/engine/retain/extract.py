@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Literal
 
-from memwrap.engine.bank_instructions import with_instructions
-from memwrap.engine.entity_types import Declared, with_entity_types
+from memwrap.engine.banks.entity_types import Declared, with_entity_types
+from memwrap.engine.banks.instructions import with_instructions
 from memwrap.engine.language.speakers import (
     FIRST_PERSON,
     METADATA_ROLES,
@@ -293,8 +293,8 @@ async def extract_chunk(
 ) -> ChunkFacts:
     """One LLM call for one chunk; raises the LLM's errors (LLMUnavailableError, LLMOutputError, ...).
 
-    `instructions`: the bank's extraction instructions (engine/bank_instructions.py), fenced after the rules.
-    `types`: the bank's entity types (engine/entity_types.py), fenced before them; without any, the prompt and
+    `instructions`: the bank's extraction instructions (engine/banks/instructions.py), fenced after the rules.
+    `types`: the bank's entity types (engine/banks/entity_types.py), fenced before them; without any, the prompt and
     the schema are those of a bank that never declared one.
     Background work: the request is bounded by the server's measured speed, not by MEMWRAP_LLM_TIMEOUT."""
     typed = types if types else None  # no types declared: the request of a bank that never declared any

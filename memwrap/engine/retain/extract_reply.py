@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from memwrap.engine.entity_types import Declared
+from memwrap.engine.banks.entity_types import Declared
 from memwrap.engine.llm.types import strict_schema
 
 # --- the reply's shape --------------------------------------------------------------------------------------
@@ -48,7 +48,7 @@ class Extraction(BaseModel):
 
 
 class TypedEntityNames(EntityNames):
-    """An entity with its kind, when the bank declared entity types (engine/entity_types.py)."""
+    """An entity with its kind, when the bank declared entity types (engine/banks/entity_types.py)."""
 
     type: str | None = None
 

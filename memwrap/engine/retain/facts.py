@@ -28,7 +28,9 @@ import numpy as np
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy, redact
-from memwrap.engine import bank_settings, entity_types, webhooks
+from memwrap.engine import webhooks
+from memwrap.engine.banks import entity_types
+from memwrap.engine.banks import settings as bank_settings
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.jobs.retry_policy import RetryPolicy
 from memwrap.engine.language.entities import entity_key, extract_entities

@@ -42,7 +42,7 @@ class PreparedUnit:
     turn_part: int | None = None  # its place among the chunks of a long turn (None: the turn is one unit)
     turn_parts: int | None = None  # how many chunks that turn has
     standing: str | None = None  # the domain of a standing instruction it states (language/instructions.py)
-    entity_types: dict[str, str] = field(default_factory=dict)  # entity_key → the bank's type (entity_types.py)
+    entity_types: dict[str, str] = field(default_factory=dict)  # entity_key → the bank's type (banks/entity_types.py)
     # Whether its words state a change (memory_units.change_cue, language/change_cue.py): worked out here, before
     # the write's transaction locks the bank, and again by dataclasses.replace when the text changes.
     change_cue: bool = field(init=False)

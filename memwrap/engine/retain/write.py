@@ -8,7 +8,7 @@ from uuid import UUID
 import numpy as np
 
 from memwrap.engine import webhooks
-from memwrap.engine.bank_names import add_name_words, backfill
+from memwrap.engine.banks.names import add_name_words, backfill
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedItem, PreparedUnit
 from memwrap.store.bank_lock import lock_bank
@@ -206,7 +206,7 @@ async def write_unit_entities(
     types: Mapping[str, str] | None = None,
 ) -> None:
     """Entities (entity_key → name) of stored units: counted, created where new, and linked. `types`:
-    entity_key → the bank's entity type extraction gave it (engine/entity_types.py); the others keep theirs."""
+    entity_key → the bank's entity type extraction gave it (engine/banks/entity_types.py); the others keep theirs."""
     mentions: dict[str, int] = {}
     names: dict[str, str] = {}
     for _, entities in units:

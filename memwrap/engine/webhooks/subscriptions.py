@@ -13,7 +13,7 @@ import asyncpg
 
 from memwrap import validate
 from memwrap.defense.policy import redact
-from memwrap.engine import bank_ids
+from memwrap.engine.banks import ids as bank_ids
 from memwrap.engine.webhooks.signing import new_secret
 from memwrap.engine.webhooks.urls import shown_url
 from memwrap.errors import ConflictError, InvalidInputError, WebhookNotFoundError

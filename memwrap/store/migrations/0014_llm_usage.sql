@@ -2,7 +2,7 @@
 --
 -- `purpose` is the LLM role the call was made for: extraction (retain), consolidation (observations, mental
 -- models, forgetting) or reflect. One row per (bank, day, purpose), added to after every successful request
--- (memwrap/engine/llm_usage.py); the memory browser's Usage view and the `llm_usage` verb read it. Tokens are as
+-- (memwrap/engine/llm/usage.py); the memory browser's Usage view and the `llm_usage` verb read it. Tokens are as
 -- the provider reported them: input includes cached input, which is also counted on its own.
 CREATE TABLE IF NOT EXISTS llm_usage (
     bank_id             text NOT NULL REFERENCES banks(bank_id) ON DELETE CASCADE,

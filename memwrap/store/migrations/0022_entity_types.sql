@@ -2,7 +2,7 @@
 -- types).
 --
 -- A bank lists the kinds of entity it cares about in its settings (banks.config 'entity_types': names and
--- descriptions, engine/entity_types.py); LLM extraction gives each entity of such a kind its type name, stored here.
+-- descriptions, engine/banks/entity_types.py); LLM extraction gives each entity of such a kind its type name, stored here.
 -- NULL, the default, is "no declared type": every entity of a bank without types, every entity found without an
 -- LLM (provider "none" recognises names, not kinds), and every entity of a store older than this version.
 ALTER TABLE entities ADD COLUMN IF NOT EXISTS entity_type text;

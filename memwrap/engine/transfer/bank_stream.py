@@ -25,7 +25,7 @@ from uuid import UUID
 import numpy as np
 
 from memwrap import tracing, validate
-from memwrap.engine import bank_ids
+from memwrap.engine.banks import ids as bank_ids
 from memwrap.engine.embed.unit_text import context_of, embedding_text
 from memwrap.engine.language.text import search_text
 from memwrap.errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError

@@ -21,7 +21,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from memwrap import validate
-from memwrap.engine.memories_jsonl import ImportedMemory
+from memwrap.engine.transfer.memories_jsonl import ImportedMemory
 from memwrap.errors import InvalidInputError
 
 SCOPE_KEYS = ("user_id", "agent_id", "run_id", "actor_id", "role")

@@ -48,7 +48,7 @@ async def update(pool: asyncpg.Pool, bank_id: str, changes: Mapping[str, Any]) -
 
 
 async def extraction_instructions(db: Executor, bank_id: str) -> str | None:
-    """The bank's extraction instructions (memwrap/engine/bank_instructions.py), or None (no bank, none set)."""
+    """The bank's extraction instructions (memwrap/engine/banks/instructions.py), or None (no bank, none set)."""
     text = await db.fetchval("SELECT config->>'extraction_instructions' FROM banks WHERE bank_id = $1", bank_id)
     return str(text) if text else None
 

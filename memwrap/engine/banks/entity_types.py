@@ -10,7 +10,7 @@ dropped (the entity keeps no type), never an error: the facts are what matter. T
 an entity of one of those types (recall/filters.py).
 
 A description is the operator's text but still data to the model: it is fenced like the extraction instructions
-(engine/bank_instructions.py): one line per type (line breaks inside a description are spaces, so it cannot start
+(engine/banks/instructions.py): one line per type (line breaks inside a description are spaces, so it cannot start
 a type of its own), no spelling of either fence's markers survives in it, and the text around the fence says the
 descriptions only say what each kind covers. Names need no neutralising: their pattern (models.EntityType) admits
 letters, digits, `_` and `-` only.

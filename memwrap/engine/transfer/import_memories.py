@@ -21,12 +21,11 @@ from uuid import uuid4
 import numpy as np
 
 from memwrap import validate
-from memwrap.engine.bank_names import add_name_words, backfill
+from memwrap.engine.banks.names import add_name_words, backfill
 from memwrap.engine.language.entities import entity_key, extract_entities
 from memwrap.engine.language.speakers import said_by
 from memwrap.engine.language.text import search_text
 from memwrap.engine.language.timeparse import extract_occurred
-from memwrap.engine.memories_jsonl import ImportedMemory
 from memwrap.engine.retain.name_links import link_names
 from memwrap.engine.retain.prepare import PreparedUnit, defend_item, item_hash, legacy_item_hash, session_key
 from memwrap.engine.retain.write import (
@@ -37,6 +36,7 @@ from memwrap.engine.retain.write import (
     existing_items,
     unit_entities,
 )
+from memwrap.engine.transfer.memories_jsonl import ImportedMemory
 from memwrap.errors import InvalidInputError
 from memwrap.models import RetainItem
 from memwrap.store.bank_lock import lock_bank
