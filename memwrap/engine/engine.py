@@ -1,7 +1,9 @@
-"""The engine: the store, the embedding model and the verbs (retain, recall, list, get, delete) over them.
+"""The engine: the store, the embedding model and the verbs (retain, recall, reflect, list, get, delete, update)
+over them; the stages get its parts (engine/parts.py), never the engine itself.
 
-The learning verbs (memwrap/engine/learn/verbs.py), the read-only views of a bank (banks/view_verbs.py) and the webhook
-verbs (webhooks/verbs.py) are mixed in.
+Mixed in: opening and closing (start_stop.py), the bulk verbs (transfer/verbs.py: import_memories, export/import of
+a bank, reembed), a bank's settings (banks/config_verbs.py), the learning verbs (learn/verbs.py), the read-only
+views of a bank (banks/view_verbs.py) and the webhook verbs (webhooks/verbs.py).
 """
 
 from __future__ import annotations
@@ -9,27 +11,22 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import logging
-import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import numpy as np
 
-from memwrap import lifecycle, tracing, validate
+from memwrap import tracing, validate
 from memwrap.config import Settings
-from memwrap.defense.policy import apply_policy, defend
+from memwrap.defense.policy import apply_policy
 from memwrap.engine.banks import catalog
 from memwrap.engine.banks import ids as bank_ids
 from memwrap.engine.banks import settings as bank_settings
+from memwrap.engine.banks.config_verbs import BankConfigVerbs
 from memwrap.engine.banks.view_verbs import ViewVerbs
-from memwrap.engine.change_cues import fill_quietly
 from memwrap.engine.embed.embedder import Embedder
-from memwrap.engine.embed.legacy import settings_for_home
-from memwrap.engine.embed.reembed import reembed_store
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import usage as llm_usage
@@ -42,10 +39,9 @@ from memwrap.engine.reflect.service import reflect
 from memwrap.engine.retain.facts import Extractor
 from memwrap.engine.retain.pipeline import Retainer
 from memwrap.engine.retain.reextract import Reextractor
-from memwrap.engine.startup import StartParts, drop_result, home_embedder
-from memwrap.engine.transfer.bank_stream import export_lines, import_lines, read_lines, write_lines
-from memwrap.engine.transfer.import_memories import IMPORT_BATCH, BulkLoadReport, batches, import_batch
-from memwrap.engine.transfer.memories_jsonl import read_jsonl_file
+from memwrap.engine.start_stop import StartStop, open_store
+from memwrap.engine.startup import StartParts
+from memwrap.engine.transfer.verbs import TransferVerbs
 from memwrap.engine.update import history, update
 from memwrap.engine.webhooks.verbs import WebhookVerbs
 from memwrap.filters import RecallFilter
@@ -56,8 +52,6 @@ from memwrap.models import (
     BankInfo,
     DeleteReport,
     Disposition,
-    EntityType,
-    ImportReport,
     Keep,
     MemoryRecord,
     MemoryVersion,
@@ -66,18 +60,9 @@ from memwrap.models import (
     RetainItem,
 )
 from memwrap.store.db import Store
-from memwrap.store.pg_tuning import index_build_cap
-from memwrap.store.vector_index import index_down
-from memwrap.tokens import encoding_for_model
-
-log = logging.getLogger("memwrap.engine")
-
-# Engine.open's warm-up recall reads this bank, which holds nothing (bank ids cannot start with two underscores
-# followed by this name by accident: it is just an unlikely name; a recall on it reads, never writes).
-WARMUP_BANK = "__memwrap_warmup__"
 
 
-class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
+class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs, WebhookVerbs):
     def __init__(self, store: Store, embedder: Embedder, settings: Settings) -> None:
         self.store = store
         self.embedder = embedder
@@ -141,27 +126,6 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
             cached_input_tokens=usage.cached_tokens,
         )
 
-    async def _warm_up(self) -> None:
-        """Every recall arm once, on connections of their own, on a bank that holds nothing: the connections,
-        their catalog and plan caches and the model's first run are then ready for the first real call."""
-        # Nobody asked for it: no trace of it in the app's exporter (tracing.quiet).
-        with tracing.quiet(), contextlib.suppress(Exception):  # the first real recall reports real errors
-            await self.searcher.recall(
-                RecallRequest(
-                    bank_id=WARMUP_BANK,
-                    query="what did we say last week?",
-                    token_budget=64,
-                    now=datetime.now(UTC),
-                    types=None,
-                    tags=None,
-                    model=None,
-                    neighbours=True,
-                    fusion=None,
-                    warm_up=True,
-                )
-            )
-            encoding_for_model().encode("the first count on this thread builds its tokenizer state")
-
     async def retry_extractions(self, bank_id: str | None = None, *, limit: int = 64) -> int:
         """Re-extract queued raw turns now, due or not (the background loop retries them on a schedule).
         Returns how many items became facts."""
@@ -176,67 +140,19 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     ) -> Engine:
         """Start the engine. The database server, the embedding model and the token counter are independent:
         they load side by side (memwrap/engine/startup.py; `parts` when already begun), and `startup_ms` says
-        how long each part took."""
+        how long each part took (engine/start_stop.py)."""
         parts = parts or StartParts.begin(settings)
-        timings = parts.timings
-        try:
-            url = settings.database_url or await parts.database  # type: ignore[misc]  # set when no database_url
-            kept = None
-            if not allow_model_change:  # a home of the former default keeps it until reembed (embed/legacy.py)
-                settings, kept = await settings_for_home(url, settings)
-            if kept is None:
-                embedder = await parts.model
-            else:
-                parts.model.add_done_callback(drop_result)  # the default model, loaded for nothing
-                embedder = await asyncio.get_running_loop().run_in_executor(None, home_embedder, settings)
-            start = time.perf_counter()
-            store = await Store.open(
-                url,
-                embedding_model=settings.embedding_space,
-                embedding_dim=embedder.dim,
-                allow_model_change=allow_model_change,
-                min_size=settings.pool_min_size,
-                max_size=settings.pool_max_size,
-                index_memory_cap=None if settings.database_url else index_build_cap(),
-            )
-            timings["store"] = round((time.perf_counter() - start) * 1000, 1)
-        except BaseException:
-            parts.abandon()
-            raise
+        store, embedder, settings, kept = await open_store(settings, parts, allow_model_change=allow_model_change)
         try:
             with contextlib.suppress(Exception):  # no offline encoding: the first recall says so, clearly
                 await parts.tokenizer
             engine = cls(store, embedder, settings)
             engine.kept_model = kept
-            start = time.perf_counter()
-            if not allow_model_change:  # reembed: the stored vectors may not fit the model yet
-                await engine._warm_up()
-            timings["first_query"] = round((time.perf_counter() - start) * 1000, 1)
-            engine.startup_ms = {**timings, "total": parts.elapsed_ms()}
-            lifecycle.engine_started()
-            log.debug("memwrap: engine started in %s ms", engine.startup_ms)
-            if not allow_model_change:  # no learning while every vector is being rewritten
-                await engine.learning.start()
-            # Memories written before migration 0023 (or since changed) get their change cue (engine/change_cues.py).
-            engine._change_cues = asyncio.get_running_loop().create_task(
-                fill_quietly(store.pool), name="memwrap-change-cues"
-            )
+            await engine._started(parts, allow_model_change=allow_model_change)
         except BaseException:
             await store.close()
             raise
         return engine
-
-    async def close(self) -> None:
-        if self._change_cues is not None:
-            self._change_cues.cancel()
-            await asyncio.gather(self._change_cues, return_exceptions=True)
-        await self.learning.stop()
-        if self.reextractor is not None:
-            await self.reextractor.stop()
-        if self.llm is not None:
-            await self.llm.aclose()
-        await self.searcher.close()
-        await self.store.close()
 
     # --- retain -----------------------------------------------------------------------------------------
 
@@ -286,57 +202,6 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     async def defense_policy(self, bank_id: str) -> str:
         """The bank's memory-defense policy (off, redact or block): its own setting, else the configured default."""
         return await bank_settings.defense_policy(self.store.pool, bank_id, self.settings.defense_policy)
-
-    async def import_memories(
-        self,
-        bank_id: str,
-        memories: str | Path | Iterable[Any] | AsyncIterable[Any],
-        *,
-        batch_size: int = IMPORT_BATCH,
-        rebuild_vector_index: bool = False,
-    ) -> int:
-        """Write memories (a JSONL file, or ImportedMemory or their dicts; engine/transfer/memories_jsonl.py) with
-        COPY, a batch per transaction; rows with an `embedding` are not embedded again. Returns how many were new.
-        `rebuild_vector_index`: drop the vector index for the load and build it once at the end
-        (memwrap/store/vector_index.py)."""
-        bank_id = validate.bank_id(bank_id)
-        await bank_ids.admit(self.store.pool, bank_id)
-        if isinstance(memories, str | Path):
-            memories = read_jsonl_file(memories)
-        if not 1 <= batch_size <= 100_000:
-            raise validate.InvalidInputError("import_memories takes 1 <= batch_size <= 100000.")
-        policy = await self.defense_policy(bank_id)
-        report = BulkLoadReport()
-        if rebuild_vector_index:
-            async with index_down(self.store.pool, memory_cap=self.store.index_memory_cap):
-                await self._import_batches(bank_id, memories, batch_size, policy, report)
-        else:
-            await self._import_batches(bank_id, memories, batch_size, policy, report)
-        await self.learning.after_retain(bank_id, report.imported)
-        return report.imported
-
-    async def _import_batches(
-        self,
-        bank_id: str,
-        memories: Iterable[Any] | AsyncIterable[Any],
-        batch_size: int,
-        policy: str,
-        report: BulkLoadReport,
-    ) -> None:
-        async for batch in batches(memories, batch_size):
-            async with self.store.pool.acquire() as conn:
-                written = await import_batch(
-                    conn,
-                    bank_id,
-                    batch,
-                    dim=self.embedder.dim,
-                    embed=self.embedder.embed,
-                    defense_policy=policy,
-                    report=report,
-                    legacy_key=await self.retainer.legacy_item_key(),
-                    max_metadata_bytes=self.settings.max_metadata_bytes,
-                )
-            self.store.planner_stats.note_writes(bank_id, len(written))
 
     # --- recall -----------------------------------------------------------------------------------------
 
@@ -494,95 +359,6 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     async def banks(self) -> builtins.list[BankInfo]:
         return await catalog.banks(self.store.pool)
 
-    async def bank_config(self, bank_id: str) -> dict[str, Any]:
-        """The bank's stored configuration (banks.config); BankNotFoundError if the bank does not exist."""
-        return await bank_settings.read(self.store.pool, validate.bank_id(bank_id))
-
-    async def create_bank(
-        self,
-        bank_id: str,
-        *,
-        defense_policy: str | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
-        raw_ttl_days: float | None = None,
-        extraction_instructions: str | None = None,
-        entity_types: Sequence[EntityType | Mapping[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        """Create a new bank with these settings; BankExistsError if the id is taken (one statement: no race)."""
-        bank_id = validate.bank_id(bank_id)
-        settings = {
-            "defense_policy": defense_policy,
-            "disposition": disposition,
-            "raw_ttl_days": raw_ttl_days,
-            "extraction_instructions": extraction_instructions,
-            "entity_types": entity_types,
-        }
-        clean = {k: v for k, v in validate.bank_config(settings).items() if v is not None}
-        await bank_ids.admit(self.store.pool, bank_id)
-        return await bank_settings.create(self.store.pool, bank_id, await self._defended_config(bank_id, clean))
-
-    async def configure_bank(
-        self,
-        bank_id: str,
-        *,
-        defense_policy: str | None | Keep = KEEP,
-        disposition: Disposition | Mapping[str, Any] | None | Keep = KEEP,
-        raw_ttl_days: float | None | Keep = KEEP,
-        extraction_instructions: str | None | Keep = KEEP,
-        entity_types: Sequence[EntityType | Mapping[str, Any]] | None | Keep = KEEP,
-    ) -> dict[str, Any]:
-        """Create the bank if needed and merge the settings given into its config (None removes one; KEEP, the
-        default, leaves it as it is)."""
-        bank_id = validate.bank_id(bank_id)
-        given = {
-            "defense_policy": defense_policy,
-            "disposition": disposition,
-            "raw_ttl_days": raw_ttl_days,
-            "extraction_instructions": extraction_instructions,
-            "entity_types": entity_types,
-        }
-        await bank_ids.admit(self.store.pool, bank_id)
-        changes = await self._defended_config(
-            bank_id, validate.bank_config({k: v for k, v in given.items() if v is not KEEP})
-        )
-        return await bank_settings.update(self.store.pool, bank_id, changes)
-
-    async def _defended_config(self, bank_id: str, config: dict[str, Any]) -> dict[str, Any]:
-        """The disposition's directives (text a person wrote, read by reflect's LLM) through the memory defense,
-        under the policy the bank will have; so are the extraction instructions and the entity types' descriptions
-        (read by extraction's LLM)."""
-        disposition = config.get("disposition")
-        texts: dict[str, Any] = {}
-        if isinstance(disposition, dict) and disposition.get("directives"):
-            texts["disposition.directives"] = disposition["directives"]
-        if config.get("extraction_instructions"):
-            texts["extraction_instructions"] = config["extraction_instructions"]
-        types = config.get("entity_types") or []
-        for position, declared in enumerate(types):
-            if declared.get("description"):
-                texts[f"entity_types.{position}"] = declared["description"]
-        if not texts:
-            return config
-        policy = config.get("defense_policy") or await self.defense_policy(bank_id)
-        defended = defend(texts, policy)
-        config = dict(config)
-        if "disposition.directives" in defended and isinstance(disposition, dict):
-            config["disposition"] = {**disposition, "directives": defended["disposition.directives"]}
-        if "extraction_instructions" in defended:
-            config["extraction_instructions"] = defended["extraction_instructions"]
-        if types:
-            config["entity_types"] = [
-                {**declared, "description": defended.get(f"entity_types.{n}", declared["description"])}
-                for n, declared in enumerate(types)
-            ]
-        return config
-
-    # --- maintenance ------------------------------------------------------------------------------------
-
-    async def reembed(self, *, batch_size: int = 256) -> int:
-        """Re-embed every memory with the configured model, in place (memwrap/engine/embed/reembed.py)."""
-        return await reembed_store(self.store, self.embedder, self.settings.embedding_space, batch_size=batch_size)
-
     # --- update, history, export/import (engine/update.py, engine/transfer/bank_stream.py) ------------------
 
     @tracing.traced(
@@ -618,23 +394,3 @@ class Engine(LearningVerbs, ViewVerbs, WebhookVerbs):
     async def history(self, bank_id: str, memory_id: UUID | str) -> builtins.list[MemoryVersion]:
         """Every version of a memory, oldest first; the last is the current one."""
         return await history(self.parts, bank_id, memory_id)
-
-    def export_stream(self, bank_id: str, *, include_embeddings: bool = True) -> AsyncIterator[str]:
-        """The bank as JSON lines (memwrap/engine/transfer/bank_stream.py): memories with their times, metadata, tags,
-        entities and links, observations, mental models, histories; vectors too with include_embeddings."""
-        return export_lines(self.parts, bank_id, include_embeddings=include_embeddings)
-
-    async def import_stream(
-        self, bank_id: str, lines: AsyncIterable[str | bytes] | Iterable[str | bytes]
-    ) -> ImportReport:
-        """Load an export stream into `bank_id` (created if needed). Ids are kept; rows already present are
-        skipped, so importing twice changes nothing. Vectors of the configured model's size are used as they are."""
-        return await import_lines(self.parts, bank_id, lines)
-
-    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
-        """The declared export_bank: the stream written to `path` (complete or not at all: a temporary file is
-        renamed at the end). Returns the number of lines."""
-        return await write_lines(Path(path), self.export_stream(bank_id, include_embeddings=include_embeddings))
-
-    async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
-        return await self.import_stream(bank_id, read_lines(Path(path)))
