@@ -462,6 +462,9 @@ class BankStats(BaseModel):
     entities: int = 0
     jobs_pending: int = Field(0, description="Queued or running background jobs of this bank")
     jobs_by_status: dict[str, int] = Field(default_factory=dict)
+    facts_to_consolidate: int = Field(
+        0, description="Facts consolidation has still to read (the count of its own query: learn/pending.py)"
+    )
     created_at: datetime | None = None
     last_retain_at: datetime | None = None
     last_activity_at: datetime | None = Field(None, description="The latest retain, learning step or job")

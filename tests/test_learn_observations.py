@@ -35,6 +35,17 @@ def _retain_thirty(memory: Memory, bank: str) -> list:
     return ids
 
 
+def test_bank_stats_counts_the_facts_consolidation_has_still_to_read(memwrap_home: Path, bank: str) -> None:
+    """`bank_stats.facts_to_consolidate` is the count of consolidation's own query (learn/pending.py): every fact
+    retained, less the invalidated one, then none once the bank is consolidated."""
+    with Memory(settings=load_settings(home=memwrap_home, worker="off")) as memory:
+        ids = [i for n in range(6) for i in memory.retain(bank, DARK_MODE[n], document_id=f"pending-{n}")]
+        memory.invalidate(bank, ids[0], "said by someone else")
+        assert memory.bank_stats(bank).facts_to_consolidate == len(ids) - 1
+        memory.consolidate(bank)
+        assert memory.bank_stats(bank).facts_to_consolidate == 0
+
+
 def test_thirty_restatements_become_one_observation(memory: Memory, bank: str) -> None:
     ids = _retain_thirty(memory, bank)
     memory.retain(bank, "My sister Maya lives in Lisbon.", timestamp=START, document_id="other")

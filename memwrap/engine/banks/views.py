@@ -15,6 +15,7 @@ from uuid import UUID
 
 import asyncpg
 
+from memwrap.engine.learn.pending import pending_facts
 from memwrap.errors import BankNotFoundError, EntityNotFoundError, MemoryNotFoundError
 from memwrap.models import (
     BankStats,
@@ -33,17 +34,21 @@ from memwrap.models import (
 PREVIEW_CHARS = 300
 
 
-STATS = """
+# The bank's consolidation watermark (learn_progress; 0 before its first consolidation).
+WATERMARK = "coalesce((SELECT p.watermark FROM learn_progress p WHERE p.bank_id = $1), 0)"
+
+STATS = f"""
 SELECT b.bank_id, b.created_at, b.last_retain_at,
-  (SELECT coalesce(jsonb_object_agg(t.fact_type, t.n), '{}') FROM (
+  (SELECT coalesce(jsonb_object_agg(t.fact_type, t.n), '{{}}') FROM (
      SELECT fact_type, count(*) AS n FROM memory_units
      WHERE bank_id = $1 AND invalidated_at IS NULL GROUP BY fact_type) t) AS by_type,
   (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND invalidated_at IS NOT NULL) AS invalidated,
-  (SELECT coalesce(jsonb_object_agg(s.status, s.n), '{}') FROM (
+  (SELECT coalesce(jsonb_object_agg(s.status, s.n), '{{}}') FROM (
      SELECT status, count(*) AS n FROM mental_models WHERE bank_id = $1 GROUP BY status) s) AS models_by_status,
   (SELECT count(*) FROM entities WHERE bank_id = $1) AS entities,
-  (SELECT coalesce(jsonb_object_agg(j.status, j.n), '{}') FROM (
+  (SELECT coalesce(jsonb_object_agg(j.status, j.n), '{{}}') FROM (
      SELECT status, count(*) AS n FROM jobs WHERE bank_id = $1 GROUP BY status) j) AS jobs_by_status,
+  (SELECT count(*) FROM memory_units m WHERE {pending_facts("$1", WATERMARK)}) AS facts_to_consolidate,
   greatest(b.last_retain_at,
            (SELECT max(updated_at) FROM observations WHERE bank_id = $1),
            (SELECT max(updated_at) FROM mental_models WHERE bank_id = $1),
@@ -70,6 +75,7 @@ async def bank_stats(pool: asyncpg.Pool, bank_id: str) -> BankStats:
         entities=row["entities"],
         jobs_pending=jobs.get("queued", 0) + jobs.get("running", 0),
         jobs_by_status=jobs,
+        facts_to_consolidate=row["facts_to_consolidate"],
         created_at=row["created_at"],
         last_retain_at=row["last_retain_at"],
         last_activity_at=row["last_activity_at"],

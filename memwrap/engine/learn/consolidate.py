@@ -30,6 +30,7 @@ from memwrap.engine.learn import heuristic, llm_consolidate, mental_models
 from memwrap.engine.learn.heuristic import Fact
 from memwrap.engine.learn.learning_llm import consolidation_llm
 from memwrap.engine.learn.observations import Applied, CreateOp, Plan, UpdateOp, apply_plan
+from memwrap.engine.learn.pending import pending_facts
 from memwrap.models import ConsolidationReport
 
 if TYPE_CHECKING:
@@ -52,8 +53,7 @@ _FACT_COLUMNS = """m.id, m.seq, m.text, m.tags, m.mentioned_at, m.document_id, m
 PENDING = f"""
 SELECT {_FACT_COLUMNS}
 FROM memory_units m
-WHERE m.bank_id = $1 AND m.seq > $2 AND m.fact_type <> 'observation' AND m.invalidated_at IS NULL
-  AND NOT EXISTS (SELECT 1 FROM unit_learning l WHERE l.bank_id = m.bank_id AND l.unit_id = m.id)
+WHERE {pending_facts("$1", "$2")}
 ORDER BY m.seq
 LIMIT $3
 """
