@@ -15,25 +15,23 @@ import numpy as np
 
 from memwrap import tracing, validate
 from memwrap.config import Settings
-from memwrap.engine.banks.names import han_names, names_in, with_names
 from memwrap.engine.embed.profiles import similarity_profile
 from memwrap.engine.language.entities import QUERY_STOPWORDS, entity_key, extract_query_entities
-from memwrap.engine.language.text import search_text, without_function_words
 from memwrap.engine.language.timeparse import parse_time_window, strip_time_expression
-from memwrap.engine.recall import arms, details, sessions
+from memwrap.engine.recall import details, sessions
 from memwrap.engine.recall import options as recall_options
-from memwrap.engine.recall.arms import Filters, Hits
+from memwrap.engine.recall.arm_runs import ArmPlan, ArmRuns, KeyedHits, discard, ms_since, timed
+from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.common_terms import CommonTerms
 from memwrap.engine.recall.filters import recall_filter
-from memwrap.engine.recall.fusion import interleave, merge_banks, reciprocal_rank
-from memwrap.engine.recall.names import related_names
+from memwrap.engine.recall.fusion import interleave, reciprocal_rank
 from memwrap.engine.recall.order import apply_changes, favour_named_speakers, governs, weigh_speakers, window_first
-from memwrap.engine.recall.pack import plan
+from memwrap.engine.recall.pack import plan as plan_packing
 from memwrap.engine.recall.prefer import prefer_observations
 from memwrap.engine.recall.rerank import Reranker
 from memwrap.engine.recall.sessions import span_block
 from memwrap.engine.recall.span import chronological
-from memwrap.engine.recall.standing import lead_with, standing_instructions
+from memwrap.engine.recall.standing import lead_with
 from memwrap.filters import RecallFilter
 from memwrap.models import DEFAULT_TOKEN_BUDGET, Recall, RecalledMemory, TimeWindow
 from memwrap.tokens import encoding_for_model, encoding_name
@@ -118,10 +116,9 @@ class RecallRequest:
 
 
 Key = details.Key
-KeyedHits = list[tuple[Key, float]]
 
 
-class Searcher:
+class Searcher(ArmRuns):
     def __init__(
         self,
         pool: asyncpg.Pool,
@@ -152,22 +149,6 @@ class Searcher:
             "graph": s.weight_graph,
             "temporal": s.weight_temporal,
         }
-
-    async def _on_connection(self, fn: Callable[..., Awaitable[Hits]], *args: Any) -> Hits:
-        async with self.pool.acquire() as conn:
-            return await fn(conn, *args)
-
-    async def _arm(
-        self, arm: str, bank_id: str, timings: dict[str, float], fn: Callable[..., Awaitable[Hits]], *args: Any
-    ) -> Hits:
-        with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
-            started = time.perf_counter()
-            hits = await fn(*args)
-            if fn is not _awaited:  # the keyword arm, started before the others, times itself (_keyword)
-                # Its own time (the arms run at once: they add up to more than the wall time of "arms").
-                timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + _ms(started)
-            tracing.set_attributes(current, hits=len(hits))
-            return hits
 
     async def recall(self, request: RecallRequest) -> Recall:
         banks = request.banks
@@ -204,16 +185,79 @@ class Searcher:
         # The query's embedding (its own thread), the bank-size lookup and then the keyword arm, which needs no
         # vector, all run at once: on a warm bank the embedding is a good share of a recall.
         embedding: asyncio.Future[np.ndarray] | None = (
-            asyncio.ensure_future(_timed(self.embed_query(topic.strip() or request.query), timings, "embed", started))
+            asyncio.ensure_future(timed(self.embed_query(topic.strip() or request.query), timings, "embed", started))
             if request.query_vector is None
             else None
         )
+        sizes = await self._bank_sizes(request, embedding)
+        searched = [bank for bank in banks if sizes.get(bank)]
+        if not searched:
+            discard(embedding)
+            return self._result(
+                request, banks, encoding, window, context="", tokens=0, considered=[] if request.explain else None
+            )
+        plan = ArmPlan(
+            searched=searched,
+            sizes=sizes,
+            filters={
+                bank: Filters(bank, request.types, request.tags, request.where, now=request.now) for bank in searched
+            },
+            topic=topic,
+            # The calendar's names in it stay ("on Friday" still matches "the launch is on Friday").
+            keyword_text=" ".join([topic, *calendar_names(window.expression)]) if window else topic,
+            # The time expression is the temporal arm's: its words ("last" of "last spring") are no keyword terms
+            # and no entities (they matched "last month" in memories of any date).
+            entity_keys=_query_entity_keys(topic),
+            window=window,
+            limit=limit,
+            timings=timings,
+            started=started,
+        )
+        results, standing = await self._run_arms(plan, embedding, request.query, request.query_vector)
+        timings["arms"] = ms_since(started)  # from the start: the embedding, the names and the keyword arm overlap
+        ranked = await self._fuse_and_order(request, plan, results, standing)
+
+        with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
+            step = time.perf_counter()
+            packing = plan_packing(
+                ranked,
+                max_tokens=request.token_budget,
+                now=request.now,
+                encoding=encoding,
+                chronological=chronological(request.query),
+            )
+            timings["pack"] = ms_since(step)
+        shown = ranked if request.explain else [ranked[i] for i in packing.chosen]
+        if shown:
+            step = time.perf_counter()
+            async with self.pool.acquire() as conn:
+                await details.add_entities(conn, shown)
+            timings["entities"] = ms_since(step)
+            tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
+        timings["total"] = ms_since(started)
+        return self._result(
+            request,
+            banks,
+            encoding,
+            window,
+            context=packing.context,
+            tokens=packing.tokens,
+            memories=packing.picked(ranked),
+            candidates=len(ranked),
+            timings_ms=timings,
+            considered=packing.considered(ranked) if request.explain else None,
+        )
+
+    async def _bank_sizes(self, request: RecallRequest, embedding: asyncio.Future[Any] | None) -> dict[str, int]:
+        """Each bank's memory count (a bank that does not exist: none); a bank due for a new count of its common
+        terms gets one soon, for the recalls after this one."""
         try:
             rows = await self.pool.fetch(
-                "SELECT bank_id, memory_count, common_terms_at FROM banks WHERE bank_id = ANY($1::text[])", banks
+                "SELECT bank_id, memory_count, common_terms_at FROM banks WHERE bank_id = ANY($1::text[])",
+                request.banks,
             )
         except BaseException:
-            _discard(embedding)
+            discard(embedding)
             raise
         sizes: dict[str, int] = {}
         for row in rows:
@@ -221,107 +265,26 @@ class Searcher:
             if row["memory_count"] and self.common_terms.due(row["memory_count"], row["common_terms_at"]):
                 self.common_terms.refresh_soon(row["bank_id"])  # for the recalls after this one
         if request.warm_up:
-            sizes = {bank: max(sizes.get(bank, 0), 1) for bank in banks}
-        searched = [bank for bank in banks if sizes.get(bank)]
-        if not searched:
-            _discard(embedding)
-            return self._result(
-                request, banks, encoding, window, context="", tokens=0, considered=[] if request.explain else None
-            )
-        # The time expression is the temporal arm's: its words ("last" of "last spring") are no keyword terms and
-        # no entities (they matched "last month" in memories of any date).
-        entity_keys = _query_entity_keys(topic)
-        # The calendar's names in it stay ("on Friday" still matches "the launch is on Friday").
-        keyword_text = " ".join([topic, *calendar_names(window.expression)]) if window else topic
-        filters = {
-            bank: Filters(bank, request.types, request.tags, request.where, now=request.now) for bank in searched
-        }
-        # The other names of the question's entities (张伟 for "Zhang Wei"): the keyword and graph arms use them.
-        names = {
-            bank: asyncio.ensure_future(_timed(self._names(bank, topic, entity_keys), timings, "names", started))
-            for bank in searched
-        }
-        keyword = {
-            bank: asyncio.ensure_future(
-                self._keyword(filters[bank], keyword_text, names[bank], limit, sizes[bank], timings)
-            )
-            for bank in searched
-        }
-        try:
-            vector = request.query_vector if embedding is None else await embedding
-        except BaseException:
-            for future in [*keyword.values(), *names.values()]:
-                _discard(future)
-            raise
-        # The arms that need only the vector start now, while the names (and the keyword arm) may still run;
-        # the graph arm waits for the names too.
-        early: dict[tuple[str, str], asyncio.Task[Hits]] = {}
-        for bank in searched:
-            size, bank_filters = sizes[bank], filters[bank]
-            early[("semantic", bank)] = asyncio.ensure_future(
-                self._arm(
-                    "semantic",
-                    bank,
-                    timings,
-                    self._on_connection,
-                    arms.semantic,
-                    bank_filters,
-                    vector,
-                    limit,
-                    size,
-                    self.min_similarity,
-                )
-            )
-            if window is not None:
-                early[("temporal", bank)] = asyncio.ensure_future(
-                    self._arm(
-                        "temporal",
-                        bank,
-                        timings,
-                        self._on_connection,
-                        arms.temporal,
-                        bank_filters,
-                        vector,
-                        window.start,
-                        window.end,
-                        limit,
-                    )
-                )
-        try:
-            related = {bank: await names[bank] for bank in searched}
-        except BaseException:
-            for future in [*keyword.values(), *names.values(), *early.values()]:
-                _discard(future)
-            raise
-        tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
-        for bank in searched:  # in the arms' usual order: fusion breaks ties by it
-            size, bank_filters = sizes[bank], filters[bank]
-            graph_keys = sorted({*entity_keys, *(key for _name, key in related[bank])})
-            tasks[("semantic", bank)] = early[("semantic", bank)]
-            tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
-            tasks[("graph", bank)] = self._arm(
-                "graph", bank, timings, self._on_connection, arms.graph, bank_filters, vector, graph_keys, limit, size
-            )
-            if ("temporal", bank) in early:
-                tasks[("temporal", bank)] = early[("temporal", bank)]
-        # A task's standing instructions depend on the question alone: read while the arms finish.
-        standing = asyncio.ensure_future(standing_instructions(self.pool, filters, request.query))
-        try:
-            arm_hits = await asyncio.gather(*tasks.values())
-        except BaseException:
-            _discard(standing)
-            raise
-        results = merge_banks(dict(zip(tasks, arm_hits, strict=True)), limit)
-        timings["arms"] = _ms(started)  # from the start: the embedding, the names and the keyword arm overlap
+            sizes = {bank: max(sizes.get(bank, 0), 1) for bank in request.banks}
+        return sizes
 
-        with tracing.span("recall.fuse", banks=len(searched)) as fuse_span:
+    async def _fuse_and_order(
+        self,
+        request: RecallRequest,
+        plan: ArmPlan,
+        results: dict[str, KeyedHits],
+        standing: asyncio.Future[list[RecalledMemory]],
+    ) -> list[RecalledMemory]:
+        """The arms' hits fused, cut to the candidates worth their details, read with them, and put in order."""
+        timings, started, window = plan.timings, plan.started, plan.window
+        with tracing.span("recall.fuse", banks=len(plan.searched)) as fuse_span:
             fusion = request.fusion or self.settings.fusion
             fused = (
                 interleave(results, self.weights)  # type: ignore[arg-type]  # fusion works on any key; here (bank, id)
                 if fusion == "interleave"
                 else reciprocal_rank(results, self.weights, self.settings.rrf_k)  # type: ignore[arg-type]  # as above
             )
-            timings["fuse"] = _ms(started) - timings["arms"]
+            timings["fuse"] = ms_since(started) - timings["arms"]
             cut = max(
                 MIN_CANDIDATES, min(MAX_CANDIDATES, request.token_budget // TOKENS_PER_CANDIDATE), request.top_k or 0
             )
@@ -336,62 +299,45 @@ class Searcher:
             try:
                 async with self.pool.acquire() as conn:
                     ranked = await details.candidates(
-                        conn, filters, fused, with_neighbours=request.neighbours, change_cues=change_cues
+                        conn, plan.filters, fused, with_neighbours=request.neighbours, change_cues=change_cues
                     )
             except BaseException:
-                _discard(standing)
+                discard(standing)
                 raise
             # A task ("write a function that …") brings the user's standing instructions for it (standing.py).
             ranked = lead_with(ranked, await standing)
-            timings["details"] = _ms(step)
+            timings["details"] = ms_since(step)
             step = time.perf_counter()
-            ranked = weigh_speakers(ranked, self.settings.assistant_weight)
-            ranked = favour_named_speakers(ranked, entity_keys, self.settings.weight_speaker, self.settings.rrf_k)
-            if self.reranker is not None and ranked:
-                ranked = await self._rerank(request.query, ranked)
-            if request.prefer_observations and ranked:
-                for bank in searched:
-                    ranked = await prefer_observations(self.pool, bank, ranked)
-            ranked = span_block(ranked, request.query)  # "in what order did I …": every session, short lines
-            ranked = apply_changes(ranked, request.query, change_cues)
-            ranked = window_first(ranked, ruling)
-            if request.min_score is not None:
-                ranked = [m for m in ranked if m.score >= request.min_score]
-            if request.top_k is not None:
-                ranked = ranked[: request.top_k]
-            timings["order"] = _ms(step)  # speakers, rerank, observations, changes, the time range
+            ranked = await self._order(request, plan, ranked, change_cues, ruling)
+            timings["order"] = ms_since(step)  # speakers, rerank, observations, changes, the time range
             tracing.set_attributes(fuse_span, fusion=fusion, candidates=len(ranked))
+        return ranked
 
-        with tracing.span("recall.pack", token_budget=request.token_budget) as pack_span:
-            step = time.perf_counter()
-            packing = plan(
-                ranked,
-                max_tokens=request.token_budget,
-                now=request.now,
-                encoding=encoding,
-                chronological=chronological(request.query),
-            )
-            timings["pack"] = _ms(step)
-        shown = ranked if request.explain else [ranked[i] for i in packing.chosen]
-        if shown:
-            step = time.perf_counter()
-            async with self.pool.acquire() as conn:
-                await details.add_entities(conn, shown)
-            timings["entities"] = _ms(step)
-            tracing.set_attributes(pack_span, tokens=packing.tokens, memories=len(packing.chosen))
-        timings["total"] = _ms(started)
-        return self._result(
-            request,
-            banks,
-            encoding,
-            window,
-            context=packing.context,
-            tokens=packing.tokens,
-            memories=packing.picked(ranked),
-            candidates=len(ranked),
-            timings_ms=timings,
-            considered=packing.considered(ranked) if request.explain else None,
-        )
+    async def _order(
+        self,
+        request: RecallRequest,
+        plan: ArmPlan,
+        ranked: list[RecalledMemory],
+        change_cues: dict[Key, bool],
+        ruling: TimeWindow | None,
+    ) -> list[RecalledMemory]:
+        """Speakers weighed, the optional reranker, observations in place of their facts, replaced facts last, the
+        time range first; then min_score and top_k."""
+        ranked = weigh_speakers(ranked, self.settings.assistant_weight)
+        ranked = favour_named_speakers(ranked, plan.entity_keys, self.settings.weight_speaker, self.settings.rrf_k)
+        if self.reranker is not None and ranked:
+            ranked = await self._rerank(request.query, ranked)
+        if request.prefer_observations and ranked:
+            for bank in plan.searched:
+                ranked = await prefer_observations(self.pool, bank, ranked)
+        ranked = span_block(ranked, request.query)  # "in what order did I …": every session, short lines
+        ranked = apply_changes(ranked, request.query, change_cues)
+        ranked = window_first(ranked, ruling)
+        if request.min_score is not None:
+            ranked = [m for m in ranked if m.score >= request.min_score]
+        if request.top_k is not None:
+            ranked = ranked[: request.top_k]
+        return ranked
 
     @staticmethod
     def _result(
@@ -407,34 +353,6 @@ class Searcher:
             **fields,
         )
 
-    async def _names(self, bank_id: str, query: str, entity_keys: list[str]) -> list[tuple[str, str]]:
-        """(name, key) of the question's entities in this bank besides `entity_keys`: the bank's Han names the
-        question holds (jieba may have cut them: banks/names.py), and the other names of all of them."""
-        seen = [(name, entity_key(name)) for name in sorted(await names_in(self.pool, bank_id, query))]
-        keys = sorted({*entity_keys, *(key for _name, key in seen)})
-        related = await related_names(self.pool, bank_id, keys)
-        return [*seen, *related]
-
-    async def _keyword(
-        self,
-        filters: Filters,
-        query: str,
-        names: asyncio.Future[list[tuple[str, str]]],
-        limit: int,
-        bank_size: int,
-        timings: dict[str, float],
-    ) -> Hits:
-        related = await names
-        started = time.perf_counter()
-        # Other languages' function words are no terms ("mi", "que": rare in a mostly English bank, so the arm
-        # would take them for telling words; text.LATIN_FUNCTION_WORDS). English ones the text-search config drops.
-        text = " ".join([without_function_words(query), *(name for name, _key in related)])
-        words = with_names(search_text(text), han_names(name for name, _key in related))
-        try:
-            return await self._on_connection(arms.keyword, filters, words, limit, bank_size)
-        finally:
-            timings["arm.keyword"] = timings.get("arm.keyword", 0.0) + _ms(started)
-
     async def _rerank(self, query: str, ranked: list[RecalledMemory]) -> list[RecalledMemory]:
         assert self.reranker is not None
         head = ranked[:50]
@@ -442,10 +360,6 @@ class Searcher:
         for memory, score in zip(head, scores, strict=True):
             memory.score = score
         return sorted(head, key=lambda m: -m.score) + ranked[50:]
-
-
-async def _awaited(future: Awaitable[Hits]) -> Hits:
-    return await future
 
 
 _WORD = re.compile(r"[^\W\d_][\w'’-]{2,}")
@@ -472,25 +386,6 @@ def _query_entity_keys(query: str) -> list[str]:
     keys = {entity_key(e) for e in extract_query_entities(query)}
     keys.update(entity_key(w) for w in _WORD.findall(query) if w.lower() not in QUERY_STOPWORDS)
     return sorted(k for k in keys if k)
-
-
-def _discard(future: asyncio.Future[Any] | None) -> None:
-    """Abandon a started step whose result is no longer wanted, without an unretrieved-exception warning."""
-    if future is not None:
-        future.cancel()
-        future.add_done_callback(lambda f: f.cancelled() or f.exception())
-
-
-async def _timed(step: Awaitable[Any], timings: dict[str, float], name: str, started: float) -> Any:
-    """`step`'s result, with when it was done (ms from `started`) in timings[name]."""
-    try:
-        return await step
-    finally:
-        timings[name] = _ms(started)
-
-
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0
 
 
 __all__ = ["RecallRequest", "Searcher", "TimeWindow"]

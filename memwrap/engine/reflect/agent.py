@@ -123,72 +123,84 @@ class Agent:
             if reason is not None:
                 break
             self.iteration += 1
-            try:
-                step = await self._turn(system, messages, tools, timeout=self.limits.time_left())
-            except TimeoutError:
-                reason = "timeout"
-                break
-            except ContextOverflowError:
-                reason = "context_overflow"
-                break
-            done = next((c for c in step.tool_calls if c.name == DONE), None)
-            answered = done is not None or (not step.tool_calls and bool(step.text.strip()))
-            if answered and self.lookups == 0 and not empty_bank:
-                if await self._look_first(step, done, messages, system, tools):
-                    continue
-                reason = "context_budget"
-                break
-            if done is not None:
-                try:
-                    call = request.output.parse(done.arguments, done.raw_arguments)
-                except ValueError as exc:
-                    self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
-                    messages.append(step.message())
-                    messages += [
-                        Message.tool_result(
-                            c.id, prompts.INVALID_DONE.format(error=exc) if c is done else NOT_RUN, is_error=True
-                        )
-                        for c in step.tool_calls
-                    ]
-                    continue
-                if self._uncited(call):
-                    self._tool_trace(done, ToolOutcome(UNCITED, error=True), None, 0.0)
-                    if self.uncited > 1:
-                        reason = "uncited"
-                        break
-                    messages.append(step.message())
-                    messages += [
-                        Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True)
-                        for c in step.tool_calls
-                    ]
-                    continue
-                self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
-                return await self._finish(call)
-            if not step.tool_calls:
-                if step.text.strip() and not request.output.wanted:
-                    answer = DoneCall(answer=step.text.strip())  # answered without `done`
-                    if self._uncited(answer):
-                        if self.uncited > 1:
-                            reason = "uncited"
-                            break
-                        messages += [step.message(), Message.user(UNCITED)]
-                        continue
-                    return await self._finish(answer)
-                if step.text.strip():  # an empty assistant turn is refused by Anthropic: leave it out
-                    messages.append(step.message())
-                messages.append(Message.user(prompts.INVALID_DONE.format(error="no tool was called")))
-                continue
-            messages.append(step.message())
-            shares = self.limits.shares(self.counter.request(system, messages, tools), len(step.tool_calls))
-            if shares is None:
-                messages.pop()  # its calls will not be answered; the synthesis starts a fresh conversation
-                reason = "context_budget"
-                break
-            try:
-                messages += await self._run_tools(step.tool_calls, shares)
-            except TimeoutError:
-                reason = "timeout"
+            outcome = await self._step(system, messages, tools, empty_bank=empty_bank)
+            if isinstance(outcome, DoneCall):
+                return await self._finish(outcome)
+            reason = outcome
         return await self._synthesize(reason)
+
+    async def _step(
+        self, system: str, messages: list[Message], tools: list[Tool], *, empty_bank: bool
+    ) -> DoneCall | str | None:
+        """One turn of the loop: the model's step, and what answers it. A DoneCall: the accepted answer; a str: why
+        the loop stops (a synthesis follows); None: the loop goes on."""
+        try:
+            step = await self._turn(system, messages, tools, timeout=self.limits.time_left())
+        except TimeoutError:
+            return "timeout"
+        except ContextOverflowError:
+            return "context_overflow"
+        done = next((c for c in step.tool_calls if c.name == DONE), None)
+        answered = done is not None or (not step.tool_calls and bool(step.text.strip()))
+        if answered and self.lookups == 0 and not empty_bank:
+            return None if await self._look_first(step, done, messages, system, tools) else "context_budget"
+        if done is not None:
+            return self._done(step, done, messages)
+        if not step.tool_calls:
+            return self._text_only(step, messages)
+        messages.append(step.message())
+        shares = self.limits.shares(self.counter.request(system, messages, tools), len(step.tool_calls))
+        if shares is None:
+            messages.pop()  # its calls will not be answered; the synthesis starts a fresh conversation
+            return "context_budget"
+        try:
+            messages += await self._run_tools(step.tool_calls, shares)
+        except TimeoutError:
+            return "timeout"
+        return None
+
+    def _done(self, step: ToolStep, done: ToolCall, messages: list[Message]) -> DoneCall | str | None:
+        """The model called `done`: its answer, parsed and citing what was shown, or the model told what is wrong
+        with it (as _step: the answer, why the loop stops, or None)."""
+        try:
+            call = self.request.output.parse(done.arguments, done.raw_arguments)
+        except ValueError as exc:
+            self._tool_trace(done, ToolOutcome(str(exc), error=True), None, 0.0)
+            messages.append(step.message())
+            messages += [
+                Message.tool_result(
+                    c.id, prompts.INVALID_DONE.format(error=exc) if c is done else NOT_RUN, is_error=True
+                )
+                for c in step.tool_calls
+            ]
+            return None
+        if self._uncited(call):
+            self._tool_trace(done, ToolOutcome(UNCITED, error=True), None, 0.0)
+            if self.uncited > 1:
+                return "uncited"
+            messages.append(step.message())
+            messages += [
+                Message.tool_result(c.id, UNCITED if c is done else NOT_RUN, is_error=True) for c in step.tool_calls
+            ]
+            return None
+        self._tool_trace(done, ToolOutcome("accepted"), None, 0.0)
+        return call
+
+    def _text_only(self, step: ToolStep, messages: list[Message]) -> DoneCall | str | None:
+        """A turn that called no tool: its text is the answer when no structured output is wanted, else the model
+        is told to call one (as _step: the answer, why the loop stops, or None)."""
+        if step.text.strip() and not self.request.output.wanted:
+            answer = DoneCall(answer=step.text.strip())  # answered without `done`
+            if self._uncited(answer):
+                if self.uncited > 1:
+                    return "uncited"
+                messages += [step.message(), Message.user(UNCITED)]
+                return None
+            return answer
+        if step.text.strip():  # an empty assistant turn is refused by Anthropic: leave it out
+            messages.append(step.message())
+        messages.append(Message.user(prompts.INVALID_DONE.format(error="no tool was called")))
+        return None
 
     async def _look_first(
         self, step: ToolStep, done: ToolCall | None, messages: list[Message], system: str, tools: list[Tool]
