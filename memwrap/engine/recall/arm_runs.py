@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,7 +135,7 @@ class ArmRuns:
         plan: ArmPlan,
         vector: Any,
         early: dict[tuple[str, str], asyncio.Task[Hits]],
-        keyword: dict[str, asyncio.Future[Hits]],
+        keyword: Mapping[str, Awaitable[Hits]],
         related: dict[str, list[tuple[str, str]]],
     ) -> dict[tuple[str, str], Awaitable[Hits]]:
         """Every arm of every bank, in the arms' usual order (fusion breaks ties by it); the graph arm starts here."""
