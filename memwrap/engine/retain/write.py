@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from uuid import UUID
 
 import numpy as np
@@ -113,75 +114,98 @@ async def write_items(
         await lock_bank(conn, bank_id)
         already = await existing_items(conn, bank_id, [i.item_hash for i in items])
 
-        units: list[PreparedUnit] = []
-        unit_vectors: list[np.ndarray] = []
-        offset = 0
-        new_items: list[PreparedItem] = []
-        for item in items:
-            count = len(item.units)
-            if item.item_hash not in already:
-                new_items.append(item)
-                units.extend(item.units)
-                unit_vectors.extend(vectors[offset : offset + count])
-            offset += count
-
+        new_items, units, unit_vectors = _new_units(items, already, vectors)
         if units:
-            sessions = sorted({u.session_key for u in units if u.session_key})
-            last_of_session = (
-                {r["session_key"]: r["id"] for r in await conn.fetch(LAST_UNIT_OF_SESSIONS, bank_id, sessions)}
-                if sessions
-                else {}
-            )
-            fresh_names = await add_name_words(conn, bank_id, units)
-            await conn.executemany(
-                INSERT_UNIT,
-                [
-                    (
-                        bank_id,
-                        u.id,
-                        u.text,
-                        u.fact_type,
-                        u.document_id,
-                        u.session_key,
-                        u.part_index,
-                        u.context,
-                        u.metadata,
-                        u.tags,
-                        u.item_hash,
-                        u.occurred[0] if u.occurred else None,
-                        u.occurred[1] if u.occurred else None,
-                        u.mentioned_at,
-                        vector,
-                        u.search_text,
-                        u.speaker,
-                        u.expires_at,
-                        u.turn_part,
-                        u.turn_parts,
-                        u.standing,
-                        u.change_cue,
-                    )
-                    for u, vector in zip(units, unit_vectors, strict=True)
-                ],
-            )
-            await _write_entities(conn, bank_id, units)
-            await backfill(conn, bank_id, fresh_names)
-            if link:
-                await link_names(conn, bank_id, unit_entities(units))
-            await _write_session_links(conn, bank_id, units, last_of_session)
-            await conn.execute(BUMP_BANK, bank_id, len(units))  # the row locked above: no new lock here
-            await conn.execute(
-                RECORD_ITEMS,
-                bank_id,
-                [i.item_hash for i in new_items],
-                [",".join(str(u.id) for u in i.units) for i in new_items],
-            )
-            if announce:
-                await webhooks.emit(conn, bank_id, "retained", [u.id for u in units])
+            await _write_units(conn, bank_id, new_items, units, unit_vectors, link=link, announce=announce)
 
     result = dict(already)
     for item in new_items:
         result[item.item_hash] = [u.id for u in item.units]
     return result
+
+
+def _new_units(
+    items: Sequence[PreparedItem], already: Mapping[str, list[UUID]], vectors: np.ndarray
+) -> tuple[list[PreparedItem], list[PreparedUnit], list[np.ndarray]]:
+    """The items not stored yet, their units and the units' vectors (`vectors` holds every item's, in unit order)."""
+    units: list[PreparedUnit] = []
+    unit_vectors: list[np.ndarray] = []
+    offset = 0
+    new_items: list[PreparedItem] = []
+    for item in items:
+        count = len(item.units)
+        if item.item_hash not in already:
+            new_items.append(item)
+            units.extend(item.units)
+            unit_vectors.extend(vectors[offset : offset + count])
+        offset += count
+    return new_items, units, unit_vectors
+
+
+async def _write_units(
+    conn: Connection,
+    bank_id: str,
+    new_items: Sequence[PreparedItem],
+    units: Sequence[PreparedUnit],
+    unit_vectors: Sequence[np.ndarray],
+    *,
+    link: bool,
+    announce: bool,
+) -> None:
+    """The new units' rows, then their entities, names, session links, the bank's count and the items' record
+    (write_items' transaction, the bank locked)."""
+    sessions = sorted({u.session_key for u in units if u.session_key})
+    last_of_session = (
+        {r["session_key"]: r["id"] for r in await conn.fetch(LAST_UNIT_OF_SESSIONS, bank_id, sessions)}
+        if sessions
+        else {}
+    )
+    fresh_names = await add_name_words(conn, bank_id, units)
+    await conn.executemany(
+        INSERT_UNIT, [_unit_row(bank_id, u, vector) for u, vector in zip(units, unit_vectors, strict=True)]
+    )
+    await _write_entities(conn, bank_id, units)
+    await backfill(conn, bank_id, fresh_names)
+    if link:
+        await link_names(conn, bank_id, unit_entities(units))
+    await _write_session_links(conn, bank_id, units, last_of_session)
+    await conn.execute(BUMP_BANK, bank_id, len(units))  # the row locked above: no new lock here
+    await conn.execute(
+        RECORD_ITEMS,
+        bank_id,
+        [i.item_hash for i in new_items],
+        [",".join(str(u.id) for u in i.units) for i in new_items],
+    )
+    if announce:
+        await webhooks.emit(conn, bank_id, "retained", [u.id for u in units])
+
+
+def _unit_row(bank_id: str, u: PreparedUnit, vector: np.ndarray) -> tuple[Any, ...]:
+    """INSERT_UNIT's parameters for one unit."""
+    return (
+        bank_id,
+        u.id,
+        u.text,
+        u.fact_type,
+        u.document_id,
+        u.session_key,
+        u.part_index,
+        u.context,
+        u.metadata,
+        u.tags,
+        u.item_hash,
+        u.occurred[0] if u.occurred else None,
+        u.occurred[1] if u.occurred else None,
+        u.mentioned_at,
+        vector,
+        u.search_text,
+        u.speaker,
+        u.expires_at,
+        u.turn_part,
+        u.turn_parts,
+        u.standing,
+        u.change_cue,
+    )
 
 
 async def lock_items(conn: Connection, bank_id: str, hashes: Iterable[str]) -> None:
