@@ -3,6 +3,7 @@ when their scope changes; history; a schedule; Markdown export."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,13 +111,13 @@ def test_reading_a_mental_model_is_one_sql_query(mem: Memory, bank: str) -> None
     mem.create_mental_model(bank, "home", "Where does the user live?")
     _wait(mem, bank, "home", version=1)
     engine = _engine(mem)
-    real = engine.store.pool
-    counting = CountingPool(real)
-    engine.store.pool = counting
+    real = engine.learning.parts  # the parts Learning reads through (engine/parts.py): frozen, so swapped whole
+    counting = CountingPool(real.pool)
+    engine.learning.parts = dataclasses.replace(real, pool=counting)
     try:
         model = mem.get_mental_model(bank, "home")
     finally:
-        engine.store.pool = real
+        engine.learning.parts = real
     assert "Porto" in model.content
     assert len(counting.statements) == 1, counting.statements
     assert counting.statements[0].strip().startswith("SELECT") and "FROM mental_models" in counting.statements[0]
