@@ -213,68 +213,13 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
     await lock_bank(conn, bank_id)
 
     for create in plan.creates:
-        evidence = [e for e in create.evidence if e.memory_id in sources]  # a source deleted meanwhile is dropped
-        if not evidence:
-            continue
-        first = min(sources[e.memory_id]["mentioned_at"] for e in evidence)
-        await conn.execute(
-            INSERT_UNIT,
-            bank_id,
-            create.id,
-            create.text,
-            {"origin": create.origin},
-            sorted(create.scope),
-            first,
-            create.embedding,
-            search_text(create.text),
-            create.representative_id,
-            change_cue(create.text, None),  # an observation has no speaker
-        )
-        await conn.execute(
-            INSERT_OBSERVATION, bank_id, create.id, sorted(create.scope), create.origin, create.representative_id
-        )
-        await _add_evidence(conn, bank_id, create.id, evidence, sources)
-        await conn.execute(LINK_ENTITIES, bank_id, create.id, [e.memory_id for e in evidence])
-        await conn.execute("UPDATE banks SET memory_count = memory_count + 1 WHERE bank_id = $1", bank_id)
-        await refresh_stats(conn, bank_id, [create.id])
-        await record_version(conn, bank_id, create.id, "created", create.reason, valid_from=first, bump=False)
-        applied.created.append(create.id)
-        applied.evidence_added += len(evidence)
-        applied.scopes.add(tuple(sorted(create.scope)))
+        await _apply_create(conn, bank_id, create, sources, applied)
 
     for update in plan.updates:
         current = existing.get(update.id)
         if current is None or current["invalidated_at"] is not None:
             continue  # removed or invalidated while the plan was being made
-        evidence = [e for e in update.evidence if e.memory_id in sources]
-        if update.change == "contradict":
-            await conn.execute(
-                "UPDATE observation_evidence SET stance = 'superseded' "
-                "WHERE bank_id = $1 AND observation_id = $2 AND stance = 'supports'",
-                bank_id,
-                update.id,
-            )
-        if evidence:
-            await _add_evidence(conn, bank_id, update.id, evidence, sources)
-            await conn.execute(LINK_ENTITIES, bank_id, update.id, [e.memory_id for e in evidence])
-        await refresh_stats(conn, bank_id, [update.id])
-        new_text = update.text.strip() if update.text else None
-        if new_text and new_text != current["text"]:
-            await set_text(
-                conn,
-                bank_id,
-                update.id,
-                new_text,
-                update.embedding,
-                origin=update.origin,
-                representative_id=update.representative_id,
-            )
-            since = min((sources[e.memory_id]["mentioned_at"] for e in evidence), default=None)
-            action = "contradicted" if update.change == "contradict" else "refined"
-            await record_version(conn, bank_id, update.id, action, update.reason, valid_from=since)
-        applied.updated.append(update.id)
-        applied.evidence_added += len(evidence)
-        applied.scopes.add(tuple(current["scope"]))
+        await _apply_update(conn, bank_id, update, current, sources, applied)
 
     for delete in plan.deletes:
         current = existing.get(delete.id)
@@ -284,6 +229,81 @@ async def apply_plan(conn: Connection, bank_id: str, plan: Plan) -> Applied:
         applied.deleted.append(delete.id)
         applied.scopes.add(tuple(current["scope"]))
     return applied
+
+
+async def _apply_create(
+    conn: Connection, bank_id: str, create: CreateOp, sources: dict[UUID, asyncpg.Record], applied: Applied
+) -> None:
+    """A new observation: its unit row and observation row, evidence, entity links, counts and first version."""
+    evidence = [e for e in create.evidence if e.memory_id in sources]  # a source deleted meanwhile is dropped
+    if not evidence:
+        return
+    first = min(sources[e.memory_id]["mentioned_at"] for e in evidence)
+    await conn.execute(
+        INSERT_UNIT,
+        bank_id,
+        create.id,
+        create.text,
+        {"origin": create.origin},
+        sorted(create.scope),
+        first,
+        create.embedding,
+        search_text(create.text),
+        create.representative_id,
+        change_cue(create.text, None),  # an observation has no speaker
+    )
+    await conn.execute(
+        INSERT_OBSERVATION, bank_id, create.id, sorted(create.scope), create.origin, create.representative_id
+    )
+    await _add_evidence(conn, bank_id, create.id, evidence, sources)
+    await conn.execute(LINK_ENTITIES, bank_id, create.id, [e.memory_id for e in evidence])
+    await conn.execute("UPDATE banks SET memory_count = memory_count + 1 WHERE bank_id = $1", bank_id)
+    await refresh_stats(conn, bank_id, [create.id])
+    await record_version(conn, bank_id, create.id, "created", create.reason, valid_from=first, bump=False)
+    applied.created.append(create.id)
+    applied.evidence_added += len(evidence)
+    applied.scopes.add(tuple(sorted(create.scope)))
+
+
+async def _apply_update(
+    conn: Connection,
+    bank_id: str,
+    update: UpdateOp,
+    current: asyncpg.Record,
+    sources: dict[UUID, asyncpg.Record],
+    applied: Applied,
+) -> None:
+    """An observation changed: a contradiction supersedes its support, new evidence is added, and a new text is a
+    new version."""
+    evidence = [e for e in update.evidence if e.memory_id in sources]
+    if update.change == "contradict":
+        await conn.execute(
+            "UPDATE observation_evidence SET stance = 'superseded' "
+            "WHERE bank_id = $1 AND observation_id = $2 AND stance = 'supports'",
+            bank_id,
+            update.id,
+        )
+    if evidence:
+        await _add_evidence(conn, bank_id, update.id, evidence, sources)
+        await conn.execute(LINK_ENTITIES, bank_id, update.id, [e.memory_id for e in evidence])
+    await refresh_stats(conn, bank_id, [update.id])
+    new_text = update.text.strip() if update.text else None
+    if new_text and new_text != current["text"]:
+        await set_text(
+            conn,
+            bank_id,
+            update.id,
+            new_text,
+            update.embedding,
+            origin=update.origin,
+            representative_id=update.representative_id,
+        )
+        since = min((sources[e.memory_id]["mentioned_at"] for e in evidence), default=None)
+        action = "contradicted" if update.change == "contradict" else "refined"
+        await record_version(conn, bank_id, update.id, action, update.reason, valid_from=since)
+    applied.updated.append(update.id)
+    applied.evidence_added += len(evidence)
+    applied.scopes.add(tuple(current["scope"]))
 
 
 async def _add_evidence(

@@ -146,7 +146,7 @@ async def _write_units(
     conn: Connection,
     bank_id: str,
     new_items: Sequence[PreparedItem],
-    units: Sequence[PreparedUnit],
+    units: list[PreparedUnit],
     unit_vectors: Sequence[np.ndarray],
     *,
     link: bool,
