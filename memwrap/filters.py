@@ -336,19 +336,30 @@ __all__ = [
     "filter_from_json",
     "parse_filter",
     "split_commas",
+    "split_tags",
 ]
+
+
+def split_tags(text: str) -> list[str]:
+    """Tags typed as one text ("work, move"): split at commas, each stripped, blanks dropped. The one rule of every
+    surface where tags are typed as text: command-line options, query strings, the proxy's X-Memwrap-Tags header
+    and the memory browser's tag fields (its JS twin: static/ui/js/views/memory_fields.js `splitTags`).
+
+    A tag list given as a list (Python `tags=[...]`, a JSON body, an MCP tool's arguments) is taken item by item:
+    `recall(tags=["a,b"])` is the one tag "a,b", and `recall(tags=["a", "b"])` the two. So a tag holding a comma can
+    be stored and recalled through lists only; a typed "a,b" is always the two tags."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def split_commas(values: Sequence[str] | str | None) -> list[str] | None:
     """Tags (or types) as a command line or a query string gives them: repeated, comma-separated, or both —
-        `--tags work,move`, `--tags work --tags move` and `?tags=work,move` are the same two tags, as the memory
-        browser and the proxy's X-Memwrap-Tags header read them. Blank parts are dropped; None stays None. Nothing but
-    blank parts is returned as given, so that validation names the empty tag rather than the filter matching
-    nothing."""
+    `--tags work,move`, `--tags work --tags move` and `?tags=work,move` are the same two tags (`split_tags`). Blank
+    parts are dropped; None stays None. Nothing but blank parts is returned as given, so that validation names the
+    empty tag rather than the filter matching nothing."""
     if values is None:
         return None
     given = [values] if isinstance(values, str) else list(values)
-    parts = [part.strip() for value in given for part in str(value).split(",") if part.strip()]
+    parts = [part for value in given for part in split_tags(str(value))]
     return parts if parts or not given else [str(value) for value in given]
 
 

@@ -402,7 +402,7 @@ def entity_type_name(value: object) -> str | None:
     return value
 
 
-# MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models.py, memwrap/verbs.py)
+# MAX_TTL_DAYS: declared with the verbs' bounds (memwrap/models/limits.py, memwrap/verbs.py)
 
 
 def raw_ttl_days(value: object) -> float | None:

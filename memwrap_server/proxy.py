@@ -38,7 +38,7 @@ from memwrap import validate
 from memwrap.api import AsyncMemory
 from memwrap.engine.banks import ids as bank_ids
 from memwrap.errors import BankNotFoundError, InvalidBankIdError, InvalidInputError
-from memwrap.filters import filter_from_json
+from memwrap.filters import filter_from_json, split_tags
 from memwrap.wrappers.core import Call, backend_for
 from memwrap.wrappers.scope import Options, scope
 from memwrap.wrappers.streams import ACCUMULATORS, Capture
@@ -188,7 +188,7 @@ def memwrap_options(headers: Mapping[str, str]) -> dict[str, Any]:
         options["token_budget"] = validate.budget(int(budget.strip()), what=name)
     tags = headers.get("x-memwrap-tags")
     if tags is not None:
-        found = [t.strip() for t in tags.split(",") if t.strip()]
+        found = split_tags(tags)
         if len(found) > MAX_TAGS:
             raise RequestRefused(f"X-Memwrap-Tags has {len(found)} tags; the limit is {MAX_TAGS}.")
         too_long = [t for t in found if len(t) > validate.MAX_TAG_CHARS]

@@ -129,3 +129,21 @@ def test_explain_accounts_for_every_candidate(memories: list[RecalledMemory], ma
         assert c.line == render_line(c) and c.tokens == len(ENC.encode_ordinary(c.line))
         if not c.fit:
             assert c.tokens > c.budget_left and str(c.tokens) in c.reason
+
+
+def test_ids_start_each_line_and_leave_the_default_block_as_it_was() -> None:
+    now = datetime(2026, 6, 1, tzinfo=UTC)
+    chunk = {"type": "raw", "message_id": "m1", "parts": 3, "bank_id": "b"}
+    memories = [
+        RecalledMemory(id=f"00000000-0000-0000-0000-{1:012d}", text="Alice moved to Lisbon.", type="world"),
+        RecalledMemory(id=f"00000000-0000-0000-0000-{2:012d}", text="first part", part=0, **chunk),
+        RecalledMemory(id=f"00000000-0000-0000-0000-{3:012d}", text="third part", part=2, **chunk),
+    ]
+    plain = plan(memories, max_tokens=4000, now=now, encoding=ENC)
+    named = plan(memories, max_tokens=4000, now=now, encoding=ENC, ids=True)
+    assert plan(memories, max_tokens=4000, now=now, encoding=ENC, ids=False).context == plain.context
+    assert named.chosen == plain.chosen == [0, 1, 2] and named.tokens == len(ENC.encode_ordinary(named.context))
+    plain_lines, named_lines = plain.context.splitlines()[2:-1], named.context.splitlines()[2:-1]
+    # Two lines: the fact, and the message's two chunks as one line under the id of the chunk that places it.
+    assert [line.split(")", 1)[0] for line in named_lines] == [f"- (id {memories[0].id}", f"- (id {memories[1].id}"]
+    assert [line.replace(f"(id {m.id}) ", "") for line, m in zip(named_lines, memories, strict=False)] == plain_lines

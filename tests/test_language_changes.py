@@ -77,3 +77,11 @@ def test_questions_about_now_and_about_before() -> None:
     assert asks_present("Which editor do I use now?") and asks_present("我现在住在哪里？")
     assert asks_past("Which editor did I use before?") and asks_past("我以前住在哪里？")
     assert not asks_present("What did I do last spring?") and not asks_past("Who is my cello teacher?")
+
+
+def test_every_change_rule_matches_its_example_and_names_itself() -> None:
+    from memwrap.engine.language.change_rules import CHANGE_RULES, change_rules
+
+    assert len({rule.name for rule in CHANGE_RULES}) == len(CHANGE_RULES) >= 30
+    for rule in CHANGE_RULES:
+        assert rule.name in change_rules(rule.example), rule

@@ -176,7 +176,7 @@ def _item(
     return {
         "content": render([Turn(role, said)]),
         "context": f"a {SOURCES[agent]} session in the project {project.name}",
-        # "session:part" groups a session's items (memwrap/models.py): the answer is read after its prompt. The
+        # "session:part" groups a session's items (memwrap/models/memories.py): the answer is read after its prompt. The
         # digest makes the id the same whichever hook retains the same text, so it is stored once.
         "document_id": f"{agent}-{session}:{part}-{digest}",
         "metadata": metadata,

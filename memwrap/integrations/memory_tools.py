@@ -266,11 +266,11 @@ def recall_text(recall: Recall) -> str:
     # The block is: open tag, one header line, one "- " line per chosen memory in `recall.memories`' order
     # (memwrap/engine/recall/pack.py), close tag. A memory's text is one line there (whitespace collapsed).
     header, body, footer = lines[:2], lines[2:-1], lines[-1:]
-    if len(body) != len(recall.memories) or not all(line.startswith("- ") for line in body) or not footer:
+    shaped = footer and footer[0].strip() == CLOSE_TAG and all(line.startswith("- ") for line in body)
+    if not shaped or len(body) != len(recall.memories):
         # Not the shape above: the ids go after the fence, in the block's order, and the block as it came.
         ids = "".join(f"{n}. {m.id}\n" for n, m in enumerate(recall.memories, 1))
         return f"{recall.context}Memory ids, in the order of the lines above:\n{ids}"
-    assert footer[0].strip() == CLOSE_TAG, footer
     body = [f"- (id {memory.id}) {line[2:]}" for memory, line in zip(recall.memories, body, strict=True)]
     return "".join(header + body + footer)
 

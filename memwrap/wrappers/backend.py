@@ -135,7 +135,7 @@ class Backend:
         starter = getattr(self.memory, "start", None)
         if not callable(starter) or getattr(self.memory, "started", False) or self.closed:
             return None
-        if self.kind == "async" and not _in_loop(self.home_loop):
+        if self.kind == "async" and not in_loop(self.home_loop):
             return None
         if self._startup_began is None:
             self._startup_began = time.monotonic()
@@ -394,7 +394,8 @@ class Backend:
             return self._pool
 
 
-def _in_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+def in_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """True when called on `loop` itself (the one loop the wrappers' async backend belongs to)."""
     try:
         return loop is not None and asyncio.get_running_loop() is loop
     except RuntimeError:

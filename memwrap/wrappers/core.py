@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 from memwrap import lifecycle, tracing, validate
 from memwrap.wrappers import spans
-from memwrap.wrappers.backend import Backend, MemoryLike, RecallSkipped, RecallTimeout
+from memwrap.wrappers.backend import Backend, MemoryLike, RecallSkipped, RecallTimeout, in_loop
 from memwrap.wrappers.inject import PROVIDERS, Provider, build_query, request_turns, strip_memory
 from memwrap.wrappers.loops import ToolLoops, exchange_turns, forces_one_tool
 from memwrap.wrappers.memories import default_memory
@@ -163,7 +163,7 @@ class Memwrap:
         Tool-loop steps still waiting for their turn's final answer are retained as they are first."""
         self.loops.commit_all()
         backend, retainer = backend_for(self.memory)
-        if backend.kind == "async" and _in_loop(backend.home_loop):
+        if backend.kind == "async" and in_loop(backend.home_loop):
             raise RuntimeError(
                 "flush() would block the event loop that delivers retains; use `await client.memwrap.aflush()`."
             )
@@ -255,13 +255,6 @@ class Memwrap:
         """On disk before this returns (the call's exchange survives the process being killed right after)."""
         backend_for(self.memory).retainer.put(bank, item)
         self.count("retains")
-
-
-def _in_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
-    try:
-        return loop is not None and asyncio.get_running_loop() is loop
-    except RuntimeError:
-        return False
 
 
 def _clean(body: dict[str, Any]) -> dict[str, Any]:

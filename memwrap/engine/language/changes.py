@@ -6,7 +6,7 @@ as earlier (engine/recall/order.py); heuristic consolidation records it as a cha
 (engine/learn/heuristic.py). Both ask the same question of a pair, `replaces(newer, older)`:
 
 1. the newer one *states a change*: "switched to", "no longer", "moved to", "stopped", "now …", "改用", "不再",
-   "搬到", "现在" … (CHANGE_CUE);
+   "搬到", "现在" … (CHANGE_CUE: the named rules of change_rules.py);
 2. it was said later;
 3. the same speaker said both (a memory without a speaker, such as an extracted fact, goes with any);
 4. they have the same *subject*: both are the speaker about themselves ("I …", "I'm …", "我…", "The user …"), or
@@ -33,8 +33,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
+from memwrap.engine.language.change_rules import CHANGE_CUE
 from memwrap.engine.language.changes_es import (
-    CHANGE_ES,
     NOT_TOPIC_ES,
     PAST_ES,
     PRESENT_ES,
@@ -42,43 +42,6 @@ from memwrap.engine.language.changes_es import (
     es_first,
 )
 from memwrap.engine.language.tech_changes import technical_change, technical_rules
-
-# A change said in the first person: "I switched to VS Code", "we moved to Berlin", "I'm no longer vegetarian",
-# "I don't drink coffee anymore", "I quit my job", "I got a new phone", "I now live in Porto". Past-tense narration
-# ("I used to …", "instead of giving up") and present states ("I'm currently reading …") are no change of a fact:
-# in chat they are everywhere.
-_I = r"(?:i|we|the\s+user)(?:\s+(?:have|had|'ve|just|finally|recently|actually|also))*"
-_CHANGE_EN = (
-    rf"{_I}\s+(?:switched|changed|moved|relocated|transferred|converted)"
-    r"(?:\s+(?:over|back|house))?\s+(?:to|from|into|out)\b|"
-    r"\bno\s+longer\b|"
-    rf"{_I}\s+(?:do\s+not|don't|dont|does\s+not|doesn't|never)\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
-    rf"{_I}(?:\s+(?:am|are|is)|'m|'re)\s+not\s+\w+(?:\s+\w+){{0,3}}\s+any\s*more\b|"
-    rf"{_I}\s+(?:stopped|quit|gave\s+up|ditched)\s+\w+|"
-    rf"{_I}\s+left\s+(?:my\s+|the\s+)?\w+(?:\s+\w+)?\s+(?:and|for|to)\b|"
-    rf"{_I}\s+(?:sold|got\s+rid\s+of|replaced|swapped)\s+(?:my|our|the)\b|"
-    rf"{_I}\s+(?:got|have|found|started|bought|landed|accepted)\s+(?:a\s+|an\s+)?new\s+(?:job|role|position|phone|car|"
-    r"house|home|apartment|flat|address|number|email|laptop|computer|editor|place)\b|"
-    rf"(?:{_I}(?:'m|\s+am|'re|\s+are)?\s+now|now\s+{_I})\s+(?:use|using|live|living|work|working|prefer|drive|eat|"
-    r"drink|own|based|vegan|vegetarian|at|in|with)\b|"
-    rf"(?:these\s+days|nowadays),?\s+{_I}\s+(?:use|live|work|prefer|drive|eat|drink|go|take|play|am|'m)\b|"
-    rf"{_I}\s+(?:turned|went|became)\s+(?:vegan|vegetarian|pescatarian|sober)\b|"
-    rf"{_I}(?:'m|\s+am|'re|\s+are)\s+(?:\w+\s+){{0,3}}now\s*(?:[.!,;]|$)|"
-    rf"(?:^|[.!?]\s+|{_I}\s+)(?:started|began)\s+\w+ing\b(?:\s+\w+){{0,3}}\s+again\b|"
-    rf"(?:{_I}\s+)?\b(?:joined|joining)\s+\S+(?:\s+\S+)?\s+as\s+(?:a|an|the)?\b|"
-    rf"(?:^|{_I}\s+)(?:got|accepted|took)\s+(?:an?\s+)?(?:job\s+)?offer\b|"
-    rf"(?:^|{_I}\s+)(?:moved|moving|relocated)\s+(?:to|into|out)\b|"
-    rf"{_I}\s+(?:now\s+)?\w+(?:\s+\w+){{0,6}}\s+instead\s+of\s+\w+ing\b|"
-    rf"{_I}\s+(?:broke\s+up|split\s+up|got\s+(?:divorced|married|engaged))\b|"
-    r"from\s+now\s+on\b"
-)
-_CHANGE_ZH = (
-    r"改用|改成|改为|换成|换到|转到|转用|不再|已经不|再也不|搬到|搬去|搬家了|"
-    r"搬回|辞职了|离职了|跳槽|戒了|戒烟|戒酒|分手了|"
-    r"离婚了|以前.{0,12}现在|现在改"
-)
-
-CHANGE_CUE = re.compile(rf"(?:\b(?:{_CHANGE_EN})\b)|(?:{_CHANGE_ZH})|(?:{CHANGE_ES})", re.IGNORECASE)
 
 _PRESENT = re.compile(
     r"\b(?:now|currently|current|these\s+days|nowadays|at\s+the\s+moment|at\s+present|presently|still|any\s*more|"

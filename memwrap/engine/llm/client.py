@@ -22,26 +22,24 @@ does not validate is repaired (fences, trailing commas, truncation) and, failing
 from __future__ import annotations
 
 import asyncio
-import importlib
-import json
 import logging
-import os
 import random
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from memwrap import tracing
 from memwrap.config import Settings
 from memwrap.defense.policy import redact
 from memwrap.engine.llm.capabilities import Capabilities, detect_capabilities
+from memwrap.engine.llm.configure import policy, providers_from_settings
 from memwrap.engine.llm.json_reply import repair_json
 from memwrap.engine.llm.pacing import AdaptiveLimit, SpeedMeter
-from memwrap.engine.llm.providers import AnthropicProvider, OpenAIProvider, Provider
+from memwrap.engine.llm.providers import Provider
+from memwrap.engine.llm.structured import REASK, OutputTruncatedError, parse_reply, raw_reply, structured_request
 from memwrap.engine.llm.types import (
-    DEFAULT_MODELS,
     ROLES,
     ChatRequest,
     ChatResult,
@@ -87,19 +85,9 @@ __all__ = [
 
 log = logging.getLogger("memwrap.llm")
 
-
-class OutputTruncatedError(LLMOutputError):
-    """The reply hit the output token limit: whatever parsed may be missing its end. Ask for less per call."""
-
-
 T = TypeVar("T", bound=BaseModel)
 
-# What a model is told when its structured reply did not validate (one re-ask, then LLMOutputError).
-_REASK = (
-    "Your reply could not be used: {error}\n"
-    "Reply again with only the corrected JSON object, following the required structure exactly."
-)
-_PROMPT_FOR_JSON = "\n\nReply with only one JSON object (no prose, no code fence) that follows this JSON schema:\n"
+
 _CONTINUE = "Your reply was cut off. Continue exactly where it stopped, without repeating anything."
 
 
@@ -139,21 +127,7 @@ class LLM:
     @classmethod
     def from_settings(cls, settings: Settings) -> LLM:
         """Providers from MEMWRAP_LLM_* and the per-role MEMWRAP_EXTRACTION_*/CONSOLIDATION_*/REFLECT_* overrides."""
-        shared: dict[tuple[str, str, str | None, str | None], Provider] = {}
-        providers: dict[str, Provider | None] = {}
-        for role in ROLES:
-            kind = getattr(settings, f"{role}_provider") or settings.llm_provider
-            if kind == "none":
-                providers[role] = None
-                continue
-            model = getattr(settings, f"{role}_model") or settings.llm_model or DEFAULT_MODELS[kind]
-            base_url = getattr(settings, f"{role}_base_url") or settings.llm_base_url
-            api_key = getattr(settings, f"{role}_api_key") or settings.llm_api_key
-            key = (kind, model, base_url, api_key)
-            if key not in shared:
-                shared[key] = _make_provider(kind, model, base_url, api_key, settings.llm_timeout, role)
-            providers[role] = shared[key]
-        return cls(providers, **policy(settings))
+        return cls(providers_from_settings(settings), **policy(settings))
 
     def configured(self, role: Role) -> bool:
         return self._providers.get(role) is not None
@@ -216,28 +190,28 @@ class LLM:
         provider = self._provider(role)
         schema_pair = (name or snake_name(schema.__name__), json_schema or strict_schema(schema))
         messages = [Message.user(user)] if isinstance(user, str) else list(user)
-        request = self._structured_request(provider, system, messages, schema_pair, max_tokens)
+        request = structured_request(provider, system, messages, schema_pair, max_tokens)
         request.timeout = (
             timeout if timeout is not None else (self.request_timeout(role, request) if background else None)
         )
         result = await self._call(role, request)
         usage = result.usage
         try:
-            return _parse(result, schema), usage
+            return parse_reply(result, schema), usage
         except OutputTruncatedError as cut:
             cut.usage = usage
             raise  # asking again gets the same cut: the caller must ask for less
         except LLMOutputError as first:
             log.info("LLM %s reply did not validate (%s); asking once more", role, redact(str(first)))
-            bad = _raw_reply(result)
-            followup = [*request.messages, Message.assistant(bad[:4000]), Message.user(_REASK.format(error=first))]
+            bad = raw_reply(result)
+            followup = [*request.messages, Message.assistant(bad[:4000]), Message.user(REASK.format(error=first))]
             timeout = request.timeout
-            request = self._structured_request(provider, system, followup, schema_pair, max_tokens)
+            request = structured_request(provider, system, followup, schema_pair, max_tokens)
             request.timeout = timeout
             result = await self._call(role, request)
             usage = usage + result.usage
             try:
-                return _parse(result, schema), usage
+                return parse_reply(result, schema), usage
             except LLMOutputError as second:  # truncated or not: we asked twice
                 second.usage = usage
                 raise
@@ -320,20 +294,6 @@ class LLM:
             )
         return provider
 
-    @staticmethod
-    def _structured_request(
-        provider: Provider,
-        system: str,
-        messages: list[Message],
-        json_schema: tuple[str, dict[str, Any]],
-        max_tokens: int,
-    ) -> ChatRequest:
-        if provider.schema_supported:
-            return ChatRequest(system, messages, json_schema=json_schema, max_tokens=max_tokens)
-        # The endpoint rejected schemas once: describe the schema in the (still stable) system prompt.
-        schema_text = json.dumps(json_schema[1], ensure_ascii=False, separators=(",", ":"))
-        return ChatRequest(system + _PROMPT_FOR_JSON + schema_text, messages, max_tokens=max_tokens)
-
     async def _call_provider(self, provider: Provider, request: ChatRequest) -> ChatResult:
         """One request in a slot of the adaptive limit, its speed recorded."""
         async with self.limit.slot():
@@ -391,7 +351,7 @@ class LLM:
                     log.warning("%s does not accept a JSON schema (%s); asking for JSON in the prompt", what, detail)
                     provider.schema_supported = False
                     timeout = request.timeout
-                    request = self._structured_request(
+                    request = structured_request(
                         provider, request.system, request.messages, request.json_schema, request.max_tokens
                     )
                     request.timeout = timeout
@@ -440,68 +400,3 @@ class LLM:
         # Full jitter between half and all of the exponential step, so a burst of failures spreads out.
         step = min(self.max_backoff, self.backoff * (2**attempt))
         return step * (0.5 + random.random() / 2)
-
-
-def policy(settings: Settings) -> dict[str, Any]:
-    return {
-        "max_retries": settings.llm_max_retries,
-        "backoff": settings.llm_backoff,
-        "max_backoff": settings.llm_max_backoff,
-        "max_concurrency": settings.llm_max_concurrency,
-        "timeout": settings.llm_timeout,
-        "background_timeout": settings.llm_background_timeout,
-        "tool_protocol": settings.llm_tool_protocol,
-    }
-
-
-def _make_provider(
-    kind: str, model: str, base_url: str | None, api_key: str | None, timeout: float, role: str
-) -> Provider:
-    if kind not in ("openai", "anthropic"):
-        raise LLMNotConfiguredError(f"Unknown LLM provider {kind!r}: use openai, anthropic or none.")
-    env = "OPENAI_API_KEY" if kind == "openai" else "ANTHROPIC_API_KEY"
-    sdk = importlib.import_module(kind)  # only the SDK in use: importing anthropic alone takes ~1 s
-    missing_key: type[Exception] = sdk.OpenAIError if kind == "openai" else sdk.AnthropicError
-    try:
-        if kind == "openai":
-            # A local OpenAI-compatible server usually needs no key, but the SDK insists on one.
-            key = api_key or (None if not base_url else _env_or(env, "unused"))
-            return OpenAIProvider(
-                model, sdk.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout)
-            )
-        return AnthropicProvider(
-            model, sdk.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout)
-        )
-    except missing_key as exc:
-        raise LLMNotConfiguredError(
-            f"The {kind} LLM for {role} has no API key: set MEMWRAP_LLM_API_KEY (or MEMWRAP_{role.upper()}_API_KEY, "
-            f"or {env}). ({exc})"
-        ) from exc
-
-
-def _env_or(name: str, default: str) -> str:
-    return os.environ.get(name) or default
-
-
-# --- structured replies ------------------------------------------------------------------------------------
-
-
-def _raw_reply(result: ChatResult) -> str:
-    if result.tool_calls:
-        call = result.tool_calls[0]
-        return call.raw_arguments if call.raw_arguments is not None else json.dumps(call.arguments, ensure_ascii=False)
-    return result.text
-
-
-def _parse(result: ChatResult, schema: type[T]) -> T:
-    if result.stop_reason == "length":
-        raise OutputTruncatedError("the reply was cut off at the output token limit")
-    if result.tool_calls and result.tool_calls[0].raw_arguments is None:
-        data: Any = result.tool_calls[0].arguments
-    else:
-        data = repair_json(_raw_reply(result), truncated=result.stop_reason == "length")
-    try:
-        return schema.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}" for e in exc.errors()[:8])
-        raise LLMOutputError(f"the reply does not match the required structure ({problems})") from None

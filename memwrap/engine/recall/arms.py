@@ -75,7 +75,7 @@ class Filters:
         if self.tags is not None:
             conditions.append(f"{alias}.tags && {params.add(self.tags, '::text[]')}")
         if self.where is not None:
-            conditions.extend(compile_filter(self.where, alias, params))
+            conditions.extend(compile_filter(self.where, alias, params, self.bank_id))
         return " AND ".join(conditions) or "TRUE", params.values
 
 

@@ -38,8 +38,8 @@ def recall_filter(value: RecallFilter | Mapping[str, Any] | None) -> RecallFilte
     return None if checked is None or checked.is_empty() else checked
 
 
-def compile_filter(where: RecallFilter, alias: str, params: Params) -> list[str]:
-    """SQL conditions (to be ANDed) on memory_units `alias`, their values added to `params`."""
+def compile_filter(where: RecallFilter, alias: str, params: Params, bank_id: str) -> list[str]:
+    """SQL conditions (to be ANDed) on memory_units `alias` of bank `bank_id`, their values added to `params`."""
     m = alias
     conditions: list[str] = []
     if where.metadata is not None:
@@ -67,11 +67,13 @@ def compile_filter(where: RecallFilter, alias: str, params: Params) -> list[str]
     if where.entity_types is not None:
         # Linked to an entity of one of the types (entities.entity_type, migration 0022): per candidate, its few
         # entity links by primary key (bank_id, unit_id, ...), then each entity by its key. Types are compared in
-        # any case, as the bank's names are unique whatever their case (validate.entity_types).
+        # any case, as the bank's names are unique whatever their case (validate.entity_types). The links' bank is
+        # bound to the bank itself, not to `m.bank_id`: a join condition alone lets the planner hash a semi-join
+        # over every bank's links.
         kinds = sorted({name.strip().lower() for name in where.entity_types})
         conditions.append(
             f"EXISTS (SELECT 1 FROM unit_entities fue JOIN entities fe ON fe.bank_id = fue.bank_id "
-            f"AND fe.id = fue.entity_id WHERE fue.bank_id = {m}.bank_id AND fue.unit_id = {m}.id "
+            f"AND fe.id = fue.entity_id WHERE fue.bank_id = {params.add(bank_id)} AND fue.unit_id = {m}.id "
             f"AND lower(fe.entity_type) = ANY({params.add(kinds, '::text[]')}))"
         )
     return conditions

@@ -63,8 +63,11 @@ def _chunk_of(memory: RecalledMemory) -> tuple[str | None, str] | None:
     return (memory.bank_id, memory.message_id)
 
 
-def render_line(memory: RecalledMemory, chunks: Sequence[tuple[int, str]] | None = None) -> str:
-    """One memory's line; `chunks` (part, text): the chosen chunks of its message, shown as one line."""
+def render_line(
+    memory: RecalledMemory, chunks: Sequence[tuple[int, str]] | None = None, *, with_id: bool = False
+) -> str:
+    """One memory's line; `chunks` (part, text): the chosen chunks of its message, shown as one line. `with_id`:
+    the line starts with the memory's id ("- (id 1f0c…) …"), for a model that acts on memories by id."""
     if chunks is None and _chunk_of(memory) is not None:
         chunks = [(memory.part or 0, memory.text)]
     text = memory.text if chunks is None else _chunk_text(memory, chunks)
@@ -79,7 +82,8 @@ def render_line(memory: RecalledMemory, chunks: Sequence[tuple[int, str]] | None
         changed = f"; changed {_day(memory.replaced_at)}" if memory.replaced_at else ""
         label = f"(earlier{changed}) {label}"
     prefix = f"[{when}] " if when else ""
-    return f"- {prefix}{label}{_shown(text, memory.speaker)}\n"
+    named = f"(id {memory.id}) " if with_id else ""
+    return f"- {named}{prefix}{label}{_shown(text, memory.speaker)}\n"
 
 
 # The same memories come back recall after recall (a conversation's turns ask about the same things): their shown
@@ -161,16 +165,18 @@ def plan(
     now: datetime,
     encoding: tiktoken.Encoding,
     chronological: bool = False,
+    ids: bool = False,
 ) -> Packing:
     """Choose and render memories, in the given order, within `max_tokens` (see the module's docstring for chunks
-    of one message and `chronological`)."""
+    of one message and `chronological`). `ids`: each line starts with its memory's id (a message's chunks shown as
+    one line: the id of the chunk that places it), counted in the budget."""
     frame = header(now) + footer()
     frame_tokens = len(encoding.encode_ordinary(frame))
     remaining = max(max_tokens - frame_tokens, 0)  # 0: not even the frame fits, so no line does
     if not memories:
         return Packing("", 0)
 
-    lines = [render_line(m) for m in memories]
+    lines = [render_line(m, with_id=ids) for m in memories]
     # One line at a time: encode_batch starts a thread pool per call, 6x slower for a few dozen short lines.
     line_tokens = [_tokens(encoding, line) for line in lines]
     chosen: list[int] = []
@@ -182,7 +188,7 @@ def plan(
         key = _chunk_of(memories[index])
         if key is not None and key in groups:
             members = [*groups[key], index]
-            merged = _tokens(encoding, _group_line(memories, members))
+            merged = _tokens(encoding, _group_line(memories, members, ids))
             cost = merged - group_cost[key]  # what this chunk adds to its message's line
             if cost <= remaining:
                 groups[key], group_cost[key] = members, merged
@@ -196,7 +202,7 @@ def plan(
             chosen.append(index)
             remaining -= cost
     while chosen:
-        context = header(now) + "".join(_layout(memories, lines, chosen, chronological)) + footer()
+        context = header(now) + "".join(_layout(memories, lines, chosen, chronological, ids)) + footer()
         tokens = len(encoding.encode_ordinary(context))
         if tokens <= max_tokens:
             return Packing(context, tokens, lines, line_tokens, budget_left, chosen)
@@ -204,13 +210,18 @@ def plan(
     return Packing("", 0, lines, line_tokens, budget_left, [])
 
 
-def _group_line(memories: Sequence[RecalledMemory], members: Sequence[int]) -> str:
-    """The line of one message's chosen chunks: the best-ranked one's date and marks, every chunk's text."""
-    return render_line(memories[members[0]], [(memories[i].part or 0, memories[i].text) for i in members])
+def _group_line(memories: Sequence[RecalledMemory], members: Sequence[int], ids: bool = False) -> str:
+    """The line of one message's chosen chunks: the best-ranked one's date, marks and id, every chunk's text."""
+    chunks = [(memories[i].part or 0, memories[i].text) for i in members]
+    return render_line(memories[members[0]], chunks, with_id=ids)
 
 
 def _layout(
-    memories: Sequence[RecalledMemory], lines: Sequence[str], chosen: Sequence[int], chronological: bool
+    memories: Sequence[RecalledMemory],
+    lines: Sequence[str],
+    chosen: Sequence[int],
+    chronological: bool,
+    ids: bool = False,
 ) -> list[str]:
     """The block's lines: one per chosen whole memory, one per message of chosen chunks (at its best chunk's
     place); in ranked order, or by the time they were said (then message order) when `chronological`."""
@@ -228,7 +239,7 @@ def _layout(
         elif key not in done:
             done.add(key)
             group = members[key]
-            laid.append((index, lines[index] if len(group) == 1 else _group_line(memories, group)))
+            laid.append((index, lines[index] if len(group) == 1 else _group_line(memories, group, ids)))
     if chronological:
         oldest = datetime.min.replace(tzinfo=now_tz(memories))
         laid.sort(key=lambda entry: (memories[entry[0]].mentioned_at or oldest, memories[entry[0]].part or 0))
@@ -244,8 +255,14 @@ def now_tz(memories: Sequence[RecalledMemory]) -> Any:
 
 
 def pack(
-    memories: Sequence[RecalledMemory], *, max_tokens: int, now: datetime, encoding: tiktoken.Encoding
+    memories: Sequence[RecalledMemory],
+    *,
+    max_tokens: int,
+    now: datetime,
+    encoding: tiktoken.Encoding,
+    ids: bool = False,
 ) -> tuple[str, int, list[RecalledMemory]]:
-    """Choose and render memories, in the given order, within `max_tokens`. Returns (context, tokens, chosen)."""
-    packing = plan(memories, max_tokens=max_tokens, now=now, encoding=encoding)
+    """Choose and render memories, in the given order, within `max_tokens` (`ids`: each line starts with its
+    memory's id). Returns (context, tokens, chosen)."""
+    packing = plan(memories, max_tokens=max_tokens, now=now, encoding=encoding, ids=ids)
     return packing.context, packing.tokens, packing.picked(memories)

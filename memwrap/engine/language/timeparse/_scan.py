@@ -20,13 +20,13 @@ from memwrap.engine.language.timeparse._chinese import (
 from memwrap.engine.language.timeparse._english import (
     _EN_MODS,
     _EN_PREFIX,
-    _EN_RULES,
     _EN_SINCE_SUFFIX,
     _WORD,
     _YEARISH,
     _YEARISH_WORD,
     _norm,
 )
+from memwrap.engine.language.timeparse._english_rules import _EN_RULES
 from memwrap.engine.language.timeparse._rule import _Rule
 from memwrap.engine.language.timeparse._spanish import _ES_RULES
 

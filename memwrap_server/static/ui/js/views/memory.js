@@ -1,6 +1,6 @@
 import { api, bankPath } from "../api.js";
 import { badge, empty, field, h, link, notice, route, section, table, typeBadge, when } from "../dom.js";
-import { localInput } from "./memory_fields.js";
+import { localInput, splitTags } from "./memory_fields.js";
 import { sessionOf } from "./sessions.js";
 
 export async function memoryView({ bank, params, navigate, errorView }) {
@@ -108,7 +108,7 @@ function editForm(memory, save, status) {
     event.preventDefault();
     const changes = {};
     if (text.value.trim() && text.value !== memory.text) changes.text = text.value;
-    const newTags = tags.value.split(",").map((t) => t.trim()).filter(Boolean);
+    const newTags = splitTags(tags.value);
     if (newTags.join("\u0000") !== memory.tags.join("\u0000")) changes.tags = newTags;
     let parsed;
     try {

@@ -1,6 +1,7 @@
 // Reading what an operator typed into a memory's fields, the same way on every form (add, edit).
 
-// Tags as the CLI and the API read them: comma-separated, blanks dropped.
+// Tags typed as text, as the CLI, query strings and X-Memwrap-Tags read them (memwrap/filters.py split_tags):
+// comma-separated, each trimmed, blanks dropped. Every view reads its tag fields with this.
 export function splitTags(text) {
   return text.split(",").map((t) => t.trim()).filter(Boolean);
 }

@@ -4,6 +4,7 @@
 import { api, bankPath } from "../api.js";
 import { badge, empty, field, h, link, notice, route, section, table, truncate, typeBadge } from "../dom.js";
 import { TYPES } from "./memories.js";
+import { splitTags } from "./memory_fields.js";
 
 const ARMS = ["semantic", "keyword", "graph", "temporal"];
 
@@ -23,7 +24,7 @@ export async function recallView({ bank, query, navigate }) {
 
   const body = { query: q, token_budget: budget, explain: true };
   if (types.length) body.types = types;
-  if (tags.trim()) body.tags = tags.split(",").map((t) => t.trim()).filter(Boolean);
+  if (tags.trim()) body.tags = splitTags(tags);
   if (now) body.now = new Date(now).toISOString();
   if (prefer) body.prefer_observations = prefer === "yes";
   if (neighbours) body.neighbours = neighbours === "yes";
