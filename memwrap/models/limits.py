@@ -24,10 +24,10 @@ MAX_REFLECT_TIMEOUT_SECONDS = 3600.0
 # every MEMWRAP_RECONCILE_SECONDS anyway, so a shorter schedule only means "every pass").
 MIN_REFRESH_EVERY_SECONDS = 1.0
 MAX_REFRESH_EVERY_SECONDS = 365 * 86400.0
-# The longest extraction instructions a bank holds (memwrap/engine/bank_instructions.py): a paragraph or two of
+# The longest extraction instructions a bank holds (memwrap/engine/banks/instructions.py): a paragraph or two of
 # what to keep and what to ignore, not a prompt of its own; every extraction and consolidation call carries them.
 MAX_EXTRACTION_INSTRUCTIONS_CHARS = 2000
-# The entity types a bank may declare for extraction (`entity_types`, memwrap/engine/entity_types.py): each
+# The entity types a bank may declare for extraction (`entity_types`, memwrap/engine/banks/entity_types.py): each
 # declaration goes into every extraction prompt, so they are few and short. A name is an identifier (it is what
 # the model answers with and what recall filters by): a letter, then letters, digits, `_` or `-`.
 MAX_ENTITY_TYPES = 32
