@@ -18,6 +18,7 @@ from memwrap.config import Settings, load_settings
 from memwrap.engine.startup import open_engine
 from memwrap.engine_verbs import EngineVerbs
 from memwrap.errors import ClosedError
+from memwrap.instrumented_verbs import InstrumentedEngine
 from memwrap.verbs import ItemLike
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class AsyncMemory(AsyncVerbs):
         url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        engine: EngineVerbs | None = None,
     ) -> None:
         self.settings = settings or load_settings(home=home, database_url=database_url, embedding_model=embedding_model)
         # With `url`, the engine is a `memwrap serve` sidecar reached over HTTP (memwrap/client/http.py).
@@ -51,6 +53,8 @@ class AsyncMemory(AsyncVerbs):
         self._api_key = api_key
         self._timeout = timeout
         self._engine: EngineVerbs | None = None
+        # An engine given (e.g. memwrap.testing's TestEngine): used instead of opening one.
+        self._given_engine = engine
         self._llm: Any = None  # set by use_llm before the engine starts; applied when it does
         self._open_lock: asyncio.Lock | None = None
         self._starting: asyncio.Future[Any] | None = None
@@ -73,7 +77,12 @@ class AsyncMemory(AsyncVerbs):
         if self._open_lock is None:
             self._open_lock = asyncio.Lock()
         async with self._open_lock:
-            if self._engine is None and self.url is not None:
+            if self._engine is None and self._given_engine is not None:
+                use_llm = getattr(self._given_engine, "use_llm", None)
+                if self._llm is not None and use_llm is not None:
+                    use_llm(self._llm)
+                self._engine = InstrumentedEngine(self._given_engine)
+            elif self._engine is None and self.url is not None:
                 from memwrap.client.http import DEFAULT_TIMEOUT, HttpEngine
 
                 self._engine = HttpEngine(self.url, api_key=self._api_key, timeout=self._timeout or DEFAULT_TIMEOUT)
@@ -82,9 +91,9 @@ class AsyncMemory(AsyncVerbs):
                 if self._closed:  # closed while it was starting: nobody will close it later
                     await engine.close()
                     raise ClosedError("This memory was closed while its engine was starting.")
-                self._engine = engine
                 if self._llm is not None:
                     engine.use_llm(self._llm)
+                self._engine = InstrumentedEngine(engine)  # the verbs' spans (memwrap/instrumented_verbs.py)
         assert self._engine is not None  # opened above (or the open raised)
         return self._engine
 
@@ -161,7 +170,7 @@ class AsyncMemory(AsyncVerbs):
             engine, self._engine = self._engine, None
             await engine.close()  # type: ignore[union-attr]  # an Engine: only it keeps a model
         if self._engine is None:
-            self._engine = await open_engine(self.settings, allow_model_change=True)
+            self._engine = InstrumentedEngine(await open_engine(self.settings, allow_model_change=True))
         return await self._engine.reembed(batch_size=batch_size)
 
     async def close(self) -> None:

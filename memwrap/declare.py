@@ -98,6 +98,7 @@ class Verb:
     partial: bool  # parameters not given are not passed on (PATCH: None resets, absent keeps)
     renamed: Mapping[str, str] = field(default_factory=dict)
     function: Callable[..., Any] | None = None  # the declared function (its signature is the public one)
+    span: tuple[str, str] | None = None  # (step, GenAI memory operation) of the span a call opens
 
     @property
     def summary(self) -> str:
@@ -123,13 +124,16 @@ def verb(
     partial: bool = False,
     renamed: Mapping[str, str] | None = None,
     custom: bool = False,
+    span: tuple[str, str] | None = None,
 ) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
     """Declare a verb (see the module docstring). Exactly one of: a REST `route`; `local_only` (why it cannot
     travel over HTTP); `composed` (the verbs the HTTP client builds it from). `mcp`: offered as an MCP tool (a
     string names the tool); `cli`: offered as a CLI command (`memwrap bank-config`; a string names the command,
     for a verb whose Python name says more than a command needs, e.g. `memwrap stats`). `custom=True`: the class
     that inherits the declaration writes the method itself (its signature must stay the declared one;
-    tests/test_verb_drift.py checks). The function is returned as declared: its body is never run, the generated
+    tests/test_verb_drift.py checks). `span=(step, operation)`: a call through the engine's face opens a span of
+    that step, named as the GenAI conventions name the memory operation (memwrap/instrumented_verbs.py,
+    `tracing.verb_span`). The function is returned as declared: its body is never run, the generated
     classes (memwrap/async_verbs.py, ...) override it."""
     if sum(x is not None for x in (route, local_only, composed)) != 1:
         raise TypeError("A verb has exactly one of: a REST route, a reason it is local only, or `composed`.")
@@ -155,6 +159,7 @@ def verb(
             partial=partial,
             renamed=dict(renamed or {}),
             function=function,
+            span=span,
         )
         VERBS[name] = declared
         return function
@@ -212,3 +217,12 @@ def renamed_arguments(
             )
             arguments[new] = value
     return arguments
+
+
+def in_declared_order(declaring: type) -> None:
+    """Order `VERBS` as `declaring` lists the verbs: its bases' (the sections of MemoryVerbs, declared in modules
+    of their own: memwrap/verbs.py), in order, each in the order written, whatever order the modules loaded in."""
+    names = [name for base in declaring.__mro__ for name in vars(base) if name in VERBS]
+    ordered = {name: VERBS[name] for name in dict.fromkeys(names)}
+    VERBS.clear()
+    VERBS.update(ordered)

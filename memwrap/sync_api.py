@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from memwrap import lifecycle
 from memwrap.async_api import AsyncMemory
 from memwrap.config import Settings
+from memwrap.engine_verbs import EngineVerbs
 from memwrap.errors import ClosedError
 from memwrap.sync_verbs import SyncVerbs
 
@@ -107,6 +108,7 @@ class Memory(SyncVerbs):
         url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        engine: EngineVerbs | None = None,
     ) -> None:
         self._async = AsyncMemory(
             home=home,
@@ -116,6 +118,7 @@ class Memory(SyncVerbs):
             url=url,
             api_key=api_key,
             timeout=timeout,
+            engine=engine,
         )
         self.url = url
         self.settings = self._async.settings
@@ -135,7 +138,13 @@ class Memory(SyncVerbs):
                 return
             old = self._async
             lifecycle.keep_inherited(self._loop, old, self._start_future)
-            self._async = AsyncMemory(settings=self.settings, url=self.url, api_key=old._api_key, timeout=old._timeout)
+            self._async = AsyncMemory(
+                settings=self.settings,
+                url=self.url,
+                api_key=old._api_key,
+                timeout=old._timeout,
+                engine=old._given_engine,
+            )
             self._async._llm = old._llm
             self._loop = _LoopThread()
             self._start_lock = threading.Lock()

@@ -73,6 +73,9 @@ _SERVED_CAP = 100_000  # banks remembered as served; past it, new ones' backgrou
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_quiet", default=False)
 _in_background: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_background", default=False)
 _served: set[str] = set()
+# The step of the verb span open here (`verb_span`): a `traced` function of the same step inside it is that verb
+# itself, reached through the engine's face, and opens no second span.
+_verb_step: contextvars.ContextVar[str | None] = contextvars.ContextVar("memwrap_verb_step", default=None)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -363,6 +366,35 @@ def memory_query(query: str) -> dict[str, str]:
     return {"gen_ai.memory.query.text": query[:MAX_CONTENT_CHARS]}
 
 
+def verb_attributes(operation: str, bank_id: Any, memory_id: Any = None, items: Any = None) -> dict[str, Any]:
+    """A verb span's attributes: an operation on one memory (`memory_record`), or a retain of `items`."""
+    if memory_id is not None:
+        return memory_record(operation, bank_id, memory_id)
+    return {
+        "bank_id": bank_id,
+        "items": len(items),
+        **memory_operation(operation, bank_id),
+        "gen_ai.memory.record.count": len(items),
+    }
+
+
+@contextlib.contextmanager
+def verb_span(step: str, operation: str, bank_id: Any, *, memory_id: Any = None, items: Any = None) -> Iterator[Any]:
+    """The span of one verb called through the engine's face (memwrap/instrumented_verbs.py, declared with
+    `@verb(span=(step, operation))`): named as the GenAI conventions name the memory `operation`, `memwrap.step`
+    the step. The arguments are the caller's, unchecked: attributes that cannot be read from them are left out
+    (the engine reports a bad argument)."""
+    attributes: dict[str, Any] = {}
+    with contextlib.suppress(Exception):
+        attributes = verb_attributes(operation, bank_id, memory_id, items)
+    token = _verb_step.set(step)
+    try:
+        with span(step, **attributes) as current:
+            yield current
+    finally:
+        _verb_step.reset(token)
+
+
 def traced(
     name: str, attributes: Callable[..., Mapping[str, Any]] | None = None
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
@@ -371,7 +403,7 @@ def traced(
     def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            if _otel_trace is None:
+            if _otel_trace is None or _verb_step.get() == name:
                 return await fn(*args, **kwargs)
             extra: Mapping[str, Any] = {}
             if attributes is not None:
@@ -403,4 +435,5 @@ __all__ = [
     "span",
     "trace_every_bank_in_background",
     "traced",
+    "verb_span",
 ]

@@ -11,129 +11,87 @@ engine's typed face (memwrap/engine_verbs.py, the `EngineVerbs` protocol that `E
 the HTTP client's requests (memwrap/client/http_verbs/) and `Memory`'s sync twins (memwrap/sync_verbs.py).
 A verb declared `custom=True` keeps the body written here.
 
-A bound declared on a parameter (`Field(ge=..., le=...)`) is the one bound of that parameter: the engine checks the
+`MemoryVerbs` is made of sections, in this order: retain, recall and the catalog (`RecallVerbs`, here), learning
+(memwrap/verbs_learning.py), moving a bank (here), webhooks (memwrap/verbs_webhooks.py), where the database is
+(here); the generator reads them in that order. The parameters' types and bounds are in memwrap/verb_types.py: a
+bound declared on a parameter (`Field(ge=..., le=...)`) is the one bound of that parameter: the engine checks the
 same constant, REST and MCP advertise it (tests/test_verb_drift.py compares them).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Any
 from uuid import UUID
 
-from pydantic import Field, SkipValidation
-
-from memwrap.declare import VERBS, Route, verb
+from memwrap.declare import VERBS, Route, in_declared_order, verb
 from memwrap.filters import RecallFilter
 from memwrap.models import (
-    ENTITY_TYPE_NAME_PATTERN,
     KEEP,
-    MAX_BUDGET_TOKENS,
-    MAX_ENTITIES_OFFSET,
-    MAX_ENTITIES_PAGE,
-    MAX_ENTITY_SEARCH_CHARS,
-    MAX_ENTITY_TYPE_NAME_CHARS,
-    MAX_ENTITY_TYPES,
-    MAX_EXTRACTION_INSTRUCTIONS_CHARS,
-    MAX_NEIGHBOURS,
-    MAX_PAGE,
-    MAX_PAGE_OFFSET,
-    MAX_RECALL_BANKS,
-    MAX_REFLECT_ITERATIONS,
-    MAX_REFLECT_TIMEOUT_SECONDS,
-    MAX_REFRESH_EVERY_SECONDS,
-    MAX_SESSIONS_PAGE,
-    MAX_TOP_K,
-    MAX_TTL_DAYS,
-    MAX_USAGE_DAYS,
-    MIN_REFRESH_EVERY_SECONDS,
     BankInfo,
     BankStats,
-    ConsolidationReport,
     DeleteReport,
     Disposition,
     EntityGraph,
     EntitySummary,
-    EntityType,
     ImportReport,
-    Job,
-    JobStatus,
     Keep,
     LLMUsage,
     MemoryContext,
     MemoryRecord,
     MemoryVersion,
-    MentalModel,
-    MentalModelVersion,
-    Observation,
-    ObservationVersion,
     Recall,
     ReflectResult,
-    RetainItem,
     SessionSummary,
 )
-from memwrap.webhook_models import (
-    MAX_DELIVERIES_PAGE,
-    DeliveryStatus,
-    WebhookDelivery,
-    WebhookEvent,
-    WebhookSubscription,
+from memwrap.verb_types import (
+    BANK,
+    BankIds,
+    DefensePolicy,
+    EntitiesLimit,
+    EntitiesOffset,
+    EntityId,
+    EntitySearch,
+    EntityTypeName,
+    EntityTypes,
+    ImportSource,
+    Instructions,
+    ItemLike,
+    Items,
+    MemoryId,
+    NeighbourCount,
+    PageLimit,
+    PageOffset,
+    ReflectIterations,
+    ReflectTimeout,
+    SessionPageLimit,
+    Tags,
+    TokenBudget,
+    TopK,
+    TtlDays,
+    UsageDays,
+    VerbSection,
 )
-
-if TYPE_CHECKING:
-    from memwrap.engine_verbs import EngineVerbs
+from memwrap.verbs_learning import LearningVerbs
+from memwrap.verbs_webhooks import WebhookVerbs
 
 __all__ = ["VERBS", "ItemLike", "MemoryVerbs"]
 
-ItemLike = RetainItem | Mapping[str, Any] | str
-# Checked by the engine (memwrap/validate.py), with messages about the item at fault.
-Items = Annotated[Sequence[ItemLike], SkipValidation]
-Tags = Sequence[str] | str | None
-BankIds = str | Annotated[Sequence[str], Field(min_length=1, max_length=MAX_RECALL_BANKS)]
-MemoryId = UUID | str
-# A JSONL file (memwrap/engine/transfer/memories_jsonl.py) or the memories themselves, read lazily by the engine.
-ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
-DefensePolicy = Literal["redact", "block", "off"]
-EntityId = UUID | str
-# The bounds of the entity views: the engine checks them (memwrap/engine/banks/view_verbs.py); declared here too, they
-# are checked before the engine is reached over REST and MCP, and the OpenAPI document shows them.
-EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
-EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
-UsageDays = Annotated[int, Field(ge=1, le=MAX_USAGE_DAYS)]
-SessionPageLimit = Annotated[int, Field(ge=1, le=MAX_SESSIONS_PAGE)]
-EntitiesOffset = Annotated[int, Field(ge=0, le=MAX_ENTITIES_OFFSET)]
-NeighbourCount = Annotated[int, Field(ge=1, le=MAX_NEIGHBOURS)]
-PageOffset = Annotated[int, Field(ge=0, le=MAX_PAGE_OFFSET)]
-PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
-TtlDays = Annotated[float, Field(gt=0, le=MAX_TTL_DAYS)]
-Instructions = Annotated[str, Field(max_length=MAX_EXTRACTION_INSTRUCTIONS_CHARS)]
-EntityTypeName = Annotated[str, Field(max_length=MAX_ENTITY_TYPE_NAME_CHARS, pattern=ENTITY_TYPE_NAME_PATTERN)]
-EntityTypes = Annotated[Sequence[EntityType | Mapping[str, Any]], Field(max_length=MAX_ENTITY_TYPES)]
-WebhookEvents = Sequence[WebhookEvent] | WebhookEvent | None
-WebhookId = UUID | str
-DeliveriesLimit = Annotated[int, Field(ge=1, le=MAX_DELIVERIES_PAGE)]
-# Every number a bank's caller picks is bounded here (the engine checks the same constants: memwrap/models.py).
-TokenBudget = Annotated[int, Field(ge=1, le=MAX_BUDGET_TOKENS)]
-TopK = Annotated[int, Field(ge=1, le=MAX_TOP_K)]
-ReflectIterations = Annotated[int, Field(ge=1, le=MAX_REFLECT_ITERATIONS)]
-ReflectTimeout = Annotated[float, Field(gt=0, le=MAX_REFLECT_TIMEOUT_SECONDS)]
-RefreshEvery = Annotated[float, Field(ge=MIN_REFRESH_EVERY_SECONDS, le=MAX_REFRESH_EVERY_SECONDS)]
 
-BANK = "/v1/banks/{bank_id}"
-
-
-class MemoryVerbs:
-    """Every public verb, typed and documented. A subclass supplies `_get_engine()` (memwrap/async_api.py)."""
-
-    async def _get_engine(self) -> EngineVerbs:
-        raise NotImplementedError
+class RecallVerbs(VerbSection):
+    """Retain and recall, the catalog of a bank's memories, and what the memory browser looks at."""
 
     # --- retain and recall -----------------------------------------------------------------------------------
 
-    @verb(Route("POST", f"{BANK}/memories", status=201, envelope="ids"), mcp=True, cli=True)
+    @verb(
+        Route("POST", f"{BANK}/memories", status=201, envelope="ids"),
+        mcp=True,
+        cli=True,
+        span=("retain", "upsert_memory"),
+    )
     async def retain(
         self,
         bank_id: str,
@@ -154,7 +112,7 @@ class MemoryVerbs:
         (list shows it with include_expired=True; `update` changes it)."""
         ...
 
-    @verb(Route("POST", f"{BANK}/memories/batch", status=201, envelope="ids"))
+    @verb(Route("POST", f"{BANK}/memories/batch", status=201, envelope="ids"), span=("retain", "upsert_memory"))
     async def retain_many(self, bank_id: str, items: Items) -> list[UUID]:
         """Remember many items at once (embedded and written in batches). Returns all unit ids, in item order."""
         ...
@@ -244,7 +202,13 @@ class MemoryVerbs:
         has no such memory)."""
         ...
 
-    @verb(Route("PATCH", f"{BANK}/memories/{{memory_id}}"), mcp="update_memory", cli=True, partial=True)
+    @verb(
+        Route("PATCH", f"{BANK}/memories/{{memory_id}}"),
+        mcp="update_memory",
+        cli=True,
+        partial=True,
+        span=("update", "update_memory"),
+    )
     async def update(
         self,
         bank_id: str,
@@ -270,7 +234,12 @@ class MemoryVerbs:
         """Every version of a memory, oldest first (the last is the current one), with what changed and when."""
         ...
 
-    @verb(Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204), mcp="delete_memory", cli=True)
+    @verb(
+        Route("DELETE", f"{BANK}/memories/{{memory_id}}", status=204),
+        mcp="delete_memory",
+        cli=True,
+        span=("delete", "delete_memory"),
+    )
     async def delete(self, bank_id: str, memory_id: MemoryId) -> None:
         """Forget one memory (what was learnt from it forgets it first)."""
         ...
@@ -344,7 +313,7 @@ class MemoryVerbs:
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         ...
 
-    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/banks/views.py) -----------
+    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/banks/views.py) ----
     # What the memory browser (/ui) shows; read-only, each a bounded query. Not MCP tools: an agent asks memory
     # with recall and reflect; these are for people (and scripts) looking at a bank.
 
@@ -413,107 +382,9 @@ class MemoryVerbs:
         application's own model (a wrapped client) are not the engine's and are not counted here."""
         ...
 
-    # --- learning: jobs, observations, mental models, forgetting (memwrap/engine/learn) -----------------------
 
-    @verb(Route("GET", f"{BANK}/jobs"), optional_bank="over HTTP, jobs are listed per bank")
-    async def jobs(
-        self,
-        bank_id: str | None = None,
-        *,
-        status: JobStatus | None = None,
-        kind: str | None = None,
-        limit: PageLimit = 100,
-    ) -> builtins.list[Job]:
-        """The background job queue, newest first (status: queued, running, done, failed, cancelled)."""
-        ...
-
-    @verb(composed="jobs", optional_bank="over HTTP, it waits for one bank")
-    async def wait_for_jobs(self, bank_id: str | None = None, *, timeout: float = 60.0) -> bool:
-        """Wait until the bank (or every bank) has no queued or running job. False if `timeout` passed first."""
-        ...
-
-    @verb(Route("POST", f"{BANK}/consolidate"), cli=True)
-    async def consolidate(self, bank_id: str) -> ConsolidationReport:
-        """Turn the bank's pending facts into observations now (the background worker does it anyway)."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/observations"), cli=True)
-    async def observations(
-        self,
-        bank_id: str,
-        *,
-        tags: Tags = None,
-        include_invalidated: bool = False,
-        limit: PageLimit = 100,
-        offset: PageOffset = 0,
-        now: datetime | None = None,
-    ) -> builtins.list[Observation]:
-        """The bank's observations, best supported first, with proof count, trend and evidence."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/observations/{{observation_id}}"), cli=True)
-    async def get_observation(
-        self, bank_id: str, observation_id: MemoryId, *, now: datetime | None = None
-    ) -> Observation:
-        """One observation with all its evidence (quote, time, source, stance)."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/observations/{{observation_id}}/history"), cli=True)
-    async def observation_history(self, bank_id: str, observation_id: MemoryId) -> builtins.list[ObservationVersion]:
-        """Every version of an observation, oldest first, each with its reason and timestamps."""
-        ...
-
-    @verb(Route("POST", f"{BANK}/mental-models", status=201), cli=True, renamed={"max_tokens": "max_answer_tokens"})
-    async def create_mental_model(
-        self,
-        bank_id: str,
-        name: str,
-        question: str,
-        *,
-        tags: Tags = None,
-        max_answer_tokens: TokenBudget = 512,
-        refresh_every: RefreshEvery | None = None,
-    ) -> MentalModel:
-        """A named standing question, answered and kept fresh in the background (`refresh_every`: seconds,
-        from 1 to 31,536,000, a year).
-
-        `max_answer_tokens`: the longest answer kept; `tags`: only memories with one of these tags inform it."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/mental-models/{{name}}"), mcp=True, cli=True)
-    async def get_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        """A mental model's current content and state (fresh, stale, pending, failed), read with one query."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/mental-models"), mcp=True, cli=True)
-    async def mental_models(self, bank_id: str) -> builtins.list[MentalModel]:
-        """The bank's mental models: named standing questions and their current answers."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/mental-models/{{name}}/history"), cli=True)
-    async def mental_model_history(self, bank_id: str, name: str) -> builtins.list[MentalModelVersion]:
-        """Every version of a mental model's content, oldest first."""
-        ...
-
-    @verb(Route("POST", f"{BANK}/mental-models/{{name}}/refresh"), cli=True)
-    async def refresh_mental_model(self, bank_id: str, name: str) -> MentalModel:
-        """Regenerate a mental model now."""
-        ...
-
-    @verb(Route("DELETE", f"{BANK}/mental-models/{{name}}", status=204), cli=True)
-    async def delete_mental_model(self, bank_id: str, name: str) -> None:
-        """Delete a mental model and its history."""
-        ...
-
-    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/invalidate", status=204), mcp="invalidate_memory", cli=True)
-    async def invalidate(self, bank_id: str, memory_id: MemoryId, reason: str = "") -> None:
-        """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
-        ...
-
-    @verb(Route("POST", f"{BANK}/memories/{{memory_id}}/restore", status=204), mcp="restore_memory", cli=True)
-    async def restore(self, bank_id: str, memory_id: MemoryId) -> None:
-        """Undo `invalidate` (and the invalidations of observations it caused)."""
-        ...
+class BankFileVerbs(VerbSection):
+    """A bank written to a file and read back."""
 
     # --- moving a bank -------------------------------------------------------------------------------------------
 
@@ -532,67 +403,9 @@ class MemoryVerbs:
         engine = await self._get_engine()
         return await engine.import_bank(bank_id, path)
 
-    # --- webhooks: a bank's events POSTed, signed, to URLs (memwrap/engine/webhooks, docs/webhooks.md) -----------
 
-    @verb(Route("POST", f"{BANK}/webhooks", status=201), cli="webhook-add")
-    async def create_webhook(
-        self,
-        bank_id: str,
-        url: str,
-        *,
-        events: WebhookEvents = None,
-        include_text: bool = True,
-        enabled: bool = True,
-        description: str | None = None,
-    ) -> WebhookSubscription:
-        """Send the bank's events to `url` (http or https); the result holds the signing secret, shown this once.
-
-        `events`: any of retained, updated, invalidated, deleted, observation.changed, mental_model.refreshed
-        (None: all); `include_text`: the memories' text is in the payload (False: their ids only). Each request
-        is signed with HMAC-SHA256 over "timestamp.body" (docs/webhooks.md shows how to check it)."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/webhooks"), cli=True)
-    async def webhooks(self, bank_id: str) -> builtins.list[WebhookSubscription]:
-        """The bank's webhook subscriptions, oldest first (their secrets are never shown again)."""
-        ...
-
-    @verb(Route("PATCH", f"{BANK}/webhooks/{{webhook_id}}"), cli="webhook-update")
-    async def update_webhook(
-        self,
-        bank_id: str,
-        webhook_id: WebhookId,
-        *,
-        url: str | None = None,
-        events: WebhookEvents = None,
-        include_text: bool | None = None,
-        enabled: bool | None = None,
-        description: str | None = None,
-    ) -> WebhookSubscription:
-        """Change a webhook subscription: what is given changes, None leaves it (`enabled=False` pauses it:
-        its queued deliveries are skipped)."""
-        ...
-
-    @verb(Route("DELETE", f"{BANK}/webhooks/{{webhook_id}}", status=204), cli="webhook-remove")
-    async def delete_webhook(self, bank_id: str, webhook_id: WebhookId) -> None:
-        """Delete a webhook subscription and its delivery log (WebhookNotFoundError if the bank has none such)."""
-        ...
-
-    @verb(Route("GET", f"{BANK}/webhook-deliveries"), cli="webhook-deliveries")
-    async def webhook_deliveries(
-        self,
-        bank_id: str,
-        *,
-        webhook_id: WebhookId | None = None,
-        status: DeliveryStatus | None = None,
-        limit: DeliveriesLimit = 50,
-    ) -> builtins.list[WebhookDelivery]:
-        """The delivery log, newest first: each event sent to a subscription, with every attempt.
-
-        Each delivery: its event and payload, its idempotency key (`event_id`), where it stands (pending,
-        delivered, failed, skipped) and its attempts (status code or error, duration, time). `webhook_id`: one
-        subscription's only; `status`: only those."""
-        ...
+class StoreVerbs(VerbSection):
+    """Verbs that run where the database is."""
 
     # --- where the database is -------------------------------------------------------------------------------
 
@@ -618,3 +431,11 @@ class MemoryVerbs:
     async def reembed(self, *, batch_size: int = 256) -> int:
         """Re-embed every memory with the configured embedding model. Returns how many were re-embedded."""
         raise NotImplementedError
+
+
+class MemoryVerbs(RecallVerbs, LearningVerbs, BankFileVerbs, WebhookVerbs, StoreVerbs):
+    """Every public verb, typed and documented, its sections in this order. A subclass supplies `_get_engine()`
+    (memwrap/async_api.py)."""
+
+
+in_declared_order(MemoryVerbs)  # VERBS lists them as MemoryVerbs does, whatever order their modules loaded in

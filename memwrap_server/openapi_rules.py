@@ -69,7 +69,6 @@ LENGTH_PROPERTIES = {"name": (1, 200)}
 PATTERN_LENGTHS = {"url": MAX_URL_CHARS}
 # Numbers the engine bounds where the declaration does not (yet) say so; a bound declared in memwrap/verbs.py wins.
 NUMBER_BOUNDS: dict[str, dict[str, int]] = {
-    "top_k": {"minimum": 1, "maximum": 1000},  # engine/recall/options.py MAX_TOP_K
     "timeout": {"exclusiveMinimum": 0},  # reflect: seconds > 0
     "refresh_every": {"exclusiveMinimum": 0},  # a mental model's: seconds > 0
     "max_iterations": {"minimum": 1, "maximum": 100},  # reflect

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 from fakes.llm_server import FakeLLMServer, RecordedRequest, Reply, ToolCall
 
+from memwrap import testing
 from memwrap.block.format import CLOSE_TAG, OPEN_TAG
 from memwrap.wrappers.transcript import content_text
 
@@ -29,7 +30,9 @@ __all__ = [
     "blocks_in",
     "fake_llm",
     "llm_server",
+    "engine_memory",
     "memory_block",
+    "memory_double",
     "openai_sdk",
     "pg_socket",
     "system_text",
@@ -47,6 +50,26 @@ def warm_memory(memory: Any) -> Any:
     """
     memory.banks()
     return memory
+
+
+@pytest.fixture(scope="session")
+def engine_memory(memory: Any) -> Any:
+    """The session's Memory on the real engine, started (as `warm_memory` is): in a module whose `warm_memory` is
+    the double, for the tests that check what the engine stores (speakers, metadata filters)."""
+    memory.banks()
+    return memory
+
+
+def memory_double() -> Any:
+    """A module's memory fixture on memwrap.testing's in-memory engine, for tests of what the wrappers do with
+    memory, not of what the engine stores or ranks (no PostgreSQL for them): `warm_memory = memory_double()`."""
+
+    @pytest.fixture(scope="module")
+    def on_the_double() -> Iterator[Any]:
+        with testing.memory() as memory:
+            yield memory
+
+    return on_the_double
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,9 @@ import memwrap
 
 agents = pytest.importorskip("agents")
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 
 @pytest.fixture(params=["responses", "chat_completions"])
 def api(request: pytest.FixtureRequest) -> Iterator[str]:

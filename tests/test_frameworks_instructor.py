@@ -15,6 +15,9 @@ import memwrap
 
 instructor = pytest.importorskip("instructor")
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 
 class Dog(BaseModel):
     name: str

@@ -24,6 +24,9 @@ from langchain_core.messages import HumanMessage, ToolMessage  # noqa: E402 - af
 
 from memwrap.integrations.langchain import memwrap_handle, wrap_chat_model  # noqa: E402 - after importorskip
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 
 class Dog(BaseModel):
     name: str

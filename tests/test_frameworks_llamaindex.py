@@ -20,6 +20,9 @@ import memwrap
 llama_openai = pytest.importorskip("llama_index.llms.openai")
 from llama_index.core.llms import ChatMessage  # noqa: E402 - after importorskip
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 ANSWER = "Your dog is Biscuit."
 
 

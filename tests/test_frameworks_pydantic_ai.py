@@ -24,6 +24,9 @@ pydantic_ai = pytest.importorskip("pydantic_ai")
 from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel  # noqa: E402 - after importorskip
 from pydantic_ai.providers.openai import OpenAIProvider  # noqa: E402 - after importorskip
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 MODELS = {"chat": OpenAIChatModel, "responses": OpenAIResponsesModel}
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from conftest_wrappers import blocks_in, fake_llm, llm_server, memory_block  # noqa: F401 - fixtures
+from conftest_wrappers import blocks_in, fake_llm, llm_server, memory_block, memory_double  # noqa: F401 - fixtures
 from fakes.llm_server import FakeLLMServer, Reply
 from test_server_harness import wait_until
 
@@ -19,6 +19,9 @@ from memwrap import Memory
 
 litellm = pytest.importorskip("litellm")
 from memwrap.integrations.litellm import MemwrapLogger, wrap_completion  # noqa: E402 - after importorskip
+
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+memory = memory_double()
 
 FACT = "Alice's dog is called Biscuit and is a beagle."
 

@@ -26,6 +26,9 @@ from test_server_harness import ADMIN_KEY
 
 from memwrap import Memory
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 # -- the OpenAI Agents SDK --------------------------------------------------------------------------------------
 
 

@@ -24,6 +24,7 @@ from memwrap.engine.jobs.worker import Worker
 from memwrap.engine.learn import consolidate
 from memwrap.engine.learn.kinds import BUILTIN_KINDS
 from memwrap.errors import InvalidBankIdError
+from memwrap.instrumented_verbs import InstrumentedEngine
 from memwrap.tokens import count_tokens
 
 sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="opentelemetry-sdk is not installed")
@@ -34,8 +35,20 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E4
 )
 
 fake = fake_fixture(script_ran_out)
-engine = engine_fixture(make_engine)
-extracting = engine_fixture(make_extracting_engine)  # its extraction role talks to the module's fake server
+
+
+def instrumented(make: Any) -> Any:
+    """An engine as AsyncMemory uses it: its verbs' spans come from the engine's face (InstrumentedEngine)."""
+
+    async def make_instrumented(*args: Any, **kwargs: Any) -> Any:
+        return InstrumentedEngine(await make(*args, **kwargs))
+
+    return make_instrumented
+
+
+engine = engine_fixture(instrumented(make_engine))
+# its extraction role talks to the module's fake server
+extracting = engine_fixture(instrumented(make_extracting_engine))
 
 SECRET_WORDS = "cerulean-walrus-7731"
 

@@ -19,6 +19,9 @@ from memwrap import Memory
 from memwrap.wrappers.attachments import attachment_text
 from memwrap.wrappers.transcript import anthropic_turns, chat_turns, responses_turns
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"pixels" * 40).decode()
 PDF = base64.b64encode(b"%PDF-1.7 the quarterly numbers" * 10).decode()
 WAV = base64.b64encode(b"RIFF....WAVEfmt " * 20).decode()

@@ -24,6 +24,10 @@ from memwrap import AsyncMemory, InvalidInputError
 from memwrap.tokens import count_tokens
 from memwrap.wrappers.inject import OPEN_TAG
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing);
+# the tests of what the engine stores (each exchange's speakers, metadata filters) take `engine_memory`, the real one.
+warm_memory = memory_double()
+
 MODEL = "gpt-4o-mini"
 # What the SDK raises when the connection drops mid-stream: httpx's error (older SDKs), httpx2's (openai 3.x and
 # anthropic 2.x moved to httpx2), or wrapped as APIConnectionError (newer openai 3.x).
@@ -94,10 +98,12 @@ def test_wrapping_twice_and_echoed_blocks_inject_once(llm_server: Any, warm_memo
     assert not any(OPEN_TAG in t or "Recalled from long-term memory" in t for t in texts(warm_memory, bank))
 
 
-def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    client = wrapped(llm_server, warm_memory, bank)
-    warm_memory.retain(bank, "The user lives in Porto.")
-    warm_memory.retain(bank, "In Porto the user walks by the river every evening, " * 4 + "and eats grilled sardines.")
+def test_per_call_options(llm_server: Any, engine_memory: Any, bank: str) -> None:
+    client = wrapped(llm_server, engine_memory, bank)
+    engine_memory.retain(bank, "The user lives in Porto.")
+    engine_memory.retain(
+        bank, "In Porto the user walks by the river every evening, " * 4 + "and eats grilled sardines."
+    )
     client.chat.completions.create(**ask("Say hello."), memwrap={"inject": False})
     assert memory_block(llm_server.last()) == "" and client.memwrap.stats.recalls == 0
     client.chat.completions.create(**ask("Secret: do not keep this."), memwrap={"retain": False})
@@ -115,9 +121,9 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     with pytest.raises(InvalidInputError, match="Unknown memwrap option"):
         client.chat.completions.create(**ask("x"), memwrap={"bnak_id": "typo"})
     assert client.memwrap.flush(30)
-    assert not any("Secret" in t for t in texts(warm_memory, bank))
+    assert not any("Secret" in t for t in texts(engine_memory, bank))
     # The exchange is two memories: what the user said and the assistant's answer, each with its speaker.
-    records = warm_memory.list(other)
+    records = engine_memory.list(other)
     assert [(r.document_id, r.tags, r.speaker) for r in records] == [
         ("s1:turn-0", ["t1"], "user"),
         ("s1:turn-0", ["t1"], "assistant"),
@@ -125,15 +131,15 @@ def test_per_call_options(llm_server: Any, warm_memory: Any, bank: str) -> None:
     assert "Kept elsewhere." in records[0].text
 
 
-def test_retain_assistant_false_keeps_only_what_the_user_said(llm_server: Any, warm_memory: Any, bank: str) -> None:
+def test_retain_assistant_false_keeps_only_what_the_user_said(llm_server: Any, engine_memory: Any, bank: str) -> None:
     llm_server.script(["Noted: you are vegetarian, no peanuts."])
-    client = wrapped(llm_server, warm_memory, bank, retain_assistant=False)
+    client = wrapped(llm_server, engine_memory, bank, retain_assistant=False)
     client.chat.completions.create(**ask("I'm vegetarian and allergic to peanuts."))
     llm_server.script(["Sure, noted."])
     with memwrap.scope(retain_assistant=True):
         client.chat.completions.create(**ask("I also hate coriander."))
     assert client.memwrap.flush(30)
-    said = [(r.speaker, r.text) for r in warm_memory.list(bank)]
+    said = [(r.speaker, r.text) for r in engine_memory.list(bank)]
     assert said == [
         ("user", "user: I'm vegetarian and allergic to peanuts."),
         ("user", "user: I also hate coriander."),
@@ -141,10 +147,10 @@ def test_retain_assistant_false_keeps_only_what_the_user_said(llm_server: Any, w
     ]
 
 
-def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank: str) -> None:
-    warm_memory.retain(bank, "Project apollo deploys on Tuesdays.", metadata={"project": "apollo"})
-    warm_memory.retain(bank, "Project gemini deploys on Fridays.", metadata={"project": "gemini"})
-    client = wrapped(llm_server, warm_memory, bank, filters={"metadata": {"project": "apollo"}})
+def test_filters_narrow_what_is_injected(llm_server: Any, engine_memory: Any, bank: str) -> None:
+    engine_memory.retain(bank, "Project apollo deploys on Tuesdays.", metadata={"project": "apollo"})
+    engine_memory.retain(bank, "Project gemini deploys on Fridays.", metadata={"project": "gemini"})
+    client = wrapped(llm_server, engine_memory, bank, filters={"metadata": {"project": "apollo"}})
     client.chat.completions.create(**ask("When does the project deploy?"))
     block = memory_block(llm_server.last())
     assert "Tuesdays" in block and "Fridays" not in block
@@ -162,7 +168,7 @@ def test_filters_narrow_what_is_injected(llm_server: Any, warm_memory: Any, bank
     with pytest.raises(InvalidInputError, match="Invalid recall filter"):
         client.chat.completions.create(**ask("x"), memwrap={"filters": {"metdata": {"project": "apollo"}}})
     with pytest.raises(InvalidInputError, match="Invalid recall filter"):
-        wrapped(llm_server, warm_memory, bank, filters={"mentioned_after": "yesterday-ish"})
+        wrapped(llm_server, engine_memory, bank, filters={"mentioned_after": "yesterday-ish"})
     assert client.memwrap.flush(30)
 
 

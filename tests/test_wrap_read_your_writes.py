@@ -12,6 +12,9 @@ from fakes.llm_server import FakeLLMServer, Reply
 
 import memwrap
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 LOCKERS = ["4417", "9023", "3158", "7761", "2290"]
 
 

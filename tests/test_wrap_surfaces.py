@@ -23,6 +23,9 @@ from pydantic import BaseModel
 import memwrap
 from memwrap.wrappers.inject import OPEN_TAG
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 OPENAI_MODEL = "gpt-4o-mini"
 CLAUDE_MODEL = "claude-sonnet-4-5"
 SYSTEM = "You are a helpful assistant."

@@ -16,6 +16,9 @@ from test_server_harness import wait_until
 import memwrap
 from memwrap.wrappers import loops
 
+# What the wrappers do with memory, not what the engine stores or ranks: the in-memory engine (memwrap.testing).
+warm_memory = memory_double()
+
 MODEL = "gpt-4o-mini"
 FACT = "The user's picnic spot is the Parc des Buttes-Chaumont in Paris."
 QUESTION = "What will the weather be like at my picnic spot tomorrow?"

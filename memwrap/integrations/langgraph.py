@@ -81,7 +81,6 @@ from langgraph.store.base import (
 )
 
 from memwrap.api import AsyncMemory, Memory
-from memwrap.engine.recall.options import MAX_BANKS, MAX_TOP_K  # the bounds of one recall
 from memwrap.errors import InvalidInputError
 from memwrap.integrations.langgraph_items import (
     META,
@@ -95,7 +94,9 @@ from memwrap.integrations.langgraph_items import (
     until_wildcard,
     value_conditions,
 )
-from memwrap.models import MAX_PAGE, MemoryRecord, RecalledMemory
+
+# MAX_RECALL_BANKS, MAX_TOP_K: the bounds of one recall, as memwrap/verbs.py declares them
+from memwrap.models import MAX_PAGE, MAX_RECALL_BANKS, MAX_TOP_K, MemoryRecord, RecalledMemory
 from memwrap.wrappers.memories import default_memory, resolve_memory
 
 TAG = "langgraph"  # on every memory the store writes
@@ -275,8 +276,8 @@ class MemwrapStore(BaseStore):
         banks = await self._banks_under(aio, prefix)
         hits: list[tuple[RecalledMemory, str]] = []
         indexed = [*conditions, {"key": [META, "indexed"], "eq": True}]
-        for start in range(0, len(banks), MAX_BANKS):  # one recall reads MAX_BANKS banks at most
-            group = banks[start : start + MAX_BANKS]
+        for start in range(0, len(banks), MAX_RECALL_BANKS):  # one recall reads MAX_RECALL_BANKS banks at most
+            group = banks[start : start + MAX_RECALL_BANKS]
             recall = await aio.recall(
                 group if len(group) > 1 else group[0],
                 query,
@@ -290,7 +291,7 @@ class MemwrapStore(BaseStore):
                 bank = hit.bank_id or group[0]
                 if isinstance(hit.metadata.get(META), dict) and self._own(hit.metadata[META], bank):
                     hits.append((hit, bank))
-        if len(banks) > MAX_BANKS:
+        if len(banks) > MAX_RECALL_BANKS:
             hits.sort(key=lambda pair: pair[0].score, reverse=True)
         return hits
 

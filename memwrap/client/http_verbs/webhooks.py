@@ -12,6 +12,8 @@ import builtins
 from memwrap.client.http_verbs.requests import VerbRequests
 from memwrap.verbs import (
     VERBS,
+)
+from memwrap.verbs_webhooks import (
     DeliveriesLimit,
     DeliveryStatus,
     WebhookDelivery,

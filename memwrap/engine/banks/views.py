@@ -2,7 +2,7 @@
 with what surrounds it (links, the observations citing it, its invalidation), and its entities as a small graph.
 
 The SQL only: the engine checks the arguments and offers these as verbs (memwrap/engine/banks/view_verbs.py); their
-results are public models (memwrap/models.py).
+results are public models (memwrap/models/).
 
 Every query here is bounded (LIMIT, or a GROUP BY over one bank's index range) so a page of the browser costs a
 few milliseconds on a bank of ten thousand memories.

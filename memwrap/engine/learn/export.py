@@ -87,7 +87,9 @@ async def export_markdown(parts: EngineParts, directory: Path, *, bank_id: str |
             path = folder / "mental-models" / f"{name}.md"
             path.write_text(render_mental_model(model), encoding="utf-8")
             written.append(path)
-        observations = await observation_views.list_observations(pool, bank, now=now, limit=OBSERVATION_LIMIT)
+        observations = await observation_views.list_observations(
+            pool, observation_views.ObservationSelection(bank, now=now, limit=OBSERVATION_LIMIT)
+        )
         if observations:
             folder.mkdir(parents=True, exist_ok=True)
             path = folder / "observations.md"

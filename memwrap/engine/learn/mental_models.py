@@ -103,7 +103,7 @@ def _check_name(name: object) -> str:
 
 
 def check_refresh_every(value: object) -> float | None:
-    """A schedule in seconds within the declared bounds (memwrap/models.py), or None (refresh only on change)."""
+    """A schedule in seconds within the declared bounds (memwrap/models/), or None (refresh only on change)."""
     if value is None:
         return None
     if (

@@ -3,6 +3,7 @@ depends on `now`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
@@ -72,18 +73,24 @@ def _observation(row: asyncpg.Record, now: datetime) -> Observation:
     )
 
 
-async def list_observations(
-    db: Executor,
-    bank_id: str,
-    *,
-    now: datetime,
-    tags: list[str] | None = None,
-    include_invalidated: bool = False,
-    limit: int = 100,
-    offset: int = 0,
-) -> list[Observation]:
-    rows = await db.fetch(LIST, bank_id, include_invalidated, tags, limit, offset)
-    return [_observation(r, now) for r in rows]
+@dataclass(frozen=True)
+class ObservationSelection:
+    """Which observations a list holds, checked: the `observations` verb's parameters (declared in
+    memwrap/verbs.py, checked by memwrap/engine/learn/verbs.py) travel down as this one value, not as copies of the
+    parameter list. `now` dates each observation's trend."""
+
+    bank_id: str
+    now: datetime
+    tags: list[str] | None = None
+    include_invalidated: bool = False
+    limit: int = 100
+    offset: int = 0
+
+
+async def list_observations(db: Executor, selection: ObservationSelection) -> list[Observation]:
+    s = selection
+    rows = await db.fetch(LIST, s.bank_id, s.include_invalidated, s.tags, s.limit, s.offset)
+    return [_observation(r, s.now) for r in rows]
 
 
 async def get_observation(db: Executor, bank_id: str, observation_id: UUID, *, now: datetime) -> Observation:

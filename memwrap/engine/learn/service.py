@@ -154,25 +154,8 @@ class Learning:
         with charged_to(bank_id):
             return await consolidate.consolidate_now(self.parts, bank_id)
 
-    async def observations(
-        self,
-        bank_id: str,
-        *,
-        tags: list[str] | None,
-        include_invalidated: bool,
-        limit: int,
-        offset: int,
-        now: datetime | None,
-    ) -> list[Observation]:
-        return await observation_views.list_observations(
-            self.pool,
-            bank_id,
-            now=now or datetime.now(UTC),
-            tags=tags,
-            include_invalidated=include_invalidated,
-            limit=limit,
-            offset=offset,
-        )
+    async def observations(self, selection: observation_views.ObservationSelection) -> list[Observation]:
+        return await observation_views.list_observations(self.pool, selection)
 
     async def observation(self, bank_id: str, observation_id: UUID, now: datetime | None) -> Observation:
         return await observation_views.get_observation(self.pool, bank_id, observation_id, now=now or datetime.now(UTC))

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 from uuid import UUID
 
 from memwrap import tracing, validate
 from memwrap.defense.policy import defend
+from memwrap.engine.learn.observation_views import ObservationSelection
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_PAGE,
@@ -98,14 +99,15 @@ class LearningVerbs:
         offset: int = 0,
         now: datetime | None = None,
     ) -> list[Observation]:
-        return await self.learning.observations(
+        selection = ObservationSelection(
             validate.bank_id(bank_id),
+            now=validate.timestamp(now) or datetime.now(UTC),
             tags=validate.tags(tags),
             include_invalidated=include_invalidated,
             limit=_limit(limit),
             offset=validate.bounded(offset, what="offset", low=0, high=MAX_PAGE_OFFSET),
-            now=validate.timestamp(now),
         )
+        return await self.learning.observations(selection)
 
     async def get_observation(
         self, bank_id: str, observation_id: UUID | str, *, now: datetime | None = None

@@ -41,7 +41,7 @@ from memwrap.tokens import encoding_for_model, encoding_name
 MIN_CANDIDATES, MAX_CANDIDATES = 40, 200
 TOKENS_PER_CANDIDATE = 12
 
-# DEFAULT_TOKEN_BUDGET (memwrap/models.py): the declared default (memwrap/verbs.py); also when top_k is not given
+# DEFAULT_TOKEN_BUDGET (memwrap/models/): the declared default (memwrap/verbs.py); also when top_k is not given
 
 
 @dataclass
