@@ -29,10 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import os
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
-from typing import Any, ParamSpec, TypeVar
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 try:  # an optional dependency: memwrap works the same without it
@@ -73,12 +72,6 @@ _SERVED_CAP = 100_000  # banks remembered as served; past it, new ones' backgrou
 _quiet: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_quiet", default=False)
 _in_background: contextvars.ContextVar[bool] = contextvars.ContextVar("memwrap_trace_background", default=False)
 _served: set[str] = set()
-# The step of the verb span open here (`verb_span`): a `traced` function of the same step inside it is that verb
-# itself, reached through the engine's face, and opens no second span.
-_verb_step: contextvars.ContextVar[str | None] = contextvars.ContextVar("memwrap_verb_step", default=None)
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 AttributeValue = str | bool | int | float | list[str] | list[int] | list[float]
 
@@ -387,34 +380,8 @@ def verb_span(step: str, operation: str, bank_id: Any, *, memory_id: Any = None,
     attributes: dict[str, Any] = {}
     with contextlib.suppress(Exception):
         attributes = verb_attributes(operation, bank_id, memory_id, items)
-    token = _verb_step.set(step)
-    try:
-        with span(step, **attributes) as current:
-            yield current
-    finally:
-        _verb_step.reset(token)
-
-
-def traced(
-    name: str, attributes: Callable[..., Mapping[str, Any]] | None = None
-) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """Decorate an async function with a span; `attributes(*args, **kwargs)` names what it works on."""
-
-    def decorate(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-        @functools.wraps(fn)
-        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            if _otel_trace is None or _verb_step.get() == name:
-                return await fn(*args, **kwargs)
-            extra: Mapping[str, Any] = {}
-            if attributes is not None:
-                with contextlib.suppress(Exception):  # a bad argument is the function's to report, not ours
-                    extra = attributes(*args, **kwargs)
-            with span(name, **extra):
-                return await fn(*args, **kwargs)
-
-        return wrapper
-
-    return decorate
+    with span(step, **attributes) as current:
+        yield current
 
 
 __all__ = [
@@ -434,6 +401,5 @@ __all__ = [
     "set_attributes",
     "span",
     "trace_every_bank_in_background",
-    "traced",
     "verb_span",
 ]

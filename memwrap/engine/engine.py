@@ -18,7 +18,7 @@ from uuid import UUID
 
 import numpy as np
 
-from memwrap import tracing, validate
+from memwrap import validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy
 from memwrap.engine.banks import catalog
@@ -181,15 +181,6 @@ class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs
         return await self.retain_many(bank_id, [item])
 
     # upsert_memory in the GenAI conventions: a retain may add memories, merge a duplicate or revise what was learnt.
-    @tracing.traced(
-        "retain",
-        lambda _self, bank_id, items, *_a, **_k: {
-            "bank_id": bank_id,
-            "items": len(items),
-            **tracing.memory_operation("upsert_memory", bank_id),
-            "gen_ai.memory.record.count": len(items),
-        },
-    )
     async def retain_many(self, bank_id: str, items: Sequence[RetainItem | Mapping[str, Any] | str]) -> list[UUID]:
         """Validated here, at the boundary; written by retain's pipeline (engine/retain/pipeline.py)."""
         bank_id = validate.bank_id(bank_id)
@@ -312,10 +303,6 @@ class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs
     async def get(self, bank_id: str, memory_id: UUID | str) -> MemoryRecord:
         return await catalog.get_memory(self.store.pool, validate.bank_id(bank_id), validate.memory_id(memory_id))
 
-    @tracing.traced(
-        "delete",
-        lambda _self, bank_id, memory_id, *_a, **_k: tracing.memory_record("delete_memory", bank_id, memory_id),
-    )
     async def delete(self, bank_id: str, memory_id: UUID | str) -> None:
         bank_id, memory_id = validate.bank_id(bank_id), validate.memory_id(memory_id)
         # What was learnt from it forgets it first (observations, mental models); then the memory goes.
@@ -361,9 +348,6 @@ class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs
 
     # --- update, history, export/import (engine/update.py, engine/transfer/bank_stream.py) ------------------
 
-    @tracing.traced(
-        "update", lambda _self, bank_id, memory_id, **_k: tracing.memory_record("update_memory", bank_id, memory_id)
-    )
     async def update(
         self,
         bank_id: str,

@@ -179,7 +179,7 @@ class MemoryVersion(BaseModel):
     current: bool = False
 
 
-# --- export / import of a bank (memwrap/engine/transfer/bank_stream.py) ----------------------------------------------------
+# --- export / import of a bank (memwrap/engine/transfer/bank_stream.py) -------------------------------------------
 
 
 class ImportReport(BaseModel):

@@ -278,6 +278,7 @@ class TestEngine(RecordedVerbs):
             memories=len(bank.memories),
             memories_by_type=by_type,
             jobs_pending=0,
+            facts_to_consolidate=0,  # no consolidation here: nothing waits for it
             created_at=bank.created_at,
             last_retain_at=bank.last_retain_at,
             last_activity_at=bank.last_retain_at,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 from uuid import UUID
 
-from memwrap import tracing, validate
+from memwrap import validate
 from memwrap.defense.policy import defend
 from memwrap.engine.learn.observation_views import ObservationSelection
 from memwrap.errors import InvalidInputError
@@ -169,10 +169,6 @@ class LearningVerbs:
 
     # --- forgetting ------------------------------------------------------------------------------------------
 
-    @tracing.traced(
-        "invalidate",
-        lambda _self, bank_id, memory_id, *_a, **_k: tracing.memory_record("update_memory", bank_id, memory_id),
-    )
     async def invalidate(self, bank_id: str, memory_id: UUID | str, reason: str = "") -> None:
         """Hide a memory from recall and from what was learnt from it, reversibly (`restore`)."""
         if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:

@@ -9,7 +9,8 @@ from memwrap import validate
 from memwrap.errors import InvalidBankIdError, InvalidInputError
 from memwrap.models import MAX_RECALL_BANKS, MAX_TOP_K
 
-# One recall reads at most this many banks (declared with the verbs' bounds: memwrap/models/, memwrap/verbs.py).
+# One recall reads at most this many banks (declared with the verbs' bounds: memwrap/models/limits.py,
+# memwrap/verb_types.py).
 MAX_BANKS = MAX_RECALL_BANKS
 __all__ = ["MAX_BANKS", "MAX_TOP_K", "bank_ids", "min_score", "top_k"]
 
