@@ -4,7 +4,8 @@
 The tools are those of `/mcp/{bank}/` (memwrap_server/mcp.py, one per verb declared with `mcp=`); the bank is the
 process's, fixed by `--bank` as the URL fixes it over HTTP. The engine is the embedded one under MEMWRAP_HOME
 (`--home`), several processes sharing its database, or a `memwrap serve` sidecar with `--url` or MEMWRAP_URL (key:
-MEMWRAP_API_KEY). It starts in the background as the session opens, so `initialize` is answered at once.
+MEMWRAP_API_KEY). It starts in the background as the session opens, so `initialize` is answered at once. The
+command's options are memwrap_server/commands.py's; this module is the transport.
 
 Standard output carries JSON-RPC and nothing else: the SDK's stdio transport points file descriptor 1 at stderr
 while it serves (for our logs, warnings and the embedded PostgreSQL server it may start), and writes the protocol
@@ -27,10 +28,8 @@ import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO
-
-Register = Callable[[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str], None]
 
 log = logging.getLogger("memwrap.mcp")
 
@@ -189,7 +188,3 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     return 0
-
-
-def register(register_command: Register) -> None:
-    register_command("mcp", configure, cmd_mcp, "MCP over stdio for one bank (for Claude Desktop and other clients)")

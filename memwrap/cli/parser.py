@@ -2,7 +2,7 @@
 command or option, and one line (never a traceback) for an option that cannot be read.
 
 Nothing here knows a command by name except `COMMAND_GROUPS`, which only orders `memwrap --help`: a command
-registered elsewhere (`register_command` in memwrap/cli.py) is listed under "More commands" and gets the
+registered elsewhere (memwrap/cli/registry.py) is listed under "More commands" and gets the
 suggestions like any other.
 """
 
