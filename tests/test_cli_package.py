@@ -175,3 +175,11 @@ def test_main_is_the_app_main() -> None:
     import memwrap.cli
 
     assert memwrap.cli.main is app.main and memwrap.cli.build_parser is app.build_parser
+
+
+def test_a_server_command_missing_from_the_metadata_says_to_reinstall(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        build_parser(CORE_GROUPS).parse_args(["serve"])
+    assert exited.value.code == 2
+    error = capsys.readouterr().err
+    assert "`memwrap.commands` entry point" in error and "pip install -e ." in error
