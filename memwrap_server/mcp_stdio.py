@@ -19,31 +19,16 @@ what is not a valid message, with the line's id when it has one), and never reac
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import fcntl
 import io
 import json
 import logging
 import os
-import sys
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO
 
 log = logging.getLogger("memwrap.mcp")
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bank", required=True, help="the bank every tool of this process reads and writes")
-    parser.add_argument("--url", help="a `memwrap serve` sidecar (MEMWRAP_URL; default: the embedded engine)")
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        metavar="LEVEL",
-        help="log level of what goes to stderr: debug, info, warning (default) or error",
-    )
 
 
 async def serve_stdio(bank: str, *, url: str | None, home: str | None, database_url: str | None) -> None:
@@ -164,27 +149,3 @@ def _first_line(exc: Exception) -> str:
     reason = lines[1] if len(lines) > 1 else (lines[0] if lines else type(exc).__name__)
     reason = reason.split(" [type=", 1)[0]
     return reason.encode("utf-8", "replace").decode("utf-8")[:300]
-
-
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from memwrap import validate
-    from memwrap.errors import InvalidBankIdError
-
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    try:
-        bank = validate.bank_id(args.bank)
-    except InvalidBankIdError as exc:
-        sys.stderr.write(f"memwrap mcp: {exc}\n")
-        return 2
-    try:
-        import mcp  # noqa: F401 - the server extra
-    except ImportError:
-        sys.stderr.write("memwrap mcp needs the server extra: pip install 'memwrap[server]'\n")
-        return 2
-    url = args.url or os.environ.get("MEMWRAP_URL") or None
-    log.info("MCP over stdio for bank %r (%s)", bank, url or "embedded engine")
-    try:
-        asyncio.run(serve_stdio(bank, url=url, home=args.home, database_url=args.database_url))
-    except KeyboardInterrupt:
-        pass
-    return 0
