@@ -55,6 +55,9 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path("~/.memwrap").expanduser())
     database_url: str | None = None
+    # A `memwrap serve` sidecar, for the commands that can use one instead of the embedded engine (`memwrap mcp`;
+    # the API takes it as `Memory(url=...)`). Unset: the embedded engine.
+    url: str | None = None
     embedding_model: str = Field(default_factory=lambda: default_embedding_model())
     embedding_batch_size: int = 64
     # onnx-int8: the model on onnxruntime with int8 matrix products (vectors ~0.996 cosine to exact); onnx: float32

@@ -15,7 +15,7 @@ values, with errors that name them), the engine's face (memwrap/engine_verbs.py:
 `Engine` and `HttpEngine` satisfy), the HTTP client's request (memwrap/client/http_verbs/: route, path
 parameters, body or query string, result model) and `Memory`'s sync twin (memwrap/sync_verbs.py); the REST
 route's request model (memwrap_server/routes); the MCP tool's parameters (memwrap_server/mcp.py) and the CLI
-command's options (memwrap/cli_verbs.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface (the
+command's options (memwrap/cli/verb_commands.py). tests/test_verb_drift.py walks `VERBS` and fails when a surface (the
 engines included) lacks a verb or a parameter, names one differently, gives it another default or other bounds.
 
 A renamed parameter keeps working under its old name for a while: `renamed={"max_tokens": "token_budget"}`

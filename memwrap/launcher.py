@@ -1,5 +1,5 @@
 """The `memwrap` console script: `memwrap hook ...` goes straight to the hook client (standard library only, so a
-coding agent's hook starts in tens of milliseconds); every other command to the full CLI (memwrap/cli.py)."""
+coding agent's hook starts in tens of milliseconds); every other command to the full CLI (memwrap/cli/)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@
 The tools are those of `/mcp/{bank}/` (memwrap_server/mcp.py, one per verb declared with `mcp=`); the bank is the
 process's, fixed by `--bank` as the URL fixes it over HTTP. The engine is the embedded one under MEMWRAP_HOME
 (`--home`), several processes sharing its database, or a `memwrap serve` sidecar with `--url` or MEMWRAP_URL (key:
-MEMWRAP_API_KEY). It starts in the background as the session opens, so `initialize` is answered at once.
+MEMWRAP_API_KEY). It starts in the background as the session opens, so `initialize` is answered at once. The
+command's options are memwrap_server/commands.py's; this module is the transport.
 
 Standard output carries JSON-RPC and nothing else: the SDK's stdio transport points file descriptor 1 at stderr
 while it serves (for our logs, warnings and the embedded PostgreSQL server it may start), and writes the protocol
@@ -18,33 +19,16 @@ what is not a valid message, with the line's id when it has one), and never reac
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import fcntl
 import io
 import json
 import logging
 import os
-import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, BinaryIO
 
-Register = Callable[[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str], None]
-
 log = logging.getLogger("memwrap.mcp")
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bank", required=True, help="the bank every tool of this process reads and writes")
-    parser.add_argument("--url", help="a `memwrap serve` sidecar (MEMWRAP_URL; default: the embedded engine)")
-    parser.add_argument(
-        "--log-level",
-        default="warning",
-        choices=["debug", "info", "warning", "error"],
-        metavar="LEVEL",
-        help="log level of what goes to stderr: debug, info, warning (default) or error",
-    )
 
 
 async def serve_stdio(bank: str, *, url: str | None, home: str | None, database_url: str | None) -> None:
@@ -165,31 +149,3 @@ def _first_line(exc: Exception) -> str:
     reason = lines[1] if len(lines) > 1 else (lines[0] if lines else type(exc).__name__)
     reason = reason.split(" [type=", 1)[0]
     return reason.encode("utf-8", "replace").decode("utf-8")[:300]
-
-
-def cmd_mcp(args: argparse.Namespace) -> int:
-    from memwrap import validate
-    from memwrap.errors import InvalidBankIdError
-
-    logging.basicConfig(stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
-    try:
-        bank = validate.bank_id(args.bank)
-    except InvalidBankIdError as exc:
-        sys.stderr.write(f"memwrap mcp: {exc}\n")
-        return 2
-    try:
-        import mcp  # noqa: F401 - the server extra
-    except ImportError:
-        sys.stderr.write("memwrap mcp needs the server extra: pip install 'memwrap[server]'\n")
-        return 2
-    url = args.url or os.environ.get("MEMWRAP_URL") or None
-    log.info("MCP over stdio for bank %r (%s)", bank, url or "embedded engine")
-    try:
-        asyncio.run(serve_stdio(bank, url=url, home=args.home, database_url=args.database_url))
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def register(register_command: Register) -> None:
-    register_command("mcp", configure, cmd_mcp, "MCP over stdio for one bank (for Claude Desktop and other clients)")

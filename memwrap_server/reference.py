@@ -44,6 +44,8 @@ MEANINGS: dict[str, dict[str, str]] = {
         "(folders 0700, files 0600; docs/security.md).",
         "database_url": "An external PostgreSQL (≥ 15, pgvector; the contrib extensions pg_trgm, btree_gin and "
         "btree_gist are created at start-up) instead of the embedded one.",
+        "url": "A `memwrap serve` sidecar the LiteLLM callbacks, the Node example, `memwrap hook` and `memwrap mcp` "
+        "use (unset: the embedded engine).",
         "pool_min_size": "Fewest connections the engine's pool keeps open.",
         "pool_max_size": "Most connections the engine's pool opens.",
         "max_metadata_bytes": "The largest metadata of one memory, as compact JSON (retain, update, import; 422 past "
@@ -270,13 +272,6 @@ ENVIRONMENT: dict[str, list[Variable]] = {
         ),
     ],
     "The examples (examples/)": [
-        Variable(
-            "MEMWRAP_URL",
-            "str",
-            "—",
-            "A `memwrap serve` sidecar the LiteLLM callbacks, the Node example, `memwrap hook` and `memwrap mcp` "
-            "use (unset: the embedded engine).",
-        ),
         Variable("MEMWRAP_RECALL_TIMEOUT", "float", "`0.5`", "The LiteLLM callbacks' recall deadline (s)."),
         Variable("MEMWRAP_BANK", "str", "`example-user`", "Whose memory the examples use."),
     ],

@@ -14,7 +14,7 @@ from database import Database
 from test_bank_transfer import _export, engine
 
 from memwrap import Memory, validate
-from memwrap.cli_verbs import one_shot_settings
+from memwrap.cli.verb_call import one_shot_settings
 from memwrap.store.vector_index import VECTOR_INDEX
 
 TURNS = [f"Alice Berg met Omar Khan in Lisbon about budget item {i}." for i in range(12)]
@@ -101,8 +101,8 @@ def test_a_list_of_numbers_is_one_level_deep_and_nesting_is_still_counted() -> N
 def test_one_shot_commands_without_a_bank_run_no_worker() -> None:
     """`memwrap reembed` (every bank, no bank of its own) opens its engine with no worker: like every one-shot
     command, it never runs queued jobs of banks it was not asked about."""
-    from memwrap import cli_long
+    from memwrap.cli import reembed
 
     args = argparse.Namespace(home=None, database_url=None)
     assert one_shot_settings(args, None).worker == "off"
-    assert cli_long.reembed_settings(args).worker == "off"
+    assert reembed.reembed_settings(args).worker == "off"

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import pytest
 
-from memwrap import cli
+from memwrap.cli import app as cli
 from memwrap.cli import build_parser, main
-from memwrap.cli_parser import CommaList
-from memwrap.cli_verbs import _read_json, read_id, read_time
+from memwrap.cli.options import read_id, read_json, read_time
+from memwrap.cli.parser import CommaList
 from memwrap.store.embedded_pg import stop_embedded_server
 
 ABSENT_ID = "0b9a2f4e-8c1d-4e5f-9a7b-3c2d1e0f4a5b"
@@ -52,7 +52,7 @@ def _good_positionals(parser: argparse.ArgumentParser) -> list[str]:
     return [GOOD_POSITIONAL.get(a.dest, "x") for a in _positionals(parser)]
 
 
-BAD_VALUE = {int: "many", float: "lots", read_time: "next tuesday", _read_json: "{not json", read_id: "not-an-id"}
+BAD_VALUE = {int: "many", float: "lots", read_time: "next tuesday", read_json: "{not json", read_id: "not-an-id"}
 
 
 def parse_cases(name: str, parser: argparse.ArgumentParser) -> list[list[str]]:

@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(blocked: list[str], code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     prelude = f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
-    env = {**os.environ, "MEMWRAP_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # this checkout first
+    env = {**os.environ, "MEMWRAP_HOME": str(tmp_path / "home"), "PYTHONPATH": path}
     return subprocess.run(
         [sys.executable, "-c", prelude + code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
     )

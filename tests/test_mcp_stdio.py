@@ -152,7 +152,7 @@ def test_every_line_with_an_id_is_answered(stdio_home: Path, tmp_path: Path) -> 
             "MEMWRAP_HOME": str(stdio_home),
             "PATH": "/usr/bin:/bin",
             "HOME": str(stdio_home),
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
         },
     )
     assert process.stdin is not None and process.stdout is not None

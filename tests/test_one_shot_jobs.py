@@ -7,7 +7,7 @@ import argparse
 import uuid
 
 from memwrap import Memory
-from memwrap.cli_verbs import one_shot_settings
+from memwrap.cli.verb_call import one_shot_settings
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.worker import Worker
 from memwrap.engine.learn.kinds import JobKind, noop

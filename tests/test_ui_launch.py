@@ -21,7 +21,7 @@ from test_server_harness import *  # noqa: F403 - fixtures: sidecar, upstream_se
 from test_server_harness import ServerProcess, wait_until
 
 from memwrap.config import load_settings
-from memwrap_server.ui import default_port
+from memwrap_server.commands import default_port
 
 DEFAULT_PORT = default_port()  # 8765 unless MEMWRAP_PORT says otherwise
 

@@ -36,7 +36,7 @@ from typing import Any
 from memwrap.integrations import agent_transcript as transcript
 from memwrap.integrations.hook_client import project_bank
 
-__all__ = ["HookOptions", "HookResult", "answer_from_transcript", "project_bank", "register", "run_hook"]
+__all__ = ["HookOptions", "HookResult", "answer_from_transcript", "project_bank", "run_hook"]
 
 SOURCES = {"claude-code": "Claude Code", "codex": "Codex"}
 DEFAULT_AGENT = "claude-code"
@@ -253,10 +253,3 @@ def verbose_lines(result: HookResult) -> list[str]:
     from memwrap.defense.policy import redact
 
     return [f"memwrap hook: retained {redact(item['content'])[:200]!r}" for item in result.retained]
-
-
-def register(register_command: Any) -> None:
-    """`memwrap hook` in the full CLI (the launcher runs it without the CLI: memwrap/launcher.py)."""
-    from memwrap.integrations import hook_client
-
-    hook_client.register(register_command)

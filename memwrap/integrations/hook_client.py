@@ -240,7 +240,3 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="memwrap hook", description="Coding-agent hooks (stdin JSON)")
     configure(parser, common=True)
     return run(parser.parse_args(argv))
-
-
-def register(register_command: Any) -> None:
-    register_command("hook", configure, run, "Claude Code and Codex hooks: retain turns, inject a recall (stdin JSON)")

@@ -2,7 +2,7 @@
 command or option, and one line (never a traceback) for an option that cannot be read.
 
 Nothing here knows a command by name except `COMMAND_GROUPS`, which only orders `memwrap --help`: a command
-registered elsewhere (`register_command` in memwrap/cli.py) is listed under "More commands" and gets the
+registered elsewhere (memwrap/cli/registry.py) is listed under "More commands" and gets the
 suggestions like any other.
 """
 
@@ -57,6 +57,10 @@ COMMAND_GROUPS: dict[str, tuple[str, ...]] = {
 }
 OTHER_GROUP = "More commands"
 
+# Commands the server package adds through the `memwrap.commands` entry point (memwrap/cli/registry.py): missing,
+# the installed metadata does not declare it (an install made before it was declared), and the error says so.
+ENTRY_POINT_COMMANDS = ("serve", "ui", "mcp")
+
 
 # Words that name what several commands do: the one most people mean first (a JSONL file of memories).
 INTENDED = {"import": ("import-memories", "import-bank", "import-mem0")}
@@ -83,6 +87,11 @@ class MemwrapParser(argparse.ArgumentParser):
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         if isinstance(action, argparse._SubParsersAction) and value not in (action.choices or {}):
             hint = did_you_mean(str(value), list(action.choices or {}))
+            if value in ENTRY_POINT_COMMANDS:
+                hint = (
+                    " It comes with memwrap's server package, through the `memwrap.commands` entry point, which this"
+                    " installation does not declare: reinstall memwrap (a checkout: pip install -e . again)."
+                )
             raise argparse.ArgumentError(
                 action, f"unknown command {value!r}.{hint or ''} `{self.prog} --help` lists the commands."
             )

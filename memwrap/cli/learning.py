@@ -1,4 +1,5 @@
-"""`memwrap worker`, `memwrap jobs`, `memwrap export DIR`. Light to import: the engine loads inside the commands."""
+"""`memwrap worker`, `memwrap jobs`, `memwrap export DIR`: the learning commands. Light to import: the engine loads
+inside the commands."""
 
 from __future__ import annotations
 
@@ -11,19 +12,16 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-T = TypeVar("T")
+from memwrap.cli.registry import Register
+from memwrap.cli.render import print_json
 
-Register = Callable[[str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], str], None]
+T = TypeVar("T")
 
 
 def _settings(args: argparse.Namespace, **overrides: Any) -> Any:
     from memwrap.config import load_settings
 
     return load_settings(home=args.home, database_url=args.database_url, **overrides)
-
-
-def _print_json(data: object) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
 # --- memwrap worker ------------------------------------------------------------------------------------------
@@ -126,7 +124,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         _with_engine(args, lambda e: e.jobs(args.bank, status=args.status, kind=args.kind, limit=args.limit))
     )
     if args.json:
-        _print_json([j.model_dump(mode="json") for j in jobs])
+        print_json([j.model_dump(mode="json") for j in jobs])
         return 0
     if args.ids:
         sys.stdout.writelines(f"{j.id}\n" for j in jobs)
@@ -182,15 +180,13 @@ def cmd_export(args: argparse.Namespace) -> int:
             break
     paths = asyncio.run(_with_engine(args, lambda e: e.export(args.directory, bank_id=args.bank)))
     if args.json:
-        _print_json([str(p) for p in paths])
+        print_json([str(p) for p in paths])
     else:
         sys.stdout.write(f"Wrote {len(paths)} file(s) under {args.directory}\n")
     return 0
 
 
-def register(register_command: Register) -> None:
-    register_command(
-        "worker", configure_worker, cmd_worker, "run background jobs (consolidation, mental models, TTL) until stopped"
-    )
-    register_command("jobs", configure_jobs, cmd_jobs, "show the background job queue")
-    register_command("export", configure_export, cmd_export, "write mental models and observations as Markdown")
+def register(add: Register) -> None:
+    add("worker", configure_worker, cmd_worker, "run background jobs (consolidation, mental models, TTL) until stopped")
+    add("jobs", configure_jobs, cmd_jobs, "show the background job queue")
+    add("export", configure_export, cmd_export, "write mental models and observations as Markdown")
