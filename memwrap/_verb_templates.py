@@ -40,11 +40,16 @@ from __future__ import annotations
 {stdlib}from typing import Any
 
 from memwrap.declare import renamed_values
+from memwrap.engine_verbs import EngineVerbs
 {imports}
 
 
 class AsyncVerbs(MemoryVerbs):
     """Every declared verb but those written by hand (`custom=True`), handed to the engine."""
+
+    async def _get_engine(self) -> EngineVerbs:
+        """The engine the verbs call: `AsyncMemory` (memwrap/async_api.py) opens it or connects to it."""
+        raise NotImplementedError
 
 {body}
 '''

@@ -11,6 +11,7 @@ import builtins
 from typing import Any
 
 from memwrap.declare import renamed_values
+from memwrap.engine_verbs import EngineVerbs
 from memwrap.verbs import (
     KEEP,
     UUID,
@@ -28,6 +29,7 @@ from memwrap.verbs import (
     EntitySummary,
     EntityTypeName,
     EntityTypes,
+    ImportReport,
     ImportSource,
     Instructions,
     Items,
@@ -79,6 +81,10 @@ from memwrap.verbs_webhooks import (
 
 class AsyncVerbs(MemoryVerbs):
     """Every declared verb but those written by hand (`custom=True`), handed to the engine."""
+
+    async def _get_engine(self) -> EngineVerbs:
+        """The engine the verbs call: `AsyncMemory` (memwrap/async_api.py) opens it or connects to it."""
+        raise NotImplementedError
 
     async def retain(
         self,
@@ -538,6 +544,19 @@ class AsyncVerbs(MemoryVerbs):
         """Undo `invalidate` (and the invalidations of observations it caused)."""
         engine = await self._get_engine()
         await engine.restore(bank_id, memory_id)
+
+    async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
+        """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
+        observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
+        number of lines. Over HTTP the file is written where the caller is."""
+        engine = await self._get_engine()
+        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)
+
+    async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
+        """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
+        importing twice changes nothing; stored vectors used as they are when the model matches)."""
+        engine = await self._get_engine()
+        return await engine.import_bank(bank_id, path)
 
     async def create_webhook(
         self,

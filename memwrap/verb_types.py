@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import Field, SkipValidation
@@ -44,9 +44,6 @@ from memwrap.webhook_models import (
     WebhookEvent,
 )
 
-if TYPE_CHECKING:
-    from memwrap.engine_verbs import EngineVerbs
-
 ItemLike = RetainItem | Mapping[str, Any] | str
 # Checked by the engine (memwrap/validate.py), with messages about the item at fault.
 Items = Annotated[Sequence[ItemLike], SkipValidation]
@@ -58,7 +55,7 @@ MemoryId = UUID | str
 ImportSource = Annotated[str | Path | Iterable[Any] | AsyncIterable[Any], SkipValidation]
 DefensePolicy = Literal["redact", "block", "off"]
 EntityId = UUID | str
-# The bounds of the entity views: the engine checks them (memwrap/engine/banks/view_verbs.py); declared here too, they
+# The bounds of the entity views: the engine checks them (memwrap/engine/views/verbs.py); declared here too, they
 # are checked before the engine is reached over REST and MCP, and the OpenAPI document shows them.
 EntitySearch = Annotated[str, Field(max_length=MAX_ENTITY_SEARCH_CHARS)] | None
 EntitiesLimit = Annotated[int, Field(ge=1, le=MAX_ENTITIES_PAGE)]
@@ -87,8 +84,6 @@ BANK = "/v1/banks/{bank_id}"
 
 
 class VerbSection:
-    """A class of declared verbs (a section of `MemoryVerbs`, memwrap/verbs.py). The class that inherits them
-    supplies `_get_engine()` (memwrap/async_api.py); a verb declared `custom=True` calls it."""
-
-    async def _get_engine(self) -> EngineVerbs:
-        raise NotImplementedError
+    """A class of declared verbs (a section of `MemoryVerbs`, memwrap/verbs.py). The declarations are data the
+    layers below the API read too (the engine's face, the HTTP client): they import nothing of those layers. The
+    class that runs them (`AsyncVerbs`, memwrap/async_verbs.py) hands each call to the engine."""

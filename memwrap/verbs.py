@@ -313,7 +313,7 @@ class RecallVerbs(VerbSection):
         not given, KEEP, stays as it is); the settings are those of `create_bank`. Returns the bank's settings."""
         ...
 
-    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/banks/views.py) ----
+    # --- looking at a bank: counts, a memory's surroundings, entities (memwrap/engine/views/queries.py) ----
     # What the memory browser (/ui) shows; read-only, each a bounded query. Not MCP tools: an agent asks memory
     # with recall and reflect; these are for people (and scripts) looking at a bank.
 
@@ -388,20 +388,16 @@ class BankFileVerbs(VerbSection):
 
     # --- moving a bank -------------------------------------------------------------------------------------------
 
-    @verb(Route("GET", f"{BANK}/export", client_side=("path",)), cli=True, custom=True)
+    @verb(Route("GET", f"{BANK}/export", client_side=("path",)), cli=True)
     async def export_bank(self, bank_id: str, path: str | Path, *, include_embeddings: bool = True) -> int:
         """Write the bank to `path` as JSON lines (memories with times, metadata, tags, entities and links;
         observations, mental models, histories; vectors too unless `include_embeddings=False`). Returns the
         number of lines. Over HTTP the file is written where the caller is."""
-        engine = await self._get_engine()
-        return await engine.export_bank(bank_id, path, include_embeddings=include_embeddings)
 
-    @verb(Route("POST", f"{BANK}/import", client_side=("path",)), cli=True, custom=True)
+    @verb(Route("POST", f"{BANK}/import", client_side=("path",)), cli=True)
     async def import_bank(self, bank_id: str, path: str | Path) -> ImportReport:
         """Load an `export_bank` file into `bank_id` (created if needed; ids kept; rows already there skipped, so
         importing twice changes nothing; stored vectors used as they are when the model matches)."""
-        engine = await self._get_engine()
-        return await engine.import_bank(bank_id, path)
 
 
 class StoreVerbs(VerbSection):

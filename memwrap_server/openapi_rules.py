@@ -152,28 +152,47 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for name in sorted(_request_components(schema, components)):
         for prop, value in components[name].get("properties", {}).items():
-            if prop in NONBLANK_PROPERTIES:
-                _nonblank(value)
-                _strings(value, maxLength=MAX_LENGTHS[prop])
-            elif prop in PATTERN_PROPERTIES:
-                _pattern(value, PATTERN_PROPERTIES[prop])
-                if prop in PATTERN_LENGTHS:
-                    _strings(value, maxLength=PATTERN_LENGTHS[prop])
-            elif prop in LENGTH_PROPERTIES:
-                low, high = LENGTH_PROPERTIES[prop]
-                _strings(value, minLength=low, maxLength=high)
-            elif prop in NUMBER_BOUNDS:
-                _numbers(value, NUMBER_BOUNDS[prop])
-            elif prop in ENUM_PROPERTIES:
-                _enum(value, ENUM_PROPERTIES[prop])
-            elif prop in MODEL_ONLY_PROPERTIES:
-                _model_only(value)
-            elif prop in JSON_SCHEMA_PROPERTIES:
-                components.setdefault(RESPONSE_SCHEMA, RESPONSE_SCHEMA_COMPONENT)
-                reference = {"$ref": f"#/components/schemas/{RESPONSE_SCHEMA}"}
-                kept = {k: v for k, v in value.items() if k in ("title", "description")}
-                value.clear()
-                value.update(kept, anyOf=[reference, {"type": "null"}])
+            _amend_property(prop, value, components)
+    _amend_filters(components)
+    for path, method, operation in _operations(schema):
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") == "query":
+                _amend_query_parameter(parameter, components)
+        if (path, method) in NON_EMPTY_BODIES and "requestBody" in operation:
+            _non_empty(operation["requestBody"], components)
+        if (path, method) in SELECTING_BODIES and "requestBody" in operation:
+            _selecting(operation["requestBody"], *SELECTING_BODIES[path, method], components)
+    return schema
+
+
+def _amend_property(prop: str, value: dict[str, Any], components: dict[str, Any]) -> None:
+    """One property of a request body's schema, by the table that names it."""
+    if prop in NONBLANK_PROPERTIES:
+        _nonblank(value)
+        _strings(value, maxLength=MAX_LENGTHS[prop])
+    elif prop in PATTERN_PROPERTIES:
+        _pattern(value, PATTERN_PROPERTIES[prop])
+        if prop in PATTERN_LENGTHS:
+            _strings(value, maxLength=PATTERN_LENGTHS[prop])
+    elif prop in LENGTH_PROPERTIES:
+        low, high = LENGTH_PROPERTIES[prop]
+        _strings(value, minLength=low, maxLength=high)
+    elif prop in NUMBER_BOUNDS:
+        _numbers(value, NUMBER_BOUNDS[prop])
+    elif prop in ENUM_PROPERTIES:
+        _enum(value, ENUM_PROPERTIES[prop])
+    elif prop in MODEL_ONLY_PROPERTIES:
+        _model_only(value)
+    elif prop in JSON_SCHEMA_PROPERTIES:
+        components.setdefault(RESPONSE_SCHEMA, RESPONSE_SCHEMA_COMPONENT)
+        reference = {"$ref": f"#/components/schemas/{RESPONSE_SCHEMA}"}
+        kept = {k: v for k, v in value.items() if k in ("title", "description")}
+        value.clear()
+        value.update(kept, anyOf=[reference, {"type": "null"}])
+
+
+def _amend_filters(components: dict[str, Any]) -> None:
+    """The metadata condition's key and value lists, and the filter's lists of ids."""
     condition = components.get("MetadataCondition", {})
     key = condition.get("properties", {}).get("key")
     if isinstance(key, dict):  # filters.MetadataCondition._path: 1-8 non-empty keys of at most 200 characters
@@ -192,36 +211,33 @@ def amend(schema: dict[str, Any]) -> dict[str, Any]:
             _arrays(node, minItems=1, maxItems=MAX_ID_VALUES)
             if prop in FILTER_PATTERN_LISTS:
                 _pattern(node, FILTER_PATTERN_LISTS[prop])
-    for path, method, operation in _operations(schema):
-        for parameter in operation.get("parameters", []):
-            if parameter.get("in") != "query":
-                continue
-            if parameter["name"] in NONBLANK_PARAMETERS and "schema" in parameter:
-                _nonblank(parameter["schema"])
-            elif parameter["name"] in PATTERN_PARAMETERS and "schema" in parameter:
-                _pattern(parameter["schema"], PATTERN_PARAMETERS[parameter["name"]])
-            elif parameter["name"] in FILTER_PARAMETERS and FILTER_SCHEMA in components:
-                parameter.pop("schema", None)
-                parameter["content"] = {
-                    "application/json": {"schema": {"$ref": f"#/components/schemas/{FILTER_SCHEMA}"}}
+
+
+def _amend_query_parameter(parameter: dict[str, Any], components: dict[str, Any]) -> None:
+    """A query parameter: non-blank, a pattern, or the filter as JSON."""
+    if parameter["name"] in NONBLANK_PARAMETERS and "schema" in parameter:
+        _nonblank(parameter["schema"])
+    elif parameter["name"] in PATTERN_PARAMETERS and "schema" in parameter:
+        _pattern(parameter["schema"], PATTERN_PARAMETERS[parameter["name"]])
+    elif parameter["name"] in FILTER_PARAMETERS and FILTER_SCHEMA in components:
+        parameter.pop("schema", None)
+        parameter["content"] = {"application/json": {"schema": {"$ref": f"#/components/schemas/{FILTER_SCHEMA}"}}}
+
+
+def _non_empty(body: dict[str, Any], components: dict[str, Any]) -> None:
+    """A body that must say something: required, one property at least; an update's end needs its start."""
+    body["required"] = True
+    for media in body.get("content", {}).values():
+        target = media.get("schema", {})
+        ref = target.get("$ref") or next((s.get("$ref") for s in target.get("anyOf", []) if "$ref" in s), None)
+        media["schema"] = {"$ref": ref, "minProperties": 1} if ref else {**target, "minProperties": 1}
+        if ref:
+            update = components.get(ref.rsplit("/", 1)[1], {})
+            if "occurred_end" in update.get("properties", {}):
+                update.setdefault("dependentSchemas", {})["occurred_end"] = {
+                    "required": ["occurred_start"],
+                    "properties": {"occurred_start": {"type": "string"}},
                 }
-        if (path, method) in NON_EMPTY_BODIES and "requestBody" in operation:
-            body = operation["requestBody"]
-            body["required"] = True
-            for media in body.get("content", {}).values():
-                target = media.get("schema", {})
-                ref = target.get("$ref") or next((s.get("$ref") for s in target.get("anyOf", []) if "$ref" in s), None)
-                media["schema"] = {"$ref": ref, "minProperties": 1} if ref else {**target, "minProperties": 1}
-                if ref:
-                    update = components.get(ref.rsplit("/", 1)[1], {})
-                    if "occurred_end" in update.get("properties", {}):
-                        update.setdefault("dependentSchemas", {})["occurred_end"] = {
-                            "required": ["occurred_start"],
-                            "properties": {"occurred_start": {"type": "string"}},
-                        }
-        if (path, method) in SELECTING_BODIES and "requestBody" in operation:
-            _selecting(operation["requestBody"], *SELECTING_BODIES[path, method], components)
-    return schema
 
 
 def _selecting(

@@ -24,7 +24,6 @@ import pytest
 from memwrap.cli import app, long_runs, progress, registry
 from memwrap.cli.app import CORE_GROUPS, build_parser, main
 from memwrap.config import load_settings
-from memwrap.models import BankStats
 from memwrap_server import commands as server_commands
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -157,9 +156,6 @@ def test_long_runs_with_a_bar_do_what_the_verb_does(
     assert "Traceback" not in capsys.readouterr().err
 
 
-@pytest.mark.skipif(
-    "facts_to_consolidate" not in BankStats.model_fields, reason="BankStats.facts_to_consolidate is not merged yet"
-)
 def test_the_consolidate_bar_counts_what_bank_stats_says_is_left(fresh_home: Path) -> None:
     from memwrap.api import Memory
 

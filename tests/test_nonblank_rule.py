@@ -60,6 +60,6 @@ def test_an_optional_context_of_control_characters_is_dropped_not_refused() -> N
 
 
 def test_an_entity_search_of_control_characters_is_no_filter() -> None:
-    from memwrap.engine.banks.view_verbs import _search
+    from memwrap.engine.views.verbs import _search
 
     assert _search("\x08\x15") is None and _search("  ") is None and _search("pg") == "pg"

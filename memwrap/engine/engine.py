@@ -3,7 +3,7 @@ over them; the stages get its parts (engine/parts.py), never the engine itself.
 
 Mixed in: opening and closing (start_stop.py), the bulk verbs (transfer/verbs.py: import_memories, export/import of
 a bank, reembed), a bank's settings (banks/config_verbs.py), the learning verbs (learn/verbs.py), the read-only
-views of a bank (banks/view_verbs.py) and the webhook verbs (webhooks/verbs.py).
+views of a bank (views/verbs.py) and the webhook verbs (webhooks/verbs.py).
 """
 
 from __future__ import annotations
@@ -21,16 +21,15 @@ import numpy as np
 from memwrap import validate
 from memwrap.config import Settings
 from memwrap.defense.policy import apply_policy
-from memwrap.engine.banks import catalog
 from memwrap.engine.banks import ids as bank_ids
 from memwrap.engine.banks import settings as bank_settings
 from memwrap.engine.banks.config_verbs import BankConfigVerbs
-from memwrap.engine.banks.view_verbs import ViewVerbs
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.learn.service import Learning
 from memwrap.engine.learn.verbs import LearningVerbs
 from memwrap.engine.llm import usage as llm_usage
 from memwrap.engine.llm.client import LLM, Usage
+from memwrap.engine.memories import catalog
 from memwrap.engine.parts import EngineParts
 from memwrap.engine.recall.arms import Filters
 from memwrap.engine.recall.filters import recall_filter
@@ -43,6 +42,7 @@ from memwrap.engine.start_stop import StartStop, open_store
 from memwrap.engine.startup import StartParts
 from memwrap.engine.transfer.verbs import TransferVerbs
 from memwrap.engine.update import history, update
+from memwrap.engine.views.verbs import ViewVerbs
 from memwrap.engine.webhooks.verbs import WebhookVerbs
 from memwrap.filters import RecallFilter
 from memwrap.models import (

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memwrap.integrations import agent_transcript as transcript
-from memwrap.integrations.hook_client import project_bank
+from memwrap.integrations.hook_bank import project_bank
 
 __all__ = ["HookOptions", "HookResult", "answer_from_transcript", "project_bank", "run_hook"]
 

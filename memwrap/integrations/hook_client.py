@@ -14,7 +14,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -22,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from memwrap.integrations.hook_bank import project_bank
 
 DEFAULT_TIMEOUT = 45.0  # under Claude Code's own 60 s default for a command hook
 DEFAULT_TOKEN_BUDGET = 800
@@ -39,14 +40,6 @@ def project_dir(payload: dict[str, Any], claude_project_dir: str | None = None) 
     else the payload's cwd, else this process's."""
     found = claude_project_dir or payload.get("cwd") or os.getcwd()
     return Path(str(found)).expanduser().resolve()
-
-
-def project_bank(project: Path) -> str:
-    """One bank per project directory: its name (lower case, letters, digits, . _ -) and 8 hex digits of its path,
-    so two checkouts called `api` stay apart."""
-    slug = re.sub(r"[^a-z0-9._-]+", "-", project.name.lower()).strip("-._")[:60] or "project"
-    digest = hashlib.sha256(str(project).encode()).hexdigest()[:8]
-    return f"{slug}-{digest}"
 
 
 # --- the service's address -----------------------------------------------------------------------------------

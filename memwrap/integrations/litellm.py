@@ -40,9 +40,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from memwrap.config import Settings
-from memwrap.engine.llm.client import LLM, policy
-from memwrap.engine.llm.providers import OpenAIProvider
-from memwrap.engine.llm.types import ROLES
+from memwrap.llm import LLM, ROLES, OpenAIProvider, policy
 from memwrap.models import DEFAULT_TOKEN_BUDGET
 from memwrap.wrappers.core import Call, Memwrap
 from memwrap.wrappers.memories import resolve_memory

@@ -1,4 +1,4 @@
-"""Views of a bank for people (memwrap/engine/banks/views.py; the memory browser shows them): stats, sessions,
+"""Views of a bank for people (memwrap/engine/views/queries.py; the memory browser shows them): stats, sessions,
 LLM usage, entities and their graph."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def wrap(client: Any, options: WrapOptions, *, family: str, is_async: bool, tree
 def _use_client_llm(memory: Any, client: Any, llm: str | bool) -> None:
     """`llm="gpt-4o-mini"` (or True: MEMWRAP_LLM_MODEL): the engine's own LLM work (extraction, consolidation,
     reflect) goes through this client's key and endpoint, with that model, instead of MEMWRAP_LLM_*."""
-    from memwrap.engine.llm.clients import llm_from_client  # the SDK adapters load only when llm= is used
+    from memwrap.llm import llm_from_client  # the engine's LLM modules load only when llm= is used
 
     use = getattr(memory, "use_llm", None)
     if use is None:

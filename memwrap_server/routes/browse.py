@@ -1,7 +1,7 @@
 """Read-only views for the memory browser: what surrounds one memory (links, the observations citing it, its
 invalidation), the bank's entities as a small graph, its sessions, and what the engine's LLM did for the bank
 (llm_usage). Each route is its verb's, derived from the declaration (memwrap/verbs.py,
-memwrap_server/verb_routes.py); the engine reads memwrap/engine/banks/views.py and memwrap/engine/llm/usage.py."""
+memwrap_server/verb_routes.py); the engine reads memwrap/engine/views/queries.py and memwrap/engine/llm/usage.py."""
 
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ matching as before. Banks and questions without Han characters pay nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol
 
-from memwrap.engine.retain.prepare import PreparedUnit
 from memwrap.store.pg_types import Connection, Executor
 
 _HAN_NAME = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{2,8}")
@@ -81,7 +81,20 @@ async def backfill(conn: Connection, bank_id: str, names: Iterable[str]) -> None
         await conn.execute(BACKFILL, bank_id, name)
 
 
-async def add_name_words(conn: Connection, bank_id: str, units: list[PreparedUnit]) -> set[str]:
+class NamedUnit(Protocol):
+    """What naming reads and writes of a unit about to be stored (retain's PreparedUnit): the bank's names are
+    below retain, so they see a unit through this."""
+
+    search_text: str
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def entities(self) -> Mapping[str, str]: ...
+
+
+async def add_name_words(conn: Connection, bank_id: str, units: Sequence[NamedUnit]) -> set[str]:
     """Before `units` are written: give each the bank's names (and its own entities' names) it contains as words.
     Returns the names the bank sees for the first time: `backfill` them once the units' entities are written."""
     texts = "\n".join(u.text for u in units)

@@ -20,7 +20,6 @@ import asyncpg
 from pydantic import BaseModel
 
 from memwrap.engine import webhooks
-from memwrap.engine.banks import catalog
 from memwrap.engine.jobs import queue as jobs
 from memwrap.engine.jobs.queue import JobContext
 from memwrap.engine.learn import mental_models
@@ -34,6 +33,7 @@ from memwrap.engine.learn.observations import (
     remove_observation,
     set_text,
 )
+from memwrap.engine.memories import catalog
 from memwrap.errors import MemoryNotFoundError
 from memwrap.models import MAX_TTL_DAYS
 from memwrap.store.pg_types import Connection

@@ -10,7 +10,7 @@ are dropped, and a "create" that is a near-identical twin of an existing observa
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -209,6 +209,31 @@ async def plan_batch(
     return plan, usage
 
 
+def _planned_updates(
+    reply: ConsolidationPlan,
+    observation_ids: dict[str, UUID],
+    texts: dict[UUID, str],
+    evidence: Callable[[Sequence[EvidenceRef]], list[EvidenceIn]],
+) -> dict[UUID, UpdateOp]:
+    """The reply's updates, by the observation they change: unknown observations and echoed prompt wording left
+    out, the evidence of several updates of one observation merged."""
+    updates: dict[UUID, UpdateOp] = {}
+    for item in reply.updates:
+        target = observation_ids.get(item.observation.strip().upper())
+        if target is None:
+            log.info("consolidation: the model updated an unknown observation %r; ignored", item.observation)
+            continue
+        text = item.text.strip()
+        if text and ECHO.echoes(text):
+            log.info("consolidation: an update repeats the prompt's wording (%r); its text is ignored", text[:80])
+            text = ""
+        op = updates.setdefault(target, UpdateOp(id=target, change=item.change, reason=item.reason))
+        op.evidence.extend(e for e in evidence(item.evidence) if e.memory_id not in {x.memory_id for x in op.evidence})
+        if text and text != texts[target]:
+            op.text, op.change, op.reason = text, item.change, item.reason or op.reason
+    return updates
+
+
 async def _to_plan(
     parts: EngineParts,
     conn: Connection,
@@ -234,20 +259,7 @@ async def _to_plan(
         return list(seen.values())
 
     plan = Plan()
-    updates: dict[UUID, UpdateOp] = {}
-    for item in reply.updates:
-        target = observation_ids.get(item.observation.strip().upper())
-        if target is None:
-            log.info("consolidation: the model updated an unknown observation %r; ignored", item.observation)
-            continue
-        text = item.text.strip()
-        if text and ECHO.echoes(text):
-            log.info("consolidation: an update repeats the prompt's wording (%r); its text is ignored", text[:80])
-            text = ""
-        op = updates.setdefault(target, UpdateOp(id=target, change=item.change, reason=item.reason))
-        op.evidence.extend(e for e in evidence(item.evidence) if e.memory_id not in {x.memory_id for x in op.evidence})
-        if text and text != texts[target]:
-            op.text, op.change, op.reason = text, item.change, item.reason or op.reason
+    updates = _planned_updates(reply, observation_ids, texts, evidence)
     creates = [(c.text.strip(), evidence(c.evidence)) for c in reply.creates]
     for text, _ in creates:
         if ECHO.echoes(text):

@@ -1,5 +1,5 @@
 """Which facts consolidation has still to read, as one SQL condition: its own query (learn/consolidate.py PENDING)
-and the bank's counts (`bank_stats.facts_to_consolidate`, banks/views.py) are built from it, so they cannot drift."""
+and the bank's counts (`bank_stats.facts_to_consolidate`, views/queries.py) are built from it, so they cannot drift."""
 
 from __future__ import annotations
 

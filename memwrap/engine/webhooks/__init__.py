@@ -8,7 +8,7 @@
     verbs.py          the engine's webhook verbs
 
 Where each event is emitted: retained (retain/write.py, retain/facts.py: the units a retain wrote, or the facts
-an extraction wrote), updated (update.py), invalidated (learn/forgetting.py), deleted (banks/catalog.py),
+an extraction wrote), updated (update.py), invalidated (learn/forgetting.py), deleted (memories/catalog.py),
 observation.changed (learn/observations.py: every new version of an observation), mental_model.refreshed
 (learn/mental_models.py).
 """

@@ -1,7 +1,7 @@
 """Read-only views of a bank for people looking at it (the sidecar's memory browser): its counts, one memory
 with what surrounds it (links, the observations citing it, its invalidation), and its entities as a small graph.
 
-The SQL only: the engine checks the arguments and offers these as verbs (memwrap/engine/banks/view_verbs.py); their
+The SQL only: the engine checks the arguments and offers these as verbs (memwrap/engine/views/verbs.py); their
 results are public models (memwrap/models/).
 
 Every query here is bounded (LIMIT, or a GROUP BY over one bank's index range) so a page of the browser costs a

@@ -2,7 +2,7 @@
 checked at the boundary.
 
 `Engine` inherits them; each validates its arguments (errors that name the argument, or the specific
-not-found error) and runs one bounded read of memwrap/engine/banks/views.py. They are declared verbs
+not-found error) and runs one bounded read of memwrap/engine/views/queries.py. They are declared verbs
 (memwrap/verbs.py), so Python, `Memory(url=...)`, the REST API (the memory browser reads them) and the CLI
 all reach them the same way. Kept apart so the engine module stays about retain and recall.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from memwrap import validate
-from memwrap.engine.banks import views as bank_views
 from memwrap.engine.llm import usage as llm_usage
+from memwrap.engine.views import queries as bank_views
 from memwrap.errors import InvalidInputError
 from memwrap.models import (
     MAX_ENTITIES_OFFSET,
