@@ -14,46 +14,38 @@ never the object itself:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 from uuid import UUID
 
 import asyncpg
-import numpy as np
 
 from memwrap.config import Settings
 from memwrap.engine.embed.embedder import Embedder
 from memwrap.engine.llm.client import LLM
 from memwrap.engine.llm.usage import UsageSink
-from memwrap.filters import RecallFilter
 from memwrap.models import MemoryRecord, Recall
 from memwrap.store.pg_types import Connection
 from memwrap.store.planner_stats import PlannerStats
 
 
 class RecallVerb(Protocol):
-    """`Engine.recall` (memwrap/verbs.py declares it): reflect's tools and mental models recall through it."""
+    """What the stages ask of `Engine.recall` (memwrap/verbs.py declares all of it): reflect's tools and mental
+    models recall one bank with these; `Engine.recall` takes them, and more."""
 
     async def __call__(
         self,
-        bank_id: str | Sequence[str],
+        bank_id: str,
         query: str,
         *,
         token_budget: int | None = None,
         now: datetime | None = None,
-        types: Sequence[str] | str | None = None,
-        tags: Sequence[str] | str | None = None,
-        filters: RecallFilter | Mapping[str, Any] | None = None,
-        top_k: int | None = None,
-        min_score: float | None = None,
-        model: str | None = None,
+        types: Sequence[str] | None = None,
+        tags: Sequence[str] | None = None,
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
-        explain: bool = False,
-        fusion: str | None = None,
-        query_vector: np.ndarray | None = None,
     ) -> Recall: ...
 
 
