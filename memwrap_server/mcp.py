@@ -150,8 +150,8 @@ ANNOTATIONS: dict[str, ToolAnnotations] = {
 
 def tool_names() -> list[str]:
     """The MCP tools, in declaration order: one per verb declared with `mcp=` (memwrap/verbs.py). The server's
-    description and the docs list them from here (memwrap_server/reference.py). `reflect` is listed to a client
-    only when an LLM is configured (`available`)."""
+    description and the docs list them from here (memwrap_server/_generate_reference.py). `reflect` is listed to a
+    client only when an LLM is configured (`available`)."""
     return [declared.mcp for declared in VERBS.values() if declared.mcp]
 
 

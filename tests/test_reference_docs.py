@@ -1,8 +1,9 @@
-"""The lists the code knows, in the docs: generated from the code (memwrap_server/reference.py) and checked here.
+"""The lists the code knows, in the docs: generated from the code (memwrap_server/_generate_reference.py) and
+checked here.
 
 docs/configuration.md is generated whole; the MCP tools and the verbs `Memory(url=...)` cannot run are marked
 spans in README.md and docs/*.md. These tests fail when a page is out of date (run
-`python -m memwrap_server.reference`), when a settings field has no meaning or a meaning no field, when the code
+`python -m memwrap_server._generate_reference`), when a settings field has no meaning or no section, when the code
 reads a MEMWRAP_ variable the reference does not know, when a page names one that does not exist, and when a
 comment or page cites a test file that does not exist."""
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from memwrap_server import reference
+from memwrap_server import _generate_reference as reference
 
 ROOT = reference.ROOT
 NAME = re.compile(r"MEMWRAP_[A-Z0-9_]+(?:\*)?")
@@ -41,13 +42,15 @@ def _known(name: str, known: set[str]) -> bool:
 
 
 def test_the_generated_pages_are_current() -> None:
-    assert reference.stale() == [], "run: python -m memwrap_server.reference"
+    assert reference.stale() == [], f"run: {reference.GENERATOR}"
 
 
-def test_every_settings_field_has_exactly_one_meaning() -> None:
-    listed = [name for group in reference.MEANINGS.values() for name in group]
-    assert len(listed) == len(set(listed)), "a field listed twice in MEANINGS"
-    assert set(listed) == set(reference.fields())
+def test_every_settings_field_says_what_it_means_and_where_the_page_lists_it() -> None:
+    """Its meaning is `Field(description=...)`, its section `json_schema_extra=section(...)` (memwrap/settings/)."""
+    for name, info in reference.fields().items():
+        assert info.description, f"{name}: no description="
+        extra = info.json_schema_extra
+        assert isinstance(extra, dict) and extra.get("section"), f"{name}: no json_schema_extra=section(...)"
 
 
 def test_every_variable_the_code_names_is_in_the_reference() -> None:
