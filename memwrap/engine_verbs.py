@@ -117,6 +117,7 @@ class EngineVerbs(Protocol):
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
         explain: bool = False,
+        ids_in_block: bool = False,
     ) -> Awaitable[Recall]:
         ...
 

@@ -134,6 +134,7 @@ class RecallVerbs(VerbSection):
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
         explain: bool = False,
+        ids_in_block: bool = False,
     ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
@@ -146,7 +147,9 @@ class RecallVerbs(VerbSection):
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
-        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
+        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it).
+        `ids_in_block`: each line of the block starts with its memory's id (`- (id 1f0c…) …`, counted in the
+        budget), for an agent that updates or invalidates memories by id."""
         ...
 
     @verb(Route("POST", f"{BANK}/reflect"), mcp=True, cli=True, renamed={"max_tokens": "context_budget"})

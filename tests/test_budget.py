@@ -140,8 +140,8 @@ def test_ids_start_each_line_and_leave_the_default_block_as_it_was() -> None:
         RecalledMemory(id=f"00000000-0000-0000-0000-{3:012d}", text="third part", part=2, **chunk),
     ]
     plain = plan(memories, max_tokens=4000, now=now, encoding=ENC)
-    named = plan(memories, max_tokens=4000, now=now, encoding=ENC, ids=True)
-    assert plan(memories, max_tokens=4000, now=now, encoding=ENC, ids=False).context == plain.context
+    named = plan(memories, max_tokens=4000, now=now, encoding=ENC, ids_in_block=True)
+    assert plan(memories, max_tokens=4000, now=now, encoding=ENC, ids_in_block=False).context == plain.context
     assert named.chosen == plain.chosen == [0, 1, 2] and named.tokens == len(ENC.encode_ordinary(named.context))
     plain_lines, named_lines = plain.context.splitlines()[2:-1], named.context.splitlines()[2:-1]
     # Two lines: the fact, and the message's two chunks as one line under the id of the chunk that places it.

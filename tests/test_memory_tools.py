@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -14,8 +15,9 @@ from conftest_wrappers import *  # noqa: F403 - fixtures
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, upstream
 from test_server_harness import ADMIN_KEY
 
-from memwrap import AsyncMemory, Recall
+from memwrap import AsyncMemory, Recall, RetainItem, testing
 from memwrap.block.fence import CLOSE_TAG, OPEN_TAG
+from memwrap.engine.recall.pack import GAP
 from memwrap.integrations.memory_tools import (
     NOTHING_FOUND,
     TOOLS,
@@ -50,13 +52,15 @@ def test_recall_shows_each_memory_fenced_with_its_id(warm_memory: Any, bank: str
     assert MemoryTools(f"{bank}-empty", memory=warm_memory).run("recall_memory", {"query": "dog"}) == NOTHING_FOUND
 
 
-def test_a_block_of_another_shape_still_gets_its_ids(warm_memory: Any, bank: str) -> None:
-    """Should recall's block ever not be one line per memory, the ids follow it in the block's order."""
-    warm_memory.retain(bank, "Alice plays the cello.")
-    recall = warm_memory.recall(bank, "cello")
-    odd = recall.model_copy(update={"context": recall.context.replace("- ", "- \n  ", 1)})
-    text = recall_text(odd)
-    assert text.startswith(odd.context) and text.endswith(f"1. {recall.memories[0].id}\n"), text
+def test_the_tool_asks_recall_for_ids_and_returns_its_block_as_it_is(bank: str) -> None:
+    """The ids are the engine's (recall's `ids_in_block`): the tool neither re-parses the block nor pairs lines."""
+    engine = testing.TestEngine()
+    with testing.memory(engine) as memory:
+        memory.retain(bank, "Alice plays the cello.")
+        text = MemoryTools(bank, memory=memory).run("recall_memory", {"query": "cello"})
+        (asked,) = engine.called("recall")[-1:]
+        assert asked["ids_in_block"] is True
+        assert text == memory.recall(bank, "cello", ids_in_block=True).context
     empty = Recall(bank_id=bank, query="x", context="", tokens=0, token_budget=100, encoding="o200k_base")
     assert recall_text(empty) == NOTHING_FOUND
 
@@ -165,3 +169,92 @@ def test_construction_checks(warm_memory: Any) -> None:
         MemoryTools("alice", memory=object())  # type: ignore[arg-type]  # what a user might pass by mistake
     with pytest.raises(ValueError, match="No memory tool 'forget'"):
         MemoryTools("alice", memory=warm_memory).run("forget", {})
+
+
+# --- the right id on each line, on the real engine (embedded and over HTTP) -------------------------------------
+
+START = datetime(2026, 1, 5, 10, 0, tzinfo=UTC)
+# Said in this order, months apart: a timeline question lays their lines out so, whatever their ranks.
+TIMELINE = [
+    "user: The flaky payments integration test failed again in CI this morning.",
+    "user: I added a retry decorator to the flaky payments integration test.",
+    "user: We quarantined the flaky payments integration test behind a CI flag.",
+    "user: Finally deleted the flaky payments integration test and replaced it with a contract test.",
+]
+IN_ORDER = "In chronological order, what happened to the flaky payments integration test?"
+# Long enough to be stored in several chunks (memwrap/engine/retain/split.py), each sentence its own words.
+LONG_ANSWER = " ".join(
+    f"Step {i} of the retry loop in worker/queue.py waits {200 * 2**i} ms before attempt {i + 1}." for i in range(40)
+)
+ABOUT_THE_LONG_ANSWER = "How long does the retry loop in worker/queue.py wait before each attempt?"
+
+
+def _banks(bank: str) -> dict[str, tuple[list[RetainItem], str]]:
+    """Two banks (the memories, and the question asked of them): the timeline, and the long answer alone."""
+    timeline = [
+        RetainItem(content=text, timestamp=START + timedelta(days=40 * n), document_id=f"s{n}:0")
+        for n, text in enumerate(TIMELINE)
+    ]
+    long = RetainItem(content=LONG_ANSWER, timestamp=START, document_id="q:1", metadata={"role": "assistant"})
+    return {bank: (timeline, IN_ORDER), f"{bank}-long": ([long], ABOUT_THE_LONG_ANSWER)}
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _ids_on_lines(text: str, named: Recall, plain: Recall) -> list[str]:
+    """Checks the tool's text line by line: it is recall's block with `ids_in_block`, each line starting with the
+    id of a memory whose text it shows (a message's chunks on one line: one of theirs), and without the ids it is
+    the default block. Returns the ids, in the block's order."""
+    assert text == named.context and LINE_ID.sub("- ", text) == plain.context, (text, plain.context)
+    recalled = {str(m.id): m for m in named.memories}
+    ids = []
+    for line in text.splitlines()[2:-1]:
+        found = LINE_ID.match(line)
+        assert found is not None, line
+        memory = recalled[found.group(1)]
+        shown = max((_flat(piece) for piece in memory.text.split(GAP)), key=len)[-30:]
+        assert shown in _flat(line), (line, memory.text)
+        ids.append(found.group(1))
+    assert len(ids) == len(set(ids)) and set(ids) <= set(recalled)
+    return ids
+
+
+def _timeline_and_chunks(ids_in_order: list[str], named: Recall, ids_long: list[str], long: Recall) -> None:
+    """The timeline: one line per memory, in time order, which is not recall's ranked order (pairing the lines
+    with `memories` by position put ids on the wrong lines). The long answer: its chunks on one line, under the
+    id of the chunk that places it (the best ranked)."""
+    assert len(ids_in_order) == len(named.memories) == len(TIMELINE)
+    times = [{str(m.id): m for m in named.memories}[i].mentioned_at for i in ids_in_order]
+    assert times == sorted(times) and ids_in_order != [str(m.id) for m in named.memories], times
+    chunks = [m for m in long.memories if m.part is not None]
+    assert len(chunks) == len(long.memories) >= 2 and len({m.message_id for m in chunks}) == 1
+    assert ids_long == [str(chunks[0].id)], long.context
+
+
+def test_each_line_carries_its_own_id_on_the_embedded_engine(engine_memory: Any, bank: str) -> None:
+    runs = []
+    for name, (items, query) in _banks(bank).items():
+        engine_memory.retain_many(name, items)
+        text = MemoryTools(name, memory=engine_memory, token_budget=4000).run("recall_memory", {"query": query})
+        named = engine_memory.recall(name, query, token_budget=4000, ids_in_block=True)
+        runs += [_ids_on_lines(text, named, engine_memory.recall(name, query, token_budget=4000)), named]
+    _timeline_and_chunks(*runs)
+
+
+def test_each_line_carries_its_own_id_over_http(sidecar: Any, bank: str) -> None:
+    async def agent_turns() -> list[tuple[str, Recall, Recall]]:
+        async with AsyncMemory(url=sidecar.url, api_key=ADMIN_KEY) as memory:
+            runs = []
+            for name, (items, query) in _banks(bank).items():
+                await memory.retain_many(name, items)
+                text = await MemoryTools(name, memory=memory, token_budget=4000).arun("recall_memory", {"query": query})
+                named = await memory.recall(name, query, token_budget=4000, ids_in_block=True)
+                runs.append((text, named, await memory.recall(name, query, token_budget=4000)))
+            return runs
+
+    checked: list[Any] = []
+    for text, named, plain in asyncio.run(agent_turns()):
+        checked += [_ids_on_lines(text, named, plain), named]
+    _timeline_and_chunks(*checked)

@@ -51,6 +51,20 @@ def test_recall_finds_by_shared_words_renders_the_block_and_keeps_the_budget() -
         assert memory.retain("b", "Alice keeps bees.", tags=["home"]) == [bees]  # the same content: the same id
 
 
+def test_recall_puts_each_memorys_id_on_its_line_when_asked() -> None:
+    with testing.memory() as memory:
+        bees, tea = memory.retain_many("b", ["Alice keeps bees.", "Alice drinks green tea every morning."])
+        plain = memory.recall("b", "Alice")
+        named = memory.recall("b", "Alice", ids_in_block=True)
+        lines = named.context.splitlines()[2:-1]
+        assert [line.split(")", 1)[0] for line in lines] == [f"- (id {m.id}" for m in named.memories]
+        assert {m.id for m in named.memories} == {bees, tea}
+        assert re.sub(r"\(id [0-9a-f-]{36}\) ", "", named.context) == plain.context
+        assert named.tokens > plain.tokens  # the ids are counted in the budget
+        tight = memory.recall("b", "Alice", ids_in_block=True, token_budget=plain.tokens)
+        assert len(tight.memories) < 2 and tight.tokens <= plain.tokens
+
+
 def test_the_catalog_and_errors_are_the_engines() -> None:
     with testing.memory() as memory:
         [memory_id] = memory.retain("b", "The user's dog is Biscuit.")

@@ -212,6 +212,7 @@ class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
         explain: bool = False,
+        ids_in_block: bool = False,
         fusion: str | None = None,
         query_vector: np.ndarray | None = None,
     ) -> Recall:
@@ -233,6 +234,7 @@ class Engine(StartStop, TransferVerbs, BankConfigVerbs, LearningVerbs, ViewVerbs
                 neighbours=neighbours,
                 prefer_observations=prefer_observations,
                 explain=explain,
+                ids_in_block=ids_in_block,
                 fusion=fusion,
                 query_vector=query_vector,
             )

@@ -15,11 +15,12 @@ same things with the same words.
 
 What a tool returns goes back into the model's context, so it follows the rule of the memory block: a memory's
 text reaches the model only inside the fenced block (memwrap/block/fence.py), where it is marked as data and
-nothing in it can close the fence. `recall_memory` returns that block (the one recall renders), each line
-prefixed with its memory's id so the model can name a memory to `invalidate_memory`; the other two return ids
-and counts, never memory text. A mistake the model can fix (an unknown id, an empty query, a secret refused by
-the bank's policy) becomes `MemoryToolError`, whose message says what to do; the framework modules hand it to
-the model in their framework's way. Other failures (the database is down) are the app's, and propagate.
+nothing in it can close the fence. `recall_memory` returns that block as recall renders it with
+`ids_in_block=True` (each line starts with its memory's id, so the model can name a memory to
+`invalidate_memory`); the other two return ids and counts, never memory text. A mistake the model can fix (an
+unknown id, an empty query, a secret refused by the bank's policy) becomes `MemoryToolError`, whose message says
+what to do; the framework modules hand it to the model in their framework's way. Other failures (the database
+is down) are the app's, and propagate.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from memwrap import validate
-from memwrap.block.fence import CLOSE_TAG, neutralise
+from memwrap.block.fence import neutralise
 from memwrap.errors import InvalidInputError, MemoryNotFoundError, MemwrapError
 from memwrap.models import Recall
 from memwrap.wrappers.backend import MemoryLike, memory_kind
@@ -165,7 +166,7 @@ class MemoryTools:
     `memory`: a `memwrap.Memory` (sync and async tools), an `AsyncMemory` (async tools only: it belongs to the
     event loop it first ran on), a sidecar's URL (`"http://127.0.0.1:8765"`, with `memory_api_key` or
     MEMWRAP_API_KEY), or None: the process's one `Memory()`, as the wrappers use. `token_budget`: tokens of the
-    recalled block (default: recall's, 1024); each line also carries its id, about 15 tokens more per memory.
+    recalled block (default: recall's, 1024), the ids at the start of its lines included (about 15 tokens each).
     """
 
     def __init__(
@@ -214,7 +215,8 @@ class MemoryTools:
         """What each tool does, on an AsyncMemory (the app's, or a Memory's twin on its loop)."""
         try:
             if isinstance(args, RecallArgs):
-                return recall_text(await memory.recall(self.bank_id, args.query, token_budget=self.token_budget))
+                found = await memory.recall(self.bank_id, args.query, token_budget=self.token_budget, ids_in_block=True)
+                return recall_text(found)
             if isinstance(args, RetainArgs):
                 return retain_text(await memory.retain(self.bank_id, args.text, tags=args.tags))
             assert isinstance(args, InvalidateArgs), type(args)
@@ -258,21 +260,10 @@ def _memory_id(value: str) -> UUID:
 
 
 def recall_text(recall: Recall) -> str:
-    """The recalled block with each memory's id at the start of its line (inside the fence, where memory text is
-    data); NOTHING_FOUND if no memory fits."""
-    if not recall.context or not recall.memories:
-        return NOTHING_FOUND
-    lines = recall.context.splitlines(keepends=True)
-    # The block is: open tag, one header line, one "- " line per chosen memory in `recall.memories`' order
-    # (memwrap/engine/recall/pack.py), close tag. A memory's text is one line there (whitespace collapsed).
-    header, body, footer = lines[:2], lines[2:-1], lines[-1:]
-    shaped = footer and footer[0].strip() == CLOSE_TAG and all(line.startswith("- ") for line in body)
-    if not shaped or len(body) != len(recall.memories):
-        # Not the shape above: the ids go after the fence, in the block's order, and the block as it came.
-        ids = "".join(f"{n}. {m.id}\n" for n, m in enumerate(recall.memories, 1))
-        return f"{recall.context}Memory ids, in the order of the lines above:\n{ids}"
-    body = [f"- (id {memory.id}) {line[2:]}" for memory, line in zip(recall.memories, body, strict=True)]
-    return "".join(header + body + footer)
+    """What `recall_memory` returns: the block of a recall asked with `ids_in_block=True`, as the engine rendered
+    it (each line starts with its memory's id, inside the fence, where memory text is data); NOTHING_FOUND if no
+    memory fits."""
+    return recall.context if recall.context and recall.memories else NOTHING_FOUND
 
 
 def retain_text(ids: Sequence[UUID]) -> str:

@@ -7,10 +7,10 @@ generated); these verbs answer from a dict of banks:
   with the same `document_id` again returns the same id (as the engine does);
 - `recall`: the stored memories that share a word with the query (words of 3 letters or more, any case), the most
   shared words first, then the newest; `tags` (any of them), `types` and `top_k` apply; `token_budget` bounds the
-  block, counted with the engine's tokenizer. The block (`Recall.context`) has the engine's frame
-  (memwrap/block): a wrapper injects it, and finds it again, as it does the engine's. NOT the engine's ranking
-  (no embeddings, no keyword index, no time or graph arms): a test that checks what is found for a question
-  belongs on the real engine;
+  block, counted with the engine's tokenizer; `ids_in_block` starts each line with its memory's id. The block
+  (`Recall.context`) has the engine's frame (memwrap/block): a wrapper injects it, and finds it again, as it does
+  the engine's. NOT the engine's ranking (no embeddings, no keyword index, no time or graph arms): a test that
+  checks what is found for a question belongs on the real engine;
 - `list`, `get`, `update` (text, metadata, tags), `invalidate` and `restore` (an invalidated memory is not
   recalled, nor listed unless `include_invalidated`; `memory_context` says when and why), `delete`,
   `delete_bank`, `banks`, `bank_stats`, `bank_config`;
@@ -154,6 +154,7 @@ class TestEngine(RecordedVerbs):
         tags: Sequence[str] | str | None = None,
         top_k: int | None = None,
         model: str | None = None,
+        ids_in_block: bool = False,
         **_ignored: Any,
     ) -> Recall:
         banks = [bank_id] if isinstance(bank_id, str) else list(dict.fromkeys(bank_id))
@@ -175,7 +176,7 @@ class TestEngine(RecordedVerbs):
         found.sort(key=lambda hit: (hit[0], hit[1]), reverse=True)
         hits = [record for _, _, record in found][: top_k or None]
         budget = token_budget or DEFAULT_TOKEN_BUDGET
-        context, tokens, chosen = _block(hits, budget=budget, now=when, model=model)
+        context, tokens, chosen = _block(hits, budget=budget, now=when, model=model, with_id=ids_in_block)
         shared_by = {record.id: shared for shared, _, record in found}
         return Recall(
             bank_id=banks[0],
@@ -290,24 +291,26 @@ def _recalled(record: MemoryRecord, score: float) -> RecalledMemory:
     return RecalledMemory(**fields, score=score)
 
 
-def _line(record: MemoryRecord) -> str:
-    """A memory's line as the engine's block shows a raw memory: the day it was said, then its text."""
+def _line(record: MemoryRecord, with_id: bool = False) -> str:
+    """A memory's line as the engine's block shows a raw memory: its id if asked (`ids_in_block`), the day it was
+    said, then its text."""
+    named = f"(id {record.id}) " if with_id else ""
     said = f"[{record.mentioned_at:%Y-%m-%d}] " if record.mentioned_at else ""
-    return f"- {said}{neutralise(' '.join(record.text.split()))}\n"
+    return f"- {named}{said}{neutralise(' '.join(record.text.split()))}\n"
 
 
 def _block(
-    records: Sequence[MemoryRecord], *, budget: int, now: datetime, model: str | None
+    records: Sequence[MemoryRecord], *, budget: int, now: datetime, model: str | None, with_id: bool = False
 ) -> tuple[str, int, list[MemoryRecord]]:
     """The memory block (memwrap/block's frame, a line per memory) of the records that fit `budget` tokens, in
     order: (context, tokens, the records shown); no record, no block ("")."""
     encoding = encoding_for_model(model)
     chosen: list[MemoryRecord] = []
     for record in records:
-        text = header(now) + "".join(_line(r) for r in [*chosen, record]) + footer()
+        text = header(now) + "".join(_line(r, with_id) for r in [*chosen, record]) + footer()
         if len(encoding.encode_ordinary(text)) <= budget:
             chosen.append(record)
     if not chosen:
         return "", 0, []
-    context = header(now) + "".join(_line(r) for r in chosen) + footer()
+    context = header(now) + "".join(_line(r, with_id) for r in chosen) + footer()
     return context, len(encoding.encode_ordinary(context)), chosen

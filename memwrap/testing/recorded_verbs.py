@@ -142,6 +142,7 @@ class RecordedVerbs:
         neighbours: bool | None = None,
         prefer_observations: bool | None = None,
         explain: bool = False,
+        ids_in_block: bool = False,
     ) -> Recall:
         """Find what matters for `query` and render it within `token_budget` tokens (exact, counted with tiktoken).
 
@@ -154,7 +155,9 @@ class RecordedVerbs:
         `model`: the model the block is for (picks the token encoding); `neighbours`: add the turns around a hit;
         `prefer_observations`: an observation takes the place of the facts it covers. None: the configured
         default. `explain`: also return every candidate weighed, with its rank in each arm, its line, its
-        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it)."""
+        token cost and whether it fit (`Recall.considered`; the memory browser's recall debugger shows it).
+        `ids_in_block`: each line of the block starts with its memory's id (`- (id 1f0c…) …`, counted in the
+        budget), for an agent that updates or invalidates memories by id."""
         arguments: dict[str, Any] = {
             "bank_id": bank_id,
             "query": query,
@@ -169,6 +172,7 @@ class RecordedVerbs:
             "neighbours": neighbours,
             "prefer_observations": prefer_observations,
             "explain": explain,
+            "ids_in_block": ids_in_block,
         }
         self.calls.append(("recall", arguments))
         return await self.answer("recall", arguments)

@@ -12,6 +12,10 @@ model can tell an excerpt from a whole message. Each further chunk costs what it
 
 `chronological=True` (questions that span sessions: recall/span.py) keeps the choice in ranked order and lays the
 chosen lines out in time order, so "in what order did I …" reads as a timeline.
+
+`ids_in_block=True` (recall's declared parameter: an agent that acts on memories by id) starts each line with its
+memory's id, "- (id 1f0c…) …", counted in the budget like the rest of the line; a message's chunks shown as one
+line carry the id of the chunk that places it.
 """
 
 from __future__ import annotations
@@ -165,18 +169,17 @@ def plan(
     now: datetime,
     encoding: tiktoken.Encoding,
     chronological: bool = False,
-    ids: bool = False,
+    ids_in_block: bool = False,
 ) -> Packing:
     """Choose and render memories, in the given order, within `max_tokens` (see the module's docstring for chunks
-    of one message and `chronological`). `ids`: each line starts with its memory's id (a message's chunks shown as
-    one line: the id of the chunk that places it), counted in the budget."""
+    of one message, `chronological` and `ids_in_block`)."""
     frame = header(now) + footer()
     frame_tokens = len(encoding.encode_ordinary(frame))
     remaining = max(max_tokens - frame_tokens, 0)  # 0: not even the frame fits, so no line does
     if not memories:
         return Packing("", 0)
 
-    lines = [render_line(m, with_id=ids) for m in memories]
+    lines = [render_line(m, with_id=ids_in_block) for m in memories]
     # One line at a time: encode_batch starts a thread pool per call, 6x slower for a few dozen short lines.
     line_tokens = [_tokens(encoding, line) for line in lines]
     chosen: list[int] = []
@@ -188,7 +191,7 @@ def plan(
         key = _chunk_of(memories[index])
         if key is not None and key in groups:
             members = [*groups[key], index]
-            merged = _tokens(encoding, _group_line(memories, members, ids))
+            merged = _tokens(encoding, _group_line(memories, members, ids_in_block))
             cost = merged - group_cost[key]  # what this chunk adds to its message's line
             if cost <= remaining:
                 groups[key], group_cost[key] = members, merged
@@ -202,7 +205,7 @@ def plan(
             chosen.append(index)
             remaining -= cost
     while chosen:
-        context = header(now) + "".join(_layout(memories, lines, chosen, chronological, ids)) + footer()
+        context = header(now) + "".join(_layout(memories, lines, chosen, chronological, ids_in_block)) + footer()
         tokens = len(encoding.encode_ordinary(context))
         if tokens <= max_tokens:
             return Packing(context, tokens, lines, line_tokens, budget_left, chosen)
@@ -210,10 +213,10 @@ def plan(
     return Packing("", 0, lines, line_tokens, budget_left, [])
 
 
-def _group_line(memories: Sequence[RecalledMemory], members: Sequence[int], ids: bool = False) -> str:
+def _group_line(memories: Sequence[RecalledMemory], members: Sequence[int], with_id: bool = False) -> str:
     """The line of one message's chosen chunks: the best-ranked one's date, marks and id, every chunk's text."""
     chunks = [(memories[i].part or 0, memories[i].text) for i in members]
-    return render_line(memories[members[0]], chunks, with_id=ids)
+    return render_line(memories[members[0]], chunks, with_id=with_id)
 
 
 def _layout(
@@ -221,7 +224,7 @@ def _layout(
     lines: Sequence[str],
     chosen: Sequence[int],
     chronological: bool,
-    ids: bool = False,
+    with_id: bool = False,
 ) -> list[str]:
     """The block's lines: one per chosen whole memory, one per message of chosen chunks (at its best chunk's
     place); in ranked order, or by the time they were said (then message order) when `chronological`."""
@@ -239,7 +242,7 @@ def _layout(
         elif key not in done:
             done.add(key)
             group = members[key]
-            laid.append((index, lines[index] if len(group) == 1 else _group_line(memories, group, ids)))
+            laid.append((index, lines[index] if len(group) == 1 else _group_line(memories, group, with_id)))
     if chronological:
         oldest = datetime.min.replace(tzinfo=now_tz(memories))
         laid.sort(key=lambda entry: (memories[entry[0]].mentioned_at or oldest, memories[entry[0]].part or 0))
@@ -260,9 +263,9 @@ def pack(
     max_tokens: int,
     now: datetime,
     encoding: tiktoken.Encoding,
-    ids: bool = False,
+    ids_in_block: bool = False,
 ) -> tuple[str, int, list[RecalledMemory]]:
-    """Choose and render memories, in the given order, within `max_tokens` (`ids`: each line starts with its
+    """Choose and render memories, in the given order, within `max_tokens` (`ids_in_block`: each line starts with its
     memory's id). Returns (context, tokens, chosen)."""
-    packing = plan(memories, max_tokens=max_tokens, now=now, encoding=encoding, ids=ids)
+    packing = plan(memories, max_tokens=max_tokens, now=now, encoding=encoding, ids_in_block=ids_in_block)
     return packing.context, packing.tokens, packing.picked(memories)

@@ -66,6 +66,7 @@ class RecallRequest:
     min_score: float | None = None  # leave out memories whose score (fused, or the reranker's) is below this
     bank_ids: list[str] | None = None  # several banks at once (bank_id is the first of them)
     explain: bool = False  # also return every candidate weighed, with its line and whether it fit (Recall.considered)
+    ids_in_block: bool = False  # each line of the block starts with its memory's id (pack.plan's `ids_in_block`)
 
     @property
     def banks(self) -> list[str]:
@@ -225,6 +226,7 @@ class Searcher(ArmRuns):
                 now=request.now,
                 encoding=encoding,
                 chronological=chronological(request.query),
+                ids_in_block=request.ids_in_block,
             )
             timings["pack"] = ms_since(step)
         shown = ranked if request.explain else [ranked[i] for i in packing.chosen]
