@@ -10,6 +10,7 @@ generator keeps them to one section of the declaration each.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -61,3 +62,12 @@ def test_the_import_contracts_hold() -> None:
         pytest.fail("import-linter is not installed: pip install -e '.[dev]'")
     run = subprocess.run([linter, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+
+
+def test_every_file_docs_architecture_names_exists() -> None:
+    """docs/architecture.md walks a recall and a retain through the files: when a module moves, its row must follow
+    (the walk is only worth reading while it is true)."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:memwrap|memwrap_server|tests|bench|docs)/[\w/.\-]*)`", text))
+    assert len(named) > 30, "the walk names fewer files than it did: has its format changed?"
+    assert not [path for path in sorted(named) if not (ROOT / path).exists()]
