@@ -117,7 +117,7 @@ def retain_bank(memory: Any, bank: LongBank, bank_id: str, batch: int, advance: 
 
 
 def stored_chunks(memory: Any, bank_id: str) -> Chunks:
-    from memwrap.verbs import MAX_PAGE
+    from memwrap.models import MAX_PAGE
 
     chunks, offset = Chunks(), 0
     while True:
