@@ -133,8 +133,15 @@ ENVIRONMENT: dict[str, list[Variable]] = {
         Variable(
             "MEMWRAP_SCHEMATHESIS_EXAMPLES",
             "int",
-            "`25`",
+            "`10`",
             "Cases per operation and phase in tests/test_server_robustness.py.",
+        ),
+        Variable(
+            "MEMWRAP_SCHEMATHESIS_COVERAGE",
+            "`all` or unset",
+            "unset",
+            "`all`: schemathesis' coverage phase on all three operations whose body holds a recall filter "
+            "(unset: on one of them; their boundaries make ~11,000 cases each).",
         ),
         Variable(
             "MEMWRAP_BENCH_CACHE",
