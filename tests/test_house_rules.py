@@ -74,44 +74,15 @@ def test_every_file_docs_architecture_names_exists() -> None:
 
 
 def import_circles() -> list[list[str]]:
-    """The groups of modules that import each other round (strongly connected, two or more), TYPE_CHECKING
-    imports included: Tarjan's algorithm over grimp's graph of memwrap and memwrap_server."""
+    """The groups of modules that import each other round (two or more), TYPE_CHECKING imports included: grimp's
+    graph of memwrap and memwrap_server (import-linter's own), cut into strongly connected groups by the same
+    Tarjan walk bench/import_structure.py counts circles with."""
     import grimp
 
+    from bench.import_structure import cycles
+
     graph = grimp.build_graph(*PACKAGES, include_external_packages=False, cache_dir=None)
-    imports = {module: sorted(graph.find_modules_directly_imported_by(module)) for module in graph.modules}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    circles: list[list[str]] = []
-
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        on_stack.add(module)
-        for imported in imports[module]:
-            if imported not in index:
-                visit(imported)
-                low[module] = min(low[module], low[imported])
-            elif imported in on_stack:
-                low[module] = min(low[module], index[imported])
-        if low[module] == index[module]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == module:
-                    break
-            if len(group) > 1:
-                circles.append(sorted(group))
-
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(imports)))
-    for module in sorted(imports):
-        if module not in index:
-            visit(module)
-    return circles
+    return cycles({module: set(graph.find_modules_directly_imported_by(module)) for module in sorted(graph.modules)})
 
 
 def test_no_module_imports_itself_back() -> None:
