@@ -8,7 +8,7 @@ generated); these verbs answer from a dict of banks:
 - `recall`: the stored memories that share a word with the query (words of 3 letters or more, any case), the most
   shared words first, then the newest; `tags` (any of them), `types` and `top_k` apply; `token_budget` bounds the
   block, counted with the engine's tokenizer; `ids_in_block` starts each line with its memory's id. The block
-  (`Recall.context`) has the engine's frame (memwrap/block): a wrapper injects it, and finds it again, as it does
+  (`Recall.context`) is packed and rendered by the engine's own packer (engine/recall/pack.py): a wrapper injects it and finds it again as it does
   the engine's. NOT the engine's ranking (no embeddings, no keyword index, no time or graph arms): a test that
   checks what is found for a question belongs on the real engine;
 - `list`, `get`, `update` (text, metadata, tags), `invalidate` and `restore` (an invalidated memory is not
@@ -30,8 +30,7 @@ from typing import Any
 from uuid import UUID
 
 from memwrap import validate
-from memwrap.block.fence import neutralise
-from memwrap.block.format import footer, header
+from memwrap.engine.recall.pack import pack
 from memwrap.errors import BankNotFoundError, MemoryNotFoundError
 from memwrap.models import (
     DEFAULT_TOKEN_BUDGET,
@@ -174,10 +173,11 @@ class TestEngine(RecordedVerbs):
                 if shared:
                     found.append((shared, record.mentioned_at or when, record))
         found.sort(key=lambda hit: (hit[0], hit[1]), reverse=True)
-        hits = [record for _, _, record in found][: top_k or None]
+        hits = [_recalled(record, shared / max(len(wanted), 1)) for shared, _, record in found][: top_k or None]
         budget = token_budget or DEFAULT_TOKEN_BUDGET
-        context, tokens, chosen = _block(hits, budget=budget, now=when, model=model, with_id=ids_in_block)
-        shared_by = {record.id: shared for shared, _, record in found}
+        encoding = encoding_for_model(model)
+        # The engine's own packer renders the block: the lines an app sees here are the ones it sees in production.
+        context, tokens, chosen = pack(hits, max_tokens=budget, now=when, encoding=encoding, ids_in_block=ids_in_block)
         return Recall(
             bank_id=banks[0],
             query=query,
@@ -185,8 +185,8 @@ class TestEngine(RecordedVerbs):
             tokens=tokens,
             token_budget=budget,
             bank_ids=banks,
-            encoding=encoding_name(encoding_for_model(model)),
-            memories=[_recalled(record, float(shared_by[record.id]) / max(len(wanted), 1)) for record in chosen],
+            encoding=encoding_name(encoding),
+            memories=chosen,
             candidates=len(found),
         )
 
@@ -289,28 +289,3 @@ class TestEngine(RecordedVerbs):
 def _recalled(record: MemoryRecord, score: float) -> RecalledMemory:
     fields = record.model_dump(include=set(RecalledMemory.model_fields) & set(MemoryRecord.model_fields))
     return RecalledMemory(**fields, score=score)
-
-
-def _line(record: MemoryRecord, with_id: bool = False) -> str:
-    """A memory's line as the engine's block shows a raw memory: its id if asked (`ids_in_block`), the day it was
-    said, then its text."""
-    named = f"(id {record.id}) " if with_id else ""
-    said = f"[{record.mentioned_at:%Y-%m-%d}] " if record.mentioned_at else ""
-    return f"- {named}{said}{neutralise(' '.join(record.text.split()))}\n"
-
-
-def _block(
-    records: Sequence[MemoryRecord], *, budget: int, now: datetime, model: str | None, with_id: bool = False
-) -> tuple[str, int, list[MemoryRecord]]:
-    """The memory block (memwrap/block's frame, a line per memory) of the records that fit `budget` tokens, in
-    order: (context, tokens, the records shown); no record, no block ("")."""
-    encoding = encoding_for_model(model)
-    chosen: list[MemoryRecord] = []
-    for record in records:
-        text = header(now) + "".join(_line(r, with_id) for r in [*chosen, record]) + footer()
-        if len(encoding.encode_ordinary(text)) <= budget:
-            chosen.append(record)
-    if not chosen:
-        return "", 0, []
-    context = header(now) + "".join(_line(r, with_id) for r in chosen) + footer()
-    return context, len(encoding.encode_ordinary(context)), chosen
