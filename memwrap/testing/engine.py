@@ -9,8 +9,8 @@ generated); these verbs answer from a dict of banks:
   shared words first, then the newest; `tags` (any of them), `types` and `top_k` apply; `token_budget` bounds the
   block, counted with the engine's tokenizer; `ids_in_block` starts each line with its memory's id. The block
   (`Recall.context`) is packed and rendered by the engine's own packer (engine/recall/pack.py): a wrapper
-  injects it and finds it again as it does the engine's. NOT the engine's ranking (no embeddings, no keyword index, no time or graph arms): a test that
-  checks what is found for a question belongs on the real engine;
+  injects it and finds it again as it does the engine's. NOT the engine's ranking (no embeddings, no keyword
+  index, no time or graph arms): a test that checks what is found for a question belongs on the real engine;
 - `list`, `get`, `update` (text, metadata, tags), `invalidate` and `restore` (an invalidated memory is not
   recalled, nor listed unless `include_invalidated`; `memory_context` says when and why), `delete`,
   `delete_bank`, `banks`, `bank_stats`, `bank_config`;
