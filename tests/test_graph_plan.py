@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from database import Database
 
@@ -184,3 +185,51 @@ def test_the_graph_arm_reads_a_bounded_number_of_links(
     seeds_own = 5 * 8  # the seeds' own links: a turn names at most 8 things here
     bounded = read(["maya", "tomas"])
     assert bounded <= arms.REACH_BUDGET + hub_limit + seeds_own < unbounded
+
+
+def _nearest_ids(memory: Memory, db: Database, question: str, count: int) -> list[Any]:
+    engine = memory._run(memory.aio._get_engine())
+    vector = memory._run(engine.embedder.embed_query(question))
+
+    async def run() -> list[Any]:
+        async with db.connect() as conn:
+            return [memory_id for memory_id, _ in await arms.nearest(conn, Filters("plan-c"), vector, count, 450)]
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("generic", [False, True], ids=["custom-plan", "generic-plan"])
+def test_given_seeds_the_graph_arm_reads_no_vector(three_banks: tuple[Memory, Database], generic: bool) -> None:
+    """Seeded by the semantic arm's scan (recall passes it on: arm_runs.ArmRuns._graph), the arm computes no
+    distance at all, and every table is still read by index probes keyed by the bank."""
+    memory, db = three_banks
+    question = "What did Maya change in the Billing service?"
+    seeds = _nearest_ids(memory, db, question, 20)
+    engine = memory._run(memory.aio._get_engine())
+    vector = memory._run(engine.embedder.embed_query(question))
+    sql, args = arms.graph_query(Filters("plan-c"), vector, ["maya", "postgres"], 20, 450, seed_ids=seeds)
+    assert "<=>" not in sql and not any(isinstance(arg, np.ndarray) for arg in args)
+    _assert_index_probes(_explain(db, sql, args, analyze=False, generic=generic), GRAPH_TABLES)
+
+
+def test_given_seeds_reach_what_the_arm_finds_alone(three_banks: tuple[Memory, Database]) -> None:
+    """The same seeds, given or found: the same hits in the same order (the nearest scan's head is the graph arm's
+    own seed set)."""
+    memory, db = three_banks
+    engine = memory._run(memory.aio._get_engine())
+    for question, keys in [
+        ("What did Maya change in the Billing service?", ["maya", "billing"]),
+        ("Who reviewed the Ledger change on Kafka?", ["ledger", "kafka"]),
+    ]:
+        vector = memory._run(engine.embedder.embed_query(question))
+
+        async def both(vector: Any = vector, keys: list[str] = keys) -> tuple[arms.Hits, arms.Hits]:
+            async with db.connect() as conn:
+                head = await arms.nearest(conn, Filters("plan-c"), vector, 20, 450)
+                seeds = [memory_id for memory_id, _ in head][: arms.seed_count(450)]
+                alone = await arms.graph(conn, Filters("plan-c"), vector, keys, 20, 450)
+                given = await arms.graph(conn, Filters("plan-c"), vector, keys, 20, 450, seed_ids=seeds)
+            return alone, given
+
+        alone, given = asyncio.run(both())
+        assert alone and given == alone

@@ -94,23 +94,23 @@ class ArmRuns:
         return merge_banks(dict(zip(tasks, arm_hits, strict=True)), plan.limit), standing
 
     def _start_vector_arms(self, plan: ArmPlan, vector: Any) -> dict[tuple[str, str], asyncio.Task[Hits]]:
-        """The semantic arm of each bank, and its temporal arm when the question names a time range, started."""
+        """The nearest memories of each bank (one scan for the semantic arm and the graph arm's seeds), and its
+        temporal arm when the question names a time range, started."""
         early: dict[tuple[str, str], asyncio.Task[Hits]] = {}
         window, timings = plan.window, plan.timings
         for bank in plan.searched:
             size, bank_filters = plan.sizes[bank], plan.filters[bank]
-            early[("semantic", bank)] = asyncio.ensure_future(
+            early[("nearest", bank)] = asyncio.ensure_future(
                 self._arm(
                     "semantic",
                     bank,
                     timings,
                     self._on_connection,
-                    arms.semantic,
+                    arms.nearest,
                     bank_filters,
                     vector,
                     plan.limit,
                     size,
-                    self.min_similarity,
                 )
             )
             if window is not None:
@@ -144,19 +144,21 @@ class ArmRuns:
         for bank in plan.searched:
             size, bank_filters = plan.sizes[bank], plan.filters[bank]
             graph_keys = sorted({*plan.entity_keys, *(key for _name, key in related[bank])})
-            tasks[("semantic", bank)] = early[("semantic", bank)]
+            nearest = early[("nearest", bank)]
+            tasks[("semantic", bank)] = _above(nearest, self.min_similarity)
             tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
             tasks[("graph", bank)] = self._arm(
                 "graph",
                 bank,
                 timings,
-                self._on_connection,
-                arms.graph,
+                self._graph,
                 bank_filters,
                 vector,
                 graph_keys,
                 plan.limit,
                 size,
+                nearest,
+                timings,
             )
             if ("temporal", bank) in early:
                 tasks[("temporal", bank)] = early[("temporal", bank)]
@@ -172,7 +174,9 @@ class ArmRuns:
         with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
             started = time.perf_counter()
             hits = await fn(*args)
-            if fn is not _awaited:  # the keyword arm, started before the others, times itself (_keyword)
+            # The keyword arm, started before the others, times itself (_keyword); so does the graph arm, which
+            # waits for the semantic arm's scan first (_graph).
+            if fn is not _awaited and fn != self._graph:
                 # Its own time (the arms run at once: they add up to more than the wall time of "arms").
                 timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + ms_since(started)
             tracing.set_attributes(current, hits=len(hits))
@@ -185,6 +189,29 @@ class ArmRuns:
         keys = sorted({*entity_keys, *(key for _name, key in seen)})
         related = await related_names(self.pool, bank_id, keys)
         return [*seen, *related]
+
+    async def _graph(
+        self,
+        filters: Filters,
+        vector: Any,
+        entity_keys: list[str],
+        limit: int,
+        bank_size: int,
+        nearest: Awaitable[Hits],
+        timings: dict[str, float],
+    ) -> Hits:
+        """The graph arm, seeded by the semantic arm's nearest memories when they are the ones it would find itself:
+        the bank's whole nearest-memory scan, the costliest step of both arms, then runs once. (Filtered, the
+        semantic arm's memories pass the filter, while the graph's seeds need not: it scans on its own.)"""
+        seed_ids = None
+        if not filters.narrowed and limit >= arms.seed_count(bank_size):
+            seed_ids = [memory_id for memory_id, _score in await nearest][: arms.seed_count(bank_size)]
+        started = time.perf_counter()
+        try:
+            async with self.pool.acquire() as conn:
+                return await arms.graph(conn, filters, vector, entity_keys, limit, bank_size, seed_ids=seed_ids)
+        finally:
+            timings["arm.graph"] = timings.get("arm.graph", 0.0) + ms_since(started)
 
     async def _keyword(
         self,
@@ -209,6 +236,11 @@ class ArmRuns:
 
 async def _awaited(future: Awaitable[Hits]) -> Hits:
     return await future
+
+
+async def _above(nearest: Awaitable[Hits], min_similarity: float) -> Hits:
+    """The semantic arm: the nearest memories at least `min_similarity` similar to the question."""
+    return arms.above(await nearest, min_similarity)
 
 
 def discard(future: asyncio.Future[Any] | None) -> None:

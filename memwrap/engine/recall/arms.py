@@ -79,15 +79,10 @@ class Filters:
         return " AND ".join(conditions) or "TRUE", params.values
 
 
-async def semantic(
-    conn: Connection,
-    filters: Filters,
-    query_vector: np.ndarray,
-    limit: int,
-    bank_size: int,
-    min_similarity: float = -1.0,
-) -> Hits:
-    where, params = filters.sql("m", 5)
+async def nearest(conn: Connection, filters: Filters, query_vector: np.ndarray, limit: int, bank_size: int) -> Hits:
+    """The `limit` memories nearest the query (cosine similarity), best first, with no similarity floor: one scan
+    serves the semantic arm (its floor applied after: `above`) and seeds the graph arm (`graph(seed_ids=)`)."""
+    where, params = filters.sql("m", 4)
     # `+ 0` hides the distance from the planner's index matching, forcing the exact scan on small banks.
     # The exact scan breaks ties by id: a copy and its original (an observation and the fact whose words and vector
     # it took) are equally near, and which one makes the cut must not depend on the plan.
@@ -104,16 +99,32 @@ async def semantic(
             ORDER BY {order}
             LIMIT $3
         ) nearest
-        WHERE 1 - dist >= $4
         ORDER BY dist, mentioned_at DESC, id
     """
-    args = (filters.bank_id, query_vector, limit, min_similarity, *params)
+    args = (filters.bank_id, query_vector, limit, *params)
     if indexed:
         async with index_order(conn):
             rows = await conn.fetch(sql, *args)
     else:
         rows = await conn.fetch(sql, *args)
     return [(r["id"], float(r["score"])) for r in rows]
+
+
+def above(hits: Hits, min_similarity: float) -> Hits:
+    """The hits whose similarity is at least `min_similarity` (they are best first: a prefix)."""
+    return [(memory_id, score) for memory_id, score in hits if score >= min_similarity]
+
+
+async def semantic(
+    conn: Connection,
+    filters: Filters,
+    query_vector: np.ndarray,
+    limit: int,
+    bank_size: int,
+    min_similarity: float = -1.0,
+) -> Hits:
+    """The nearest memories at least `min_similarity` similar to the query, best first."""
+    return above(await nearest(conn, filters, query_vector, limit, bank_size), min_similarity)
 
 
 async def keyword(conn: Connection, filters: Filters, query_text: str, limit: int, bank_size: int) -> Hits:
@@ -252,12 +263,19 @@ async def graph(
     limit: int,
     bank_size: int,
     seeds: int = 5,
+    *,
+    seed_ids: list[UUID] | None = None,
 ) -> Hits:
     """Memories reached from the best seeds — the query's own entities and its nearest memories — through shared
     entities (weighted by how rare the entity is) and session links. The seeds stay in the result with a base
-    score, so a memory that is both near the query and well connected ranks above one that is only connected."""
-    indexed = await index_serves(conn, bank_size, EXACT_SCAN_MAX)
-    sql, args = graph_query(filters, query_vector, entity_keys, limit, bank_size, seeds, indexed=indexed)
+    score, so a memory that is both near the query and well connected ranks above one that is only connected.
+
+    `seed_ids`: the nearest memories, best first, when the caller has them already (the semantic arm's scan,
+    `nearest`): the arm then reads no vector at all. Otherwise it finds them itself."""
+    indexed = seed_ids is None and await index_serves(conn, bank_size, EXACT_SCAN_MAX)
+    sql, args = graph_query(
+        filters, query_vector, entity_keys, limit, bank_size, seeds, indexed=indexed, seed_ids=seed_ids
+    )
     if indexed:
         async with index_order(conn):
             rows = await conn.fetch(sql, *args)
@@ -275,6 +293,7 @@ def graph_query(
     seeds: int = 5,
     *,
     indexed: bool = False,
+    seed_ids: list[UUID] | None = None,
 ) -> tuple[str, list[object]]:
     """The graph arm's SQL and its arguments (apart from running it, for EXPLAIN in the plan tests).
 
@@ -287,10 +306,10 @@ def graph_query(
 
     The expansion reads at most REACH_BUDGET links: entities are taken rarest first (the highest weight) while
     the mentions read so far stay within it, and each entity's own reach is capped at the hub limit too.
+
+    `seed_ids` given (best first), the seeds are the first `seed_count` of them and `query_vector` is not read.
     """
-    # In a small bank a few seeds are already much of it; keep some memories left to be reached.
-    # (Two at least: one seed alone makes the arm hang on which single memory the embedding puts first.)
-    seeds = max(min(2, bank_size), min(seeds, bank_size // 4))
+    seeds = seed_count(bank_size, seeds)
     hub_limit = min(ENTITY_FANOUT_CAP, max(20, int(bank_size * HUB_SHARE)))
     where, params = filters.sql("m", 9)
     # The seeds are the nearest memories, found as the semantic arm finds them (`indexed`: index_serves).
@@ -302,12 +321,18 @@ def graph_query(
     # inside), and on all of them only when that pass left fewer than `limit`: the result is the same as
     # checking everything. (The seeds stay unfiltered: a memory outside the filter may still lead to ones
     # inside it.)
-    reach = f"""
-        WITH seeds AS MATERIALIZED (
-            SELECT id FROM memory_units
+    # Given, the seeds come as ids ($2): the nearest-memory scan is the semantic arm's, done once for both.
+    seed_rows = (
+        "SELECT id FROM unnest($2::uuid[]) WITH ORDINALITY AS given(id, rank) ORDER BY rank LIMIT $3"
+        if seed_ids is not None
+        else f"""SELECT id FROM memory_units
             WHERE bank_id = $1 AND invalidated_at IS NULL
             ORDER BY {order}
-            LIMIT $3
+            LIMIT $3"""
+    )
+    reach = f"""
+        WITH seeds AS MATERIALIZED (
+            {seed_rows}
         ), seed_entities AS (
             SELECT ue.entity_id, 1.0 AS weight
             FROM seeds s CROSS JOIN LATERAL (
@@ -387,7 +412,7 @@ def graph_query(
         """
     args: list[object] = [
         filters.bank_id,
-        query_vector,
+        query_vector if seed_ids is None else seed_ids,
         seeds,
         entity_keys,
         max(bank_size, 1),
@@ -397,6 +422,13 @@ def graph_query(
         *params,
     ]
     return sql, args
+
+
+def seed_count(bank_size: int, seeds: int = 5) -> int:
+    """How many nearest memories seed the graph arm in a bank of `bank_size`."""
+    # In a small bank a few seeds are already much of it; keep some memories left to be reached.
+    # (Two at least: one seed alone makes the arm hang on which single memory the embedding puts first.)
+    return max(min(2, bank_size), min(seeds, bank_size // 4))
 
 
 # A memory said inside a time window is about it unless it is dated more than this far from it: "Yesterday I
