@@ -34,9 +34,10 @@ CHECKS = ("not_a_server_error", "response_schema_conformance", "status_code_conf
 # coverage phase enumerates that schema's boundaries into ~11,000 cases per operation (measured: 33,400 of the run's
 # 35,000 requests, most of its 15 minutes). The filter is one component, checked by one validator: its coverage
 # runs on one of them; the other two get the examples and fuzzing phases. MEMWRAP_SCHEMATHESIS_COVERAGE=all runs
-# coverage on all three again.
+# coverage on all three again. The one is the purge, the cheapest to answer (no question to embed, no arms): the
+# run alone took 229 s instead of 275 s with coverage on bank recall, for the same ~28,200 cases (2026-12-07).
 FILTER_OPERATIONS = ("/v1/banks/{bank_id}/recall", "/v1/recall", "/v1/banks/{bank_id}/memories/delete")
-FILTER_COVERAGE_ON = FILTER_OPERATIONS[0]
+FILTER_COVERAGE_ON = FILTER_OPERATIONS[2]
 
 
 def schemathesis_run(cli: str, url: str, tmp_path: Path, phases: str, selection: list[str]) -> None:

@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.long_session.ab_home build --home /tmp/DIR [--others 50] [--sizes 2000,10000]
     .venv/bin/python -m bench.long_session.ab_home measure --home /tmp/DIR [--rounds 6] [--per-round 10] [--load 2]
+    .venv/bin/python -m bench.long_session.ab_home relayout --home /tmp/DIR --layout toasted|whole
 
 `build` lays out what bench/long_session/latency.py times (50 other banks of 500 memories of long technical
 messages, bulk-imported with vectors near real ones; one target bank per size, its last messages retained through
@@ -71,31 +72,74 @@ def build(args: argparse.Namespace) -> None:
     memory.close()
 
 
+def relayout(args: argparse.Namespace) -> None:
+    """Rewrite a home's memories in the layout before schema v24 ("toasted": embeddings of rows past 2 kB moved out
+    of line) or after it ("whole"), and say how the table and its TOAST relation then measure."""
+    memory = _open(args.home)
+    engine = memory._run(memory.aio._get_engine())
+
+    async def run() -> dict[str, Any]:
+        async with engine.store.pool.acquire() as conn:
+            if args.layout == "toasted":
+                await conn.execute("ALTER TABLE memory_units RESET (toast_tuple_target)")
+                await conn.execute("ALTER TABLE memory_units ALTER COLUMN embedding SET STORAGE DEFAULT")
+            else:
+                await conn.execute("ALTER TABLE memory_units SET (toast_tuple_target = 8160)")
+                await conn.execute("ALTER TABLE memory_units ALTER COLUMN embedding SET STORAGE MAIN")
+            await conn.execute("VACUUM FULL memory_units")
+            await conn.execute("ANALYZE memory_units")
+            row = await conn.fetchrow(
+                "SELECT pg_relation_size(c.oid) AS heap, pg_relation_size(c.reltoastrelid) AS toast "
+                "FROM pg_class c WHERE c.oid = 'memory_units'::regclass"
+            )
+            return {"layout": args.layout, "heap_mb": row["heap"] / 2**20, "toast_mb": row["toast"] / 2**20}
+
+    print(json.dumps(memory._run(run())))
+    memory.close()
+
+
 def _stats(values: dict[str, list[float]]) -> dict[str, dict[str, float]]:
     return {
-        step: {"p50": round(float(np.percentile(v, 50)), 2), "p95": round(float(np.percentile(v, 95)), 2)}
+        step: {f"p{q}": round(float(np.percentile(v, q)), 2) for q in (50, 95, 99)} | {"n": len(v)}
         for step, v in sorted(values.items())
     }
 
 
 @contextmanager
 def variant(name: str) -> Iterator[None]:
-    """The recall code as it is ("after"), or with issue 36's latency changes turned back ("before"): every hit's
-    text searched for change cues (no stored cue read), and the keyword arm reading every frequent term when
-    the rarer ones find too few (no FILL_READ_BUDGET). The standing instructions' read running beside the arms
-    is not turned back (a few ms, not told apart here)."""
+    """The recall code as it is ("after"), or with the graph arm finding its own seeds ("before": a second scan of
+    the bank's nearest memories beside the semantic arm's, as before 2026-12-07). The rows' layout (schema v24,
+    embeddings kept in the row) is a property of the home, not of the code: compare two homes for it
+    (`relayout`)."""
     if name == "after":
         yield
         return
-    from memwrap.engine.recall import arms, order
+    from memwrap.engine.recall import arms
+    from memwrap.engine.recall.arm_runs import ArmRuns
 
-    saved = order.states_a_change, arms.FILL_READ_BUDGET
-    order.states_a_change = lambda memory, stored=None: True  # type: ignore[assignment]  # every pair weighed
-    arms.FILL_READ_BUDGET = 10**9
+    async def own_seeds(
+        self: Any,
+        filters: Any,
+        vector: Any,
+        entity_keys: list[str],
+        limit: int,
+        bank_size: int,
+        nearest: Any,
+        timings: dict[str, float],
+    ) -> Any:
+        started = time.perf_counter()
+        try:
+            async with self.pool.acquire() as conn:
+                return await arms.graph(conn, filters, vector, entity_keys, limit, bank_size)
+        finally:
+            timings["arm.graph"] = timings.get("arm.graph", 0.0) + (time.perf_counter() - started) * 1000
+
+    saved = ArmRuns._graph
+    ArmRuns._graph = own_seeds  # type: ignore[method-assign]
     try:
         yield
     finally:
-        order.states_a_change, arms.FILL_READ_BUDGET = saved
+        ArmRuns._graph = saved  # type: ignore[method-assign]
 
 
 def _forget_query_embeddings() -> None:
@@ -143,7 +187,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=["build", "measure"])
+    parser.add_argument("action", choices=["build", "measure", "relayout"])
+    parser.add_argument("--layout", choices=["toasted", "whole"], default="whole")
     parser.add_argument("--home", type=Path, required=True)
     parser.add_argument("--others", type=int, default=50)
     parser.add_argument("--sizes", default="2000,10000")
@@ -157,6 +202,9 @@ def main() -> None:
     args.sizes = [int(s) for s in args.sizes.split(",")]
     if args.action == "build":
         build(args)
+        return
+    if args.action == "relayout":
+        relayout(args)
         return
     report = measure(args)
     text = json.dumps(report, indent=1)

@@ -49,8 +49,9 @@ class Options:
     # when the option is given, so a wrong filter is an error at the call, not a silently empty recall.
     filters: RecallFilter | Mapping[str, Any] | None = None
     # Seconds a call waits for recall before it goes on without memory. 0.3: recall's p99 on a 2-core machine with two
-    # busy loops beside it (2x oversubscribed) was 114 ms at 2k and 190 ms at 10k memories of long technical messages,
-    # in a home of 50 other banks, right after the retains (max 233 ms; bench/README.md, *Long technical sessions*).
+    # busy loops beside it (2x oversubscribed) was 91 ms at 2k and 221 ms at 10k memories of long technical messages,
+    # in a home of 50 other banks, right after the retains (60 recalls each, 2026-12-07; bench/README.md, *One scan
+    # for two arms, and rows kept whole*).
     recall_timeout: float = 0.3
     # Tool/agent loops (loops.py): "turn" recalls once per user turn and retains the user's message with the
     # final answer; "step" treats every request as its own exchange. `retain_tools` keeps tool calls and results.
