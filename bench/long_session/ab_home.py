@@ -114,32 +114,17 @@ def variant(name: str) -> Iterator[None]:
     if name == "after":
         yield
         return
-    from memwrap.engine.recall import arms
     from memwrap.engine.recall.arm_runs import ArmRuns
 
-    async def own_seeds(
-        self: Any,
-        filters: Any,
-        vector: Any,
-        entity_keys: list[str],
-        limit: int,
-        bank_size: int,
-        nearest: Any,
-        timings: dict[str, float],
-    ) -> Any:
-        started = time.perf_counter()
-        try:
-            async with self.pool.acquire() as conn:
-                return await arms.graph(conn, filters, vector, entity_keys, limit, bank_size)
-        finally:
-            timings["arm.graph"] = timings.get("arm.graph", 0.0) + (time.perf_counter() - started) * 1000
+    async def own_seeds(self: Any, *args: Any) -> None:
+        return None  # the graph arm scans for its seeds itself
 
-    saved = ArmRuns._graph
-    ArmRuns._graph = own_seeds  # type: ignore[method-assign]
+    saved = ArmRuns._shared_seeds
+    ArmRuns._shared_seeds = own_seeds  # type: ignore[method-assign]
     try:
         yield
     finally:
-        ArmRuns._graph = saved  # type: ignore[method-assign]
+        ArmRuns._shared_seeds = saved  # type: ignore[method-assign]
 
 
 def _forget_query_embeddings() -> None:

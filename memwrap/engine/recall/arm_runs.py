@@ -8,10 +8,12 @@ arm (once the names are), and the bank's standing instructions read meanwhile (S
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 import asyncpg
 import numpy as np
@@ -142,24 +144,11 @@ class ArmRuns:
         tasks: dict[tuple[str, str], Awaitable[Hits]] = {}
         timings = plan.timings
         for bank in plan.searched:
-            size, bank_filters = plan.sizes[bank], plan.filters[bank]
             graph_keys = sorted({*plan.entity_keys, *(key for _name, key in related[bank])})
             nearest = early[("nearest", bank)]
             tasks[("semantic", bank)] = _above(nearest, self.min_similarity)
             tasks[("keyword", bank)] = self._arm("keyword", bank, timings, _awaited, keyword[bank])
-            tasks[("graph", bank)] = self._arm(
-                "graph",
-                bank,
-                timings,
-                self._graph,
-                bank_filters,
-                vector,
-                graph_keys,
-                plan.limit,
-                size,
-                nearest,
-                timings,
-            )
+            tasks[("graph", bank)] = self._graph(plan, bank, vector, graph_keys, nearest)
             if ("temporal", bank) in early:
                 tasks[("temporal", bank)] = early[("temporal", bank)]
         return tasks
@@ -174,9 +163,7 @@ class ArmRuns:
         with tracing.span("recall.arm", arm=arm, bank_id=bank_id) as current:
             started = time.perf_counter()
             hits = await fn(*args)
-            # The keyword arm, started before the others, times itself (_keyword); so does the graph arm, which
-            # waits for the semantic arm's scan first (_graph).
-            if fn is not _awaited and fn != self._graph:
+            if fn is not _awaited:  # the keyword arm, started before the others, times itself (_keyword)
                 # Its own time (the arms run at once: they add up to more than the wall time of "arms").
                 timings[f"arm.{arm}"] = timings.get(f"arm.{arm}", 0.0) + ms_since(started)
             tracing.set_attributes(current, hits=len(hits))
@@ -191,27 +178,25 @@ class ArmRuns:
         return [*seen, *related]
 
     async def _graph(
-        self,
-        filters: Filters,
-        vector: Any,
-        entity_keys: list[str],
-        limit: int,
-        bank_size: int,
-        nearest: Awaitable[Hits],
-        timings: dict[str, float],
+        self, plan: ArmPlan, bank_id: str, vector: Any, entity_keys: list[str], nearest: Awaitable[Hits]
     ) -> Hits:
-        """The graph arm, seeded by the semantic arm's nearest memories when they are the ones it would find itself:
-        the bank's whole nearest-memory scan, the costliest step of both arms, then runs once. (Filtered, the
-        semantic arm's memories pass the filter, while the graph's seeds need not: it scans on its own.)"""
-        seed_ids = None
-        if not filters.narrowed and limit >= arms.seed_count(bank_size):
-            seed_ids = [memory_id for memory_id, _score in await nearest][: arms.seed_count(bank_size)]
-        started = time.perf_counter()
-        try:
-            async with self.pool.acquire() as conn:
-                return await arms.graph(conn, filters, vector, entity_keys, limit, bank_size, seed_ids=seed_ids)
-        finally:
-            timings["arm.graph"] = timings.get("arm.graph", 0.0) + ms_since(started)
+        """The graph arm, started once its seeds are known (timed from then: its own time)."""
+        filters, size = plan.filters[bank_id], plan.sizes[bank_id]
+        graph = functools.partial(arms.graph, seed_ids=await self._shared_seeds(filters, plan.limit, size, nearest))
+        return await self._arm(
+            "graph", bank_id, plan.timings, self._on_connection, graph, filters, vector, entity_keys, plan.limit, size
+        )
+
+    async def _shared_seeds(
+        self, filters: Filters, limit: int, bank_size: int, nearest: Awaitable[Hits]
+    ) -> list[UUID] | None:
+        """The graph arm's seeds from the semantic arm's scan, when they are the ones it would find itself: the
+        bank's nearest-memory scan, the costliest step of both arms, then runs once. None: the arm scans on its own
+        (filtered, the semantic arm's memories pass the filter, while the graph's seeds need not)."""
+        count = arms.seed_count(bank_size)
+        if filters.narrowed or limit < count:
+            return None
+        return [memory_id for memory_id, _score in await nearest][:count]
 
     async def _keyword(
         self,

@@ -38,7 +38,6 @@ from memwrap.models import ConsideredMemory, RecalledMemory
 __all__ = ["Packing", "pack", "plan", "render_line"]
 
 
-@functools.lru_cache(maxsize=4096)  # a block dates dozens of memories, most of them on a few days
 def _day(value: datetime | None) -> str | None:
     return f"{value:%Y-%m-%d}" if value else None
 
