@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -88,25 +88,38 @@ def test_update_refuses_what_it_cannot_do(memory: Memory, bank: str) -> None:
 
 def test_observations_citing_an_updated_memory_are_revised_by_the_worker(mem: Memory, bank: str) -> None:
     eng = engine(mem)
+    # Said a day apart: the observation keeps the first one's words, its newest evidence is the last one. The
+    # update touches the middle one, so neither order by date alone would put the updated words first.
     ids = mem.retain_many(
         bank,
         [
-            {"content": "I prefer dark mode in my code editor.", "document_id": "a"},
-            {"content": "I really prefer dark mode in my code editor.", "document_id": "b"},
-            {"content": "I still prefer dark mode in my code editor.", "document_id": "c"},
+            {"content": "I prefer dark mode in my code editor.", "document_id": "a", "timestamp": SAID},
+            {
+                "content": "I really prefer dark mode in my code editor.",
+                "document_id": "b",
+                "timestamp": SAID + timedelta(days=1),
+            },
+            {
+                "content": "I still prefer dark mode in my code editor.",
+                "document_id": "c",
+                "timestamp": SAID + timedelta(days=2),
+            },
         ],
     )
     assert mem.wait_for_jobs(bank, timeout=60)
     [listed] = mem.observations(bank)
     observation = mem.get_observation(bank, listed.id)
-    cited = {e.memory_id for e in observation.evidence}
-    target = sorted(cited & set(ids))[0]
+    assert {e.memory_id for e in observation.evidence} == set(ids)
+    assert observation.text == "I prefer dark mode in my code editor."
+    target = ids[1]
     mem._run(eng.update(bank, target, text="Lately I prefer light mode in my code editor."))
     jobs = mem._run(eng.learning.jobs(bank_id=bank, status=None, kind="revise_observations", limit=10))
     assert jobs and jobs[0].payload["ids"] == [str(observation.id)]
     assert mem.wait_for_jobs(bank, timeout=60)
     revised = mem.get_observation(bank, observation.id)
     assert revised.version > observation.version
+    # With no LLM the revision says what the updated memory now says: it is the newest word, whenever first said.
+    assert revised.text == "Lately I prefer light mode in my code editor."
     assert any(
         v.action == "rewritten" and v.reason == "evidence updated"
         for v in mem.observation_history(bank, observation.id)

@@ -281,6 +281,9 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
     parts, bank_id = ctx.parts, ctx.job.bank_id or ""
     llm = consolidation_llm(parts)
     reason = str(ctx.job.payload.get("reason", "evidence removed"))
+    # An updated memory is the newest word on what it says, whenever it was first said: its evidence comes first.
+    changed = ctx.job.payload.get("changed")
+    changed_id = UUID(changed) if isinstance(changed, str) else None
     done: dict[str, str] = {}
     for raw in ctx.job.payload.get("ids", []):
         observation_id = UUID(raw)
@@ -294,9 +297,10 @@ async def run_revise(ctx: JobContext) -> dict[str, Any]:
                 "SELECT m.id, m.text FROM observation_evidence e "
                 "JOIN memory_units m ON m.bank_id = e.bank_id AND m.id = e.memory_id "
                 "WHERE e.bank_id = $1 AND e.observation_id = $2 AND e.stance = 'supports' AND m.invalidated_at IS NULL "
-                "ORDER BY e.evidenced_at DESC",
+                "ORDER BY m.id IS NOT DISTINCT FROM $3 DESC, e.evidenced_at DESC, m.seq DESC",
                 bank_id,
                 observation_id,
+                changed_id,
             )
         if row is None or row["invalidated_at"] is not None or not evidence:
             continue
