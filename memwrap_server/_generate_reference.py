@@ -138,10 +138,11 @@ ENVIRONMENT: dict[str, list[Variable]] = {
         ),
         Variable(
             "MEMWRAP_SCHEMATHESIS_COVERAGE",
-            "`all` or unset",
-            "unset",
-            "`all`: schemathesis' coverage phase on all three operations whose body holds a recall filter "
-            "(unset: on one of them; their boundaries make ~11,000 cases each).",
+            "`none`, `purge` or `all`",
+            "`none`",
+            "schemathesis' coverage phase in tests/test_server_robustness.py on the operations whose body holds a "
+            "recall filter (their boundaries make ~11,000 cases each): `purge` on the purge, `all` on all three "
+            "(`none`: on none of them; every other operation always gets it).",
         ),
         Variable(
             "MEMWRAP_BENCH_CACHE",

@@ -54,10 +54,20 @@ def _wait_until_stopped(pgdata: Path, timeout: float = 30.0) -> None:
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMWRAP_")}
-    # The scripts run as a user's would: default settings (the inline learning worker included).
+    # The scripts run as a user's would: default settings (the inline learning worker included), but for the
+    # start-up wait. The first script on the module's fresh home creates its database (initdb); with CI's other
+    # work starting beside it that took over the default 15 s once (2026-12-07: "recall failed open (the memory
+    # engine is still starting after 15s"), and the call went out without memory. What these tests check is what
+    # a program's life keeps, not how fast a home starts (test_a_call_during_startup_... checks the wait itself).
     # LiteLLM fetches its model price list from GitHub at import and warns when offline (this machine is): its
     # own switch to the packaged copy, as an offline user sets it; the scripts' quiet exit is memwrap's to keep.
-    return {**env, "MEMWRAP_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True", **extra}
+    return {
+        **env,
+        "MEMWRAP_HOME": str(home),
+        "MEMWRAP_STARTUP_TIMEOUT": "120",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        **extra,
+    }
 
 
 def run_script(

@@ -32,12 +32,15 @@ CHECKS = ("not_a_server_error", "response_schema_conformance", "status_code_conf
 
 # The operations whose body holds a recall filter (all/any/not of metadata conditions, ids, dates): schemathesis'
 # coverage phase enumerates that schema's boundaries into ~11,000 cases per operation (measured: 33,400 of the run's
-# 35,000 requests, most of its 15 minutes). The filter is one component, checked by one validator: its coverage
-# runs on one of them; the other two get the examples and fuzzing phases. MEMWRAP_SCHEMATHESIS_COVERAGE=all runs
-# coverage on all three again. The one is the purge, the cheapest to answer (no question to embed, no arms): the
-# run alone took 229 s instead of 275 s with coverage on bank recall, for the same ~28,200 cases (2026-12-07).
+# 35,000 requests, most of its 15 minutes). The filter is one component, checked by one validator
+# (memwrap/filters.py), whose refusals test_recall_filters.py checks case by case and test_server_fuzz.py fuzzes
+# through every operation. Here the three get the examples and fuzzing phases; the coverage phase runs on every
+# other operation. MEMWRAP_SCHEMATHESIS_COVERAGE=purge runs it on the purge as well (the cheapest of the three to
+# answer: no question to embed, no arms), =all on all three. What it costs, run alone (2026-12-07, this machine):
+# 235 s and 227 CPU-s for 28,232 cases with the purge's coverage, 152 s and 150 CPU-s for 17,105 without: in a
+# suite that is CPU-bound on 2 cores, ~40 s of CI's 20 minutes.
 FILTER_OPERATIONS = ("/v1/banks/{bank_id}/recall", "/v1/recall", "/v1/banks/{bank_id}/memories/delete")
-FILTER_COVERAGE_ON = FILTER_OPERATIONS[2]
+COVERAGE_CHOICES = {"none": (), "purge": FILTER_OPERATIONS[2:], "all": FILTER_OPERATIONS}
 
 
 def schemathesis_run(cli: str, url: str, tmp_path: Path, phases: str, selection: list[str]) -> None:
@@ -87,8 +90,9 @@ def test_schemathesis_finds_no_server_errors(sidecar: ServerProcess, tmp_path: P
     cli = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or shutil.which("schemathesis")
     if cli is None:
         pytest.skip("schemathesis is not installed (pip install -e '.[dev]')")
-    every_filter = os.environ.get("MEMWRAP_SCHEMATHESIS_COVERAGE") == "all"
-    light = [] if every_filter else [op for op in FILTER_OPERATIONS if op != FILTER_COVERAGE_ON]
+    choice = os.environ.get("MEMWRAP_SCHEMATHESIS_COVERAGE", "none")
+    assert choice in COVERAGE_CHOICES, f"MEMWRAP_SCHEMATHESIS_COVERAGE={choice!r}: one of {', '.join(COVERAGE_CHOICES)}"
+    light = [op for op in FILTER_OPERATIONS if op not in COVERAGE_CHOICES[choice]]
     try:
         all_phases = [arg for op in light for arg in ("--exclude-path", op)]
         schemathesis_run(cli, sidecar.url, tmp_path, "examples,coverage,fuzzing", all_phases)
