@@ -74,7 +74,10 @@ class StoreSettings(SettingsPart):
     # MEMWRAP_HOME on the machine (tests, scripts, one home per project) reuses them.
     model_cache: Path = Field(
         default_factory=lambda: _user_cache() / "memwrap",
-        description="Where the ONNX exports of embedding models live, shared by every home of the user.",
+        description=(
+            "Where the default model's built ONNX graph and the ONNX exports of other embedding models live "
+            "(`models/`), shared by every home of the user."
+        ),
         json_schema_extra=section(EMBEDDING, shown_default="`$XDG_CACHE_HOME/memwrap` (`~/.cache/memwrap`)"),
     )
     pool_min_size: int = Field(

