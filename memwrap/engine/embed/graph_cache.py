@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
+from memwrap.private_files import private_dir
+
 log = logging.getLogger("memwrap.engine")
 
 _DIGEST_BYTES = 32
@@ -86,7 +88,7 @@ def _read(path: Path) -> bytes | None:
 
 def _write(path: Path, graph: bytes) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)  # as the other models' exports: the owner's only (mkstemp's file is 0600)
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(handle, "wb") as out:
