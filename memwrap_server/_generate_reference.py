@@ -140,9 +140,10 @@ ENVIRONMENT: dict[str, list[Variable]] = {
             "MEMWRAP_SCHEMATHESIS_COVERAGE",
             "`none`, `purge` or `all`",
             "`none`",
-            "schemathesis' coverage phase in tests/test_server_robustness.py on the operations whose body holds a "
-            "recall filter (their boundaries make ~11,000 cases each): `purge` on the purge, `all` on all three "
-            "(`none`: on none of them; every other operation always gets it).",
+            "schemathesis' coverage phase in tests/test_server_robustness.py on the operations that take a recall "
+            "filter (the two recalls, the memory list, the purge; their boundaries make 11,000-14,000 cases each): "
+            "`purge` on the purge, `all` on all four (`none`: on none of them, which get 5x the examples and fuzzed "
+            "cases instead; every other operation always gets it).",
         ),
         Variable(
             "MEMWRAP_BENCH_CACHE",

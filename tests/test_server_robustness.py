@@ -30,21 +30,28 @@ from bench.server_load import run_load, seed
 CHECKS = ("not_a_server_error", "response_schema_conformance", "status_code_conformance", "content_type_conformance")
 
 
-# The operations whose body holds a recall filter (all/any/not of metadata conditions, ids, dates): schemathesis'
-# coverage phase enumerates that schema's boundaries into ~11,000 cases per operation (measured: 33,400 of the run's
-# 35,000 requests, most of its 15 minutes). The filter is one component, checked by one validator
-# (memwrap/filters.py), whose refusals test_recall_filters.py checks case by case and test_server_fuzz.py fuzzes
-# through every operation. Here the three get the examples and fuzzing phases; the coverage phase runs on every
-# other operation. MEMWRAP_SCHEMATHESIS_COVERAGE=purge runs it on the purge as well (the cheapest of the three to
-# answer: no question to embed, no arms), =all on all three. What it costs, run alone (2026-12-07, this machine):
-# 235 s and 227 CPU-s for 28,232 cases with the purge's coverage, 152 s and 150 CPU-s for 17,105 without: in a
-# suite that is CPU-bound on 2 cores, ~40 s of CI's 20 minutes.
-FILTER_OPERATIONS = ("/v1/banks/{bank_id}/recall", "/v1/recall", "/v1/banks/{bank_id}/memories/delete")
-COVERAGE_CHOICES = {"none": (), "purge": FILTER_OPERATIONS[2:], "all": FILTER_OPERATIONS}
+# The operations that take a recall filter (all/any/not of metadata conditions, ids, dates), in their body or, for
+# the memory list, as the `filters` query parameter: schemathesis' coverage phase enumerates that schema's boundaries
+# into ~11,000-14,000 cases per operation. Measured (2026-12-07, HAR report): with the three body operations left
+# out, the memory list alone was 14,239 of the run's 17,105 requests. The filter is one component, checked by one
+# validator (memwrap/filters.py), whose refusals test_recall_filters.py checks case by case and test_server_fuzz.py
+# fuzzes through every operation. Here the four get the examples and fuzzing phases, with FILTER_EXAMPLES_FACTOR
+# times the cases; the coverage phase runs on every other operation (a path holds several: POST .../memories,
+# the retain, keeps it). MEMWRAP_SCHEMATHESIS_COVERAGE=purge runs it on the purge as well (the cheapest to answer: no
+# question to embed, no arms), =all on all four. Run alone on this machine: 152 s and 150 CPU-s for 17,105 cases
+# with the list's coverage, 235 s for 28,232 with the purge's too; CPU-bound on 2 cores, the suite pays about as much.
+FILTER_OPERATIONS = {
+    "recall": "recall_v1_banks__bank_id__recall_post",
+    "recall across banks": "recall_v1_recall_post",
+    "memory list": "list_memories_v1_banks__bank_id__memories_get",
+    "purge": "delete_memories_v1_banks__bank_id__memories_delete_post",
+}
+COVERAGE_CHOICES = {"none": (), "purge": (FILTER_OPERATIONS["purge"],), "all": tuple(FILTER_OPERATIONS.values())}
+FILTER_EXAMPLES_FACTOR = 5
 
 
-def schemathesis_run(cli: str, url: str, tmp_path: Path, phases: str, selection: list[str]) -> None:
-    examples = os.environ.get("MEMWRAP_SCHEMATHESIS_EXAMPLES", "10")
+def schemathesis_run(cli: str, url: str, tmp_path: Path, phases: str, selection: list[str], factor: int = 1) -> None:
+    examples = str(int(os.environ.get("MEMWRAP_SCHEMATHESIS_EXAMPLES", "10")) * factor)
     run = subprocess.run(
         [
             cli,
@@ -92,13 +99,13 @@ def test_schemathesis_finds_no_server_errors(sidecar: ServerProcess, tmp_path: P
         pytest.skip("schemathesis is not installed (pip install -e '.[dev]')")
     choice = os.environ.get("MEMWRAP_SCHEMATHESIS_COVERAGE", "none")
     assert choice in COVERAGE_CHOICES, f"MEMWRAP_SCHEMATHESIS_COVERAGE={choice!r}: one of {', '.join(COVERAGE_CHOICES)}"
-    light = [op for op in FILTER_OPERATIONS if op not in COVERAGE_CHOICES[choice]]
+    light = [op for op in FILTER_OPERATIONS.values() if op not in COVERAGE_CHOICES[choice]]
     try:
-        all_phases = [arg for op in light for arg in ("--exclude-path", op)]
+        all_phases = [arg for op in light for arg in ("--exclude-operation-id", op)]
         schemathesis_run(cli, sidecar.url, tmp_path, "examples,coverage,fuzzing", all_phases)
         if light:
-            chosen = [arg for op in light for arg in ("--include-path", op)]
-            schemathesis_run(cli, sidecar.url, tmp_path, "examples,fuzzing", chosen)
+            chosen = [arg for op in light for arg in ("--include-operation-id", op)]
+            schemathesis_run(cli, sidecar.url, tmp_path, "examples,fuzzing", chosen, FILTER_EXAMPLES_FACTOR)
     except AssertionError as failed:
         raise AssertionError(f"{failed}\nserver log:\n{sidecar.tail()}") from None
 
