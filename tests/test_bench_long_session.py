@@ -74,14 +74,19 @@ def test_longmemeval_banks_label_the_has_answer_turns() -> None:
 
 def test_summary_is_a_micro_average_per_type_and_budget() -> None:
     rows = [
-        EvidenceResult("memwrap", "d", "b", "q1", "temporal", 2, {512: 1, 1024: 2}, 1.0),
-        EvidenceResult("memwrap", "d", "b", "q2", "counting", 4, {512: 0, 1024: 1}, 1.0),
+        EvidenceResult("memwrap", "d", "b", "q1", "temporal", 2, {512: 1, 1024: 2}, 1.0, {}, {512: False, 1024: True}),
+        EvidenceResult("memwrap", "d", "b", "q2", "counting", 4, {512: 0, 1024: 1}, 1.0, {}, {512: False, 1024: True}),
+        EvidenceResult("memwrap", "d", "b", "q3", "knowledge-update", 2, {512: 1, 1024: 1}, 1.0, {}, {512: True}),
     ]
     cells = summarise(rows, [512, 1024])["d"]["memwrap"]
-    assert cells["temporal"]["512"] == {"recall": 0.5, "all_found": 0.0, "n": 1}
+    assert cells["temporal"]["512"] == {"recall": 0.5, "all_found": 0.0, "latest_found": 0.0, "n": 1}
     assert cells["temporal"]["1024"]["all_found"] == 1.0
-    assert cells["overall"]["512"]["recall"] == 0.25
-    assert cells["overall"]["1024"]["recall"] == 0.625
+    assert cells["overall"]["512"]["recall"] == pytest.approx((0.5 + 0.0 + 0.5) / 3, abs=1e-4)
+    assert cells["overall"]["1024"]["recall"] == pytest.approx((1.0 + 0.25 + 0.5) / 3, abs=1e-4)
+    # the newest evidence message: q3's at 512 only (a budget not looked at counts as not found)
+    assert cells["knowledge-update"]["512"]["latest_found"] == 1.0
+    assert cells["knowledge-update"]["1024"]["latest_found"] == 0.0
+    assert cells["overall"]["1024"]["latest_found"] == pytest.approx(2 / 3, abs=1e-4)
 
 
 def test_long_section_plumbing(tmp_path) -> None:
@@ -130,6 +135,7 @@ def test_long_section_plumbing(tmp_path) -> None:
     assert {r["system"] for r in per_question} == {"memwrap", "dense+bm25"}
     markdown = (out / "report.md").read_text()
     assert "## Long technical sessions" in markdown and "Recall latency per step" in markdown
+    assert "Knowledge updates, the newest statement (the answer) in the block" in markdown
     assert "+1 busy loops" in markdown
 
 

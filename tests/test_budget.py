@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memwrap import Memory, RetainItem
-from memwrap.engine.recall.pack import pack, plan, render_line
+from memwrap.engine.recall.pack import fewest_tokens, pack, plan, render_line
 from memwrap.models import RecalledMemory
 from memwrap.tokens import encoding_for_model
 
@@ -81,6 +81,40 @@ def test_pack_is_exact_and_leaves_no_fitting_memory_out(memories: list[RecalledM
     # Order is kept.
     order = [m.id for m in memories if m.id in chosen_ids]
     assert [m.id for m in chosen] == order
+
+
+# Any text: every Unicode category, white space of every kind (str.split's and the pre-tokenizer's differ on
+# U+001C-U+001F), runs of punctuation and digits, words glued by invisible characters.
+_any_text = st.text(
+    st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u200b\u2028\u2029\u202f\u3000.,;:-'"),
+    ),
+    max_size=400,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(text=_any_text)
+def test_the_word_count_never_exceeds_the_token_count(text: str) -> None:
+    """The packer skips a line without counting it when its words alone exceed what is left: that is only the
+    same choice if no text has more words than tokens, in the encodings the block is counted in."""
+    assert fewest_tokens(text) <= len(ENC.encode_ordinary(text))
+    line = render_line(RecalledMemory(id="00000000-0000-0000-0000-000000000001", text=text or "x", type="raw"))
+    assert fewest_tokens(line) <= len(ENC.encode_ordinary(line))
+
+
+def test_explain_counts_the_lines_the_packer_ruled_out_by_their_words() -> None:
+    """A line skipped by its word count still shows its exact cost to `explain` (Recall.considered)."""
+    short = RecalledMemory(id="00000000-0000-0000-0000-000000000001", text="short memory " * 20, type="raw")
+    long = RecalledMemory(id="00000000-0000-0000-0000-000000000002", text="a much longer memory " * 200, type="raw")
+    packing = plan([short, long], max_tokens=200, now=NOW, encoding=ENC)
+    assert packing.chosen == [0]
+    assert packing.line_tokens[1] is None  # 800 words > what was left: never counted while packing
+    considered = packing.considered([short, long])
+    assert considered[1].tokens == len(ENC.encode_ordinary(packing.lines[1])) and not considered[1].fit
+    assert considered[1].reason == f"its line needs {considered[1].tokens} tokens; {packing.budget_left[1]} were left"
+    assert considered[0].tokens == len(ENC.encode_ordinary(packing.lines[0])) and considered[0].fit
 
 
 def test_one_long_memory_does_not_block_shorter_ones() -> None:

@@ -20,9 +20,11 @@ import fence_forgeries
 import httpx
 import pytest
 from fakes.llm_server import FakeLLMServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_server_harness import *  # noqa: F403 - fixtures: sidecar, admin, upstream
 
-from memwrap.block import fence_classes, fence_generate
+from memwrap.block import fence, fence_classes, fence_generate
 from memwrap.block import format as block_format
 from memwrap.block.fence import CLOSE_TAG, OPEN_TAG, REPLACEMENT, find_tags, neutralise
 from memwrap.invisible import INVISIBLE_RANGES
@@ -105,6 +107,53 @@ def test_invisible_and_tag_characters_are_stripped_from_the_output() -> None:
     out = neutralise(f"Lunch at noon{hidden}\u200b\u2800\u3164 with Ana\u2060.")
     assert out == "Lunch at noon with Ana."
     assert neutralise("Well done 👩\u200d💻 ❤\ufe0f") == "Well done 👩\u200d💻 ❤\ufe0f"  # emoji joiners stay
+
+
+# Characters by what they read as (fence_classes.py's classes, as the fold reads them), for the property below.
+_READS_AS = {letter: sorted(fence._class_chars(body)) for letter, body in fence_classes.CLASSES.items()}
+_GAPS = sorted(fence._class_chars(fence_classes.GAP))
+
+
+def _letter(letter: str) -> st.SearchStrategy[str]:
+    one = st.sampled_from(_READS_AS[letter])
+    if letter == "m":
+        return st.one_of(one, st.tuples(st.sampled_from(_READS_AS["r"]), st.sampled_from(_READS_AS["n"])).map("".join))
+    if letter == "w":
+        return st.one_of(one, st.tuples(st.sampled_from(_READS_AS["v"]), st.sampled_from(_READS_AS["v"])).map("".join))
+    return one
+
+
+_gap = st.text(st.sampled_from(_GAPS), max_size=2)
+
+
+@st.composite
+def _tag_like(draw: st.DrawFn) -> str:
+    """A tag's name (or its first word, after a bracket) spelt with random look-alikes and gaps, in random text."""
+    name = draw(st.sampled_from(["memwrapmemories", "memwrap"]))
+    spelt = "".join(draw(_letter(c)) + draw(_gap) for c in name)
+    bracket = draw(st.sampled_from(["", *_READS_AS["<"]])) + draw(st.sampled_from(["", *_READS_AS["/"]]))
+    around = st.text(st.characters(codec="utf-8"), max_size=30)
+    return draw(around) + bracket + spelt + draw(around)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(_tag_like(), st.text(st.characters(codec="utf-8"), max_size=60)))
+def test_the_fast_test_never_passes_a_text_the_regexes_would_catch(text: str) -> None:
+    """Text that is not ASCII is folded (each look-alike to its letter, gaps dropped) before the regexes are run
+    at all: a fold that said "no tag" where a regex finds one would let a forged tag through."""
+    if fence._NAME_RX.search(text) or fence._PREFIX_RX.search(text):
+        assert fence._may_hold_tag(text), ascii(text)
+
+
+def test_text_without_invisible_characters_is_not_scanned_for_them() -> None:
+    """The set test in front of the invisible characters' regex changes nothing: text without them is not
+    scanned, text with them loses them as before (the joiners of emoji stay)."""
+    for text in ("Café naïve résumé — “quoted”", "张伟喜欢咖啡。"):
+        assert fence._HIDDEN_CANDIDATES.isdisjoint(text) and neutralise(text) == text
+    for text in ("a\u200bb\u2060c\U000e0041d", "👩\u200d💻 ❤\ufe0f"):
+        assert not fence._HIDDEN_CANDIDATES.isdisjoint(text)
+        assert neutralise(text) == fence._HIDDEN.sub("", text)
+    assert neutralise("a\u200bb\u2060c\U000e0041d") == "abcd" and neutralise("👩\u200d💻") == "👩\u200d💻"
 
 
 def test_the_committed_table_is_what_the_generator_makes() -> None:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 import pytest
 from growth import FACTOR, LINEAR_BOUND, growth
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memwrap.engine.language.entities import MAX_ENTITIES, entity_key, extract_entities, extract_query_entities
 from memwrap.engine.language.text import clean_text, has_cjk, normalise_whitespace, search_text
@@ -342,3 +344,12 @@ def test_you_becomes_the_user_with_its_verb_in_a_chat() -> None:
         "The user prefers React, and the user often cooks."
     )
     assert third_person("You'll love it.", {"user", "assistant"}) == "The user will love it."
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.text(st.one_of(st.characters(codec="utf-8"), st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000")))
+)
+def test_whitespace_is_collapsed_as_the_regex_collapsed_it(text: str) -> None:
+    """normalise_whitespace splits on str's white space: the same runs, collapsed and stripped, as `\\s+` found."""
+    assert normalise_whitespace(text) == re.sub(r"\s+", " ", text).strip()

@@ -125,6 +125,7 @@ def _hybrid_ranks(memory: Any, bank: Any, bank_id: str) -> dict[str, dict[str, d
                     used += chunks.tokens[i]
                     kept.add(chunks.ids[i])
             ranks.setdefault("@found", {})[str(budget)] = sum(e in kept for e in q.evidence)
+            ranks.setdefault("@latest", {})[str(budget)] = int(q.evidence[-1] in kept)
     return out
 
 
@@ -145,12 +146,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rows, causes = [], Counter[str]()
         for q in bank.questions:
             found: dict[int, int] = {}
+            latest: dict[int, bool] = {}  # the newest evidence message (the labels are in time order) in the block
             misses: dict[str, Any] = {}
             block: dict[str, int] = {}
             for budget in BUDGETS:
                 recall = memory.recall(bank_id, q.question, token_budget=budget, now=q.asked_at, explain=True)
                 shown = {m.document_id for m in recall.memories}
                 found[budget] = sum(e in shown for e in q.evidence)
+                latest[budget] = q.evidence[-1] in shown
                 if budget == args.budget:
                     considered = list(recall.considered or [])
                     misses = {e: _explain_miss(considered, e) for e in q.evidence if e not in shown}
@@ -171,9 +174,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 causes[f"{q.type}: {miss['cause']}"] += 1
                 causes[f"all: {miss['cause']}" + (" (assistant)" if miss.get("speaker") == "assistant" else "")] += 1
             hybrid_found = {int(b): n for b, n in hybrid.get(q.id, {}).get("@found", {}).items()}
+            hybrid_latest = {int(b): bool(n) for b, n in hybrid.get(q.id, {}).get("@latest", {}).items()}
             rows.append({
                 "id": q.id, "type": q.type, "question": q.question, "evidence": list(q.evidence),
-                "found": found, "hybrid_found": hybrid_found, "misses": misses, "block": block,
+                "found": found, "hybrid_found": hybrid_found, "latest": latest, "hybrid_latest": hybrid_latest,
+                "misses": misses, "block": block,
             })  # fmt: skip
             if not args.quiet:
                 print(f"\n{q.id} [{q.type}] {q.question}")
@@ -193,6 +198,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"@{b} {100 * sum(r['found'][b] / len(r['evidence']) for r in group) / len(group):.1f}" for b in BUDGETS
             )
             print(f"  {qtype:24} n={len(group):2}  {cells}")
+        updates = by_type.get("knowledge-update", [])
+        if updates:  # its newest statement is the answer; the older ones are marked and put last on purpose
+            for name, key in (("memwrap", "latest"), ("dense+bm25", "hybrid_latest")):
+                if all(r[key] for r in updates):
+                    share = "  ".join(
+                        f"@{b} {100 * sum(r[key][b] for r in updates) / len(updates):.1f}" for b in BUDGETS
+                    )
+                    print(f"  knowledge-update, newest statement in the block, {name:10} {share}")
         print(f"misses at {args.budget}: " + ", ".join(f"{k} {v}" for k, v in sorted(causes.items())))
         return {"bank": bank.name, "budget": args.budget, "settings": args.set, "rows": rows, "totals": totals}
     finally:

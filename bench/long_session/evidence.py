@@ -40,6 +40,9 @@ class EvidenceResult:
     found: dict[int, int]  # budget -> evidence messages with a chunk in the block
     latency_ms: float
     timings_ms: dict[str, float] = field(default_factory=dict)  # memwrap: the engine's steps, largest budget
+    # budget -> whether the newest evidence message (the labels are in time order) has a chunk in the block: for a
+    # knowledge update, the statement that answers the question, whatever became of the older ones.
+    latest: dict[int, bool] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class EvidenceResult:
             "found": {str(b): n for b, n in self.found.items()},
             "latency_ms": round(self.latency_ms, 2),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "latest": {str(b): found for b, found in self.latest.items()},
         }
 
 
@@ -137,16 +141,19 @@ def memwrap_results(
     memory.recall(bank_id, "warm-up query, not scored", token_budget=max(budgets))
     out = []
     for q in bank.questions:
-        found, spent, timings = {}, 0.0, {}
+        found, latest, spent, timings = {}, {}, 0.0, {}
         for budget in budgets:
             t0 = time.perf_counter()
             recall = memory.recall(bank_id, q.question, token_budget=budget, now=q.asked_at)
             spent += time.perf_counter() - t0
             shown = {m.document_id for m in recall.memories}
             found[budget] = sum(1 for e in q.evidence if e in shown)
+            latest[budget] = q.evidence[-1] in shown
             timings = dict(recall.timings_ms)
         ms = spent * 1000 / len(budgets)
-        out.append(EvidenceResult(MEMWRAP, dataset, bank.name, q.id, q.type, len(q.evidence), found, ms, timings))
+        out.append(
+            EvidenceResult(MEMWRAP, dataset, bank.name, q.id, q.type, len(q.evidence), found, ms, timings, latest)
+        )
     return out
 
 
@@ -167,7 +174,7 @@ def hybrid_results(
         t0 = time.perf_counter()
         order = hybrid.search(q.question, depth)
         ms = (time.perf_counter() - t0) * 1000
-        found = {}
+        found, latest = {}, {}
         for budget in budgets:
             used, kept = 0, set()
             for i in order:
@@ -175,7 +182,8 @@ def hybrid_results(
                     used += chunks.tokens[i]
                     kept.add(chunks.ids[i])
             found[budget] = sum(1 for e in q.evidence if e in kept)
-        out.append(EvidenceResult(HYBRID, dataset, bank.name, q.id, q.type, len(q.evidence), found, ms))
+            latest[budget] = q.evidence[-1] in kept
+        out.append(EvidenceResult(HYBRID, dataset, bank.name, q.id, q.type, len(q.evidence), found, ms, {}, latest))
     return out, embed_s, hybrid.dense._matrix
 
 
@@ -205,7 +213,8 @@ def evaluate_bank(
 
 
 def summarise(results: Sequence[EvidenceResult], budgets: Sequence[int]) -> dict[str, Any]:
-    """dataset -> system -> question type (and "overall") -> budget -> {recall, all_found, n}: micro-averages."""
+    """dataset -> system -> question type (and "overall") -> budget -> {recall, all_found, latest_found, n}:
+    micro-averages (latest_found: the share of questions whose newest evidence message is in the block)."""
     groups: dict[tuple[str, str, str], list[EvidenceResult]] = defaultdict(list)
     for r in results:
         groups[(r.dataset, r.system, r.type)].append(r)
@@ -217,6 +226,7 @@ def summarise(results: Sequence[EvidenceResult], budgets: Sequence[int]) -> dict
             str(b): {
                 "recall": round(sum(r.found[b] / r.evidence for r in rows) / len(rows), 4),
                 "all_found": round(sum(r.found[b] == r.evidence for r in rows) / len(rows), 4),
+                "latest_found": round(sum(r.latest.get(b, False) for r in rows) / len(rows), 4),
                 "n": len(rows),
             }
             for b in budgets

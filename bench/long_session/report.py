@@ -37,6 +37,26 @@ def recall_rows(systems: dict[str, Any], budgets: Sequence[int]) -> list[list[st
     return rows
 
 
+# The question type whose newest evidence message is its answer (the older ones are what it replaced).
+UPDATES = "knowledge-update"
+
+
+def latest_line(systems: dict[str, Any], budgets: Sequence[int]) -> str | None:
+    """How often a knowledge update's newest statement, its answer, is in the block: evidence recall counts the
+    statements it replaced as well, which memwrap marks as earlier and puts last on purpose (engine/recall/order.py)."""
+    cells = {name: systems.get(name, {}).get(UPDATES) for name in (MEMWRAP, HYBRID)}
+    if not all(cells.values()):
+        return None
+    shown = "; ".join(
+        f"{name} " + " / ".join(_pct(cell[str(b)].get("latest_found")) for b in budgets)
+        for name, cell in cells.items()
+        if cell
+    )
+    return (
+        f"Knowledge updates, the newest statement (the answer) in the block, % @{'/'.join(map(str, budgets))}: {shown}."
+    )
+
+
 THROUGHPUT_HEADER = [
     "retained", "messages", "tokens", "memories", "retain s", "messages/s", "tokens/s", "embedding alone tokens/s",
     "retain / embedding",
@@ -95,6 +115,7 @@ def markdown_section(long: dict[str, Any], md_table: Table) -> list[str]:
             "",
             md_table(recall_header(budgets), recall_rows(systems, budgets)),
             "",
+            *([line, ""] if (line := latest_line(systems, budgets)) else []),
             "memwrap recall per question, median ms (graph arm): "
             + ", ".join(f"{b['bank']} {b.get('recall_ms_median')} ({b.get('graph_ms_median')})" for b in banks)
             + " (banks retained one after another into one home, each recalled right after its retain).",
@@ -143,6 +164,8 @@ def print_section(long: dict[str, Any], console: Any) -> None:
     budgets = long.get("budgets", [])
     for dataset, systems in long.get("recall", {}).items():
         show(f"Long sessions: evidence recall (%), {dataset}", recall_header(budgets), recall_rows(systems, budgets))
+        if line := latest_line(systems, budgets):
+            console.print(line)
     if long.get("throughput"):
         show("Long sessions: retain", THROUGHPUT_HEADER, throughput_rows(long["throughput"]))
     if long.get("latency", {}).get("sizes"):

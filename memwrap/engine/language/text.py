@@ -26,7 +26,6 @@ _CJK_PUNCT_CLASS = "\u3000-\u303f\ufe30-\ufe4f\uff01-\uff0f\uff1a-\uff20\uff3b-\
 _CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 HAN_RUN_RE = re.compile(f"[{_HAN_CLASS}]+")
 _SEARCH_RE = re.compile(f"(?P<han>[{_HAN_CLASS}]+)|(?P<punct>[{_CJK_PUNCT_CLASS}]+)")
-_WHITESPACE_RE = re.compile(r"\s+")
 # C0 controls other than tab and newline, plus every UTF-16 surrogate code point (a Python str holds
 # surrogates only when something decoded badly, and PostgreSQL's UTF-8 text cannot store them).
 _UNSAFE_RE = re.compile("[\x00-\x08\x0b-\x1f\ud800-\udfff]")
@@ -164,8 +163,10 @@ def has_cjk(text: str) -> bool:
 
 
 def normalise_whitespace(text: str) -> str:
-    """Collapse every run of whitespace (including newlines) to one space and strip the ends."""
-    return _WHITESPACE_RE.sub(" ", text).strip()
+    """Collapse every run of whitespace (including newlines) to one space and strip the ends. str.split's white
+    space is the regex's \\s (str.isspace, every code point the same), at a quarter of the regex's cost: it runs
+    on every line of every block."""
+    return " ".join(text.split())
 
 
 def clean_text(text: str) -> str:
