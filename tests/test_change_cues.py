@@ -12,7 +12,7 @@ from database import Database
 from memwrap import Memory
 from memwrap.engine.change_cues import fill_change_cues
 from memwrap.engine.language.change_cue import change_cue
-from memwrap.engine.recall.order import apply_changes
+from memwrap.engine.recall.order import apply_changes, weigh_speakers
 from memwrap.models import RecalledMemory
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -96,3 +96,27 @@ def test_recall_reads_the_stored_cue_instead_of_the_text() -> None:
     older.replaced_by = older.replaced_at = None
     stored_none = apply_changes([older, newer], question, {("b", newer.id): False})
     assert [m.id for m in stored_none] == [older.id, newer.id] and older.replaced_by is None
+
+
+def test_an_assistant_that_states_a_change_weighs_as_much_as_the_user() -> None:
+    """The assistant's turns weigh `assistant_weight` (0.5), but not one that states a change: in a coding session
+    the assistant reports what it did and measured, and that is the newest word on it. On the generated long
+    technical banks the newest statement of a knowledge update was the assistant's and fell below the block's
+    room (bench/README.md, ninth session)."""
+    said = [
+        ("assistant: The lock file now resolves SQLAlchemy 2.1 after the upgrade.", 0.9),  # states a change
+        ("assistant: Sure, SQLAlchemy sessions are scoped to a request here.", 0.8),  # states none
+        ("user: We're pinned to SQLAlchemy 1.4 because of the plugin.", 0.6),
+    ]
+    ranked = []
+    for day, (text, score) in enumerate(said):
+        memory = memory_of(text, day)
+        memory.speaker, memory.score = text.split(":")[0], score
+        ranked.append(memory)
+    reported, chatter, user = ranked
+
+    worked_out = weigh_speakers([m.model_copy() for m in ranked], 0.5)  # the cue from the text
+    assert [(m.id, m.score) for m in worked_out] == [(reported.id, 0.9), (user.id, 0.6), (chatter.id, 0.4)]
+    as_stored = weigh_speakers([m.model_copy() for m in ranked], 0.5, {("b", reported.id): False})
+    assert [(m.id, m.score) for m in as_stored] == [(user.id, 0.6), (reported.id, 0.45), (chatter.id, 0.4)]
+    assert weigh_speakers([m.model_copy() for m in ranked], 1.0) == ranked  # weight 1: nothing to do

@@ -73,7 +73,8 @@ class RecallSettings(SettingsPart):
         le=1.0,
         description=(
             "Share of its fused score the assistant's own turns keep, so the user's statement of a fact ranks "
-            "above the assistant's restatement of it."
+            "above the assistant's restatement of it. A turn of the assistant's that states a change (\"the lock "
+            'file now resolves 2.1") keeps all of it.'
         ),
         json_schema_extra=section(RECALL),
     )

@@ -5,7 +5,8 @@ memory) says change that order afterwards, each by a rule that can be stated:
 
 * **Who said it.** The assistant's own turns stay recallable but weigh less than what the user (or another
   participant) said: `assistant_weight` (MEMWRAP_ASSISTANT_WEIGHT, default 0.5) multiplies their fused score.
-  "Noted: vegetarian" repeats the user's fact; the user's own words are the memory.
+  "Noted: vegetarian" repeats the user's fact; the user's own words are the memory. A turn that states a change
+  keeps its score: "the lock file now resolves SQLAlchemy 2.1" is the assistant's report, and no one repeats it.
 * **The question's time range governs.** "What did I do last spring?" wants what happened then: memories that
   occurred inside the window (or, undated, were said inside it) come first, in fused order; the rest only fill
   what the budget leaves. A vague window ("recently") does not reorder: the temporal arm's votes are enough.
@@ -35,13 +36,18 @@ def _hits_and_neighbours(ranked: Sequence[RecalledMemory]) -> tuple[list[Recalle
     return hits, [m for m in ranked if m.neighbour_of is not None]
 
 
-def weigh_speakers(ranked: Sequence[RecalledMemory], assistant_weight: float) -> list[RecalledMemory]:
-    """The assistant's turns weigh `assistant_weight` of their fused score; the hits are sorted again (stable)."""
+def weigh_speakers(
+    ranked: Sequence[RecalledMemory], assistant_weight: float, change_cues: ChangeCues | None = None
+) -> list[RecalledMemory]:
+    """The assistant's turns weigh `assistant_weight` of their fused score, but for those that state a change
+    (`states_a_change`): in a coding session the assistant reports what it did and measured ("the lock file now
+    resolves SQLAlchemy 2.1", "that brings the p95 to 180 ms"), the newest word on what changed, which the user
+    never repeats. The hits are sorted again (stable)."""
     if assistant_weight == 1.0 or not any(m.speaker == "assistant" for m in ranked):
         return list(ranked)
     hits, neighbours = _hits_and_neighbours(ranked)
     for memory in ranked:
-        if memory.speaker == "assistant":
+        if memory.speaker == "assistant" and not states_a_change(memory, change_cues):
             memory.score *= assistant_weight
     return sorted(hits, key=lambda m: -m.score) + neighbours
 

@@ -325,7 +325,7 @@ class Searcher(ArmRuns):
     ) -> list[RecalledMemory]:
         """Speakers weighed, the optional reranker, observations in place of their facts, replaced facts last, the
         time range first; then min_score and top_k."""
-        ranked = weigh_speakers(ranked, self.settings.assistant_weight)
+        ranked = weigh_speakers(ranked, self.settings.assistant_weight, change_cues)
         ranked = favour_named_speakers(ranked, plan.entity_keys, self.settings.weight_speaker, self.settings.rrf_k)
         if self.reranker is not None and ranked:
             ranked = await self._rerank(request.query, ranked)
