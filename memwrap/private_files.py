@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -49,6 +50,19 @@ def private_file(path: Path | str, *, create: bool = True) -> Path:
         if candidate.exists():
             _tighten(candidate, FILE_MODE)
     return path
+
+
+def temporary_file(directory: Path, suffix: str) -> Path:
+    """An empty file of our own (mkstemp: 0600) in `directory`, to be written and then `publish`ed."""
+    fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=suffix)
+    os.close(fd)
+    return Path(name)
+
+
+def publish(temp: Path, destination: Path) -> None:
+    """Atomically into place: a reader sees no file or the whole file, never a part."""
+    temp.chmod(FILE_MODE)
+    os.replace(temp, destination)
 
 
 def home_dir(path: Path | str, *, database_dir: Path | None = None) -> Path:

@@ -89,12 +89,12 @@ _ASCII_FOLD = bytes.maketrans(b"01|!l345@$", b"oiiiieasas")
 _ASCII_GAP = b" \t\n\r\f\v\x1c\x1d\x1e\x1f_-.:*~+"
 
 
-# What _HIDDEN may remove: a text holding none of these is left as it is (a set test, not the regex's scan).
-_HIDDEN_CANDIDATES = frozenset(
-    chr(c)
-    for a, b in [*INVISIBLE_RANGES, (0xE0000, 0xE0FFF), (0x200C, 0x200D), (0xFE0E, 0xFE0F)]
-    for c in range(a, b + 1)
-)
+@functools.cache
+def _hidden_candidates() -> frozenset[str]:
+    """What _HIDDEN may remove (every match lies in INVISIBLE_RANGES): a text holding none of these is left as it is,
+    after a set test instead of the regex's scan. Built on first use (4 ms), not at import."""
+    return frozenset(chr(c) for a, b in INVISIBLE_RANGES for c in range(a, b + 1))
+
 
 # Other text: the same fold for every character the classes name. A gap is dropped, a letter becomes the letter it
 # reads as; a character that reads as two letters, or as a letter and a gap, becomes AMBIGUOUS, and a text holding
@@ -224,6 +224,6 @@ def neutralise(text: str) -> str:
             cursor = end
         pieces.append(text[cursor:])
         text = "".join(pieces)
-    if not text.isascii() and not _HIDDEN_CANDIDATES.isdisjoint(text):
+    if not text.isascii() and not _hidden_candidates().isdisjoint(text):
         text = _HIDDEN.sub("", text)
     return text

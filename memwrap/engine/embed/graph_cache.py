@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from importlib import metadata
 from pathlib import Path
 
-from memwrap.private_files import private_dir
+from memwrap.private_files import private_dir, publish, temporary_file
 
 log = logging.getLogger("memwrap.engine")
 
@@ -88,15 +86,15 @@ def _read(path: Path) -> bytes | None:
 
 def _write(path: Path, graph: bytes) -> None:
     try:
-        private_dir(path.parent)  # as the other models' exports: the owner's only (mkstemp's file is 0600)
-        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        private_dir(path.parent)  # as the other models' exports: the owner's only
+        temporary = temporary_file(path.parent, ".onnx")
         try:
-            with os.fdopen(handle, "wb") as out:
+            with temporary.open("wb") as out:
                 out.write(hashlib.sha256(graph).digest())
                 out.write(graph)
-            os.replace(temporary, path)
+            publish(temporary, path)
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
     except OSError as exc:  # a read-only or full disk: the next process builds it again, nothing worse
         log.debug("memwrap: could not keep the embedding graph in %s (%s)", path.parent, exc)

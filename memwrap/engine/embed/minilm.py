@@ -266,7 +266,8 @@ def graph_file(kind: Weights, models_home: Path) -> Path | bytes:
     of onnx), then a warm start only opens the file (~0.2 s, no onnx import). Written to a temporary file and
     renamed into place under a file lock, like onnx_export.py's exports. Where the cache cannot be written, the
     graph is used from memory."""
-    from memwrap.engine.embed.onnx_export import _export_lock, _publish, _temp_path
+    from memwrap.engine.embed.onnx_export import _export_lock
+    from memwrap.private_files import publish, temporary_file
 
     directory = Path(models_home).expanduser() / f"{MODEL_NAME}-{MODEL_SHA256[:12]}-g{GRAPH_VERSION}"
     target = directory / f"model-{kind}.onnx"
@@ -275,10 +276,10 @@ def graph_file(kind: Weights, models_home: Path) -> Path | bytes:
     try:
         with _export_lock(directory):
             if not target.exists():
-                temp = _temp_path(directory, ".onnx")
+                temp = temporary_file(directory, ".onnx")
                 try:
                     temp.write_bytes(graph(kind))
-                    _publish(temp, target)
+                    publish(temp, target)
                 finally:
                     temp.unlink(missing_ok=True)
         return target

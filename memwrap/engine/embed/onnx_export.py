@@ -15,9 +15,7 @@ import contextlib
 import hashlib
 import json
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from memwrap.engine.embed.encoders import (
     _quiet_transformers,
     resolve_model_path,
 )
-from memwrap.private_files import FILE_MODE, private_dir, private_file
+from memwrap.private_files import private_dir, private_file, publish, temporary_file
 
 log = logging.getLogger("memwrap.embed")
 
@@ -169,18 +167,6 @@ def _export_lock(directory: Path) -> Iterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _temp_path(directory: Path, suffix: str) -> Path:
-    fd, name = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=suffix)
-    os.close(fd)
-    return Path(name)
-
-
-def _publish(temp: Path, destination: Path) -> None:
-    """Atomically into place: a reader sees no file or the whole file, never a part."""
-    temp.chmod(FILE_MODE)  # like everything under MEMWRAP_HOME (memwrap/private_files.py)
-    os.replace(temp, destination)
-
-
 class _DropLibraryChatter(logging.Filter):
     """onnxruntime's quantiser logs on the root logger ('consider pre-processing...'): not the application's
     business."""
@@ -224,8 +210,8 @@ def export_onnx(spec: _Spec, destination: Path) -> None:
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
     model = Pooled(bert).eval()
-    raw = _temp_path(destination.parent, ".raw.onnx")
-    fused = _temp_path(destination.parent, ".onnx")
+    raw = temporary_file(destination.parent, ".raw.onnx")
+    fused = temporary_file(destination.parent, ".onnx")
     try:
         # A padded example: tracing must follow the masked path (an all-ones mask may be optimised away).
         example_mask = torch.ones(2, 8, dtype=torch.long)
@@ -268,7 +254,7 @@ def export_onnx(spec: _Spec, destination: Path) -> None:
             exported = OnnxEncoder(source, spec).encode(list(_PROBE_TEXTS), batch_size=len(_PROBE_TEXTS))
             agreement = float((reference * exported).sum(axis=1).min())
             if agreement >= 0.9999:
-                _publish(source, destination)
+                publish(source, destination)
                 return
             log.info("the ONNX graph %s disagrees with torch (cosine %.5f)", source.name, agreement)
         raise OnnxUnsupported(f"the exported graph disagrees with torch (cosine {agreement:.5f})")
@@ -301,7 +287,7 @@ def quantize_onnx(source: Path, destination: Path) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    temp = _temp_path(destination.parent, ".onnx")
+    temp = temporary_file(destination.parent, ".onnx")
     chatter = _DropLibraryChatter()
     logging.getLogger().addFilter(chatter)
     try:
@@ -315,7 +301,7 @@ def quantize_onnx(source: Path, destination: Path) -> None:
             # The fused contrib ops (Attention, SkipLayerNormalization) have no shape inference in onnx.
             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
         )
-        _publish(temp, destination)
+        publish(temp, destination)
     finally:
         logging.getLogger().removeFilter(chatter)
         temp.unlink(missing_ok=True)
